@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { clickhouseErrorCode, isRetryableClickHouseError, toClickHouseAppError } from './errors.js';
+
+describe('clickhouse errors', () => {
+  it('reads the code from 18.16-style error text', () => {
+    expect(clickhouseErrorCode(new Error("Code: 60, e.displayText() = DB::Exception: Table x doesn't exist"))).toBe(60);
+    expect(clickhouseErrorCode(Object.assign(new Error('x'), { code: '241' }))).toBe(241);
+    expect(clickhouseErrorCode(new Error('no code here'))).toBeUndefined();
+    expect(clickhouseErrorCode('not an error')).toBeUndefined();
+  });
+
+  it('classifies network failures and overload as retryable, bad SQL as not', () => {
+    expect(isRetryableClickHouseError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' }))).toBe(true);
+    expect(isRetryableClickHouseError(new Error('Code: 252, Too many parts'))).toBe(true);
+    expect(isRetryableClickHouseError(new Error('Code: 62, Syntax error'))).toBe(false);
+    const appError = toClickHouseAppError(new Error('Code: 62, Syntax error\nstack'), 'query');
+    expect(appError.code).toBe('clickhouse_error');
+    expect(appError.retryable).toBe(false);
+    expect(appError.message).toBe('clickhouse query failed (code 62): Code: 62, Syntax error');
+  });
+});

@@ -1,0 +1,33 @@
+import { AppError } from '../errors.js';
+
+/**
+ * ClickHouse 18.16's error text does not match @clickhouse/client's parser, so errors arrive as
+ * plain `Error`s without a `code`. This is the one place that reads the code out of the text.
+ */
+export function clickhouseErrorCode(err: unknown): number | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const fromClient = (err as { code?: unknown }).code;
+  if (typeof fromClient === 'string' && /^\d+$/.test(fromClient)) return Number(fromClient);
+  const match = /Code: (\d+)/.exec(err.message);
+  return match ? Number(match[1]) : undefined;
+}
+
+// Server-side conditions that pass by themselves: overload, timeouts, too many parts, network.
+const RETRYABLE_SERVER_CODES = new Set([159, 164, 202, 203, 209, 210, 241, 252, 285, 319, 425]);
+const RETRYABLE_NETWORK = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|socket hang up|Timeout error|other side closed/i;
+
+export function isRetryableClickHouseError(err: unknown): boolean {
+  const code = clickhouseErrorCode(err);
+  if (code !== undefined) return RETRYABLE_SERVER_CODES.has(code);
+  return err instanceof Error && RETRYABLE_NETWORK.test(`${err.message} ${(err as { code?: unknown }).code ?? ''}`);
+}
+
+export function toClickHouseAppError(err: unknown, action: string): AppError {
+  const code = clickhouseErrorCode(err);
+  const retryable = isRetryableClickHouseError(err);
+  const detail = err instanceof Error ? err.message.split('\n')[0] : String(err);
+  return new AppError(retryable ? 'clickhouse_unavailable' : 'clickhouse_error', `clickhouse ${action} failed${code ? ` (code ${code})` : ''}: ${detail}`, {
+    retryable,
+    cause: err,
+  });
+}

@@ -1,0 +1,51 @@
+import { type Static, type TObject, type TProperties, Type } from '@sinclair/typebox';
+import envSchema from 'env-schema';
+import { AppError } from './errors.js';
+
+/**
+ * Configuration is read from the environment once, in a service's main.ts, validated against a
+ * TypeBox schema whose property names are the environment variable names. Nothing else reads
+ * process.env, so the schema is the complete list of knobs (and the README's table).
+ */
+export function loadConfig<S extends TObject>(schema: S, env: Record<string, string | undefined> = process.env): Static<S> {
+  try {
+    return envSchema<Static<S>>({ schema, data: env, env: false, dotenv: false });
+  } catch (err) {
+    // ajv's message names the variable, e.g. "env/KAFKA_BROKERS must NOT have fewer than 1 characters".
+    throw new AppError('invalid_config', `invalid configuration: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** Schema fragments shared by the services; a service composes the ones it needs. */
+export const CommonConfig = {
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info' },
+  ),
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 15_000 }),
+} satisfies TProperties;
+
+export const KafkaConfig = {
+  KAFKA_BROKERS: Type.String({ minLength: 1, default: '127.0.0.1:9092' }),
+  KAFKA_CLIENT_ID: Type.String({ minLength: 1, default: 'event-ingestion' }),
+  /** Prepended to every topic name; lets tests and parallel environments share one broker. */
+  KAFKA_TOPIC_PREFIX: Type.String({ default: '', pattern: '^[A-Za-z0-9._-]*$' }),
+} satisfies TProperties;
+
+export const ClickHouseConfig = {
+  CLICKHOUSE_URL: Type.String({ minLength: 1, default: 'http://127.0.0.1:8123' }),
+  CLICKHOUSE_USER: Type.String({ default: 'default' }),
+  CLICKHOUSE_PASSWORD: Type.String({ default: '' }),
+  CLICKHOUSE_DATABASE: Type.String({ default: 'ingest', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }),
+} satisfies TProperties;
+
+export const RedisConfig = {
+  REDIS_URL: Type.String({ minLength: 1, default: 'redis://127.0.0.1:6379' }),
+} satisfies TProperties;
+
+export function brokerList(brokers: string): string[] {
+  return brokers
+    .split(',')
+    .map((b) => b.trim())
+    .filter((b) => b.length > 0);
+}

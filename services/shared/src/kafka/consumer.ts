@@ -1,0 +1,126 @@
+import type { Consumer as KafkaJsConsumer, KafkaMessage } from 'kafkajs';
+import type { Component } from '../lifecycle.js';
+import type { Logger } from '../logger.js';
+import type { KafkaClient } from './client.js';
+
+export interface ConsumedMessage {
+  topic: string;
+  partition: number;
+  /** Kafka offsets are 64-bit; kept as decimal strings. */
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, string>;
+  /** Broker/producer timestamp in epoch milliseconds. */
+  timestamp: number;
+}
+
+export interface BatchContext {
+  topic: string;
+  partition: number;
+  /** Call during long work (retries) so the group does not evict this member. */
+  heartbeat(): Promise<void>;
+  /** False once the consumer is stopping or lost the partition: finish without side effects. */
+  shouldContinue(): boolean;
+}
+
+/**
+ * Handles one fetched batch of one partition. Resolving means every effect of every message is
+ * durable, and the consumer then commits the offset after the batch. Throwing means nothing of
+ * the batch is committed: the consumer restarts and the batch is delivered again.
+ * Bad data must not throw (dead-letter it instead); throwing is for infrastructure failures.
+ */
+export type BatchHandler = (messages: ConsumedMessage[], ctx: BatchContext) => Promise<void>;
+
+export interface BatchConsumerOptions {
+  name: string;
+  groupId: string;
+  topics: string[];
+  handleBatch: BatchHandler;
+  logger: Logger;
+  fromBeginning?: boolean;
+  /** Partitions handled in parallel by this member. */
+  partitionsConsumedConcurrently?: number;
+  sessionTimeoutMs?: number;
+  maxBytesPerPartition?: number;
+  /** How long the broker may hold a fetch waiting for data; bounds idle latency. */
+  maxWaitTimeMs?: number;
+}
+
+export interface BatchConsumer extends Component {
+  /** Partitions currently assigned to this member, per topic. */
+  assignments(): Record<string, number[]>;
+}
+
+export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOptions): BatchConsumer {
+  const log = options.logger.child({ component: options.name, groupId: options.groupId });
+  let consumer: KafkaJsConsumer | undefined;
+  let running = false;
+  let crashed = false;
+  let assigned: Record<string, number[]> = {};
+
+  async function start(): Promise<void> {
+    consumer = kafka.consumer({
+      groupId: options.groupId,
+      sessionTimeout: options.sessionTimeoutMs ?? 30_000,
+      heartbeatInterval: 3_000,
+      maxBytesPerPartition: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
+      maxWaitTimeInMs: options.maxWaitTimeMs ?? 250,
+      allowAutoTopicCreation: false,
+      // A crash (handler threw, broker gone) restarts the member from the committed offsets:
+      // at-least-once, never a silent skip.
+      retry: { retries: 5, initialRetryTime: 300, maxRetryTime: 5_000, restartOnFailure: async () => true },
+    });
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      assigned = e.payload.memberAssignment;
+      log.info({ assignment: assigned }, 'joined consumer group');
+    });
+    consumer.on(consumer.events.CRASH, (e) => {
+      crashed = !e.payload.restart;
+      log.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
+    });
+    await consumer.connect();
+    for (const topic of options.topics) {
+      await consumer.subscribe({ topic, fromBeginning: options.fromBeginning ?? true });
+    }
+    running = true;
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+        if (batch.messages.length === 0) return;
+        const messages = batch.messages.map((m) => toConsumed(batch.topic, batch.partition, m));
+        await options.handleBatch(messages, {
+          topic: batch.topic,
+          partition: batch.partition,
+          heartbeat,
+          shouldContinue: () => isRunning() && !isStale(),
+        });
+        if (isStale()) return; // partition moved during the batch: its new owner re-reads it
+        const last = batch.lastOffset();
+        resolveOffset(last);
+        await consumer?.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);
+      },
+    });
+  }
+
+  return {
+    name: options.name,
+    start,
+    async stop() {
+      running = false;
+      await consumer?.disconnect();
+    },
+    healthy: () => running && !crashed,
+    assignments: () => assigned,
+  };
+}
+
+function toConsumed(topic: string, partition: number, m: KafkaMessage): ConsumedMessage {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(m.headers ?? {})) {
+    if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
+  }
+  return { topic, partition, offset: m.offset, key: m.key, value: m.value, headers, timestamp: Number(m.timestamp) };
+}

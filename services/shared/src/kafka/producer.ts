@@ -1,0 +1,75 @@
+import { CompressionTypes, type Producer as KafkaJsProducer, Partitioners } from 'kafkajs';
+import { AppError } from '../errors.js';
+import type { KafkaClient } from './client.js';
+
+export interface OutgoingMessage {
+  key: string | Buffer | null;
+  value: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface Producer {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  /**
+   * Resolves once the broker acknowledged every message with acks=all, rejects with a
+   * retryable `kafka_unavailable` AppError after `sendTimeoutMs`. The caller must treat a
+   * rejection as "maybe written": redelivery is handled by deduplication downstream.
+   */
+  send(topic: string, messages: OutgoingMessage[]): Promise<void>;
+}
+
+export interface ProducerOptions {
+  /** Bound on one send, including retries; the gateway answers 503 after it. */
+  sendTimeoutMs?: number;
+}
+
+export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}): Producer {
+  const sendTimeoutMs = options.sendTimeoutMs ?? 5_000;
+  // Idempotent: broker-side dedupe of the producer's own retries. kafkajs orders sequence
+  // numbers correctly only with one request in flight per connection, hence the 1.
+  const producer: KafkaJsProducer = kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    // The murmur2 partitioner of the Java client: keys land on the same partitions whichever
+    // client (or language) produced them.
+    createPartitioner: Partitioners.DefaultPartitioner,
+    // Bounded on purpose (kafkajs warns that this weakens its idempotence): an unbounded retry
+    // would hold HTTP requests while Kafka is down. A send that gives up is reported as
+    // "maybe written"; downstream dedupe by eventId absorbs a copy that did get through.
+    retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 },
+  });
+
+  return {
+    connect: () => producer.connect(),
+    disconnect: () => producer.disconnect(),
+    async send(topic, messages) {
+      if (messages.length === 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new AppError('kafka_unavailable', `kafka did not acknowledge within ${sendTimeoutMs} ms`, { retryable: true })),
+          sendTimeoutMs,
+        );
+      });
+      try {
+        await Promise.race([
+          producer.send({
+            topic,
+            acks: -1,
+            timeout: sendTimeoutMs,
+            compression: CompressionTypes.None,
+            messages: messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+          }),
+          timeout,
+        ]);
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        throw new AppError('kafka_unavailable', `kafka send failed: ${(err as Error).message}`, { retryable: true, cause: err });
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

@@ -1,0 +1,18 @@
+import { describe, expect, it } from 'vitest';
+import { allTopicSpecs, TOPICS, topicName } from './topics.js';
+
+describe('topics', () => {
+  it('applies the prefix', () => {
+    expect(topicName('', 'eventsRaw')).toBe('events.raw');
+    expect(topicName('staging.', 'deadLetters')).toBe('staging.events.deadletter');
+  });
+
+  it('keeps state topics compacted and event topics time-bounded', () => {
+    for (const spec of allTopicSpecs()) {
+      const policy = spec.config['cleanup.policy'];
+      if (spec.name.startsWith('control.') || spec.name === TOPICS.jobProgress.name) expect(policy).toBe('compact');
+      else expect(Number((spec.config as Record<string, string>)['retention.ms'])).toBeGreaterThan(0);
+    }
+    expect(new Set(allTopicSpecs().map((s) => s.name)).size).toBe(allTopicSpecs().length);
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * Every Kafka topic the system uses, with how it is provisioned. Services refer to topics by
+ * their logical key; `topicName()` applies the deployment's prefix.
+ *
+ * Partition counts bound consumer parallelism: processors and sinks scale up to that many
+ * replicas. Raising them later is possible (see README, "Adding partitions") but re-keys data,
+ * so they start generous for the event topics.
+ */
+export interface TopicSpec {
+  /** Name without prefix. */
+  readonly name: string;
+  readonly partitions: number;
+  readonly config: Readonly<Record<string, string>>;
+  readonly purpose: string;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export const TOPICS = {
+  eventsRaw: {
+    name: 'events.raw',
+    partitions: 12,
+    config: { 'retention.ms': String(7 * DAY_MS), 'cleanup.policy': 'delete', 'max.message.bytes': String(4 * 1024 * 1024) },
+    purpose: 'accepted events as received, keyed by account and eventId so copies share a partition',
+  },
+  eventsUnique: {
+    name: 'events.unique',
+    partitions: 12,
+    config: { 'retention.ms': String(7 * DAY_MS), 'cleanup.policy': 'delete', 'max.message.bytes': String(4 * 1024 * 1024) },
+    purpose: 'deduplicated events keyed by account and identity, the source for storage and CRM sync',
+  },
+  jobChunks: {
+    name: 'jobs.chunks',
+    partitions: 6,
+    config: { 'retention.ms': String(7 * DAY_MS), 'cleanup.policy': 'delete', 'max.message.bytes': String(8 * 1024 * 1024) },
+    purpose: 'bulk and CSV jobs as chunks of up to 500 events',
+  },
+  jobProgress: {
+    name: 'jobs.progress',
+    partitions: 3,
+    config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
+    purpose: 'latest progress of every job, keyed by jobId (compacted)',
+  },
+  deadLetters: {
+    name: 'events.deadletter',
+    partitions: 3,
+    config: { 'retention.ms': String(30 * DAY_MS), 'cleanup.policy': 'delete', 'max.message.bytes': String(8 * 1024 * 1024) },
+    purpose: 'messages that could not be processed, with the reason and their origin',
+  },
+  controlAccounts: {
+    name: 'control.accounts',
+    partitions: 1,
+    config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
+    purpose: 'accounts and plans, keyed by accountId (compacted)',
+  },
+  controlApiKeys: {
+    name: 'control.apikeys',
+    partitions: 1,
+    config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
+    purpose: 'API key hashes and revocations, keyed by key id (compacted)',
+  },
+  controlMappings: {
+    name: 'control.mappings',
+    partitions: 1,
+    config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
+    purpose: 'CRM mapping configuration versions, keyed by account (compacted)',
+  },
+} as const satisfies Record<string, TopicSpec>;
+
+export type TopicKey = keyof typeof TOPICS;
+
+export function topicName(prefix: string, key: TopicKey): string {
+  return `${prefix}${TOPICS[key].name}`;
+}
+
+export function allTopicSpecs(): TopicSpec[] {
+  return Object.values(TOPICS);
+}

@@ -1,0 +1,82 @@
+import type { Logger } from './logger.js';
+
+/** The contract of every long-running part of a service (HTTP server, consumer, ...). */
+export interface Component {
+  readonly name: string;
+  start(): Promise<void>;
+  /** Finish or abandon in-flight work without committing unfinished work, then release. */
+  stop(): Promise<void>;
+  healthy(): boolean;
+}
+
+/** A client that owns connections (Kafka producer, ClickHouse, Redis) and is closed last. */
+export interface Closeable {
+  readonly name: string;
+  close(): Promise<void>;
+}
+
+export interface ServiceRunnerOptions {
+  logger: Logger;
+  components: Component[];
+  clients: Closeable[];
+  shutdownTimeoutMs: number;
+}
+
+export interface ServiceRunner {
+  start(): Promise<void>;
+  /** Stops components (all of them, even if one fails), then clients. */
+  stop(): Promise<void>;
+  healthy(): boolean;
+  /** SIGTERM/SIGINT stop the service; a hard deadline exits even if something hangs. */
+  installSignalHandlers(): void;
+}
+
+export function createServiceRunner(options: ServiceRunnerOptions): ServiceRunner {
+  const { logger, components, clients, shutdownTimeoutMs } = options;
+  let stopping: Promise<void> | undefined;
+
+  async function stopAll(): Promise<void> {
+    const stopped = await Promise.allSettled(components.map((c) => c.stop()));
+    stopped.forEach((r, i) => {
+      if (r.status === 'rejected') logger.error({ err: r.reason, component: components[i]?.name }, 'component failed to stop');
+    });
+    const closed = await Promise.allSettled(clients.map((c) => c.close()));
+    closed.forEach((r, i) => {
+      if (r.status === 'rejected') logger.error({ err: r.reason, client: clients[i]?.name }, 'client failed to close');
+    });
+  }
+
+  const runner: ServiceRunner = {
+    async start() {
+      for (const c of components) {
+        await c.start();
+        logger.info({ component: c.name }, 'component started');
+      }
+    },
+    stop() {
+      stopping ??= stopAll();
+      return stopping;
+    },
+    healthy: () => components.every((c) => c.healthy()),
+    installSignalHandlers() {
+      const onSignal = (signal: NodeJS.Signals) => {
+        logger.info({ signal }, 'shutting down');
+        const deadline = setTimeout(() => {
+          logger.error({ shutdownTimeoutMs }, 'shutdown deadline passed, exiting');
+          process.exit(1);
+        }, shutdownTimeoutMs);
+        deadline.unref();
+        runner.stop().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            logger.error({ err }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.once('SIGTERM', onSignal);
+      process.once('SIGINT', onSignal);
+    },
+  };
+  return runner;
+}

@@ -1,0 +1,40 @@
+import { type DestinationStream, type Logger, type LoggerOptions as PinoOptions, pino } from 'pino';
+
+export type { Logger };
+
+/**
+ * Paths that may carry secrets. Logs carry ids (requestId, accountId, eventId, jobId), never
+ * credentials or event contents; redaction is the safety net for the first rule.
+ */
+const REDACT_PATHS = [
+  'authorization',
+  '*.authorization',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+  'headers.cookie',
+  'apiKey',
+  '*.apiKey',
+  'password',
+  '*.password',
+  'token',
+  '*.token',
+];
+
+export interface LoggerOptions {
+  service: string;
+  level?: string;
+  /** Tests pass a stream to capture output. */
+  destination?: DestinationStream;
+}
+
+export function createLogger({ service, level = 'info', destination }: LoggerOptions): Logger {
+  const options: PinoOptions = {
+    level,
+    base: { service },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label: string) => ({ level: label }) },
+  };
+  return destination ? pino(options, destination) : pino(options);
+}

@@ -1,0 +1,66 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Component } from './lifecycle.js';
+import type { Logger } from './logger.js';
+import type { Registry } from './metrics.js';
+
+export interface OpsServerOptions {
+  host: string;
+  port: number;
+  metrics: Registry;
+  /** Ready means: every component is running and can do its work. */
+  ready: () => boolean;
+  logger: Logger;
+}
+
+export interface OpsServer extends Component {
+  address(): string;
+}
+
+/**
+ * /healthz (the process answers), /readyz (it can do its work) and /metrics for services that
+ * have no HTTP API of their own. Three fixed routes do not justify a web framework here.
+ */
+export function createOpsServer(options: OpsServerOptions): OpsServer {
+  let server: Server | undefined;
+  return {
+    name: 'ops-server',
+    async start() {
+      server = createServer((req, res) => {
+        const path = (req.url ?? '/').split('?')[0];
+        if (req.method !== 'GET') {
+          res.writeHead(405, { allow: 'GET' }).end();
+          return;
+        }
+        if (path === '/healthz') {
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+        } else if (path === '/readyz') {
+          const ready = options.ready();
+          res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ready ? 'ready' : 'not_ready' }));
+        } else if (path === '/metrics') {
+          options.metrics.metrics().then(
+            (text) => res.writeHead(200, { 'content-type': options.metrics.contentType }).end(text),
+            (err: unknown) => {
+              options.logger.error({ err }, 'metrics collection failed');
+              res.writeHead(500).end();
+            },
+          );
+        } else {
+          res.writeHead(404, { 'content-type': 'application/json' }).end('{"status":"not_found"}');
+        }
+      });
+      await new Promise<void>((resolve, reject) => {
+        server?.once('error', reject);
+        server?.listen(options.port, options.host, () => resolve());
+      });
+    },
+    async stop() {
+      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    },
+    healthy: () => server?.listening ?? false,
+    address() {
+      const addr = server?.address() as AddressInfo | null;
+      return addr ? `http://${addr.address}:${addr.port}` : '';
+    },
+  };
+}

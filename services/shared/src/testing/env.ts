@@ -1,0 +1,19 @@
+/**
+ * Where the real servers of integration tests are. `scripts/test.sh` starts the local stack
+ * and exports these; the vitest global setup starts containers instead when they are unset and
+ * a Docker engine answers.
+ */
+export interface IntegrationEnv {
+  kafkaBrokers: string;
+  clickhouseUrl: string;
+  redisUrl: string;
+}
+
+export const INTEGRATION_ENV_HINT =
+  'integration tests need KAFKA_BROKERS, CLICKHOUSE_URL and REDIS_URL: run `npm test` (it starts the local stack), or `bash scripts/stack.sh up` and export the variables it prints, or run a Docker engine so the tests can start containers';
+
+export function integrationEnv(env: Record<string, string | undefined> = process.env): IntegrationEnv {
+  const { KAFKA_BROKERS, CLICKHOUSE_URL, REDIS_URL } = env;
+  if (!KAFKA_BROKERS || !CLICKHOUSE_URL || !REDIS_URL) throw new Error(INTEGRATION_ENV_HINT);
+  return { kafkaBrokers: KAFKA_BROKERS, clickhouseUrl: CLICKHOUSE_URL, redisUrl: REDIS_URL };
+}

@@ -1,0 +1,66 @@
+import { randomBytes } from 'node:crypto';
+import { type ClickHouse, createClickHouse } from '../clickhouse/client.js';
+import { dropDatabase, migrate } from '../clickhouse/migrations.js';
+import { deleteTopics, ensureTopics } from '../kafka/admin.js';
+import { createKafkaClient, type KafkaClient } from '../kafka/client.js';
+import { TOPICS, type TopicKey, topicName } from '../kafka/topics.js';
+import { createLogger, type Logger } from '../logger.js';
+import { CLICKHOUSE_MIGRATIONS_DIR } from '../paths.js';
+import { type IntegrationEnv, integrationEnv } from './env.js';
+
+/** Short unique suffix so parallel test files never share topics, groups or databases. */
+export function uniqueSuffix(): string {
+  return `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+}
+
+export function testLogger(): Logger {
+  return createLogger({ service: 'test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+}
+
+export interface TestKafka {
+  kafka: KafkaClient;
+  prefix: string;
+  topic(key: TopicKey): string;
+  cleanup(): Promise<void>;
+}
+
+/** Creates the named topics under a fresh prefix; `cleanup` deletes them. */
+export async function createTestKafka(keys: TopicKey[], env: IntegrationEnv = integrationEnv()): Promise<TestKafka> {
+  const prefix = `t${uniqueSuffix()}.`;
+  const logger = testLogger();
+  const kafka = createKafkaClient({ brokers: env.kafkaBrokers, clientId: `test-${prefix}`, logger });
+  // Fewer partitions than production keeps topic creation fast on the test broker.
+  const specs = keys.map((k) => ({ ...TOPICS[k], partitions: Math.min(TOPICS[k].partitions, 3) }));
+  await ensureTopics(kafka, { prefix, specs, logger });
+  return {
+    kafka,
+    prefix,
+    topic: (key) => topicName(prefix, key),
+    cleanup: () =>
+      deleteTopics(
+        kafka,
+        keys.map((k) => topicName(prefix, k)),
+      ),
+  };
+}
+
+export interface TestClickHouse {
+  ch: ClickHouse;
+  database: string;
+  cleanup(): Promise<void>;
+}
+
+/** A fresh database with every migration applied; `cleanup` drops it. */
+export async function createTestClickHouse(env: IntegrationEnv = integrationEnv()): Promise<TestClickHouse> {
+  const database = `test_${uniqueSuffix()}`;
+  await migrate({ url: env.clickhouseUrl, database, dir: CLICKHOUSE_MIGRATIONS_DIR, logger: testLogger() });
+  const ch = createClickHouse({ url: env.clickhouseUrl, database });
+  return {
+    ch,
+    database,
+    async cleanup() {
+      await ch.close();
+      await dropDatabase({ url: env.clickhouseUrl, database });
+    },
+  };
+}

@@ -1,0 +1,26 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['services/*/src/**/*.test.ts', 'schemas/src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          exclude: ['**/*.integration.test.ts', '**/node_modules/**'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['services/*/src/**/*.integration.test.ts', 'scripts/**/*.integration.test.ts'],
+          globalSetup: ['scripts/test/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          // Real servers on a 2-core machine: a few files at a time, each isolated by prefix.
+          maxWorkers: 3,
+        },
+      },
+    ],
+  },
+});
