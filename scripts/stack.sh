@@ -1,0 +1,622 @@
+#!/usr/bin/env bash
+# Local development stack without Docker: Kafka (KRaft, jars from Maven Central), ClickHouse and
+# Redis (Debian packages), all on 127.0.0.1 with state under $STACK_DIR.
+#
+#   scripts/stack.sh up|down|status|reset|logs [kafka|clickhouse|redis]
+#
+# Servers that already answer on their port are reused and never stopped by `down`; only
+# processes whose pid files this script wrote are touched. See usage() for the env vars.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
+REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd -P)
+
+STACK_DIR=${STACK_DIR:-$REPO_ROOT/.local}
+# Absolute, because pid-file markers and the generated configs embed it and servers run
+# from other working directories.
+[[ $STACK_DIR == /* ]] || STACK_DIR=$PWD/$STACK_DIR
+KAFKA_PORT=${KAFKA_PORT:-9092}
+KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-9093}
+KAFKA_HEAP=${KAFKA_HEAP:-512m}
+CLICKHOUSE_HTTP_PORT=${CLICKHOUSE_HTTP_PORT:-8123}
+CLICKHOUSE_TCP_PORT=${CLICKHOUSE_TCP_PORT:-9000}
+REDIS_PORT=${REDIS_PORT:-6379}
+KAFKA_START_TIMEOUT=${KAFKA_START_TIMEOUT:-60}
+CLICKHOUSE_START_TIMEOUT=${CLICKHOUSE_START_TIMEOUT:-30}
+REDIS_START_TIMEOUT=${REDIS_START_TIMEOUT:-10}
+STOP_TIMEOUT=${STOP_TIMEOUT:-20}
+
+HOST=127.0.0.1
+CLICKHOUSE_SERVER_BIN=/usr/sbin/clickhouse-server
+
+usage() {
+  cat <<EOF
+usage: ${0##*/} up|down|status|reset|logs [kafka|clickhouse|redis]
+
+  up      install missing packages/jars, start (or reuse) Kafka, ClickHouse and Redis
+  down    stop the servers this script started (reused servers are left alone)
+  status  one line per server; exit status 1 if any is down
+  reset   down, then delete all local data (keeps the Kafka jar cache)
+  logs    print the last lines of a server's logs (follows them when run in a terminal)
+
+environment (defaults):
+  STACK_DIR=$STACK_DIR
+  KAFKA_PORT=$KAFKA_PORT KAFKA_CONTROLLER_PORT=$KAFKA_CONTROLLER_PORT KAFKA_HEAP=$KAFKA_HEAP
+  CLICKHOUSE_HTTP_PORT=$CLICKHOUSE_HTTP_PORT CLICKHOUSE_TCP_PORT=$CLICKHOUSE_TCP_PORT
+  REDIS_PORT=$REDIS_PORT
+  KAFKA_START_TIMEOUT=$KAFKA_START_TIMEOUT CLICKHOUSE_START_TIMEOUT=$CLICKHOUSE_START_TIMEOUT \
+REDIS_START_TIMEOUT=$REDIS_START_TIMEOUT STOP_TIMEOUT=$STOP_TIMEOUT (seconds)
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+say() { printf '%s: %s\n' "$1" "$2"; }
+
+# Log files are appended to across restarts; remembering their size before a start lets fail()
+# show only what this start wrote instead of the previous run's clean shutdown.
+declare -A LOG_OFFSET=()
+mark_logs() {
+  local f
+  for f in "$@"; do
+    LOG_OFFSET[$f]=$(stat -c %s -- "$f" 2>/dev/null || echo 0)
+  done
+}
+
+# fail SERVER MESSAGE [LOGFILE...]: the log tails are what make a failed start debuggable
+# without knowing where this script keeps its files.
+fail() {
+  local server=$1 msg=$2 f new
+  shift 2
+  printf '%s: ERROR: %s\n' "$server" "$msg" >&2
+  for f in "$@"; do
+    [[ -s $f ]] || continue
+    new=$(tail -c +"$((${LOG_OFFSET[$f]:-0} + 1))" -- "$f" | tail -n 40)
+    [[ -n $new ]] || continue
+    printf -- '----- last 40 lines of %s -----\n%s\n' "$f" "$new" >&2
+  done
+  exit 1
+}
+
+port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# A zombie (our child that died during `up` but was not reaped yet) still passes kill -0.
+alive() {
+  local stat
+  [[ -r /proc/$1/stat ]] || return 1
+  stat=$(<"/proc/$1/stat") || return 1
+  stat=${stat##*) }
+  [[ ${stat%% *} != Z ]]
+}
+
+# our_pid PIDFILE MARKER [CWD]: prints the recorded pid if that process is alive, its command
+# line contains MARKER and (if given) it runs in directory CWD, so a pid recycled by an
+# unrelated process, or a server of another STACK_DIR, is never signalled.
+our_pid() {
+  local pidfile=$1 marker=$2 cwd=${3:-} pid cmdline
+  [[ -f $pidfile ]] || return 1
+  pid=$(<"$pidfile")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  alive "$pid" || return 1
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ $cmdline == *"$marker"* ]] || return 1
+  if [[ -n $cwd ]]; then
+    [[ $(readlink -f "/proc/$pid/cwd" 2>/dev/null) == "$(readlink -f "$cwd")" ]] || return 1
+  fi
+  printf '%s\n' "$pid"
+}
+
+# spawn PIDFILE LOGFILE CMD...: sets SPAWNED_PID. nohup + /dev/null stdin detach the server
+# from the terminal; closing fd 9 keeps it from inheriting (and holding forever) our lock.
+spawn() {
+  local pidfile=$1 logfile=$2
+  shift 2
+  printf '===== %s starting: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$logfile"
+  nohup "$@" >>"$logfile" 2>&1 </dev/null 9>&- &
+  SPAWNED_PID=$!
+  printf '%s\n' "$SPAWNED_PID" >"$pidfile"
+}
+
+# wait_for SECONDS PID CHECK...: 0 when CHECK succeeds, 1 on timeout, 2 if PID exits first
+# (so a crashing server is reported immediately rather than after the whole deadline).
+wait_for() {
+  local end=$((SECONDS + $1)) pid=$2
+  shift 2
+  until "$@"; do
+    alive "$pid" || return 2
+    ((SECONDS < end)) || return 1
+    sleep 0.25
+  done
+}
+
+# stop_pid SERVER PIDFILE MARKER [CWD]
+stop_pid() {
+  local server=$1 pidfile=$2 pid end
+  if ! pid=$(our_pid "$pidfile" "${@:3}"); then
+    if [[ -f $pidfile ]]; then
+      rm -f -- "$pidfile"
+      say "$server" "not running (removed stale pid file)"
+    else
+      return 1
+    fi
+    return 0
+  fi
+  kill -TERM "$pid" 2>/dev/null || true
+  end=$((SECONDS + STOP_TIMEOUT))
+  while alive "$pid" && ((SECONDS < end)); do sleep 0.2; done
+  if alive "$pid"; then
+    kill -KILL "$pid" 2>/dev/null || true
+    while alive "$pid"; do sleep 0.1; done
+    say "$server" "pid $pid ignored SIGTERM for ${STOP_TIMEOUT}s; killed it"
+  else
+    say "$server" "stopped pid $pid"
+  fi
+  rm -f -- "$pidfile"
+}
+
+# Escapes a value for the replacement side of a sed s### expression.
+sed_repl() { printf '%s' "$1" | sed -e 's/[\\&#]/\\&/g'; }
+
+# render TEMPLATE OUTPUT NAME=VALUE...: replaces @NAME@ placeholders and refuses to write a
+# config that still has one, which would otherwise fail later in a much less obvious way.
+render() {
+  local template=$1 out=$2 kv args=()
+  shift 2
+  for kv in "$@"; do
+    args+=(-e "s#@${kv%%=*}@#$(sed_repl "${kv#*=}")#g")
+  done
+  sed "${args[@]}" "$template" >"$out.tmp"
+  if grep -q '@[A-Z_]*@' "$out.tmp"; then
+    fail stack "unsubstituted placeholder in $out.tmp (from $template)"
+  fi
+  mv -f -- "$out.tmp" "$out"
+}
+
+# ---------------------------------------------------------------------------------------------
+# packages
+
+# Packages for whatever is missing, so a fresh Debian machine works and a set-up one never
+# touches apt. Java is needed even when Kafka is reused (the metadata check is a JVM tool).
+missing_packages() {
+  local pkgs=()
+  [[ -x $CLICKHOUSE_SERVER_BIN ]] || pkgs+=(clickhouse-server)
+  command -v clickhouse-client >/dev/null || pkgs+=(clickhouse-client)
+  command -v redis-server >/dev/null || pkgs+=(redis-server)
+  command -v redis-cli >/dev/null || pkgs+=(redis-tools)
+  command -v curl >/dev/null || pkgs+=(curl)
+  command -v java >/dev/null || pkgs+=(default-jre-headless)
+  command -v mvn >/dev/null || pkgs+=(maven)
+  if ((${#pkgs[@]})); then printf '%s\n' "${pkgs[@]}"; fi
+}
+
+ensure_packages() {
+  local pkgs created_policy=0
+  mapfile -t pkgs < <(missing_packages)
+  ((${#pkgs[@]})) || return 0
+  if ((EUID != 0)); then
+    fail stack "missing packages (${pkgs[*]}); run as root or: apt-get install ${pkgs[*]}"
+  fi
+  say stack "installing missing Debian packages: ${pkgs[*]}"
+  # The packages' maintainer scripts would start the system clickhouse/redis services on the
+  # default ports, which `up` would then "reuse" with the wrong config and data. Debian's
+  # policy-rc.d hook (exit 101 = "do not start") prevents that for the duration of the install.
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    created_policy=1
+  fi
+  local rc=0
+  {
+    apt-get update -q &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${pkgs[@]}"
+  } >"$STACK_DIR/apt.log" 2>&1 || rc=$?
+  if ((created_policy)); then rm -f /usr/sbin/policy-rc.d; fi
+  ((rc == 0)) || fail stack "apt-get failed (exit $rc)" "$STACK_DIR/apt.log"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Kafka
+
+KAFKA_DIR=$STACK_DIR/kafka
+KAFKA_LIBS=$KAFKA_DIR/libs
+KAFKA_POM=$REPO_ROOT/deploy/kafka/pom.xml
+KAFKA_PID=$KAFKA_DIR/kafka.pid
+KAFKA_PROPS=$KAFKA_DIR/server.properties
+# Unique per STACK_DIR, so `down` never matches a broker started from another checkout.
+KAFKA_MARKER="kafka.Kafka $KAFKA_PROPS"
+KAFKA_STATE=   # reused | started
+KAFKA_SPAWNED= # pid of the broker being started
+KAFKA_T0=0
+
+kafka_has_jars() { compgen -G "$KAFKA_LIBS/kafka_2.13-*.jar" >/dev/null; }
+
+# The jar cache is stamped with the pom's hash: copy-dependencies only ever adds files, so
+# after a version change the old jars would stay on the classpath next to the new ones.
+kafka_pom_hash() { sha256sum <"$KAFKA_POM" | cut -d' ' -f1; }
+
+kafka_jars_current() {
+  kafka_has_jars && [[ -f $KAFKA_LIBS/.pom.sha256 ]] &&
+    [[ $(<"$KAFKA_LIBS/.pom.sha256") == "$(kafka_pom_hash)" ]]
+}
+
+kafka_fetch_jars() {
+  local reason=$1 new=$KAFKA_DIR/libs.new
+  say kafka "$reason"
+  command -v mvn >/dev/null || fail kafka "mvn not found (apt-get install maven)"
+  rm -rf -- "$new"
+  if ! mvn -q -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \
+    -DoutputDirectory="$new" -DincludeScope=runtime >"$KAFKA_DIR/mvn.log" 2>&1; then
+    fail kafka "Maven could not fetch the broker jars" "$KAFKA_DIR/mvn.log"
+  fi
+  compgen -G "$new/kafka_2.13-*.jar" >/dev/null ||
+    fail kafka "Maven finished but no kafka_2.13 jar in $new" "$KAFKA_DIR/mvn.log"
+  kafka_pom_hash >"$new/.pom.sha256"
+  rm -rf -- "$KAFKA_LIBS.old"
+  if [[ -d $KAFKA_LIBS ]]; then mv -- "$KAFKA_LIBS" "$KAFKA_LIBS.old"; fi
+  mv -- "$new" "$KAFKA_LIBS"
+  rm -rf -- "$KAFKA_LIBS.old"
+}
+
+# kafka_java CLASS ARGS...: tools run with a small heap; they only talk to the broker.
+kafka_java() { java -Xmx256m -cp "$KAFKA_LIBS/*" "$@"; }
+
+kafka_check_java() {
+  local v
+  command -v java >/dev/null || fail kafka "java not found (apt-get install default-jre-headless)"
+  v=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
+  # Kafka 4.x brokers refuse to run on anything older than Java 17.
+  [[ -n $v && $v -ge 17 ]] || fail kafka "Kafka 4.x needs Java 17+, found: $(java -version 2>&1 | head -n1)"
+}
+
+kafka_begin() {
+  local pid
+  mkdir -p "$KAFKA_DIR/logs"
+  KAFKA_T0=$SECONDS
+  if port_open "$KAFKA_PORT"; then
+    KAFKA_STATE=reused
+    if pid=$(our_pid "$KAFKA_PID" "$KAFKA_MARKER"); then
+      say kafka "reusing server on :$KAFKA_PORT (ours, pid $pid)"
+    else
+      say kafka "reusing server on :$KAFKA_PORT (external)"
+    fi
+    # The readiness check at the end of `up` needs the tools jars; never refresh the cache
+    # under a running broker of ours, only fill it if it is empty.
+    kafka_has_jars || kafka_fetch_jars "fetching Kafka jars with Maven (needed for the metadata check)"
+    return 0
+  fi
+  KAFKA_STATE=started
+  if pid=$(our_pid "$KAFKA_PID" "$KAFKA_MARKER"); then
+    say kafka "pid $pid is already starting; waiting for it"
+    KAFKA_SPAWNED=$pid
+    return 0
+  fi
+  if port_open "$KAFKA_CONTROLLER_PORT"; then
+    fail kafka "controller port :$KAFKA_CONTROLLER_PORT is already in use (set KAFKA_CONTROLLER_PORT)"
+  fi
+  kafka_check_java
+  if ! kafka_has_jars; then
+    kafka_fetch_jars "fetching broker jars with Maven (first run only)"
+  elif ! kafka_jars_current; then
+    kafka_fetch_jars "jar cache does not match deploy/kafka/pom.xml; refreshing it with Maven"
+  fi
+
+  render "$REPO_ROOT/deploy/kafka/server.properties.template" "$KAFKA_PROPS" \
+    KAFKA_PORT="$KAFKA_PORT" KAFKA_CONTROLLER_PORT="$KAFKA_CONTROLLER_PORT" \
+    KAFKA_DATA_DIR="$KAFKA_DIR/data"
+
+  local log4j=(-Dlog4j2.configurationFile="$REPO_ROOT/deploy/kafka/log4j2.properties"
+    -Dkafka.logs.dir="$KAFKA_DIR/logs")
+
+  mark_logs "$KAFKA_DIR/logs/stdout.log" "$KAFKA_DIR/logs/server.log"
+  if [[ ! -f $KAFKA_DIR/data/meta.properties ]]; then
+    local cid
+    if [[ -s $KAFKA_DIR/cluster.id ]]; then
+      cid=$(<"$KAFKA_DIR/cluster.id")
+    else
+      cid=$(kafka_java kafka.tools.StorageTool random-uuid 2>>"$KAFKA_DIR/logs/stdout.log") ||
+        fail kafka "could not generate a cluster id" "$KAFKA_DIR/logs/stdout.log"
+      printf '%s\n' "$cid" >"$KAFKA_DIR/cluster.id"
+    fi
+    say kafka "formatting storage in $KAFKA_DIR/data (cluster id $cid)"
+    mkdir -p "$KAFKA_DIR/data"
+    # No --standalone: that flag is for the dynamic quorum (controller.quorum.bootstrap.servers)
+    # and StorageTool rejects it next to the static controller.quorum.voters we use.
+    kafka_java "${log4j[@]}" kafka.tools.StorageTool format -t "$cid" -c "$KAFKA_PROPS" \
+      >>"$KAFKA_DIR/logs/stdout.log" 2>&1 ||
+      fail kafka "storage format failed" "$KAFKA_DIR/logs/stdout.log" "$KAFKA_DIR/logs/server.log"
+  fi
+
+  # Same GC settings as Kafka's own kafka-run-class.sh, minus the GC log; ExitOnOutOfMemoryError
+  # so an undersized KAFKA_HEAP shows up as a dead broker instead of a hung one.
+  spawn "$KAFKA_PID" "$KAFKA_DIR/logs/stdout.log" \
+    java "-Xms$KAFKA_HEAP" "-Xmx$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
+    -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true "${log4j[@]}" \
+    -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_PROPS"
+  KAFKA_SPAWNED=$SPAWNED_PID
+  say kafka "starting pid $KAFKA_SPAWNED on $HOST:$KAFKA_PORT (readiness checked after the other servers)"
+}
+
+kafka_topics() {
+  timeout "$1" java -Xmx256m -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.TopicCommand \
+    --bootstrap-server "$HOST:$KAFKA_PORT" --list
+}
+
+# Deferred to the end of `up` so the broker's JVM start overlaps with ClickHouse and Redis.
+kafka_finish() {
+  local logs=("$KAFKA_DIR/logs/stdout.log" "$KAFKA_DIR/logs/server.log") rc=0 left topics
+  if [[ $KAFKA_STATE == started ]]; then
+    left=$((KAFKA_START_TIMEOUT - (SECONDS - KAFKA_T0)))
+    ((left > 0)) || left=1
+    wait_for "$left" "$KAFKA_SPAWNED" port_open "$KAFKA_PORT" || rc=$?
+    if ((rc == 2)); then
+      rm -f -- "$KAFKA_PID"
+      fail kafka "broker pid $KAFKA_SPAWNED exited during startup" "${logs[@]}"
+    elif ((rc == 1)); then
+      fail kafka "broker pid $KAFKA_SPAWNED did not open :$KAFKA_PORT within ${KAFKA_START_TIMEOUT}s (still running; 'stack.sh down' stops it)" "${logs[@]}"
+    fi
+  fi
+  # A listening socket is not a working broker (e.g. metadata not loaded yet, or some other
+  # program on the port), so do one real metadata round trip.
+  left=$((KAFKA_START_TIMEOUT - (SECONDS - KAFKA_T0)))
+  ((left >= 20)) || left=20
+  if ! topics=$(kafka_topics "$left" 2>>"$KAFKA_DIR/logs/stdout.log"); then
+    fail kafka "something listens on :$KAFKA_PORT but a Kafka metadata request (TopicCommand --list) failed" "${logs[@]}"
+  fi
+  local n
+  n=$(grep -c . <<<"$topics" || true)
+  if [[ $KAFKA_STATE == started ]]; then
+    say kafka "started pid $KAFKA_SPAWNED on $HOST:$KAFKA_PORT, ready after $((SECONDS - KAFKA_T0))s ($n topics)"
+  else
+    say kafka "metadata check ok on $HOST:$KAFKA_PORT ($n topics)"
+  fi
+}
+
+# Status is deliberately cheap (no JVM): for Kafka "up" means the port accepts connections.
+kafka_status() {
+  local pid
+  if port_open "$KAFKA_PORT"; then
+    if pid=$(our_pid "$KAFKA_PID" "$KAFKA_MARKER"); then status_line kafka up "$KAFKA_PORT" "pid $pid"
+    else status_line kafka up "$KAFKA_PORT" external; fi
+  elif pid=$(our_pid "$KAFKA_PID" "$KAFKA_MARKER"); then
+    status_line kafka starting "$KAFKA_PORT" "pid $pid"; return 1
+  else
+    status_line kafka down "$KAFKA_PORT" -; return 1
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# ClickHouse
+
+CH_DIR=$STACK_DIR/clickhouse
+CH_PID=$CH_DIR/clickhouse.pid
+CH_CONFIG=$CH_DIR/etc/config.xml
+CH_MARKER="--config-file=$CH_CONFIG"
+CH_URL=http://$HOST:$CLICKHOUSE_HTTP_PORT
+
+ch_query() { curl -sf --max-time 5 --data-binary "$1" "$CH_URL/"; }
+ch_ready() { [[ $(curl -sf --max-time 2 "$CH_URL/?query=SELECT%201" 2>/dev/null) == 1 ]]; }
+
+clickhouse_up() {
+  local pid rc=0 t0=$SECONDS
+  local logs=("$CH_DIR/logs/stdout.log" "$CH_DIR/logs/clickhouse-server.err.log")
+  if ch_ready; then
+    if pid=$(our_pid "$CH_PID" "$CH_MARKER"); then
+      say clickhouse "reusing server on :$CLICKHOUSE_HTTP_PORT (ours, pid $pid, version $(ch_query 'SELECT version()'))"
+    else
+      say clickhouse "reusing server on :$CLICKHOUSE_HTTP_PORT (external, version $(ch_query 'SELECT version()'))"
+    fi
+    return 0
+  fi
+  if pid=$(our_pid "$CH_PID" "$CH_MARKER"); then
+    say clickhouse "pid $pid is already starting; waiting for it"
+  else
+    local port
+    for port in "$CLICKHOUSE_HTTP_PORT" "$CLICKHOUSE_TCP_PORT"; do
+      if port_open "$port"; then
+        fail clickhouse "port :$port is in use by something that is not answering as ClickHouse (set CLICKHOUSE_HTTP_PORT / CLICKHOUSE_TCP_PORT)"
+      fi
+    done
+    mkdir -p "$CH_DIR"/{etc,logs,data,tmp,user_files,format_schemas}
+    render "$REPO_ROOT/deploy/clickhouse/server/config.xml" "$CH_CONFIG" \
+      CH_DIR="$CH_DIR" CLICKHOUSE_HTTP_PORT="$CLICKHOUSE_HTTP_PORT" \
+      CLICKHOUSE_TCP_PORT="$CLICKHOUSE_TCP_PORT"
+    cp -f -- "$REPO_ROOT/deploy/clickhouse/server/users.xml" "$CH_DIR/etc/users.xml"
+    mark_logs "${logs[@]}"
+    # Foreground mode (no --daemon) so $! is the server itself and nohup owns its output.
+    # 18.16 runs fine as root as long as root also owns the data directory, which it does here.
+    # The subshell's cd keeps any core dump or relative path inside $CH_DIR.
+    (cd "$CH_DIR" && spawn "$CH_PID" "$CH_DIR/logs/stdout.log" \
+      "$CLICKHOUSE_SERVER_BIN" "--config-file=$CH_CONFIG")
+    pid=$(<"$CH_PID")
+  fi
+  wait_for "$CLICKHOUSE_START_TIMEOUT" "$pid" ch_ready || rc=$?
+  if ((rc == 2)); then
+    rm -f -- "$CH_PID"
+    fail clickhouse "server pid $pid exited during startup" "${logs[@]}"
+  elif ((rc == 1)); then
+    fail clickhouse "server pid $pid did not answer on :$CLICKHOUSE_HTTP_PORT within ${CLICKHOUSE_START_TIMEOUT}s (still running; 'stack.sh down' stops it)" "${logs[@]}"
+  fi
+  say clickhouse "started pid $pid on $HOST:$CLICKHOUSE_HTTP_PORT (tcp :$CLICKHOUSE_TCP_PORT), version $(ch_query 'SELECT version()'), ready after $((SECONDS - t0))s"
+}
+
+clickhouse_status() {
+  local pid
+  if ch_ready; then
+    if pid=$(our_pid "$CH_PID" "$CH_MARKER"); then status_line clickhouse up "$CLICKHOUSE_HTTP_PORT" "pid $pid"
+    else status_line clickhouse up "$CLICKHOUSE_HTTP_PORT" external; fi
+  elif pid=$(our_pid "$CH_PID" "$CH_MARKER"); then
+    status_line clickhouse starting "$CLICKHOUSE_HTTP_PORT" "pid $pid"; return 1
+  else
+    status_line clickhouse down "$CLICKHOUSE_HTTP_PORT" -; return 1
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# Redis
+
+REDIS_DIR=$STACK_DIR/redis
+REDIS_PID=$REDIS_DIR/redis.pid
+REDIS_LOG=$REDIS_DIR/redis.log
+# Redis rewrites its command line to "redis-server 127.0.0.1:PORT", losing our arguments, so
+# ownership is recognised by its working directory (--dir) instead; not by the port, so `down`
+# still finds it if REDIS_PORT changed in between.
+REDIS_MARKER=redis-server
+
+redis_ready() { [[ $(timeout 2 redis-cli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null) == PONG ]]; }
+
+redis_up() {
+  local pid rc=0 t0=$SECONDS
+  if redis_ready; then
+    if pid=$(our_pid "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"); then
+      say redis "reusing server on :$REDIS_PORT (ours, pid $pid)"
+    else
+      say redis "reusing server on :$REDIS_PORT (external)"
+    fi
+    return 0
+  fi
+  if pid=$(our_pid "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"); then
+    say redis "pid $pid is already starting; waiting for it"
+  else
+    if port_open "$REDIS_PORT"; then
+      fail redis "port :$REDIS_PORT is in use by something that does not answer PING (set REDIS_PORT)"
+    fi
+    mkdir -p "$REDIS_DIR"
+    mark_logs "$REDIS_LOG"
+    # No persistence (--save '' --appendonly no): the rate-limit/allowance counters kept here
+    # are reconciled from the pipeline, so losing them on restart is harmless and nothing
+    # needs fsyncs or dump files on a dev machine. Logging goes to stdout, i.e. $REDIS_LOG.
+    spawn "$REDIS_PID" "$REDIS_LOG" \
+      redis-server --port "$REDIS_PORT" --bind "$HOST" --daemonize no --dir "$REDIS_DIR" \
+      --pidfile "$REDIS_PID" --save '' --appendonly no
+    pid=$SPAWNED_PID
+  fi
+  wait_for "$REDIS_START_TIMEOUT" "$pid" redis_ready || rc=$?
+  if ((rc == 2)); then
+    rm -f -- "$REDIS_PID"
+    fail redis "server pid $pid exited during startup" "$REDIS_LOG"
+  elif ((rc == 1)); then
+    fail redis "server pid $pid did not answer PING on :$REDIS_PORT within ${REDIS_START_TIMEOUT}s (still running; 'stack.sh down' stops it)" "$REDIS_LOG"
+  fi
+  say redis "started pid $pid on $HOST:$REDIS_PORT, ready after $((SECONDS - t0))s"
+}
+
+redis_status() {
+  local pid
+  if redis_ready; then
+    if pid=$(our_pid "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"); then status_line redis up "$REDIS_PORT" "pid $pid"
+    else status_line redis up "$REDIS_PORT" external; fi
+  elif pid=$(our_pid "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"); then
+    status_line redis starting "$REDIS_PORT" "pid $pid"; return 1
+  else
+    status_line redis down "$REDIS_PORT" -; return 1
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+status_line() { printf '%-11s %-9s %-16s %s\n' "$1" "$2" "$HOST:$3" "$4"; }
+
+# Serialises up/down/reset: two concurrent `up`s would otherwise both start a broker.
+take_lock() {
+  exec 9>"$STACK_DIR/.stack.lock"
+  if ! flock -n 9; then
+    say stack "another stack.sh up/down/reset is running; waiting for it"
+    flock 9
+  fi
+}
+
+cmd_up() {
+  local t0=$SECONDS
+  take_lock
+  ensure_packages
+  kafka_begin
+  clickhouse_up
+  redis_up
+  kafka_finish
+  say stack "up in $((SECONDS - t0))s"
+  printf 'KAFKA_BROKERS=%s CLICKHOUSE_URL=%s REDIS_URL=%s\n' \
+    "$HOST:$KAFKA_PORT" "$CH_URL" "redis://$HOST:$REDIS_PORT"
+}
+
+# stop_server SERVER PORT PIDFILE MARKER [CWD]
+stop_server() {
+  local server=$1 port=$2
+  if ! stop_pid "$server" "${@:3}"; then
+    if port_open "$port"; then
+      say "$server" "not started by this script; leaving the server on :$port alone"
+    else
+      say "$server" "not running"
+    fi
+  fi
+}
+
+cmd_down() {
+  take_lock
+  stop_server kafka "$KAFKA_PORT" "$KAFKA_PID" "$KAFKA_MARKER"
+  stop_server clickhouse "$CLICKHOUSE_HTTP_PORT" "$CH_PID" "$CH_MARKER"
+  stop_server redis "$REDIS_PORT" "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"
+}
+
+cmd_status() {
+  local rc=0
+  kafka_status || rc=1
+  clickhouse_status || rc=1
+  redis_status || rc=1
+  return "$rc"
+}
+
+cmd_reset() {
+  cmd_down
+  # ${STACK_DIR:?} guards against an empty STACK_DIR turning these into rm -rf /kafka/...
+  rm -rf -- "${STACK_DIR:?}/kafka/data" "${STACK_DIR:?}/kafka/cluster.id" \
+    "${STACK_DIR:?}/kafka/server.properties" "${STACK_DIR:?}/kafka/logs" \
+    "${STACK_DIR:?}/clickhouse" "${STACK_DIR:?}/redis"
+  say stack "deleted Kafka, ClickHouse and Redis data under $STACK_DIR (kept the jar cache in $KAFKA_LIBS); run '${0##*/} up' to start fresh"
+}
+
+cmd_logs() {
+  local which=${1:-all} files=() existing=() f
+  case $which in
+    kafka) files=("$KAFKA_DIR/logs/server.log" "$KAFKA_DIR/logs/stdout.log") ;;
+    clickhouse) files=("$CH_DIR/logs/clickhouse-server.log" "$CH_DIR/logs/stdout.log") ;;
+    redis) files=("$REDIS_LOG") ;;
+    all) files=("$KAFKA_DIR/logs/server.log" "$CH_DIR/logs/clickhouse-server.log" "$REDIS_LOG") ;;
+    *) usage >&2; exit 2 ;;
+  esac
+  for f in "${files[@]}"; do [[ -f $f ]] && existing+=("$f"); done
+  ((${#existing[@]})) || { say "$which" "no logs yet under $STACK_DIR"; return 0; }
+  # Follow only for a human at a terminal; scripts and pipes get a snapshot and return.
+  if [[ -t 1 ]]; then
+    exec tail -n 100 -F -- "${existing[@]}"
+  else
+    tail -n 100 -- "${existing[@]}"
+  fi
+}
+
+main() {
+  local cmd=${1:-}
+  [[ -n $cmd ]] || { usage >&2; exit 2; }
+  shift
+  case $cmd in -h | --help | help) usage; exit 0 ;; esac
+  local var
+  for var in KAFKA_PORT KAFKA_CONTROLLER_PORT CLICKHOUSE_HTTP_PORT CLICKHOUSE_TCP_PORT REDIS_PORT; do
+    # ClickHouse 18.16 silently truncates an out-of-range port to 16 bits.
+    if ! [[ ${!var} =~ ^[0-9]+$ ]] || ((${!var} < 1 || ${!var} > 65535)); then
+      fail stack "$var=${!var} is not a TCP port"
+    fi
+  done
+  mkdir -p "$STACK_DIR"
+  case $cmd in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    reset) cmd_reset ;;
+    logs) cmd_logs "$@" ;;
+    *) usage >&2; exit 2 ;;
+  esac
+}
+
+main "$@"
