@@ -1,0 +1,89 @@
+import { AppError, type ClickHouse, isRetryable, type Logger, METRIC_NAMES, type Registry } from '@ingest/shared';
+import { Counter, Histogram } from 'prom-client';
+
+export interface WriteContext {
+  heartbeat(): Promise<void>;
+  shouldContinue(): boolean;
+}
+
+export interface ClickHouseWriter {
+  /**
+   * Resolves once ClickHouse has the rows. While ClickHouse is unavailable it waits and retries
+   * (backoff capped at `maxBackoffMs`), heartbeating so the consumer keeps its partitions; it
+   * gives up only when the consumer is stopping, so events wait in Kafka instead of being lost.
+   */
+  write(rows: readonly Record<string, unknown>[], ctx: WriteContext): Promise<void>;
+}
+
+export interface ClickHouseWriterDeps {
+  ch: ClickHouse;
+  table: string;
+  logger: Logger;
+  metrics: Registry;
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export function createClickHouseWriter(deps: ClickHouseWriterDeps): ClickHouseWriter {
+  const { ch, table, logger } = deps;
+  const initialBackoffMs = deps.initialBackoffMs ?? 200;
+  const maxBackoffMs = deps.maxBackoffMs ?? 5_000;
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+
+  const rowsInserted = new Counter({
+    name: METRIC_NAMES.clickhouseRowsInserted,
+    help: 'Rows inserted into ClickHouse',
+    labelNames: ['table'],
+    registers: [deps.metrics],
+  });
+  const failures = new Counter({
+    name: METRIC_NAMES.clickhouseInsertFailures,
+    help: 'Failed ClickHouse insert attempts',
+    labelNames: ['table', 'retryable'],
+    registers: [deps.metrics],
+  });
+  const duration = new Histogram({
+    name: METRIC_NAMES.clickhouseInsertDuration,
+    help: 'Duration of successful ClickHouse inserts',
+    labelNames: ['table'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [deps.metrics],
+  });
+  const batchRows = new Histogram({
+    name: METRIC_NAMES.clickhouseBatchRows,
+    help: 'Rows per ClickHouse insert',
+    labelNames: ['table'],
+    buckets: [1, 10, 100, 500, 1_000, 5_000, 10_000, 50_000],
+    registers: [deps.metrics],
+  });
+
+  return {
+    async write(rows, ctx) {
+      if (rows.length === 0) return;
+      for (let attempt = 0; ; attempt++) {
+        const end = duration.startTimer({ table });
+        try {
+          await ch.insert(table, rows);
+          end();
+          rowsInserted.inc({ table }, rows.length);
+          batchRows.observe({ table }, rows.length);
+          if (attempt > 0) logger.info({ table, attempt, rows: rows.length }, 'clickhouse insert succeeded after retries');
+          return;
+        } catch (err) {
+          const retryable = isRetryable(err);
+          failures.inc({ table, retryable: String(retryable) });
+          if (!retryable) throw err;
+          if (!ctx.shouldContinue()) {
+            throw new AppError('aborted', 'stopping while clickhouse is unavailable; batch left uncommitted', { retryable: true, cause: err });
+          }
+          const backoff = Math.min(maxBackoffMs, initialBackoffMs * 2 ** Math.min(attempt, 10));
+          const jittered = backoff / 2 + Math.random() * (backoff / 2);
+          logger.warn({ table, attempt, backoffMs: Math.round(jittered), err: (err as Error).message }, 'clickhouse insert failed, retrying');
+          await sleep(jittered);
+          await ctx.heartbeat();
+        }
+      }
+    },
+  };
+}

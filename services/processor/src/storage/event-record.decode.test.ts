@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { createEventRecordDecoder } from './event-record.decode.js';
+import { toEventRow } from './event-row.js';
+
+const decode = createEventRecordDecoder();
+
+const valid = {
+  v: 1,
+  accountId: 'acc_1',
+  eventId: '0190b8e0-0000-7000-8000-000000000001',
+  eventName: 'Signed Up',
+  email: 'ada@example.com',
+  domain: null,
+  timestampMs: 1_767_225_600_123,
+  receivedAtMs: 1_767_225_601_456,
+  properties: { plan: 'pro', seats: 3 },
+  source: 'api',
+  jobId: null,
+};
+
+const bytes = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v));
+
+describe('event record decoder', () => {
+  it('accepts a valid record', () => {
+    const result = decode(bytes(valid));
+    expect(result).toEqual({ ok: true, record: valid });
+  });
+
+  it.each([
+    ['empty value', null, 'empty_message'],
+    ['invalid JSON', '{"v":1,', 'invalid_json'],
+    ['JSON null', 'null', 'unknown_version'],
+    ['unknown version', { ...valid, v: 2 }, 'unknown_version'],
+    ['missing field', { ...valid, eventName: undefined }, 'schema_mismatch'],
+    ['unknown field', { ...valid, extra: true }, 'schema_mismatch'],
+    ['wrong type', { ...valid, timestampMs: '2026-01-01' }, 'schema_mismatch'],
+  ])('rejects %s with a reason', (_name, input, code) => {
+    const result = decode(input === null ? null : bytes(input));
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.code).toBe(code);
+      expect(result.reason.length).toBeGreaterThan(5);
+    }
+  });
+});
+
+describe('toEventRow', () => {
+  it('sends every column, DateTimes as epoch seconds and milliseconds apart', () => {
+    const row = toEventRow({ ...valid, source: 'api' } as never, 1_767_225_602_999);
+    expect(row).toEqual({
+      account_id: 'acc_1',
+      event_id: valid.eventId,
+      event_name: 'Signed Up',
+      email: 'ada@example.com',
+      domain: '',
+      event_time: 1_767_225_600,
+      event_time_ms: 1_767_225_600_123,
+      received_at: 1_767_225_601,
+      received_at_ms: 1_767_225_601_456,
+      properties: '{"plan":"pro","seats":3}',
+      source: 'api',
+      job_id: '',
+      inserted_at: 1_767_225_602,
+    });
+  });
+});

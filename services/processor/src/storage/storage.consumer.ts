@@ -1,0 +1,75 @@
+import {
+  type BatchConsumer,
+  type ConsumedMessage,
+  createBatchConsumer,
+  type DeadLetter,
+  type DeadLetterSink,
+  type KafkaClient,
+  type Logger,
+  METRIC_NAMES,
+  type Registry,
+} from '@ingest/shared';
+import { Counter } from 'prom-client';
+import type { ClickHouseWriter } from './clickhouse.writer.js';
+import { createEventRecordDecoder } from './event-record.decode.js';
+import { type EventRow, toEventRow } from './event-row.js';
+
+export interface StorageConsumerDeps {
+  kafka: KafkaClient;
+  topic: string;
+  groupId: string;
+  writer: ClickHouseWriter;
+  deadLetters: DeadLetterSink;
+  logger: Logger;
+  metrics: Registry;
+  partitionsConsumedConcurrently?: number;
+  now?: () => number;
+}
+
+/**
+ * events.unique -> ClickHouse `events`. Offsets are committed only after both the insert and
+ * the dead letters of the batch are durable; a crash in between re-delivers the batch, and the
+ * ReplacingMergeTree table absorbs the repeated rows.
+ */
+export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer {
+  const decode = createEventRecordDecoder();
+  const now = deps.now ?? Date.now;
+  const deadLettered = new Counter({
+    name: METRIC_NAMES.deadLetters,
+    help: 'Messages moved to the dead-letter topic',
+    labelNames: ['consumer', 'code'],
+    registers: [deps.metrics],
+  });
+
+  function split(messages: ConsumedMessage[]): { rows: EventRow[]; letters: DeadLetter[] } {
+    const insertedAt = now();
+    const rows: EventRow[] = [];
+    const letters: DeadLetter[] = [];
+    for (const message of messages) {
+      const result = decode(message.value);
+      if (result.ok) rows.push(toEventRow(result.record, insertedAt));
+      else letters.push({ message, code: result.code, reason: result.reason });
+    }
+    return { rows, letters };
+  }
+
+  return createBatchConsumer(deps.kafka, {
+    name: 'storage-consumer',
+    groupId: deps.groupId,
+    topics: [deps.topic],
+    logger: deps.logger,
+    partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
+    handleBatch: async (messages, ctx) => {
+      const { rows, letters } = split(messages);
+      await deps.writer.write(rows, ctx);
+      if (letters.length > 0) {
+        await deps.deadLetters.publish(letters);
+        for (const l of letters) deadLettered.inc({ consumer: 'storage', code: l.code });
+        deps.logger.warn(
+          { topic: ctx.topic, partition: ctx.partition, offsets: letters.map((l) => l.message.offset), codes: letters.map((l) => l.code) },
+          'messages dead-lettered',
+        );
+      }
+    },
+  });
+}
