@@ -1,0 +1,31 @@
+# syntax=docker/dockerfile:1
+# One image for every service: build stage bundles each service with esbuild, runtime stage
+# holds only production dependencies and the bundles. Pick the service with SERVICE
+# (docker-compose.yml sets it per container).
+
+FROM node:24-slim AS build
+WORKDIR /app
+# Manifests first so the dependency layer is cached until a manifest changes.
+# Every workspace's package.json is listed here (a unit test checks this).
+COPY package.json package-lock.json ./
+COPY schemas/package.json schemas/
+COPY services/shared/package.json services/shared/
+COPY services/processor/package.json services/processor/
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.base.json tsconfig.json ./
+COPY schemas schemas
+COPY services services
+COPY scripts scripts
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+
+FROM node:24-slim AS runtime
+ENV NODE_ENV=production \
+    CLICKHOUSE_MIGRATIONS_DIR=/app/deploy/clickhouse/migrations
+WORKDIR /app
+COPY --from=build /app/node_modules node_modules
+COPY --from=build /app/dist dist
+COPY deploy/clickhouse/migrations deploy/clickhouse/migrations
+USER node
+ARG SERVICE=processor
+ENV SERVICE=${SERVICE}
+CMD ["sh", "-c", "exec node --enable-source-maps dist/${SERVICE}/main.js"]

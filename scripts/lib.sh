@@ -1,0 +1,32 @@
+# Shared by scripts/start.sh and scripts/test.sh: repository paths, the local stack's
+# addresses (same variables and defaults as scripts/stack.sh) and the npm dependency check.
+# shellcheck shell=bash
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STACK_DIR="${STACK_DIR:-$ROOT/.local}"
+export KAFKA_BROKERS="${KAFKA_BROKERS:-127.0.0.1:${KAFKA_PORT:-9092}}"
+export CLICKHOUSE_URL="${CLICKHOUSE_URL:-http://127.0.0.1:${CLICKHOUSE_HTTP_PORT:-8123}}"
+export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:${REDIS_PORT:-6379}}"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# npm ci when node_modules is missing or older than the lockfile; otherwise nothing.
+ensure_node_modules() {
+  local marker="$ROOT/node_modules/.package-lock.json"
+  if [[ ! -f "$marker" || "$ROOT/package-lock.json" -nt "$marker" ]]; then
+    step "installing npm dependencies (npm ci)"
+    (cd "$ROOT" && npm ci --no-audit --no-fund)
+  else
+    step "npm dependencies are up to date"
+  fi
+}
+
+# ensure_apt_tool COMMAND PACKAGE: installs a Debian package for a check tool when missing.
+# The first try uses the package lists as they are; a fresh machine has none, so on failure
+# the lists are updated once and the install retried.
+ensure_apt_tool() {
+  command -v "$1" >/dev/null && return 0
+  step "installing $2 (Debian package, for the checks)"
+  local install=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$2")
+  "${install[@]}" >/dev/null 2>&1 || { apt-get update -q >/dev/null && "${install[@]}" >/dev/null; }
+}

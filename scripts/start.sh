@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The one start command (`npm start`): local servers, topics and migrations, then every
+# service, and where each one listens. Ctrl-C stops the services; the servers keep running
+# (`npm run stack -- down` stops them). `--detach` returns once everything is ready;
+# `npm run stop` then stops the services.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+
+RUN_DIR="$STACK_DIR/run"
+LOG_DIR="$STACK_DIR/logs"
+mkdir -p "$RUN_DIR" "$LOG_DIR"
+
+# name:ops-port (the port that answers /readyz). Add a service here when it gets a main.ts.
+SERVICES=("processor:${PROCESSOR_OPS_PORT:-3101}")
+
+service_pid() {
+  local pidfile="$RUN_DIR/$1.pid"
+  [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null && cat "$pidfile"
+}
+
+start_service() {
+  local name=$1 port=$2 pid
+  if pid=$(service_pid "$name"); then
+    echo "$name: already running (pid $pid)"
+    return
+  fi
+  # setsid: the service gets its own process group, so stopping it stops tsx and node together.
+  setsid nohup npx tsx "services/$name/src/main.ts" >>"$LOG_DIR/$name.log" 2>&1 &
+  echo $! >"$RUN_DIR/$name.pid"
+  local deadline=$((SECONDS + 60))
+  until curl -sf --max-time 2 "http://127.0.0.1:$port/readyz" >/dev/null; do
+    if ! kill -0 "$(cat "$RUN_DIR/$name.pid")" 2>/dev/null || ((SECONDS > deadline)); then
+      echo "$name: failed to become ready; last lines of $LOG_DIR/$name.log:" >&2
+      tail -n 40 "$LOG_DIR/$name.log" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+  echo "$name: ready (pid $(cat "$RUN_DIR/$name.pid")), ops on http://127.0.0.1:$port (/healthz /readyz /metrics), log $LOG_DIR/$name.log"
+}
+
+stop_services() {
+  local entry name pid
+  for entry in "${SERVICES[@]}"; do
+    name=${entry%%:*}
+    if pid=$(service_pid "$name"); then
+      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+      kill -KILL -- "-$pid" 2>/dev/null || true
+      echo "$name: stopped"
+    fi
+    rm -f "$RUN_DIR/$name.pid"
+  done
+}
+
+case "${1:-}" in
+  stop)
+    stop_services
+    exit 0
+    ;;
+  --detach | "") ;;
+  *)
+    echo "usage: scripts/start.sh [--detach|stop]" >&2
+    exit 2
+    ;;
+esac
+
+ensure_node_modules
+step "local stack"
+bash scripts/stack.sh up
+step "topics and migrations"
+npx tsx scripts/setup.ts
+step "services"
+for entry in "${SERVICES[@]}"; do start_service "${entry%%:*}" "${entry##*:}"; done
+
+cat <<SUMMARY
+
+Running:
+  Kafka       $KAFKA_BROKERS
+  ClickHouse  $CLICKHOUSE_URL   (database ${CLICKHOUSE_DATABASE:-ingest}; try: curl '$CLICKHOUSE_URL/?query=SELECT+count()+FROM+ingest.events_dedup')
+  Redis       $REDIS_URL
+SUMMARY
+for entry in "${SERVICES[@]}"; do printf '  %-11s http://127.0.0.1:%s/readyz\n' "${entry%%:*}" "${entry##*:}"; done
+
+if [[ "${1:-}" == "--detach" ]]; then
+  echo -e "\nServices run in the background: 'npm run stop' stops them, 'npm run stack -- down' the servers."
+  exit 0
+fi
+echo -e "\nFollowing the service logs; Ctrl-C stops the services (the servers keep running)."
+trap 'echo; stop_services; exit 0' INT TERM
+tail -n 0 -F "$LOG_DIR"/*.log &
+wait

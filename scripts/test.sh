@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The one test command (`npm test`, and what .ci/run calls): installs what is missing, starts
+# the local stack of real servers, then lint, typecheck, unit and integration tests.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+
+started=$SECONDS
+results="$STACK_DIR/test-results"
+mkdir -p "$results"
+rm -f "$results"/*.json
+
+ensure_node_modules
+
+step "local stack (Kafka, ClickHouse, Redis)"
+bash scripts/stack.sh up
+
+step "lint (biome)"
+npx biome check .
+
+step "typecheck (tsc --noEmit)"
+npx tsc -p tsconfig.json --noEmit
+
+step "production build (esbuild bundles)"
+npm run --silent build
+
+step "docker-compose.yml is valid (docker-compose config)"
+ensure_apt_tool docker-compose docker-compose
+docker-compose -f docker-compose.yml config -q
+
+step "unit tests"
+npx vitest run --project unit --reporter=default --reporter=json --outputFile.json="$results/unit.json"
+
+step "integration tests (real Kafka, ClickHouse, Redis)"
+npx vitest run --project integration --reporter=default --reporter=json --outputFile.json="$results/integration.json"
+
+# One closing line that any CI reader understands, summed over both projects.
+node -e '
+  const fs = require("node:fs");
+  let passed = 0, failed = 0, skipped = 0;
+  for (const f of process.argv.slice(1)) {
+    const r = JSON.parse(fs.readFileSync(f, "utf8"));
+    passed += r.numPassedTests; failed += r.numFailedTests; skipped += r.numPendingTests + r.numTodoTests;
+  }
+  console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+' "$results/unit.json" "$results/integration.json"
+printf 'all checks passed in %ss\n' "$((SECONDS - started))"

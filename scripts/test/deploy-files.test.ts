@@ -1,0 +1,61 @@
+/**
+ * The deployment files stay consistent with the code: every workspace is built by the
+ * Dockerfile, compose uses only configuration variables the services define, and the compose
+ * host ports are the local stack's.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig } from '@ingest/shared';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { ProcessorConfigSchema } from '../../services/processor/src/config.js';
+
+const root = new URL('../../', import.meta.url).pathname;
+const read = (path: string) => readFileSync(join(root, path), 'utf8');
+
+interface ComposeService {
+  environment?: Record<string, unknown>;
+  ports?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: unknown;
+}
+const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, ComposeService> };
+
+describe('Dockerfile', () => {
+  it('copies the manifest of every workspace before npm ci', () => {
+    const dockerfile = read('Dockerfile');
+    const workspaces = ['schemas', ...readdirSync(join(root, 'services')).map((s) => `services/${s}`)];
+    for (const w of workspaces) expect(dockerfile).toContain(`COPY ${w}/package.json ${w}/`);
+  });
+});
+
+describe('docker-compose.yml', () => {
+  const knownVariables = new Set([
+    ...Object.keys({ ...CommonConfig, ...KafkaConfig, ...ClickHouseConfig, ...RedisConfig }),
+    ...Object.keys(ProcessorConfigSchema.properties),
+    'SERVICE',
+  ]);
+
+  it('passes only variables that some service configuration defines', () => {
+    for (const name of ['setup', 'processor']) {
+      const env = Object.keys(compose.services[name]?.environment ?? {});
+      expect(env.length).toBeGreaterThan(0);
+      expect(env.filter((v) => !knownVariables.has(v))).toEqual([]);
+    }
+  });
+
+  it('binds the local stack ports on loopback only', () => {
+    const ports = Object.values(compose.services).flatMap((s) => s.ports ?? []);
+    expect(ports.every((p) => p.startsWith('127.0.0.1:'))).toBe(true);
+    expect(ports).toEqual(expect.arrayContaining(['127.0.0.1:9092:9092', '127.0.0.1:8123:8123', '127.0.0.1:6379:6379']));
+  });
+
+  it('starts services only after their dependencies are healthy', () => {
+    for (const [name, service] of Object.entries(compose.services)) {
+      for (const [dep, { condition }] of Object.entries(service.depends_on ?? {})) {
+        expect(['service_healthy', 'service_completed_successfully'], `${name} -> ${dep}`).toContain(condition);
+        if (condition === 'service_healthy') expect(compose.services[dep]?.healthcheck, `${dep} needs a healthcheck`).toBeDefined();
+      }
+    }
+  });
+});
