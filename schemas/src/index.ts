@@ -1,1 +1,4 @@
+export * from './control-plane.js';
 export * from './event-record.js';
+export * from './ingest-event.js';
+export * from './job-chunk.js';

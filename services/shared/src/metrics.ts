@@ -20,4 +20,12 @@ export const METRIC_NAMES = {
   clickhouseInsertFailures: 'ingest_clickhouse_insert_failures_total',
   clickhouseBatchRows: 'ingest_clickhouse_batch_rows',
   deadLetters: 'ingest_dead_letters_total',
+  httpRequests: 'ingest_http_requests_total',
+  httpRequestDuration: 'ingest_http_request_duration_seconds',
+  eventsAccepted: 'ingest_events_accepted_total',
+  eventsRejected: 'ingest_events_rejected_total',
+  jobsCreated: 'ingest_jobs_created_total',
+  allowanceRefusals: 'ingest_allowance_refusals_total',
+  rateLimitRefusals: 'ingest_rate_limit_refusals_total',
+  kafkaProduceDuration: 'ingest_kafka_produce_duration_seconds',
 } as const;

@@ -45,6 +45,12 @@ export interface BatchConsumerOptions {
   maxBytesPerPartition?: number;
   /** How long the broker may hold a fetch waiting for data; bounds idle latency. */
   maxWaitTimeMs?: number;
+  /**
+   * Default true. False for members that keep no position between runs (each control plane
+   * instance re-reads its compacted topics from the beginning under a group of its own): no
+   * committed offsets are left behind for groups that never come back.
+   */
+  commitOffsets?: boolean;
 }
 
 export interface BatchConsumer extends Component {
@@ -100,6 +106,7 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
         if (isStale()) return; // partition moved during the batch: its new owner re-reads it
         const last = batch.lastOffset();
         resolveOffset(last);
+        if (options.commitOffsets === false) return;
         await consumer?.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);
       },
     });

@@ -1,0 +1,81 @@
+import { type Static, Type } from '@sinclair/typebox';
+
+/**
+ * Control plane records as they live in the compacted topics `control.accounts` (key accountId)
+ * and `control.apikeys` (key id), and as the admin API (/admin/v1) shows them.
+ *
+ * Stored records tolerate unknown properties (no `additionalProperties: false`): a newer
+ * release may add a field, and an older replica must keep the record during a rolling deploy
+ * instead of dropping the account or key. Request bodies of the admin API are strict.
+ */
+export const PLAN_IDS = ['free', 'pro', 'growth'] as const;
+
+// An enum rather than a union of literals: one clear validation error ("must be equal to one of
+// the allowed values") instead of one per plan.
+export const PlanSchema = Type.Unsafe<(typeof PLAN_IDS)[number]>({
+  type: 'string',
+  enum: [...PLAN_IDS],
+  description: 'Plan: sets the monthly event allowance',
+});
+
+const Timestamp = Type.String({ minLength: 1, maxLength: 64, description: 'ISO 8601 timestamp (UTC)' });
+const Id = Type.String({ minLength: 1, maxLength: 64 });
+export const NAME_MAX_LENGTH = 200;
+const Name = Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH });
+
+export const AccountSchema = Type.Object({
+  id: Id,
+  name: Name,
+  plan: PlanSchema,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+const apiKeyPublicProperties = {
+  id: Id,
+  accountId: Id,
+  name: Name,
+  prefix: Type.String({ minLength: 1, maxLength: 64, description: 'First characters of the key, to tell keys apart' }),
+  createdAt: Timestamp,
+  revokedAt: Type.Union([Timestamp, Type.Null()]),
+  lastUsedAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+};
+
+/** The stored key record: SHA-256 of the key (hex), never the key itself. */
+export const ApiKeyRecordSchema = Type.Object({
+  ...apiKeyPublicProperties,
+  hash: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+});
+
+/** A key as the admin API shows it: without its hash. */
+export const ApiKeyViewSchema = Type.Object(apiKeyPublicProperties, { additionalProperties: false });
+
+// Admin API (/admin/v1) requests and responses.
+export const AccountViewSchema = Type.Object(AccountSchema.properties, { additionalProperties: false });
+export const AccountIdParams = Type.Object({ accountId: Type.String({ minLength: 1, maxLength: 100 }) });
+export const ApiKeyIdParams = Type.Object({
+  accountId: Type.String({ minLength: 1, maxLength: 100 }),
+  keyId: Type.String({ minLength: 1, maxLength: 100 }),
+});
+export const CreateAccountBody = Type.Object({ name: Name, plan: PlanSchema }, { additionalProperties: false });
+export const SetPlanBody = Type.Object({ plan: PlanSchema }, { additionalProperties: false });
+export const CreateApiKeyBody = Type.Object({ name: Type.Optional(Name) }, { additionalProperties: false });
+export const AccountList = Type.Object({ accounts: Type.Array(AccountViewSchema) }, { additionalProperties: false });
+export const ApiKeyList = Type.Object({ keys: Type.Array(ApiKeyViewSchema) }, { additionalProperties: false });
+export const CreatedApiKey = Type.Object(
+  {
+    apiKey: Type.String({ description: 'The key itself; shown only in this response' }),
+    key: ApiKeyViewSchema,
+  },
+  { additionalProperties: false },
+);
+
+export type PlanId = Static<typeof PlanSchema>;
+export type AccountWire = Static<typeof AccountSchema>;
+export type ApiKeyRecordWire = Static<typeof ApiKeyRecordSchema>;
+export type ApiKeyView = Static<typeof ApiKeyViewSchema>;
+export type CreateAccountBody = Static<typeof CreateAccountBody>;
+export type SetPlanBody = Static<typeof SetPlanBody>;
+export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
+export type AccountIdParams = Static<typeof AccountIdParams>;
+export type ApiKeyIdParams = Static<typeof ApiKeyIdParams>;

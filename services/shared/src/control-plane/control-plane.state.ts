@@ -1,0 +1,120 @@
+import { AccountSchema, type AccountWire, ApiKeyRecordSchema, type ApiKeyRecordWire } from '@ingest/schemas';
+import type { TSchema } from '@sinclair/typebox';
+import { Ajv } from 'ajv';
+import type { Account, ApiKeyRecord } from './types.js';
+
+/**
+ * The materialised control plane: what the compacted topics say, folded into maps. Pure: the
+ * store feeds it decoded messages in offset order; tests feed it directly.
+ */
+export interface ControlPlaneState {
+  readonly accounts: Map<string, Account>;
+  readonly keys: Map<string, ApiKeyRecord>;
+  /** SHA-256 hex -> key record, revoked keys included (auth must see that a key was revoked). */
+  readonly keysByHash: Map<string, ApiKeyRecord>;
+  /** accountId -> (key id -> record). */
+  readonly keysByAccount: Map<string, Map<string, ApiKeyRecord>>;
+}
+
+export function createControlPlaneState(): ControlPlaneState {
+  return { accounts: new Map(), keys: new Map(), keysByHash: new Map(), keysByAccount: new Map() };
+}
+
+/** `null` is a tombstone: the record is deleted. */
+export function applyAccount(state: ControlPlaneState, id: string, account: Account | null): void {
+  if (account === null) state.accounts.delete(id);
+  else state.accounts.set(id, account);
+}
+
+export function applyApiKey(state: ControlPlaneState, id: string, record: ApiKeyRecord | null): void {
+  const previous = state.keys.get(id);
+  if (previous) {
+    // A record may move (in theory) to another hash or account: drop the old index entries first.
+    if (state.keysByHash.get(previous.hash) === previous) state.keysByHash.delete(previous.hash);
+    const ofAccount = state.keysByAccount.get(previous.accountId);
+    ofAccount?.delete(id);
+    if (ofAccount?.size === 0) state.keysByAccount.delete(previous.accountId);
+  }
+  if (record === null) {
+    state.keys.delete(id);
+    return;
+  }
+  state.keys.set(id, record);
+  state.keysByHash.set(record.hash, record);
+  let ofAccount = state.keysByAccount.get(record.accountId);
+  if (!ofAccount) {
+    ofAccount = new Map();
+    state.keysByAccount.set(record.accountId, ofAccount);
+  }
+  ofAccount.set(id, record);
+}
+
+const byCreation = <T extends { id: string; createdAt: string }>(a: T, b: T): number =>
+  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+
+export function listAccounts(state: ControlPlaneState): Account[] {
+  return [...state.accounts.values()].sort(byCreation);
+}
+
+export function listApiKeys(state: ControlPlaneState, accountId: string): ApiKeyRecord[] {
+  return [...(state.keysByAccount.get(accountId)?.values() ?? [])].sort(byCreation);
+}
+
+export type Decoded<T> =
+  | { ok: true; id: string; value: T | null }
+  /** `reason` names what was wrong, never the message's contents (it may hold secrets). */
+  | { ok: false; code: 'missing_key' | 'invalid_json' | 'schema_mismatch' | 'id_mismatch'; reason: string };
+
+function createDecoder<S extends TSchema, T extends { id: string }>(schema: S, pick: (wire: T) => T): (key: Buffer | null, value: Buffer | null) => Decoded<T> {
+  const validate = new Ajv({ allErrors: false, strict: false }).compile(schema);
+  return (key, value) => {
+    const id = key?.toString('utf8') ?? '';
+    if (id === '') return { ok: false, code: 'missing_key', reason: 'message has no key' };
+    if (value === null) return { ok: true, id, value: null };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(value.toString('utf8'));
+    } catch {
+      // JSON.parse's message quotes the input, so it is not logged.
+      return { ok: false, code: 'invalid_json', reason: 'value is not JSON' };
+    }
+    if (!validate(parsed)) {
+      // ajv's message names the rule, not the value ("must match pattern ..."): safe to log.
+      const first = validate.errors?.[0];
+      return { ok: false, code: 'schema_mismatch', reason: `value ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}` };
+    }
+    const record = pick(parsed as unknown as T);
+    if (record.id !== id) return { ok: false, code: 'id_mismatch', reason: 'value id differs from the message key' };
+    return { ok: true, id, value: Object.freeze(record) };
+  };
+}
+
+// Unknown properties are tolerated on the wire (see schemas/src/control-plane.ts) and dropped here,
+// so the state holds exactly the shape of the interfaces. Factories: schemas compile on use, not
+// at import time.
+export const createAccountDecoder = () =>
+  createDecoder<typeof AccountSchema, Account>(AccountSchema, (a) => ({
+    id: a.id,
+    name: a.name,
+    plan: a.plan,
+    createdAt: a.createdAt,
+    updatedAt: a.updatedAt,
+  }));
+
+export const createApiKeyDecoder = () =>
+  createDecoder<typeof ApiKeyRecordSchema, ApiKeyRecord>(ApiKeyRecordSchema, (k) => ({
+    id: k.id,
+    accountId: k.accountId,
+    name: k.name,
+    prefix: k.prefix,
+    hash: k.hash,
+    createdAt: k.createdAt,
+    revokedAt: k.revokedAt,
+    ...(k.lastUsedAt !== undefined ? { lastUsedAt: k.lastUsedAt } : {}),
+  }));
+
+// The TypeBox schemas and the interfaces of types.ts describe the same records; this fails to
+// compile when one changes without the other.
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+const schemasMatchInterfaces: [Same<AccountWire, Account>, Same<ApiKeyRecordWire, ApiKeyRecord>] = [true, true];
+void schemasMatchInterfaces;

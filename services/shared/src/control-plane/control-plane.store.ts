@@ -1,0 +1,269 @@
+import { randomBytes } from 'node:crypto';
+import { NAME_MAX_LENGTH } from '@ingest/schemas';
+import { AppError, errorMessage } from '../errors.js';
+import type { KafkaClient } from '../kafka/client.js';
+import { type ConsumedMessage, createBatchConsumer } from '../kafka/consumer.js';
+import type { Producer } from '../kafka/producer.js';
+import { topicName } from '../kafka/topics.js';
+import type { Logger } from '../logger.js';
+import { generateApiKey, toBase62 } from './api-keys.js';
+import { createEndOffsetsReader, createOffsetTracker } from './control-plane.offsets.js';
+import {
+  applyAccount,
+  applyApiKey,
+  createAccountDecoder,
+  createApiKeyDecoder,
+  createControlPlaneState,
+  listAccounts,
+  listApiKeys,
+} from './control-plane.state.js';
+import { type Account, type ApiKeyRecord, type ControlPlane, PLANS, type Plan } from './types.js';
+
+export interface ControlPlaneDeps {
+  kafka: KafkaClient;
+  /** The service's shared producer (idempotent, acks=all); the store neither connects nor closes it. */
+  producer: Producer;
+  topicPrefix: string;
+  logger: Logger;
+  /** Names this instance's consumer group (a random suffix keeps it unique anyway). */
+  instanceId?: string;
+  /** Bound on a write becoming visible in this instance's own state. */
+  writeTimeoutMs?: number;
+  /** Bound on start(): reading the state topics up to their end. */
+  startTimeoutMs?: number;
+  now?: () => Date;
+}
+
+/** 14 random bytes (112 bits) always fit in 20 base62 characters (62^20 > 2^119). */
+const ID_BYTES = 14;
+const ID_CHARS = 20;
+
+function newId(prefix: 'acc_' | 'key_'): string {
+  return prefix + toBase62(randomBytes(ID_BYTES), ID_CHARS);
+}
+
+/**
+ * Accounts, plans and API keys, durable in the compacted topics control.accounts and
+ * control.apikeys and materialised in memory by every instance. Each instance reads both topics
+ * from the beginning under a consumer group of its own, so every replica sees every record; a
+ * revocation reaches them all within one fetch wait (~100 ms) of being written.
+ *
+ * Writes go to Kafka first and return once this instance has read them back (read-your-writes):
+ * after the broker's ack the end offset covers the write, and the call waits until the
+ * consumer has applied everything up to that offset. Writes that check existing records
+ * (setPlan, createApiKey, revokeApiKey) first read the topics to their end the same way, so a
+ * record written through another replica a moment earlier is found. Two concurrent writes of
+ * one record are last-writer-wins; each write changes one field (plan, revokedAt), so nothing
+ * else is lost.
+ */
+export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
+  const accountsTopic = topicName(deps.topicPrefix, 'controlAccounts');
+  const keysTopic = topicName(deps.topicPrefix, 'controlApiKeys');
+  const topics = [accountsTopic, keysTopic];
+  const now = deps.now ?? (() => new Date());
+  const writeTimeoutMs = deps.writeTimeoutMs ?? 10_000;
+  const startTimeoutMs = deps.startTimeoutMs ?? 30_000;
+  const groupId = `control-plane.${deps.instanceId ?? 'instance'}.${randomBytes(6).toString('hex')}`;
+  const log = deps.logger.child({ component: 'control-plane', groupId });
+
+  const state = createControlPlaneState();
+  const decodeAccount = createAccountDecoder();
+  const decodeApiKey = createApiKeyDecoder();
+  const offsets = createOffsetTracker();
+  const endOffsets = createEndOffsetsReader(deps.kafka);
+  let running = false;
+  let caughtUp = false;
+
+  function applyMessage(m: ConsumedMessage): void {
+    const next = BigInt(m.offset) + 1n;
+    // A restarted member re-reads from the beginning: what was applied already is skipped, so a
+    // replayed old record can never overwrite a newer one.
+    if ((offsets.position(m.topic, m.partition) ?? -1n) >= next) return;
+    const decoded = m.topic === accountsTopic ? decodeAccount(m.key, m.value) : decodeApiKey(m.key, m.value);
+    if (!decoded.ok) {
+      log.warn(
+        { topic: m.topic, partition: m.partition, offset: m.offset, code: decoded.code, reason: decoded.reason },
+        'skipped invalid control plane record',
+      );
+    } else if (m.topic === accountsTopic) {
+      applyAccount(state, decoded.id, decoded.value as Account | null);
+    } else {
+      applyApiKey(state, decoded.id, decoded.value as ApiKeyRecord | null);
+    }
+    offsets.advance(m.topic, m.partition, next);
+  }
+
+  const consumer = createBatchConsumer(deps.kafka, {
+    name: 'control-plane-consumer',
+    groupId,
+    topics,
+    fromBeginning: true,
+    commitOffsets: false,
+    maxWaitTimeMs: 100,
+    partitionsConsumedConcurrently: topics.length,
+    logger: deps.logger,
+    handleBatch: async (messages) => {
+      for (const m of messages) applyMessage(m);
+    },
+  });
+
+  /** Waits until this instance has applied everything the state topics held when called. */
+  async function syncToEnd(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    let targets: Awaited<ReturnType<typeof endOffsets.endOffsets>>;
+    try {
+      targets = await withDeadline(endOffsets.endOffsets(topics), timeoutMs);
+    } catch (err) {
+      if (err instanceof DeadlinePassed) return false;
+      throw new AppError('kafka_unavailable', `control plane could not read end offsets: ${errorMessage(err)}`, { retryable: true, cause: err });
+    }
+    return offsets.waitFor(targets, Math.max(0, deadline - Date.now()));
+  }
+
+  async function barrier(what: string): Promise<void> {
+    if (!running) throw new AppError('control_plane_not_started', 'the control plane is not running', { retryable: true });
+    if (!(await syncToEnd(writeTimeoutMs))) {
+      throw new AppError('control_plane_timeout', `control plane did not ${what} within ${writeTimeoutMs} ms`, { retryable: true });
+    }
+  }
+
+  async function write(topic: string, id: string, value: Account | ApiKeyRecord): Promise<void> {
+    if (!running) throw new AppError('control_plane_not_started', 'the control plane is not running', { retryable: true });
+    await deps.producer.send(topic, [{ key: id, value: JSON.stringify(value) }]);
+    await barrier('read back its write');
+  }
+
+  function account(accountId: string): Account {
+    const found = state.accounts.get(accountId);
+    if (!found) throw new AppError('account_not_found', `account ${accountId} does not exist`);
+    return found;
+  }
+
+  async function start(): Promise<void> {
+    const startedAt = Date.now();
+    let abandoned = false;
+    const attempt = (async () => {
+      await endOffsets.connect();
+      await consumer.start();
+      if (abandoned) return;
+      running = true;
+      if (!(await syncToEnd(Math.max(0, startTimeoutMs - (Date.now() - startedAt))))) throw new DeadlinePassed();
+    })();
+    try {
+      await withDeadline(attempt, startTimeoutMs);
+    } catch (err) {
+      abandoned = true;
+      running = false;
+      const release = () => Promise.allSettled([consumer.stop(), endOffsets.disconnect()]);
+      // A connect still in flight at the deadline would leave a consumer running: release again
+      // once the attempt settles.
+      void attempt.then(release, release);
+      await release();
+      if (err instanceof DeadlinePassed) {
+        throw new AppError('control_plane_catch_up_timeout', `control plane did not read ${topics.join(', ')} to their end within ${startTimeoutMs} ms`, {
+          retryable: true,
+        });
+      }
+      throw new AppError('control_plane_start_failed', `control plane failed to start: ${errorMessage(err)}`, { retryable: true, cause: err });
+    }
+    caughtUp = true;
+    log.info({ accounts: state.accounts.size, apiKeys: state.keys.size, ms: Date.now() - startedAt }, 'control plane caught up');
+  }
+
+  return {
+    name: 'control-plane',
+    start,
+    async stop() {
+      running = false;
+      offsets.cancelAll(new AppError('control_plane_stopped', 'the control plane stopped', { retryable: true }));
+      const results = await Promise.allSettled([consumer.stop(), endOffsets.disconnect()]);
+      for (const r of results) if (r.status === 'rejected') log.warn({ err: r.reason }, 'control plane stop: a client failed to close');
+    },
+    healthy: () => running && caughtUp && consumer.healthy(),
+    caughtUp: () => caughtUp,
+
+    accountById: (accountId) => state.accounts.get(accountId),
+    listAccounts: () => listAccounts(state),
+    apiKeyByHash: (hash) => state.keysByHash.get(hash),
+    listApiKeys: (accountId) => listApiKeys(state, accountId),
+
+    async createAccount(input) {
+      const name = validName(input.name);
+      const plan = validPlan(input.plan);
+      const at = now().toISOString();
+      const created: Account = { id: newId('acc_'), name, plan, createdAt: at, updatedAt: at };
+      await write(accountsTopic, created.id, created);
+      log.info({ accountId: created.id, plan }, 'account created');
+      return created;
+    },
+
+    async setPlan(accountId, plan) {
+      validPlan(plan);
+      await barrier('catch up before the write');
+      const current = account(accountId);
+      if (current.plan === plan) return current;
+      const updated: Account = { ...current, plan, updatedAt: now().toISOString() };
+      await write(accountsTopic, accountId, updated);
+      log.info({ accountId, from: current.plan, to: plan }, 'plan changed');
+      return updated;
+    },
+
+    async createApiKey(accountId, name) {
+      const keyName = validName(name);
+      await barrier('catch up before the write');
+      account(accountId);
+      const key = generateApiKey();
+      const record: ApiKeyRecord = {
+        id: newId('key_'),
+        accountId,
+        name: keyName,
+        prefix: key.prefix,
+        hash: key.hash,
+        createdAt: now().toISOString(),
+        revokedAt: null,
+      };
+      await write(keysTopic, record.id, record);
+      log.info({ accountId, keyId: record.id }, 'api key created');
+      return { record, plaintext: key.plaintext };
+    },
+
+    async revokeApiKey(accountId, keyId) {
+      await barrier('catch up before the write');
+      const current = state.keys.get(keyId);
+      // Another account's key is "not found" as well: ids of other accounts are not confirmed.
+      if (!current || current.accountId !== accountId) throw new AppError('api_key_not_found', `api key ${keyId} does not exist for account ${accountId}`);
+      if (current.revokedAt !== null) return current;
+      const revoked: ApiKeyRecord = { ...current, revokedAt: now().toISOString() };
+      await write(keysTopic, keyId, revoked);
+      log.info({ accountId, keyId }, 'api key revoked');
+      return revoked;
+    },
+  };
+}
+
+function validName(name: unknown): string {
+  const trimmed = typeof name === 'string' ? name.trim() : '';
+  if (trimmed.length < 1 || trimmed.length > NAME_MAX_LENGTH) {
+    throw new AppError('invalid_name', `name must be 1 to ${NAME_MAX_LENGTH} characters (surrounding whitespace is ignored)`);
+  }
+  return trimmed;
+}
+
+function validPlan(plan: unknown): Plan {
+  if (!(PLANS as readonly unknown[]).includes(plan)) throw new AppError('invalid_plan', `plan must be one of ${PLANS.join(', ')}`);
+  return plan as Plan;
+}
+
+class DeadlinePassed extends Error {}
+
+async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlinePassed()), ms);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,54 @@
+import type { Component } from '../lifecycle.js';
+
+/**
+ * The control plane: accounts, plans and API keys (CRM mappings come later). Durable in
+ * compacted Kafka topics (control.accounts, control.apikeys) and materialised in memory by
+ * every service instance that needs it, as Kafka Connect and Schema Registry keep their state.
+ */
+export const PLANS = ['free', 'pro', 'growth'] as const;
+export type Plan = (typeof PLANS)[number];
+
+/** Events per calendar month (UTC) by plan. */
+export const PLAN_LIMITS: Readonly<Record<Plan, number>> = { free: 1_000, pro: 50_000, growth: 500_000 };
+
+export interface Account {
+  id: string;
+  name: string;
+  plan: Plan;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  /** Shown in listings so owners can tell keys apart, e.g. `svc_live_Ab3dE9`. */
+  prefix: string;
+  /** SHA-256 of the whole key, hex. The key itself is never stored. */
+  hash: string;
+  createdAt: string;
+  revokedAt: string | null;
+  lastUsedAt?: string | null;
+}
+
+export interface ControlPlaneReader {
+  accountById(accountId: string): Account | undefined;
+  listAccounts(): Account[];
+  /** The key record whose hash matches, revoked or not; callers check `revokedAt`. */
+  apiKeyByHash(hash: string): ApiKeyRecord | undefined;
+  listApiKeys(accountId: string): ApiKeyRecord[];
+}
+
+export interface ControlPlaneWriter {
+  createAccount(input: { name: string; plan: Plan }): Promise<Account>;
+  setPlan(accountId: string, plan: Plan): Promise<Account>;
+  /** Returns the plain key once; only its hash is kept. */
+  createApiKey(accountId: string, name: string): Promise<{ record: ApiKeyRecord; plaintext: string }>;
+  revokeApiKey(accountId: string, keyId: string): Promise<ApiKeyRecord>;
+}
+
+export interface ControlPlane extends ControlPlaneReader, ControlPlaneWriter, Component {
+  /** True once the state topics were read up to their end as of start(). */
+  caughtUp(): boolean;
+}

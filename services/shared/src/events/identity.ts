@@ -1,0 +1,41 @@
+import { domainToASCII } from 'node:url';
+
+/**
+ * Identity normalisation, so the same person or company always has the same key:
+ * emails trimmed and lower-cased; domains lower-cased, Unicode turned into punycode, a
+ * trailing dot dropped. Domains are bare host names with at least one dot: no scheme, path,
+ * port, user info or IP address.
+ */
+const LABEL = '(?!-)[a-z0-9-]{1,63}(?<!-)';
+const HOSTNAME = new RegExp(`^(?=.{1,253}$)${LABEL}(\\.${LABEL})+$`);
+const TOP_LEVEL = /\.(?:xn--[a-z0-9-]+|[a-z]{2,63})$/;
+// Deliberately simpler than RFC 5322: one @, no spaces or control characters in the local
+// part, and a domain that passes the host name check. Quoted local parts are not accepted.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what the local part must not contain.
+const LOCAL_PART = /^[^\s@"(),:;<>[\\\]\x00-\x1f\x7f]{1,64}$/;
+
+export type Normalized = { ok: true; value: string } | { ok: false; message: string };
+
+export function normalizeDomain(input: string): Normalized {
+  const trimmed = input.trim().toLowerCase().replace(/\.$/, '');
+  if (/[/:@?#\s]/.test(trimmed)) {
+    return { ok: false, message: 'must be a bare host name such as "example.com" (no scheme, path, port or spaces)' };
+  }
+  const ascii = domainToASCII(trimmed);
+  if (!ascii || !HOSTNAME.test(ascii) || !TOP_LEVEL.test(ascii)) {
+    return { ok: false, message: 'must be a host name such as "example.com"' };
+  }
+  return { ok: true, value: ascii };
+}
+
+export function normalizeEmail(input: string): Normalized {
+  const trimmed = input.trim().toLowerCase();
+  const at = trimmed.lastIndexOf('@');
+  if (at <= 0 || trimmed.indexOf('@') !== at) return { ok: false, message: 'must be an email address such as "ada@example.com"' };
+  const local = trimmed.slice(0, at);
+  const domain = normalizeDomain(trimmed.slice(at + 1));
+  if (!LOCAL_PART.test(local) || local.startsWith('.') || local.endsWith('.') || local.includes('..') || !domain.ok) {
+    return { ok: false, message: 'must be an email address such as "ada@example.com"' };
+  }
+  return { ok: true, value: `${local}@${domain.value}` };
+}

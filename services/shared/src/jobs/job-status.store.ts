@@ -1,0 +1,45 @@
+import { JobStatus } from '@ingest/schemas';
+import { Ajv } from 'ajv';
+import type { Producer } from '../kafka/producer.js';
+import type { Redis } from '../redis.js';
+
+/**
+ * Where job progress lives: Redis for reads by any gateway replica, and the compacted
+ * `jobs.progress` topic as the durable record (Redis can be rebuilt from it). The gateway
+ * writes the `queued` status; the job runner writes every later one.
+ */
+export interface JobStatusStore {
+  get(jobId: string): Promise<JobStatus | undefined>;
+  put(status: JobStatus): Promise<void>;
+}
+
+export interface JobStatusStoreDeps {
+  redis: Redis;
+  producer: Producer;
+  progressTopic: string;
+  ttlSeconds?: number;
+}
+
+const THIRTY_DAYS_S = 30 * 24 * 3600;
+
+export function jobStatusKey(jobId: string): string {
+  return `job:${jobId}`;
+}
+
+export function createJobStatusStore(deps: JobStatusStoreDeps): JobStatusStore {
+  const ttl = deps.ttlSeconds ?? THIRTY_DAYS_S;
+  const isJobStatus = new Ajv({ strict: false }).compile<JobStatus>(JobStatus);
+  return {
+    async get(jobId) {
+      const raw = await deps.redis.get(jobStatusKey(jobId));
+      if (raw === null) return undefined;
+      const parsed: unknown = JSON.parse(raw);
+      return isJobStatus(parsed) ? parsed : undefined;
+    },
+    async put(status) {
+      const value = JSON.stringify(status);
+      await deps.producer.send(deps.progressTopic, [{ key: status.jobId, value }]);
+      await deps.redis.set(jobStatusKey(status.jobId), value, 'EX', ttl);
+    },
+  };
+}
