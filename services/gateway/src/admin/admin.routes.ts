@@ -1,0 +1,205 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import {
+  AccountIdParams,
+  AccountList,
+  AccountViewSchema,
+  ApiKeyIdParams,
+  ApiKeyList,
+  type ApiKeyView,
+  ApiKeyViewSchema,
+  CreateAccountBody,
+  CreateApiKeyBody,
+  CreatedApiKey,
+  ProblemDetails,
+  SetPlanBody,
+} from '@ingest/schemas';
+import { type ApiKeyRecord, AppError, type ControlPlane } from '@ingest/shared';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { ProblemError } from '../http/problem.js';
+
+export interface AdminRoutesDeps {
+  controlPlane: ControlPlane;
+  /** Bearer token of the admin API; empty disables it (every admin path answers 404). */
+  adminToken: string;
+}
+
+const UNAUTHORIZED_DETAIL = 'Send the admin token as `Authorization: Bearer <token>`.';
+const DEFAULT_KEY_NAME = 'default';
+
+const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemDetails]));
+
+/**
+ * Admin API (/admin/v1): accounts, plans and API keys, written through the control plane.
+ * Logs carry account and key ids only: never the admin token or a plaintext key.
+ */
+export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
+  return async (app) => {
+    if (deps.adminToken === '') {
+      // Disabled: no route exists, so every admin path gets the app's 404 problem, and the
+      // OpenAPI document does not list an API nobody can call.
+      app.log.info('admin API disabled (empty admin token)');
+      return;
+    }
+    const tokenMatches = createTokenCheck(deps.adminToken);
+    app.addHook('onRequest', async (request: FastifyRequest) => {
+      if (!tokenMatches(request.headers.authorization)) {
+        throw new ProblemError('unauthorized', UNAUTHORIZED_DETAIL, { headers: { 'www-authenticate': 'Bearer realm="admin"' } });
+      }
+    });
+    const cp = deps.controlPlane;
+    const tags = ['admin'];
+
+    app.post<{ Body: CreateAccountBody }>(
+      '/accounts',
+      { schema: { summary: 'Create an account', tags, body: CreateAccountBody, response: { 201: AccountViewSchema, ...problems(400, 401, 503) } } },
+      async (request, reply) => {
+        const account = await mapErrors(() => cp.createAccount(request.body));
+        request.log.info({ accountId: account.id, plan: account.plan }, 'admin: account created');
+        return reply.code(201).send(account);
+      },
+    );
+
+    app.get('/accounts', { schema: { summary: 'List accounts', tags, response: { 200: AccountList, ...problems(401) } } }, async () => ({
+      accounts: cp.listAccounts(),
+    }));
+
+    app.get<{ Params: AccountIdParams }>(
+      '/accounts/:accountId',
+      { schema: { summary: 'Show an account', tags, params: AccountIdParams, response: { 200: AccountViewSchema, ...problems(401, 404) } } },
+      async (request) => accountOr404(cp, request.params.accountId),
+    );
+
+    app.put<{ Params: AccountIdParams; Body: SetPlanBody }>(
+      '/accounts/:accountId/plan',
+      {
+        schema: {
+          summary: "Change an account's plan",
+          tags,
+          params: AccountIdParams,
+          body: SetPlanBody,
+          response: { 200: AccountViewSchema, ...problems(400, 401, 404, 503) },
+        },
+      },
+      async (request) => {
+        const account = await mapErrors(() => cp.setPlan(request.params.accountId, request.body.plan));
+        request.log.info({ accountId: account.id, plan: account.plan }, 'admin: plan set');
+        return account;
+      },
+    );
+
+    app.post<{ Params: AccountIdParams; Body: CreateApiKeyBody | undefined }>(
+      '/accounts/:accountId/keys',
+      {
+        schema: {
+          summary: 'Create an API key (the key is shown only in this response)',
+          tags,
+          params: AccountIdParams,
+          body: CreateApiKeyBody,
+          response: { 201: CreatedApiKey, ...problems(400, 401, 404, 503) },
+        },
+        // The body is optional: no body at all means `{}` (the default name).
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
+      },
+      async (request, reply) => {
+        const name = request.body?.name ?? DEFAULT_KEY_NAME;
+        const { record, plaintext } = await mapErrors(() => cp.createApiKey(request.params.accountId, name));
+        request.log.info({ accountId: record.accountId, keyId: record.id }, 'admin: api key created');
+        return reply.code(201).send({ apiKey: plaintext, key: toView(record) });
+      },
+    );
+
+    app.get<{ Params: AccountIdParams }>(
+      '/accounts/:accountId/keys',
+      {
+        schema: {
+          summary: "List an account's API keys (without the keys)",
+          tags,
+          params: AccountIdParams,
+          response: { 200: ApiKeyList, ...problems(401, 404) },
+        },
+      },
+      async (request) => {
+        const account = accountOr404(cp, request.params.accountId);
+        return { keys: cp.listApiKeys(account.id).map(toView) };
+      },
+    );
+
+    app.post<{ Params: ApiKeyIdParams }>(
+      '/accounts/:accountId/keys/:keyId/revoke',
+      {
+        schema: {
+          summary: 'Revoke an API key (idempotent; takes effect on every gateway within seconds)',
+          tags,
+          params: ApiKeyIdParams,
+          response: { 200: ApiKeyViewSchema, ...problems(401, 404, 503) },
+        },
+      },
+      async (request) => {
+        const { accountId, keyId } = request.params;
+        const record = await mapErrors(() => cp.revokeApiKey(accountId, keyId));
+        request.log.info({ accountId, keyId }, 'admin: api key revoked');
+        return toView(record);
+      },
+    );
+  };
+}
+
+/** Constant-time comparison of fixed-length digests, so neither content nor length leaks. */
+export function createTokenCheck(adminToken: string): (authorization: string | undefined) => boolean {
+  const expected = sha256(adminToken);
+  return (authorization) => {
+    const candidate = /^Bearer (\S+)$/i.exec(authorization?.trim() ?? '')?.[1];
+    if (candidate === undefined) return false;
+    return timingSafeEqual(sha256(candidate), expected);
+  };
+}
+
+function sha256(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}
+
+function toView(record: ApiKeyRecord): ApiKeyView {
+  const { hash: _hash, ...view } = record;
+  return view;
+}
+
+function accountOr404(cp: ControlPlane, accountId: string) {
+  const account = cp.accountById(accountId);
+  if (!account) throw new ProblemError('notFound', `Account ${accountId} does not exist.`);
+  return account;
+}
+
+/** Control plane errors, by code, to problems; anything else stays a 500 for the error handler. */
+async function mapErrors<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    throw toProblem(err);
+  }
+}
+
+export function toProblem(err: unknown): unknown {
+  if (!(err instanceof AppError)) return err;
+  switch (err.code) {
+    case 'account_not_found':
+    case 'api_key_not_found':
+      return new ProblemError('notFound', `${err.message[0]?.toUpperCase() ?? ''}${err.message.slice(1)}.`, { cause: err });
+    case 'invalid_name':
+      return new ProblemError('validation', 'The request body is invalid.', {
+        errors: [{ field: '/name', code: 'invalid_value', message: err.message }],
+        cause: err,
+      });
+    case 'invalid_plan':
+      return new ProblemError('validation', 'The request body is invalid.', {
+        errors: [{ field: '/plan', code: 'invalid_value', message: err.message }],
+        cause: err,
+      });
+    default:
+      if (err.retryable) {
+        return new ProblemError('unavailable', 'The control plane is temporarily unavailable; retry shortly.', { headers: { 'retry-after': '1' }, cause: err });
+      }
+      return err;
+  }
+}

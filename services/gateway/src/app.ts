@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import {
+  type ControlPlane,
+  createEventValidator,
+  type JobStatusStore,
+  type Logger,
+  METRIC_NAMES,
+  type Producer,
+  type Redis,
+  type Registry,
+  topicName,
+} from '@ingest/shared';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { Counter } from 'prom-client';
+import { adminRoutes } from './admin/admin.routes.js';
+import { createAuthHook } from './auth/auth.hook.js';
+import { bulkRoutes } from './bulk/bulk.route.js';
+import { type GatewayConfig, parseTrustProxy } from './config.js';
+import { csvRoutes } from './csv/csv.route.js';
+import { eventsRoutes } from './events/events.route.js';
+import { createIngestMetrics } from './events/ingest-metrics.js';
+import { registerErrorHandling } from './http/error-handler.js';
+import { registerHttpMetrics } from './http/http-metrics.js';
+import { registerJsonBodyParser } from './http/json-body.js';
+import { ProblemError } from './http/problem.js';
+import { createJobWriter } from './jobs/job-writer.js';
+import { jobsRoutes } from './jobs/jobs.route.js';
+import { createAllowance } from './limits/allowance.js';
+import { setQuotaHeaders } from './limits/quota-headers.js';
+import { usageRoutes } from './usage/usage.route.js';
+
+export interface GatewayDeps {
+  config: GatewayConfig;
+  logger: Logger;
+  metrics: Registry;
+  producer: Producer;
+  redis: Redis;
+  controlPlane: ControlPlane;
+  jobStatus: JobStatusStore;
+  now?: () => number;
+}
+
+/**
+ * Assembles the HTTP API. main.ts and the tests call this with real clients; nothing here
+ * listens or touches the network at construction time.
+ */
+export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
+  const { config } = deps;
+  const now = deps.now ?? Date.now;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    trustProxy: parseTrustProxy(config.GATEWAY_TRUST_PROXY),
+    bodyLimit: 1024 * 1024,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    return503OnClosing: true,
+    // Unknown keys are refused, not silently removed; types are not coerced.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, useDefaults: false } },
+  });
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  registerHttpMetrics(app, deps.metrics);
+  registerJsonBodyParser(app);
+
+  const rateLimitRefusals = new Counter({ name: METRIC_NAMES.rateLimitRefusals, help: 'Requests refused with 429', registers: [deps.metrics] });
+  await app.register(rateLimit, {
+    global: true,
+    max: config.RATE_LIMIT_PER_MINUTE,
+    timeWindow: 60_000,
+    redis: deps.redis,
+    nameSpace: 'ratelimit:',
+    // Redis away: serve rather than refuse everyone; the allowance still fails closed.
+    skipOnError: true,
+    enableDraftSpec: true,
+    onExceeded: () => rateLimitRefusals.inc(),
+    errorResponseBuilder: (_request, context) =>
+      new ProblemError('rateLimited', `At most ${context.max} requests per minute per client address; retry in ${context.after}.`),
+  });
+  registerErrorHandling(app, app.rateLimit());
+
+  await app.register(swagger, {
+    // Components named after the schemas' $id (EventsReceipt, ProblemDetails...) instead of def-N.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Event ingestion API', version: '1.0.0', description: 'Product-usage events in; ClickHouse and your CRM out.' },
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'svc_live_... API key' } } },
+      security: [{ apiKey: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  if (config.ADMIN_TOKEN) {
+    await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN }), { prefix: '/admin/v1' });
+  }
+
+  const allowance = createAllowance({ redis: deps.redis, now });
+  const ingestMetrics = createIngestMetrics(deps.metrics);
+  const jobs = createJobWriter({ producer: deps.producer, chunksTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobChunks'), statusStore: deps.jobStatus, now });
+  const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
+
+  await app.register(
+    async (v1) => {
+      v1.addHook('onRequest', createAuthHook(deps.controlPlane));
+      // Every authenticated response carries the allowance; routes that reserved set it already.
+      v1.addHook('onSend', async (request, reply) => {
+        if (!request.auth) return;
+        try {
+          setQuotaHeaders(reply, reply.quotaState ?? (await allowance.state(request.auth.account)));
+        } catch (err) {
+          request.log.warn({ err }, 'quota headers unavailable');
+        }
+      });
+      await v1.register(
+        eventsRoutes({
+          producer: deps.producer,
+          rawTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsRaw'),
+          allowance,
+          validate,
+          metrics: ingestMetrics,
+          now,
+        }),
+      );
+      await v1.register(bulkRoutes({ jobs, allowance, metrics: ingestMetrics }));
+      await v1.register(csvRoutes({ jobs, allowance, metrics: ingestMetrics }));
+      await v1.register(jobsRoutes({ statusStore: deps.jobStatus }));
+      await v1.register(usageRoutes({ allowance }));
+    },
+    { prefix: '/v1' },
+  );
+
+  return app;
+}

@@ -1,0 +1,48 @@
+import { ClickHouseConfig, CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { type Static, Type } from '@sinclair/typebox';
+
+export const GatewayConfigSchema = Type.Object({
+  ...CommonConfig,
+  ...KafkaConfig,
+  ...ClickHouseConfig,
+  ...RedisConfig,
+  GATEWAY_HOST: Type.String({ default: '127.0.0.1' }),
+  GATEWAY_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+  GATEWAY_OPS_HOST: Type.String({ default: '127.0.0.1' }),
+  GATEWAY_OPS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3100 }),
+  /**
+   * Which proxies may set X-Forwarded-For: `false` (default: the socket address is the
+   * client), `true` (trust every hop; only behind a proxy that overwrites the header), a hop
+   * count, or a comma-separated list of addresses/CIDRs.
+   */
+  GATEWAY_TRUST_PROXY: Type.String({ default: 'false' }),
+  /** Requests per minute per client IP, shared by all replicas through Redis. */
+  RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 120 }),
+  /** Bound on waiting for Kafka's acknowledgement before answering 503. */
+  KAFKA_SEND_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 5_000 }),
+  /** Bearer token of the admin API (/admin/v1). Empty disables the admin API. */
+  ADMIN_TOKEN: Type.String({ default: '' }),
+  /** Events whose timestamp is further in the future than this are rejected. */
+  MAX_FUTURE_SKEW_MS: Type.Integer({ minimum: 0, default: 24 * 60 * 60 * 1000 }),
+});
+
+export type GatewayConfig = Static<typeof GatewayConfigSchema>;
+
+export function loadGatewayConfig(env?: Record<string, string | undefined>): GatewayConfig {
+  return loadConfig(GatewayConfigSchema, env);
+}
+
+/** GATEWAY_TRUST_PROXY as fastify's trustProxy option (a hop count trusts that many proxies). */
+export function parseTrustProxy(value: string): boolean | string[] | ((address: string, hop: number) => boolean) {
+  const v = value.trim();
+  if (v === '' || v === 'false') return false;
+  if (v === 'true') return true;
+  if (/^\d+$/.test(v)) {
+    const hops = Number(v);
+    return (_address, hop) => hop < hops;
+  }
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

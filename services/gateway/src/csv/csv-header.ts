@@ -1,0 +1,70 @@
+import { type FieldError, ProblemError } from '../http/problem.js';
+
+/** Where the columns the event is built from sit in each row; -1 when absent. */
+export interface CsvHeader {
+  /** Trimmed column names, in file order. */
+  names: string[];
+  /** The header's record number (1 unless blank lines precede it). */
+  row: number;
+  eventName: number;
+  timestamp: number;
+  email: number;
+  domain: number;
+  eventId: number;
+  /** Every other column: [cell position, name], each becoming an event property. */
+  properties: Array<[number, string]>;
+}
+
+const MAPPED = new Set(['event_name', 'timestamp', 'email', 'domain', 'event_id']);
+
+/**
+ * Checks the header row and says where each column is. Throws one ProblemError listing every
+ * problem (so a caller fixes the file once), before anything is queued. Names are matched
+ * exactly after trimming: the spec names the columns in lower case.
+ */
+export function readHeader(cells: string[], row: number): CsvHeader {
+  const names = cells.map((cell) => cell.trim());
+  const errors: FieldError[] = [];
+  const positions = new Map<string, number[]>();
+  names.forEach((name, i) => {
+    if (name === '') return;
+    const seen = positions.get(name);
+    if (seen) seen.push(i);
+    else positions.set(name, [i]);
+  });
+  const missing = (column: string, message: string) => errors.push({ row, column, code: 'missing_column', message });
+
+  if (!positions.has('event_name')) missing('event_name', 'the header has no event_name column');
+  if (!positions.has('timestamp')) missing('timestamp', 'the header has no timestamp column');
+  if (!positions.has('email') && !positions.has('domain')) missing('email|domain', 'the header needs an email or a domain column (or both)');
+  for (const [name, at] of positions) {
+    if (at.length > 1) {
+      errors.push({
+        row,
+        column: name,
+        code: 'duplicate_column',
+        message: `the column name appears ${at.length} times (columns ${at.map((i) => i + 1).join(', ')})`,
+      });
+    }
+  }
+  names.forEach((name, i) => {
+    if (name === '') errors.push({ row, column: `#${i + 1}`, code: 'empty_column_name', message: `column ${i + 1} has no name` });
+  });
+
+  if (errors.length > 0) {
+    const count = errors.length === 1 ? 'a problem' : `${errors.length} problems`;
+    throw new ProblemError('validation', `The CSV header (row ${row}) has ${count}; nothing was queued.`, { errors });
+  }
+
+  const at = (name: string) => positions.get(name)?.[0] ?? -1;
+  return {
+    names,
+    row,
+    eventName: at('event_name'),
+    timestamp: at('timestamp'),
+    email: at('email'),
+    domain: at('domain'),
+    eventId: at('event_id'),
+    properties: names.flatMap((name, i): Array<[number, string]> => (MAPPED.has(name) ? [] : [[i, name]])),
+  };
+}

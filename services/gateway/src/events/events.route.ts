@@ -1,0 +1,140 @@
+import { type EventRecord, EventsEnvelope, EventsReceipt, EventsRequest, ProblemDetails } from '@ingest/schemas';
+import { type EventCheck, isRetryable, type Producer } from '@ingest/shared';
+import type { FastifyPluginAsync } from 'fastify';
+import { authOf } from '../auth/auth.hook.js';
+import { envelopeValidator } from '../http/envelope-validator.js';
+import { type FieldError, ProblemError } from '../http/problem.js';
+import type { Allowance } from '../limits/allowance.js';
+import { quotaExceeded } from '../limits/quota-headers.js';
+import type { IngestMetrics } from './ingest-metrics.js';
+
+export interface EventsRouteDeps {
+  producer: Producer;
+  rawTopic: string;
+  allowance: Allowance;
+  validate: (input: unknown, receivedAtMs: number) => EventCheck;
+  metrics: IngestMetrics;
+  now: () => number;
+}
+
+const ROUTE = '/v1/events';
+
+/**
+ * POST /v1/events: 1 to 100 events, each validated on its own. Valid events are accepted and
+ * the rest rejected with per-event errors; the 202 is sent only after Kafka acknowledged every
+ * accepted event (acks=all). Repeated event ids are accepted and written again (downstream
+ * dedupe makes them harmless) but count once against the allowance.
+ */
+export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
+  return async (app) => {
+    app.post<{ Body: { events: unknown[] } }>(
+      '/events',
+      {
+        bodyLimit: 1024 * 1024,
+        validatorCompiler: envelopeValidator(EventsEnvelope),
+        schema: {
+          summary: 'Send up to 100 events',
+          tags: ['events'],
+          body: EventsRequest,
+          response: { 202: EventsReceipt, 400: ProblemDetails, 401: ProblemDetails, 402: ProblemDetails, 429: ProblemDetails, 503: ProblemDetails },
+        },
+      },
+      async (request, reply) => {
+        const { account } = authOf(request);
+        const receivedAtMs = deps.now();
+        const errors: FieldError[] = [];
+        const valid: { index: number; record: EventRecord }[] = [];
+
+        request.body.events.forEach((input, index) => {
+          const check = deps.validate(input, receivedAtMs);
+          if (check.ok) {
+            valid.push({ index, record: { v: 1, accountId: account.id, ...check.event, receivedAtMs, source: 'api', jobId: null } });
+          } else {
+            for (const e of check.errors) {
+              errors.push({
+                index,
+                ...(check.eventId ? { eventId: check.eventId } : {}),
+                field: `/events/${index}${e.field}`,
+                code: e.code,
+                message: e.message,
+              });
+            }
+          }
+        });
+
+        if (valid.length === 0) {
+          countRejections(deps.metrics, errors);
+          throw new ProblemError('validation', 'No event in the request is valid; nothing was accepted.', { errors });
+        }
+
+        const { decisions, state } = await deps.allowance.reserveEvents(
+          account,
+          valid.map((v) => v.record.eventId),
+        );
+        reply.quotaState = state;
+        if (decisions.every((d) => d === 'over')) {
+          deps.metrics.allowanceRefusals.inc({ route: ROUTE });
+          throw quotaExceeded(state, `The monthly allowance of ${state.limit} events is used up; it resets at ${state.period.end.toISOString()}.`);
+        }
+
+        const accepted = valid.filter((_, i) => decisions[i] !== 'over');
+        valid.forEach((v, i) => {
+          if (decisions[i] === 'over') {
+            errors.push({
+              index: v.index,
+              eventId: v.record.eventId,
+              field: `/events/${v.index}`,
+              code: 'quota_exceeded',
+              message: 'the monthly allowance is used up',
+            });
+          }
+        });
+
+        // One copy per id per request: repeats inside a request are accepted but written once.
+        const toWrite = [...new Map(accepted.map((v) => [v.record.eventId, v.record])).values()];
+        const end = deps.metrics.produceDuration.startTimer({ topic: 'events.raw' });
+        try {
+          await deps.producer.send(
+            deps.rawTopic,
+            toWrite.map((r) => ({ key: `${r.accountId}:${r.eventId}`, value: JSON.stringify(r) })),
+          );
+          end();
+        } catch (err) {
+          const counted = valid.filter((_, i) => decisions[i] === 'counted').map((v) => v.record.eventId);
+          await deps.allowance.release(account, { eventIds: counted }).catch((releaseErr: unknown) => {
+            request.log.error({ err: releaseErr }, 'could not release allowance after a failed write');
+          });
+          if (isRetryable(err)) {
+            throw new ProblemError('unavailable', 'Events could not be stored right now; nothing was accepted. Retry with the same eventIds.', {
+              headers: { 'retry-after': '5' },
+              cause: err,
+            });
+          }
+          throw err;
+        }
+
+        errors.sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+        deps.metrics.accepted.inc({ route: ROUTE }, accepted.length);
+        countRejections(deps.metrics, errors);
+        request.log.info({ accountId: account.id, accepted: accepted.length, rejected: request.body.events.length - accepted.length }, 'events accepted');
+        return reply.code(202).send({
+          accepted: accepted.length,
+          rejected: request.body.events.length - accepted.length,
+          requestId: String(request.id),
+          eventIds: accepted.map((v) => v.record.eventId),
+          ...(errors.length > 0 ? { errors } : {}),
+        });
+      },
+    );
+  };
+}
+
+function countRejections(metrics: IngestMetrics, errors: FieldError[]): void {
+  // One count per rejected event, under the code of its first error.
+  const seen = new Set<number>();
+  for (const e of errors) {
+    if (e.index === undefined || seen.has(e.index)) continue;
+    seen.add(e.index);
+    metrics.rejected.inc({ route: ROUTE, code: e.code });
+  }
+}

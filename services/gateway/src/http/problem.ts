@@ -1,0 +1,94 @@
+/**
+ * RFC 9457 problem details. Every error response of the API is one of these, with the
+ * request's id, so a caller can quote it to support and we can find the log line.
+ *
+ * `type` is a relative URI naming the problem; the README lists them all.
+ */
+export interface FieldError {
+  /** Position in a batch (0-based) for per-event errors. */
+  index?: number;
+  eventId?: string;
+  /** JSON Pointer into the request body, e.g. `/events/3/email`. */
+  field?: string;
+  /** CSV errors: 1-based row (the header is row 1) and column name. */
+  row?: number;
+  column?: string;
+  /** Stable machine word: `required`, `too_long`, `invalid_format`, ... */
+  code: string;
+  message: string;
+}
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  requestId: string;
+  errors?: FieldError[];
+  [extension: string]: unknown;
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
+
+export const PROBLEMS = {
+  validation: { status: 400, type: '/problems/validation-error', title: 'Request is invalid' },
+  invalidJson: { status: 400, type: '/problems/invalid-json', title: 'Body is not valid JSON' },
+  unauthorized: { status: 401, type: '/problems/unauthorized', title: 'Missing or invalid API key' },
+  quotaExceeded: { status: 402, type: '/problems/quota-exceeded', title: 'Monthly event allowance exhausted' },
+  forbidden: { status: 403, type: '/problems/forbidden', title: 'Not allowed' },
+  notFound: { status: 404, type: '/problems/not-found', title: 'Not found' },
+  methodNotAllowed: { status: 405, type: '/problems/method-not-allowed', title: 'Method not allowed' },
+  conflict: { status: 409, type: '/problems/conflict', title: 'Conflict' },
+  payloadTooLarge: { status: 413, type: '/problems/payload-too-large', title: 'Body too large' },
+  unsupportedMediaType: { status: 415, type: '/problems/unsupported-media-type', title: 'Unsupported content type' },
+  rateLimited: { status: 429, type: '/problems/rate-limited', title: 'Too many requests' },
+  internal: { status: 500, type: '/problems/internal', title: 'Internal error' },
+  unavailable: { status: 503, type: '/problems/unavailable', title: 'Temporarily unavailable' },
+} as const;
+
+export type ProblemKind = keyof typeof PROBLEMS;
+
+/** Thrown by routes and hooks; the error handler renders it. */
+export class ProblemError extends Error {
+  readonly kind: ProblemKind;
+  readonly detail: string;
+  readonly errors: FieldError[] | undefined;
+  readonly extensions: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    kind: ProblemKind,
+    detail: string,
+    options: { errors?: FieldError[]; extensions?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(detail, { cause: options.cause });
+    this.name = 'ProblemError';
+    this.kind = kind;
+    this.detail = detail;
+    this.errors = options.errors;
+    this.extensions = options.extensions ?? {};
+    this.headers = options.headers ?? {};
+  }
+
+  get status(): number {
+    return PROBLEMS[this.kind].status;
+  }
+}
+
+export function problemBody(
+  kind: ProblemKind,
+  detail: string,
+  requestId: string,
+  extra: { errors?: FieldError[]; extensions?: Record<string, unknown> } = {},
+): ProblemBody {
+  const { status, type, title } = PROBLEMS[kind];
+  return {
+    type,
+    title,
+    status,
+    detail,
+    requestId,
+    ...(extra.errors && extra.errors.length > 0 ? { errors: extra.errors } : {}),
+    ...extra.extensions,
+  };
+}

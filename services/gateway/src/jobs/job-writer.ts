@@ -1,0 +1,97 @@
+import type { JobChunk, JobChunkItem, JobMessage, JobStatus } from '@ingest/schemas';
+import type { Account, JobStatusStore, OutgoingMessage, Producer } from '@ingest/shared';
+import { v7 as uuidv7 } from 'uuid';
+import { chunkItems } from './chunking.js';
+
+/**
+ * Writes bulk and CSV jobs to `jobs.chunks`: chunks of up to 500 events, then one `sealed`
+ * message (or `aborted` when the upload fails half way), all keyed by jobId so the job runner
+ * reads them in order. The job is queued, and visible, only once it is sealed.
+ */
+export interface OpenJob {
+  readonly jobId: string;
+  /** Durable in Kafka once resolved. */
+  writeChunk(items: JobChunkItem[]): Promise<void>;
+  /** Durable; the job is queued and its status readable. */
+  seal(totalEvents: number): Promise<JobStatus>;
+  /** Best effort: the runner also drops chunks that are never sealed. */
+  abort(reason: string): Promise<void>;
+}
+
+export interface JobWriter {
+  open(account: Account, source: 'bulk' | 'csv'): OpenJob;
+  /** Whole job in one produce request: chunks and seal land together or not at all. */
+  writeWhole(account: Account, source: 'bulk' | 'csv', items: JobChunkItem[]): Promise<JobStatus>;
+}
+
+export interface JobWriterDeps {
+  producer: Producer;
+  chunksTopic: string;
+  statusStore: JobStatusStore;
+  now?: () => number;
+}
+
+export function createJobWriter(deps: JobWriterDeps): JobWriter {
+  const now = deps.now ?? Date.now;
+  const message = (m: JobMessage): OutgoingMessage => ({ key: m.jobId, value: JSON.stringify(m) });
+
+  function queuedStatus(jobId: string, account: Account, source: 'bulk' | 'csv', totalEvents: number): JobStatus {
+    const at = new Date(now()).toISOString();
+    return {
+      jobId,
+      accountId: account.id,
+      source,
+      status: 'queued',
+      totalEvents,
+      processed: 0,
+      accepted: 0,
+      rejected: 0,
+      duplicates: 0,
+      errors: [],
+      createdAt: at,
+      updatedAt: at,
+      startedAt: null,
+      completedAt: null,
+    };
+  }
+
+  function open(account: Account, source: 'bulk' | 'csv'): OpenJob {
+    const jobId = uuidv7();
+    const base = { v: 1 as const, jobId, accountId: account.id, source };
+    let seq = 0;
+    return {
+      jobId,
+      async writeChunk(items) {
+        const chunks = chunkItems(items).map((c): JobChunk => ({ ...base, type: 'chunk', seq: seq++, receivedAtMs: now(), items: c }));
+        await deps.producer.send(deps.chunksTopic, chunks.map(message));
+      },
+      async seal(totalEvents) {
+        await deps.producer.send(deps.chunksTopic, [message({ ...base, type: 'sealed', chunks: seq, totalEvents, receivedAtMs: now() })]);
+        const status = queuedStatus(jobId, account, source, totalEvents);
+        await deps.statusStore.put(status);
+        return status;
+      },
+      async abort(reason) {
+        await deps.producer.send(deps.chunksTopic, [message({ ...base, type: 'aborted', reason })]);
+      },
+    };
+  }
+
+  return {
+    open,
+    async writeWhole(account, source, items) {
+      const jobId = uuidv7();
+      const base = { v: 1 as const, jobId, accountId: account.id, source };
+      const receivedAtMs = now();
+      const messages: OutgoingMessage[] = [];
+      chunkItems(items).forEach((chunk, seq) => {
+        messages.push(message({ ...base, type: 'chunk', seq, receivedAtMs, items: chunk }));
+      });
+      messages.push(message({ ...base, type: 'sealed', chunks: messages.length, totalEvents: items.length, receivedAtMs }));
+      await deps.producer.send(deps.chunksTopic, messages);
+      const status = queuedStatus(jobId, account, source, items.length);
+      await deps.statusStore.put(status);
+      return status;
+    },
+  };
+}

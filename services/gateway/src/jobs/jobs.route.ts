@@ -1,0 +1,30 @@
+import { JobStatus, ProblemDetails } from '@ingest/schemas';
+import type { JobStatusStore } from '@ingest/shared';
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsync } from 'fastify';
+import { authOf } from '../auth/auth.hook.js';
+import { ProblemError } from '../http/problem.js';
+
+/** GET /v1/jobs/{jobId}: a job of the caller's own account; any other id is simply not found. */
+export function jobsRoutes(deps: { statusStore: JobStatusStore }): FastifyPluginAsync {
+  return async (app) => {
+    app.get<{ Params: { jobId: string } }>(
+      '/jobs/:jobId',
+      {
+        schema: {
+          summary: 'Progress of a bulk or CSV job',
+          tags: ['jobs'],
+          params: Type.Object({ jobId: Type.String({ minLength: 1, maxLength: 64 }) }),
+          response: { 200: JobStatus, 401: ProblemDetails, 404: ProblemDetails },
+        },
+      },
+      async (request) => {
+        const { account } = authOf(request);
+        const status = await deps.statusStore.get(request.params.jobId);
+        // Same answer for "no such job" and "another account's job": ids are not probeable.
+        if (!status || status.accountId !== account.id) throw new ProblemError('notFound', `No job ${request.params.jobId} in this account.`);
+        return status;
+      },
+    );
+  };
+}

@@ -1,0 +1,45 @@
+import {
+  createControlPlane,
+  createJobStatusStore,
+  createKafkaClient,
+  createLogger,
+  createMetricsRegistry,
+  createOpsServer,
+  createProducer,
+  createRedis,
+  createServiceRunner,
+  topicName,
+} from '@ingest/shared';
+import { buildApp } from './app.js';
+import { loadGatewayConfig } from './config.js';
+import { httpServerComponent } from './http/http-server.js';
+
+const config = loadGatewayConfig();
+const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
+const metrics = createMetricsRegistry('gateway');
+const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-gateway`, logger });
+const producer = createProducer(kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
+const redis = createRedis({ url: config.REDIS_URL });
+const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger });
+const jobStatus = createJobStatusStore({ redis, producer, progressTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobProgress') });
+
+await Promise.all([producer.connect(), redis.connect()]);
+const app = await buildApp({ config, logger, metrics, producer, redis, controlPlane, jobStatus });
+const http = httpServerComponent(app, config.GATEWAY_HOST, config.GATEWAY_PORT);
+const ops = createOpsServer({
+  host: config.GATEWAY_OPS_HOST,
+  port: config.GATEWAY_OPS_PORT,
+  metrics,
+  ready: () => controlPlane.caughtUp() && http.healthy(),
+  logger,
+});
+const runner = createServiceRunner({
+  logger,
+  // The control plane first: the API must not answer before it knows the keys.
+  components: [ops, controlPlane, http],
+  clients: [{ name: 'kafka-producer', close: () => producer.disconnect() }, redis],
+  shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+});
+runner.installSignalHandlers();
+await runner.start();
+logger.info({ api: http.url(), ops: ops.address() }, 'gateway running');

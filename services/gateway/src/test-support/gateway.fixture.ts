@@ -1,0 +1,140 @@
+/**
+ * Builds the real gateway app on real Kafka and Redis for integration tests: fresh topics
+ * under a unique prefix, a real control plane with one account and API key, and helpers to
+ * read what the gateway wrote. Requests go through `app.inject` (no port needed).
+ */
+import type { EventRecord, JobMessage } from '@ingest/schemas';
+import {
+  type Account,
+  type ControlPlane,
+  createBatchConsumer,
+  createControlPlane,
+  createJobStatusStore,
+  createMetricsRegistry,
+  createProducer,
+  createRedis,
+  type Plan,
+  type Producer,
+  type Redis,
+  type TopicKey,
+} from '@ingest/shared';
+import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../app.js';
+import { loadGatewayConfig } from '../config.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export interface GatewayFixture {
+  app: FastifyInstance;
+  kafka: TestKafka;
+  redis: Redis;
+  producer: Producer;
+  controlPlane: ControlPlane;
+  /** Another gateway replica: its own app and control plane, the same Kafka topics and Redis. */
+  replica(): Promise<FastifyInstance>;
+  /** Creates an account with a fresh key. */
+  newAccount(plan?: Plan): Promise<{ account: Account; apiKey: string; keyId: string }>;
+  /** Reads every message of a topic from the beginning until `until` holds. */
+  readTopic<T>(key: TopicKey, until: (values: T[]) => boolean, description: string): Promise<{ values: T[]; keys: string[] }>;
+  close(): Promise<void>;
+}
+
+const TOPICS: TopicKey[] = ['eventsRaw', 'jobChunks', 'jobProgress', 'controlAccounts', 'controlApiKeys'];
+
+export async function createGatewayFixture(env: Record<string, string> = {}): Promise<GatewayFixture> {
+  const integration = integrationEnv();
+  const kafka = await createTestKafka(TOPICS);
+  const logger = testLogger();
+  const config = loadGatewayConfig({
+    KAFKA_BROKERS: integration.kafkaBrokers,
+    REDIS_URL: integration.redisUrl,
+    CLICKHOUSE_URL: integration.clickhouseUrl,
+    KAFKA_TOPIC_PREFIX: kafka.prefix,
+    ADMIN_TOKEN,
+    ...env,
+  });
+  const producer = createProducer(kafka.kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
+  const redis = createRedis({ url: integration.redisUrl });
+  await Promise.all([producer.connect(), redis.connect()]);
+  const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
+  await controlPlane.start();
+  const jobStatus = createJobStatusStore({ redis, producer, progressTopic: kafka.topic('jobProgress') });
+  const app = await buildApp({ config, logger, metrics: createMetricsRegistry('gateway-test'), producer, redis, controlPlane, jobStatus });
+  await app.ready();
+  const replicas: { app: FastifyInstance; controlPlane: ControlPlane }[] = [];
+
+  return {
+    app,
+    kafka,
+    redis,
+    producer,
+    controlPlane,
+    async replica() {
+      const replicaControlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
+      await replicaControlPlane.start();
+      const replicaApp = await buildApp({
+        config,
+        logger,
+        metrics: createMetricsRegistry('gateway-replica'),
+        producer,
+        redis,
+        controlPlane: replicaControlPlane,
+        jobStatus,
+      });
+      await replicaApp.ready();
+      replicas.push({ app: replicaApp, controlPlane: replicaControlPlane });
+      return replicaApp;
+    },
+    async newAccount(plan = 'pro') {
+      const account = await controlPlane.createAccount({ name: `Test ${uniqueSuffix()}`, plan });
+      const { record, plaintext } = await controlPlane.createApiKey(account.id, 'test');
+      return { account, apiKey: plaintext, keyId: record.id };
+    },
+    async readTopic<T>(key: TopicKey, until: (values: T[]) => boolean, description: string) {
+      const values: T[] = [];
+      const keys: string[] = [];
+      const consumer = createBatchConsumer(kafka.kafka, {
+        name: 'test-reader',
+        groupId: `reader-${uniqueSuffix()}`,
+        topics: [kafka.topic(key)],
+        logger,
+        handleBatch: async (messages) => {
+          for (const m of messages) {
+            values.push(JSON.parse(m.value?.toString() ?? 'null') as T);
+            keys.push(m.key?.toString() ?? '');
+          }
+        },
+      });
+      await consumer.start();
+      try {
+        await waitFor(() => until(values), { description, timeoutMs: 20_000 });
+      } finally {
+        await consumer.stop();
+      }
+      return { values, keys };
+    },
+    async close() {
+      for (const r of replicas) {
+        await r.app.close();
+        await r.controlPlane.stop();
+      }
+      await app.close();
+      await controlPlane.stop();
+      await producer.disconnect();
+      await redis.close();
+      await kafka.cleanup();
+    },
+  };
+}
+
+export type { EventRecord, JobMessage };
+
+/**
+ * A random client address (from 10.0.0.0/8) per test client: rate-limit counters live in the
+ * shared Redis for a minute, so fixed addresses would collide across runs and test files.
+ */
+export function randomClientIp(): string {
+  const b = () => Math.floor(Math.random() * 254) + 1;
+  return `10.${b()}.${b()}.${b()}`;
+}

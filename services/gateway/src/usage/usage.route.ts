@@ -1,0 +1,27 @@
+import { ProblemDetails, UsageResponse } from '@ingest/schemas';
+import type { FastifyPluginAsync } from 'fastify';
+import { authOf } from '../auth/auth.hook.js';
+import type { Allowance } from '../limits/allowance.js';
+
+/** GET /v1/usage: this month's allowance of the caller's account. */
+export function usageRoutes(deps: { allowance: Allowance }): FastifyPluginAsync {
+  return async (app) => {
+    app.get(
+      '/usage',
+      { schema: { summary: "This month's usage and allowance", tags: ['usage'], response: { 200: UsageResponse, 401: ProblemDetails } } },
+      async (request, reply) => {
+        const { account } = authOf(request);
+        const state = await deps.allowance.state(account);
+        reply.quotaState = state;
+        return {
+          plan: account.plan,
+          limit: state.limit,
+          used: state.used,
+          remaining: state.remaining,
+          periodStart: state.period.start.toISOString(),
+          periodEnd: state.period.end.toISOString(),
+        };
+      },
+    );
+  };
+}
