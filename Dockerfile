@@ -10,6 +10,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY schemas/package.json schemas/
 COPY services/shared/package.json services/shared/
+COPY services/gateway/package.json services/gateway/
 COPY services/processor/package.json services/processor/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.base.json tsconfig.json ./

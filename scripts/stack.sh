@@ -484,12 +484,12 @@ redis_up() {
     fi
     mkdir -p "$REDIS_DIR"
     mark_logs "$REDIS_LOG"
-    # No persistence (--save '' --appendonly no): the rate-limit/allowance counters kept here
-    # are reconciled from the pipeline, so losing them on restart is harmless and nothing
-    # needs fsyncs or dump files on a dev machine. Logging goes to stdout, i.e. $REDIS_LOG.
+    # Append-only file, fsynced every second: job progress lives here (rebuildable from the
+    # jobs.progress topic), allowance counters too (reconciled from the pipeline), so a
+    # restart should keep them. No RDB snapshots. Logging goes to stdout, i.e. $REDIS_LOG.
     spawn "$REDIS_PID" "$REDIS_LOG" \
       redis-server --port "$REDIS_PORT" --bind "$HOST" --daemonize no --dir "$REDIS_DIR" \
-      --pidfile "$REDIS_PID" --save '' --appendonly no
+      --pidfile "$REDIS_PID" --save '' --appendonly yes --appendfsync everysec
     pid=$SPAWNED_PID
   fi
   wait_for "$REDIS_START_TIMEOUT" "$pid" redis_ready || rc=$?

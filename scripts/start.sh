@@ -12,7 +12,19 @@ LOG_DIR="$STACK_DIR/logs"
 mkdir -p "$RUN_DIR" "$LOG_DIR"
 
 # name:ops-port (the port that answers /readyz). Add a service here when it gets a main.ts.
-SERVICES=("processor:${PROCESSOR_OPS_PORT:-3101}")
+SERVICES=("gateway:${GATEWAY_OPS_PORT:-3100}" "processor:${PROCESSOR_OPS_PORT:-3101}")
+GATEWAY_URL="http://127.0.0.1:${GATEWAY_PORT:-3000}"
+
+# The local admin token: generated once, kept in .local (ignored), so the CLI keeps working
+# across restarts. Production sets ADMIN_TOKEN from a secret.
+if [[ -z "${ADMIN_TOKEN:-}" ]]; then
+  if [[ ! -s "$STACK_DIR/admin-token" ]]; then
+    mkdir -p "$STACK_DIR"
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$STACK_DIR/admin-token")
+  fi
+  ADMIN_TOKEN=$(cat "$STACK_DIR/admin-token")
+fi
+export ADMIN_TOKEN ADMIN_URL="$GATEWAY_URL"
 
 service_pid() {
   local pidfile="$RUN_DIR/$1.pid"
@@ -37,7 +49,7 @@ start_service() {
     fi
     sleep 0.5
   done
-  echo "$name: ready (pid $(cat "$RUN_DIR/$name.pid")), ops on http://127.0.0.1:$port (/healthz /readyz /metrics), log $LOG_DIR/$name.log"
+  echo "$name: ready (pid $(cat "$RUN_DIR/$name.pid")), log $LOG_DIR/$name.log"
 }
 
 stop_services() {
@@ -74,15 +86,31 @@ npx tsx scripts/setup.ts
 step "services"
 for entry in "${SERVICES[@]}"; do start_service "${entry%%:*}" "${entry##*:}"; done
 
+step "demo account"
+demo=$(npx tsx scripts/demo-account.ts)
+DEMO_API_KEY=$(sed -n 's/^DEMO_API_KEY=//p' <<<"$demo")
+DEMO_ACCOUNT_ID=$(sed -n 's/^DEMO_ACCOUNT_ID=//p' <<<"$demo")
+
 cat <<SUMMARY
 
 Running:
   Kafka       $KAFKA_BROKERS
-  ClickHouse  $CLICKHOUSE_URL   (database ${CLICKHOUSE_DATABASE:-ingest}; try: curl '$CLICKHOUSE_URL/?query=SELECT+count()+FROM+ingest.events_dedup')
+  ClickHouse  $CLICKHOUSE_URL   (database ${CLICKHOUSE_DATABASE:-ingest})
   Redis       $REDIS_URL
+  gateway     $GATEWAY_URL   (API; OpenAPI at /v1/openapi.json, docs at /docs)
 SUMMARY
-for entry in "${SERVICES[@]}"; do printf '  %-11s http://127.0.0.1:%s/readyz\n' "${entry%%:*}" "${entry##*:}"; done
+for entry in "${SERVICES[@]}"; do printf '  %-11s ops http://127.0.0.1:%s  (/healthz /readyz /metrics)\n' "${entry%%:*}" "${entry##*:}"; done
+cat <<DEMO
 
+Demo account $DEMO_ACCOUNT_ID (plan pro), API key:
+  $DEMO_API_KEY
+Try it:
+  curl -s $GATEWAY_URL/v1/events -H 'Authorization: Bearer $DEMO_API_KEY' -H 'Content-Type: application/json' \\
+    -d '{"events":[{"eventName":"Signed Up","email":"ada@example.com"}]}'
+  curl -s '$CLICKHOUSE_URL/?query=SELECT+event_name,email+FROM+${CLICKHOUSE_DATABASE:-ingest}.events_dedup+FORMAT+PrettyCompact'
+Admin CLI (token in $STACK_DIR/admin-token):
+  ADMIN_TOKEN=\$(cat $STACK_DIR/admin-token) npm run admin -- accounts list
+DEMO
 if [[ "${1:-}" == "--detach" ]]; then
   echo -e "\nServices run in the background: 'npm run stop' stops them, 'npm run stack -- down' the servers."
   exit 0

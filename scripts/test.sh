@@ -26,7 +26,7 @@ npm run --silent build
 
 step "docker-compose.yml is valid (docker-compose config)"
 ensure_apt_tool docker-compose docker-compose
-docker-compose -f docker-compose.yml config -q
+ADMIN_TOKEN=compose-check docker-compose -f docker-compose.yml config -q
 
 step "unit tests"
 npx vitest run --project unit --reporter=default --reporter=json --outputFile.json="$results/unit.json"

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig } from '@ingest/shared';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { GatewayConfigSchema } from '../../services/gateway/src/config.js';
 import { ProcessorConfigSchema } from '../../services/processor/src/config.js';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -33,11 +34,12 @@ describe('docker-compose.yml', () => {
   const knownVariables = new Set([
     ...Object.keys({ ...CommonConfig, ...KafkaConfig, ...ClickHouseConfig, ...RedisConfig }),
     ...Object.keys(ProcessorConfigSchema.properties),
+    ...Object.keys(GatewayConfigSchema.properties),
     'SERVICE',
   ]);
 
   it('passes only variables that some service configuration defines', () => {
-    for (const name of ['setup', 'processor']) {
+    for (const name of ['setup', 'gateway', 'processor']) {
       const env = Object.keys(compose.services[name]?.environment ?? {});
       expect(env.length).toBeGreaterThan(0);
       expect(env.filter((v) => !knownVariables.has(v))).toEqual([]);

@@ -1,0 +1,228 @@
+import { parseArgs } from 'node:util';
+import { PLAN_IDS, type PlanId } from '@ingest/schemas';
+import { formatProblem, formatSuccess } from './format.js';
+
+/**
+ * The admin CLI (`npm run admin -- <command>`): a thin client of the admin HTTP API. Parsing,
+ * the request for each command and the output are pure functions; `runCli` wires them to
+ * fetch and the terminal, so tests drive it with a fake fetch as well as the real thing.
+ */
+export type Command =
+  | { kind: 'help' }
+  | { kind: 'accounts create'; name: string; plan: PlanId }
+  | { kind: 'accounts list' }
+  | { kind: 'accounts show'; accountId: string }
+  | { kind: 'plan set'; accountId: string; plan: PlanId }
+  | { kind: 'keys create'; accountId: string; name?: string }
+  | { kind: 'keys list'; accountId: string }
+  | { kind: 'keys revoke'; accountId: string; keyId: string };
+
+export interface Invocation {
+  command: Command;
+  json: boolean;
+}
+
+/** Wrong arguments: the message is printed with the usage, exit code 2. */
+export class UsageError extends Error {}
+
+export const USAGE = `usage: npm run admin -- <command> [--json]
+
+commands:
+  accounts create --name <name> [--plan free|pro|growth]   create an account (plan: free)
+  accounts list                                            list accounts
+  accounts show <accountId>                                show one account
+  plan set <accountId> <plan>                              change an account's plan
+  keys create <accountId> [--name <name>]                  create an API key (shown once)
+  keys list <accountId>                                    list an account's keys
+  keys revoke <accountId> <keyId>                          revoke a key
+  help                                                     this text
+
+options:
+  --json   machine-readable output (the API's JSON)
+
+environment:
+  ADMIN_URL    admin API base URL (default http://127.0.0.1:3000)
+  ADMIN_TOKEN  admin bearer token (required)
+`;
+
+export function parseInvocation(argv: readonly string[]): Invocation {
+  let parsed: ReturnType<typeof parseCliArgs>;
+  try {
+    parsed = parseCliArgs(argv);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const { values, positionals } = parsed;
+  const json = values.json === true;
+  const [group, action, ...rest] = positionals;
+  if (values.help || group === undefined || group === 'help') return { command: { kind: 'help' }, json };
+
+  const allow = (...flags: ('name' | 'plan')[]) => {
+    for (const flag of ['name', 'plan'] as const) {
+      if (values[flag] !== undefined && !flags.includes(flag)) throw new UsageError(`--${flag} does not apply to "${group} ${action ?? ''}"`.trim());
+    }
+  };
+  const args = (names: string[]): string[] => {
+    if (rest.length !== names.length) {
+      throw new UsageError(`"${group} ${action}" takes ${names.length === 0 ? 'no arguments' : names.map((n) => `<${n}>`).join(' ')}`);
+    }
+    for (const [i, value] of rest.entries()) if (value.trim() === '') throw new UsageError(`<${names[i]}> must not be empty`);
+    return rest;
+  };
+
+  switch (`${group} ${action ?? ''}`) {
+    case 'accounts create': {
+      allow('name', 'plan');
+      args([]);
+      if (values.name === undefined || values.name.trim() === '') throw new UsageError('accounts create needs --name <name>');
+      return { command: { kind: 'accounts create', name: values.name, plan: plan(values.plan ?? 'free') }, json };
+    }
+    case 'accounts list':
+      allow();
+      args([]);
+      return { command: { kind: 'accounts list' }, json };
+    case 'accounts show': {
+      allow();
+      const [accountId = ''] = args(['accountId']);
+      return { command: { kind: 'accounts show', accountId }, json };
+    }
+    case 'plan set': {
+      allow();
+      const [accountId = '', planName = ''] = args(['accountId', 'plan']);
+      return { command: { kind: 'plan set', accountId, plan: plan(planName) }, json };
+    }
+    case 'keys create': {
+      allow('name');
+      const [accountId = ''] = args(['accountId']);
+      return { command: { kind: 'keys create', accountId, ...(values.name !== undefined ? { name: values.name } : {}) }, json };
+    }
+    case 'keys list': {
+      allow();
+      const [accountId = ''] = args(['accountId']);
+      return { command: { kind: 'keys list', accountId }, json };
+    }
+    case 'keys revoke': {
+      allow();
+      const [accountId = '', keyId = ''] = args(['accountId', 'keyId']);
+      return { command: { kind: 'keys revoke', accountId, keyId }, json };
+    }
+    default:
+      throw new UsageError(`unknown command "${[group, action].filter(Boolean).join(' ')}"`);
+  }
+}
+
+function parseCliArgs(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
+
+function plan(value: string): PlanId {
+  if (!(PLAN_IDS as readonly string[]).includes(value)) throw new UsageError(`unknown plan "${value}" (one of ${PLAN_IDS.join(', ')})`);
+  return value as PlanId;
+}
+
+export interface ApiRequest {
+  method: 'GET' | 'POST' | 'PUT';
+  path: string;
+  body?: Record<string, unknown>;
+}
+
+export function requestFor(command: Exclude<Command, { kind: 'help' }>): ApiRequest {
+  const account = (id: string) => `/admin/v1/accounts/${encodeURIComponent(id)}`;
+  switch (command.kind) {
+    case 'accounts create':
+      return { method: 'POST', path: '/admin/v1/accounts', body: { name: command.name, plan: command.plan } };
+    case 'accounts list':
+      return { method: 'GET', path: '/admin/v1/accounts' };
+    case 'accounts show':
+      return { method: 'GET', path: account(command.accountId) };
+    case 'plan set':
+      return { method: 'PUT', path: `${account(command.accountId)}/plan`, body: { plan: command.plan } };
+    case 'keys create':
+      return { method: 'POST', path: `${account(command.accountId)}/keys`, body: command.name !== undefined ? { name: command.name } : {} };
+    case 'keys list':
+      return { method: 'GET', path: `${account(command.accountId)}/keys` };
+    case 'keys revoke':
+      return { method: 'POST', path: `${account(command.accountId)}/keys/${encodeURIComponent(command.keyId)}/revoke` };
+  }
+}
+
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  fetch: typeof fetch;
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:3000';
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/** Runs one invocation; resolves to the exit code (0 ok, 1 failed request, 2 usage). */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  let invocation: Invocation;
+  try {
+    invocation = parseInvocation(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.stderr(`error: ${err.message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { command, json } = invocation;
+  if (command.kind === 'help') {
+    io.stdout(USAGE);
+    return 0;
+  }
+  const token = io.env.ADMIN_TOKEN ?? '';
+  if (token === '') {
+    io.stderr('error: ADMIN_TOKEN is not set; export the admin token of the gateway (its ADMIN_TOKEN setting)\n');
+    return 2;
+  }
+  const base = (io.env.ADMIN_URL || DEFAULT_ADMIN_URL).replace(/\/+$/, '');
+  const request = requestFor(command);
+  let response: Response;
+  try {
+    response = await io.fetch(`${base}${request.path}`, {
+      method: request.method,
+      headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(request.body ? { 'content-type': 'application/json' } : {}) },
+      ...(request.body ? { body: JSON.stringify(request.body) } : {}),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+  } catch (err) {
+    io.stderr(`error: cannot reach the admin API at ${base}: ${describe(err)}\n`);
+    return 1;
+  }
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  if (!response.ok) {
+    if (json && body !== undefined) io.stdout(`${JSON.stringify(body, null, 2)}\n`);
+    io.stderr(formatProblem(response.status, response.statusText, body));
+    return 1;
+  }
+  if (body === undefined) {
+    io.stderr(`error: ${response.status} the admin API answered without a JSON body\n`);
+    return 1;
+  }
+  io.stdout(json ? `${JSON.stringify(body, null, 2)}\n` : formatSuccess(command, body));
+  return 0;
+}
+
+/** fetch's own message is just "fetch failed"; the reason (ECONNREFUSED, timeout, ...) is its cause. */
+function describe(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const cause = err instanceof Error ? err.cause : undefined;
+  return cause instanceof Error && cause.message ? `${message} (${cause.message})` : message;
+}

@@ -1,0 +1,95 @@
+import type { Command } from './cli.js';
+
+/** Human-readable output of the admin CLI. Inputs are the admin API's JSON bodies. */
+interface AccountOut {
+  id: string;
+  name: string;
+  plan: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface KeyOut {
+  id: string;
+  accountId: string;
+  name: string;
+  prefix: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body: unknown): string {
+  switch (command.kind) {
+    case 'accounts create':
+      return `created account ${accountBlock(body as AccountOut)}`;
+    case 'accounts show':
+      return `account ${accountBlock(body as AccountOut)}`;
+    case 'accounts list': {
+      const { accounts } = body as { accounts: AccountOut[] };
+      if (accounts.length === 0) return 'no accounts\n';
+      return table([['ID', 'NAME', 'PLAN', 'CREATED'], ...accounts.map((a) => [a.id, a.name, a.plan, a.createdAt])]);
+    }
+    case 'plan set': {
+      const account = body as AccountOut;
+      return `account ${account.id} is now on plan ${account.plan}\n`;
+    }
+    case 'keys create': {
+      const { apiKey, key } = body as { apiKey: string; key: KeyOut };
+      return [
+        `created API key ${key.id} (${key.name}) for account ${key.accountId}`,
+        '',
+        `  ${apiKey}`,
+        '',
+        'Store this key now: it will not be shown again.',
+        '',
+      ].join('\n');
+    }
+    case 'keys list': {
+      const { keys } = body as { keys: KeyOut[] };
+      if (keys.length === 0) return 'no API keys\n';
+      return table([['ID', 'NAME', 'PREFIX', 'CREATED', 'STATUS'], ...keys.map((k) => [k.id, k.name, k.prefix, k.createdAt, status(k)])]);
+    }
+    case 'keys revoke': {
+      const key = body as KeyOut;
+      return `revoked API key ${key.id} (${key.name}) of account ${key.accountId} at ${key.revokedAt ?? '?'}\n`;
+    }
+  }
+}
+
+interface ProblemOut {
+  title?: unknown;
+  detail?: unknown;
+  requestId?: unknown;
+  errors?: { field?: string; code?: string; message?: string }[];
+}
+
+/** `error: <status> <title>: <detail>`, then one line per field error. */
+export function formatProblem(status: number, statusText: string, body: unknown): string {
+  const problem = isObject(body) ? (body as ProblemOut) : {};
+  const title = typeof problem.title === 'string' ? problem.title : statusText || 'request failed';
+  const detail = typeof problem.detail === 'string' ? `: ${problem.detail}` : '';
+  const lines = [`error: ${status} ${title}${detail}`];
+  for (const e of Array.isArray(problem.errors) ? problem.errors : []) {
+    lines.push(`  ${e.field ?? '/'}: ${e.message ?? 'is invalid'}${e.code ? ` (${e.code})` : ''}`);
+  }
+  if (typeof problem.requestId === 'string') lines.push(`  requestId: ${problem.requestId}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function accountBlock(a: AccountOut): string {
+  return `${a.id}\n  name:    ${a.name}\n  plan:    ${a.plan}\n  created: ${a.createdAt}\n  updated: ${a.updatedAt}\n`;
+}
+
+function status(k: KeyOut): string {
+  return k.revokedAt === null ? 'active' : `revoked ${k.revokedAt}`;
+}
+
+export function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, col) => Math.max(...rows.map((r) => (r[col] ?? '').length))) ?? [];
+  const lines = rows.map((r) => r.map((cell, col) => (col === r.length - 1 ? cell : cell.padEnd(widths[col] ?? 0))).join('  '));
+  return `${lines.join('\n')}\n`;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
