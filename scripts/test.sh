@@ -15,8 +15,9 @@ ensure_node_modules
 step "local stack (Kafka, ClickHouse, Redis)"
 bash scripts/stack.sh up
 
-step "lint (biome)"
-npx biome check .
+step "lint (eslint) and formatting (prettier)"
+npx eslint .
+npx prettier --check .
 
 step "typecheck (tsc --noEmit)"
 npx tsc -p tsconfig.json --noEmit
