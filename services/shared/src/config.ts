@@ -41,6 +41,8 @@ export const ClickHouseConfig = {
 
 export const RedisConfig = {
   REDIS_URL: Type.String({ minLength: 1, default: 'redis://127.0.0.1:6379' }),
+  /** Prepended to every Redis key of the allowance and job status; like KAFKA_TOPIC_PREFIX. */
+  REDIS_KEY_PREFIX: Type.String({ default: '', pattern: '^[A-Za-z0-9._:-]*$' }),
 } satisfies TProperties;
 
 export function brokerList(brokers: string): string[] {

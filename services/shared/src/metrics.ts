@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 
 export type { Registry };
 
@@ -20,6 +20,10 @@ export const METRIC_NAMES = {
   clickhouseInsertFailures: 'ingest_clickhouse_insert_failures_total',
   clickhouseBatchRows: 'ingest_clickhouse_batch_rows',
   deadLetters: 'ingest_dead_letters_total',
+  dedupeHits: 'ingest_dedupe_hits_total',
+  dedupeUnique: 'ingest_dedupe_unique_events_total',
+  dedupeMarks: 'ingest_dedupe_marks',
+  dedupeRestoredMarks: 'ingest_dedupe_restored_marks_total',
   httpRequests: 'ingest_http_requests_total',
   httpRequestDuration: 'ingest_http_request_duration_seconds',
   eventsAccepted: 'ingest_events_accepted_total',
@@ -28,4 +32,19 @@ export const METRIC_NAMES = {
   allowanceRefusals: 'ingest_allowance_refusals_total',
   rateLimitRefusals: 'ingest_rate_limit_refusals_total',
   kafkaProduceDuration: 'ingest_kafka_produce_duration_seconds',
+  jobsFinished: 'ingest_jobs_finished_total',
+  jobDuration: 'ingest_job_duration_seconds',
+  jobEventsProcessed: 'ingest_job_events_processed_total',
+  jobsAbandoned: 'ingest_jobs_abandoned_total',
+  consumerLag: 'ingest_consumer_lag_messages',
 } as const;
+
+/**
+ * A counter several parts of one service share (e.g. dead letters by consumer): the first part
+ * registers it, the others get the same instance instead of a duplicate-name error.
+ */
+export function sharedCounter<L extends string>(registry: Registry, config: { name: string; help: string; labelNames: readonly L[] }): Counter<L> {
+  const existing = registry.getSingleMetric(config.name);
+  if (existing) return existing as Counter<L>;
+  return new Counter({ ...config, registers: [registry] });
+}

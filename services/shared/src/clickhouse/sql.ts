@@ -31,7 +31,7 @@ const CONTROL_ESCAPES: Record<string, string> = {
 export function escapeString(value: string): string {
   // One pass in which the backslash is handled like every other special character, so no
   // escape is ever escaped twice.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point: each becomes an escape.
+  // Matching control characters is the point: each becomes an escape.
   return value.replace(/[\\'\n\r\t\0\b\f\x01-\x07\x0b\x0e-\x1f\x7f]/g, (ch) => {
     return CONTROL_ESCAPES[ch] ?? `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`;
   });

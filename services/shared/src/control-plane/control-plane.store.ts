@@ -7,7 +7,7 @@ import type { Producer } from '../kafka/producer.js';
 import { topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
 import { generateApiKey, toBase62 } from './api-keys.js';
-import { createEndOffsetsReader, createOffsetTracker } from './control-plane.offsets.js';
+import { createEndOffsetsReader, createOffsetTracker } from '../kafka/offsets.js';
 import {
   applyAccount,
   applyApiKey,

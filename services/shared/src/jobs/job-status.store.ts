@@ -18,12 +18,14 @@ export interface JobStatusStoreDeps {
   producer: Producer;
   progressTopic: string;
   ttlSeconds?: number;
+  /** REDIS_KEY_PREFIX. */
+  keyPrefix?: string;
 }
 
 const THIRTY_DAYS_S = 30 * 24 * 3600;
 
-export function jobStatusKey(jobId: string): string {
-  return `job:${jobId}`;
+export function jobStatusKey(jobId: string, prefix = ''): string {
+  return `${prefix}job:${jobId}`;
 }
 
 export function createJobStatusStore(deps: JobStatusStoreDeps): JobStatusStore {
@@ -31,7 +33,7 @@ export function createJobStatusStore(deps: JobStatusStoreDeps): JobStatusStore {
   const isJobStatus = new Ajv({ strict: false }).compile<JobStatus>(JobStatus);
   return {
     async get(jobId) {
-      const raw = await deps.redis.get(jobStatusKey(jobId));
+      const raw = await deps.redis.get(jobStatusKey(jobId, deps.keyPrefix));
       if (raw === null) return undefined;
       const parsed: unknown = JSON.parse(raw);
       return isJobStatus(parsed) ? parsed : undefined;
@@ -39,7 +41,7 @@ export function createJobStatusStore(deps: JobStatusStoreDeps): JobStatusStore {
     async put(status) {
       const value = JSON.stringify(status);
       await deps.producer.send(deps.progressTopic, [{ key: status.jobId, value }]);
-      await deps.redis.set(jobStatusKey(status.jobId), value, 'EX', ttl);
+      await deps.redis.set(jobStatusKey(status.jobId, deps.keyPrefix), value, 'EX', ttl);
     },
   };
 }

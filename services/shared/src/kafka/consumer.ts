@@ -25,12 +25,23 @@ export interface BatchContext {
 }
 
 /**
+ * What a handler may say about the commit of its batch. `commitOffset` is the next offset to
+ * read after a restart: a string commits exactly that offset (it may be lower than the end of
+ * the batch, e.g. to keep a not yet finished multi-message unit re-readable), `null` commits
+ * nothing for this batch, and leaving it out commits the offset after the batch.
+ */
+export interface BatchResult {
+  commitOffset?: string | null;
+}
+
+/**
  * Handles one fetched batch of one partition. Resolving means every effect of every message is
- * durable, and the consumer then commits the offset after the batch. Throwing means nothing of
- * the batch is committed: the consumer restarts and the batch is delivered again.
+ * durable, and the consumer then commits the offset after the batch (or the one the handler
+ * returned, see BatchResult). Throwing means nothing of the batch is committed: the consumer
+ * restarts and the batch is delivered again.
  * Bad data must not throw (dead-letter it instead); throwing is for infrastructure failures.
  */
-export type BatchHandler = (messages: ConsumedMessage[], ctx: BatchContext) => Promise<void>;
+export type BatchHandler = (messages: ConsumedMessage[], ctx: BatchContext) => Promise<void | BatchResult>;
 
 export interface BatchConsumerOptions {
   name: string;
@@ -97,7 +108,7 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
         if (batch.messages.length === 0) return;
         const messages = batch.messages.map((m) => toConsumed(batch.topic, batch.partition, m));
-        await options.handleBatch(messages, {
+        const result = await options.handleBatch(messages, {
           topic: batch.topic,
           partition: batch.partition,
           heartbeat,
@@ -105,9 +116,13 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
         });
         if (isStale()) return; // partition moved during the batch: its new owner re-reads it
         const last = batch.lastOffset();
+        // Resolved even when the handler holds the commit back: this session has seen the
+        // messages and must not fetch them again; only a restart re-reads from the commit.
         resolveOffset(last);
         if (options.commitOffsets === false) return;
-        await consumer?.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);
+        const offset = result?.commitOffset === undefined ? (BigInt(last) + 1n).toString() : result.commitOffset;
+        if (offset === null) return;
+        await consumer?.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset }]);
       },
     });
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createOffsetTracker, type PartitionRange } from './control-plane.offsets.js';
+import { createOffsetTracker, type PartitionRange } from './offsets.js';
 
 const range = (partition: number, low: number, high: number): PartitionRange => ({ topic: 't', partition, low: BigInt(low), high: BigInt(high) });
 

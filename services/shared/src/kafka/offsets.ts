@@ -1,4 +1,4 @@
-import type { KafkaClient } from '../kafka/client.js';
+import type { KafkaClient } from './client.js';
 
 /** A partition's offsets: `low` is the first offset still in the log, `high` the next to be written. */
 export interface PartitionRange {

@@ -7,10 +7,15 @@ describe('topics', () => {
     expect(topicName('staging.', 'deadLetters')).toBe('staging.events.deadletter');
   });
 
+  it('co-partitions the dedupe changelog with events.raw', () => {
+    expect(TOPICS.dedupeChangelog.partitions).toBe(TOPICS.eventsRaw.partitions);
+  });
+
   it('keeps state topics compacted and event topics time-bounded', () => {
     for (const spec of allTopicSpecs()) {
       const policy = spec.config['cleanup.policy'];
       if (spec.name.startsWith('control.') || spec.name === TOPICS.jobProgress.name) expect(policy).toBe('compact');
+      else if (spec.name === TOPICS.dedupeChangelog.name) expect(policy).toBe('compact,delete');
       else expect(Number((spec.config as Record<string, string>)['retention.ms'])).toBeGreaterThan(0);
     }
     expect(new Set(allTopicSpecs().map((s) => s.name)).size).toBe(allTopicSpecs().length);

@@ -23,6 +23,14 @@ export const TOPICS = {
     config: { 'retention.ms': String(7 * DAY_MS), 'cleanup.policy': 'delete', 'max.message.bytes': String(4 * 1024 * 1024) },
     purpose: 'accepted events as received, keyed by account and eventId so copies share a partition',
   },
+  dedupeChangelog: {
+    name: 'dedupe.changelog',
+    // Must equal events.raw's partitions: partition p of this changelog holds the dedupe state
+    // of partition p of events.raw (a unit test checks it).
+    partitions: 12,
+    config: { 'cleanup.policy': 'compact,delete', 'retention.ms': String(8 * DAY_MS), 'min.compaction.lag.ms': '60000' },
+    purpose: 'first-seen marks of (account, eventId), co-partitioned with events.raw, restored on partition assignment',
+  },
   eventsUnique: {
     name: 'events.unique',
     partitions: 12,
