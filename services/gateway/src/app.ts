@@ -3,7 +3,9 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import {
+  type ClickHouse,
   type ControlPlane,
+  createAllowance,
   createEventValidator,
   type JobStatusStore,
   type Logger,
@@ -20,6 +22,8 @@ import { createAuthHook } from './auth/auth.hook.js';
 import { bulkRoutes } from './bulk/bulk.route.js';
 import { type GatewayConfig, parseTrustProxy } from './config.js';
 import { csvRoutes } from './csv/csv.route.js';
+import { eventReadRoutes } from './events/event-read.route.js';
+import { createClickHouseEventStore } from './events/event-store.js';
 import { eventsRoutes } from './events/events.route.js';
 import { createIngestMetrics } from './events/ingest-metrics.js';
 import { registerErrorHandling } from './http/error-handler.js';
@@ -28,7 +32,6 @@ import { registerJsonBodyParser } from './http/json-body.js';
 import { ProblemError } from './http/problem.js';
 import { createJobWriter } from './jobs/job-writer.js';
 import { jobsRoutes } from './jobs/jobs.route.js';
-import { createAllowance } from './limits/allowance.js';
 import { setQuotaHeaders } from './limits/quota-headers.js';
 import { usageRoutes } from './usage/usage.route.js';
 
@@ -40,6 +43,8 @@ export interface GatewayDeps {
   redis: Redis;
   controlPlane: ControlPlane;
   jobStatus: JobStatusStore;
+  /** Read-back of stored events; ingestion itself never waits for ClickHouse. */
+  ch: ClickHouse;
   now?: () => number;
 }
 
@@ -55,6 +60,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     trustProxy: parseTrustProxy(config.GATEWAY_TRUST_PROXY),
     bodyLimit: 1024 * 1024,
     genReqId: () => randomUUID(),
+    // Path parameters carry caller-chosen eventIds of up to 255 characters (default limit 100).
+    routerOptions: { maxParamLength: 512 },
     requestIdHeader: false,
     return503OnClosing: true,
     // Unknown keys are refused, not silently removed; types are not coerced.
@@ -100,7 +107,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN }), { prefix: '/admin/v1' });
   }
 
-  const allowance = createAllowance({ redis: deps.redis, now });
+  const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
   const ingestMetrics = createIngestMetrics(deps.metrics);
   const jobs = createJobWriter({ producer: deps.producer, chunksTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobChunks'), statusStore: deps.jobStatus, now });
   const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
@@ -129,6 +136,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       );
       await v1.register(bulkRoutes({ jobs, allowance, metrics: ingestMetrics }));
       await v1.register(csvRoutes({ jobs, allowance, metrics: ingestMetrics }));
+      await v1.register(eventReadRoutes({ store: createClickHouseEventStore(deps.ch) }));
       await v1.register(jobsRoutes({ statusStore: deps.jobStatus }));
       await v1.register(usageRoutes({ allowance }));
     },

@@ -1,4 +1,5 @@
 import {
+  createClickHouse,
   createControlPlane,
   createJobStatusStore,
   createKafkaClient,
@@ -21,10 +22,21 @@ const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${co
 const producer = createProducer(kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
 const redis = createRedis({ url: config.REDIS_URL });
 const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger });
-const jobStatus = createJobStatusStore({ redis, producer, progressTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobProgress') });
+const ch = createClickHouse({
+  url: config.CLICKHOUSE_URL,
+  username: config.CLICKHOUSE_USER,
+  password: config.CLICKHOUSE_PASSWORD,
+  database: config.CLICKHOUSE_DATABASE,
+});
+const jobStatus = createJobStatusStore({
+  redis,
+  producer,
+  progressTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobProgress'),
+  keyPrefix: config.REDIS_KEY_PREFIX,
+});
 
 await Promise.all([producer.connect(), redis.connect()]);
-const app = await buildApp({ config, logger, metrics, producer, redis, controlPlane, jobStatus });
+const app = await buildApp({ config, logger, metrics, producer, redis, controlPlane, jobStatus, ch });
 const http = httpServerComponent(app, config.GATEWAY_HOST, config.GATEWAY_PORT);
 const ops = createOpsServer({
   host: config.GATEWAY_OPS_HOST,
@@ -37,7 +49,7 @@ const runner = createServiceRunner({
   logger,
   // The control plane first: the API must not answer before it knows the keys.
   components: [ops, controlPlane, http],
-  clients: [{ name: 'kafka-producer', close: () => producer.disconnect() }, redis],
+  clients: [{ name: 'kafka-producer', close: () => producer.disconnect() }, redis, ch],
   shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
 });
 runner.installSignalHandlers();

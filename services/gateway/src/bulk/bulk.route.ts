@@ -1,5 +1,5 @@
 import { BulkEventsEnvelope, BulkEventsRequest, BulkJobReceipt, type JobChunkItem, ProblemDetails } from '@ingest/schemas';
-import { isRetryable } from '@ingest/shared';
+import { type Allowance, isRetryable } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { authOf } from '../auth/auth.hook.js';
@@ -7,7 +7,6 @@ import type { IngestMetrics } from '../events/ingest-metrics.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
 import { ProblemError } from '../http/problem.js';
 import type { JobWriter } from '../jobs/job-writer.js';
-import type { Allowance } from '../limits/allowance.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
 
 export interface BulkRouteDeps {
@@ -38,7 +37,8 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
       async (request, reply) => {
         const { account } = authOf(request);
         const events = request.body.events;
-        const { granted, state } = await deps.allowance.reserveCount(account, events.length);
+        const jobId = uuidv7();
+        const { granted, state } = await deps.allowance.reserveCount(account, events.length, jobId);
         reply.quotaState = state;
         if (!granted) {
           deps.metrics.allowanceRefusals.inc({ route: '/v1/events/bulk' });
@@ -46,12 +46,14 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
         }
         const items: JobChunkItem[] = events.map((event, index) => ({ index, event: withEventId(event) }));
         try {
-          const status = await deps.jobs.writeWhole(account, 'bulk', items);
+          const status = await deps.jobs.writeWhole(account, 'bulk', items, jobId);
           deps.metrics.jobsCreated.inc({ source: 'bulk' });
           request.log.info({ accountId: account.id, jobId: status.jobId, totalEvents: status.totalEvents }, 'bulk job queued');
           return reply.code(202).send({ jobId: status.jobId, totalEvents: status.totalEvents, status: 'queued' });
         } catch (err) {
-          await deps.allowance.release(account, { count: events.length }).catch((e: unknown) => request.log.error({ err: e }, 'allowance release failed'));
+          await deps.allowance
+            .release(account, { count: events.length, jobId })
+            .catch((e: unknown) => request.log.error({ err: e }, 'allowance release failed'));
           if (isRetryable(err)) {
             throw new ProblemError('unavailable', 'The job could not be queued right now; nothing was queued. Retry later.', {
               headers: { 'retry-after': '5' },

@@ -12,7 +12,7 @@ export interface CsvHeader {
   domain: number;
   eventId: number;
   /** Every other column: [cell position, name], each becoming an event property. */
-  properties: Array<[number, string]>;
+  properties: [number, string][];
 }
 
 const MAPPED = new Set(['event_name', 'timestamp', 'email', 'domain', 'event_id']);
@@ -65,6 +65,6 @@ export function readHeader(cells: string[], row: number): CsvHeader {
     email: at('email'),
     domain: at('domain'),
     eventId: at('event_id'),
-    properties: names.flatMap((name, i): Array<[number, string]> => (MAPPED.has(name) ? [] : [[i, name]])),
+    properties: names.flatMap((name, i): [number, string][] => (MAPPED.has(name) ? [] : [[i, name]])),
   };
 }

@@ -155,7 +155,7 @@ describe('readCsvEvents: row problems are items, the file goes on', () => {
 });
 
 describe('readCsvEvents: header problems fail the file before any chunk', () => {
-  const cases: Array<[string, string, object[]]> = [
+  const cases: [string, string, object[]][] = [
     ['no event_name', 'timestamp,email', [{ row: 1, column: 'event_name', code: 'missing_column', message: 'the header has no event_name column' }]],
     ['no timestamp', 'event_name,domain', [{ row: 1, column: 'timestamp', code: 'missing_column', message: 'the header has no timestamp column' }]],
     [

@@ -19,7 +19,7 @@ export function idOf(cells: string[], occurrence = 0, accountId = ACCOUNT): stri
 
 /** Reads `input` (one chunk when given as a string or bytes) and collects what onChunk got. */
 export async function read(input: string | Buffer | Readable, options: Partial<CsvReadOptions> = {}) {
-  const chunks: Array<{ seq: number; items: JobChunkItem[] }> = [];
+  const chunks: { seq: number; items: JobChunkItem[] }[] = [];
   const result = await readCsvEvents(typeof input === 'string' || Buffer.isBuffer(input) ? Readable.from([input]) : input, {
     accountId: ACCOUNT,
     maxRows: 10_000,

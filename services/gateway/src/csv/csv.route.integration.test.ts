@@ -4,9 +4,8 @@
  * (so the job runner drops its chunks) and answers with a precise problem.
  */
 import type { JobMessage } from '@ingest/schemas';
-import type { Account } from '@ingest/shared';
+import { type Account, quotaPeriod } from '@ingest/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { quotaPeriod } from '../limits/quota-period.js';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
 
 let gw: GatewayFixture;

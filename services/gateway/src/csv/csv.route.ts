@@ -1,12 +1,11 @@
 import multipart from '@fastify/multipart';
 import { BulkJobReceipt, JOB_CHUNK_SIZE, MAX_EVENTS_PER_BULK, ProblemDetails } from '@ingest/schemas';
-import { isRetryable } from '@ingest/shared';
+import { type Allowance, isRetryable } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
 import { ProblemError } from '../http/problem.js';
 import type { JobWriter } from '../jobs/job-writer.js';
-import type { Allowance } from '../limits/allowance.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
 import { readCsvEvents } from './csv-reader.js';
 
@@ -81,7 +80,7 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
           });
           if (part.file.truncated) throw new ProblemError('payloadTooLarge', `The file is larger than ${MAX_CSV_BYTES} bytes.`);
 
-          const { granted, state } = await deps.allowance.reserveCount(account, result.totalRows);
+          const { granted, state } = await deps.allowance.reserveCount(account, result.totalRows, job.jobId);
           reply.quotaState = state;
           if (!granted) {
             deps.metrics.allowanceRefusals.inc({ route: '/v1/backfill/csv' });
@@ -93,7 +92,9 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
             request.log.info({ accountId: account.id, jobId: job.jobId, totalEvents: result.totalRows }, 'csv job queued');
             return reply.code(202).send({ jobId: status.jobId, totalEvents: status.totalEvents, status: 'queued' });
           } catch (err) {
-            await deps.allowance.release(account, { count: result.totalRows }).catch((e: unknown) => request.log.error({ err: e }, 'allowance release failed'));
+            await deps.allowance
+              .release(account, { count: result.totalRows, jobId: job.jobId })
+              .catch((e: unknown) => request.log.error({ err: e }, 'allowance release failed'));
             throw err;
           }
         } catch (caught) {

@@ -1,10 +1,9 @@
 import { type EventRecord, EventsEnvelope, EventsReceipt, EventsRequest, ProblemDetails } from '@ingest/schemas';
-import { type EventCheck, isRetryable, type Producer } from '@ingest/shared';
+import { type Allowance, type EventCheck, isRetryable, type Producer } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
 import { type FieldError, ProblemError } from '../http/problem.js';
-import type { Allowance } from '../limits/allowance.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
 import type { IngestMetrics } from './ingest-metrics.js';
 

@@ -20,8 +20,8 @@ export interface OpenJob {
 
 export interface JobWriter {
   open(account: Account, source: 'bulk' | 'csv'): OpenJob;
-  /** Whole job in one produce request: chunks and seal land together or not at all. */
-  writeWhole(account: Account, source: 'bulk' | 'csv', items: JobChunkItem[]): Promise<JobStatus>;
+  /** The whole job: chunks, then its queued status, then the seal. */
+  writeWhole(account: Account, source: 'bulk' | 'csv', items: JobChunkItem[], jobId?: string): Promise<JobStatus>;
 }
 
 export interface JobWriterDeps {
@@ -55,6 +55,21 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
     };
   }
 
+  /**
+   * The queued status is written before the seal: once sealed, the runner may finish the job at
+   * once, and its status must never be overwritten by a late `queued`. A seal that fails after
+   * the status marks the job failed (a seal that did land makes the runner overwrite that).
+   */
+  async function sealWithStatus(status: JobStatus, seal: OutgoingMessage): Promise<void> {
+    await deps.statusStore.put(status);
+    try {
+      await deps.producer.send(deps.chunksTopic, [seal]);
+    } catch (err) {
+      await deps.statusStore.put({ ...status, status: 'failed', failureReason: 'the job could not be queued' }).catch(() => undefined);
+      throw err;
+    }
+  }
+
   function open(account: Account, source: 'bulk' | 'csv'): OpenJob {
     const jobId = uuidv7();
     const base = { v: 1 as const, jobId, accountId: account.id, source };
@@ -66,9 +81,8 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
         await deps.producer.send(deps.chunksTopic, chunks.map(message));
       },
       async seal(totalEvents) {
-        await deps.producer.send(deps.chunksTopic, [message({ ...base, type: 'sealed', chunks: seq, totalEvents, receivedAtMs: now() })]);
         const status = queuedStatus(jobId, account, source, totalEvents);
-        await deps.statusStore.put(status);
+        await sealWithStatus(status, message({ ...base, type: 'sealed', chunks: seq, totalEvents, receivedAtMs: now() }));
         return status;
       },
       async abort(reason) {
@@ -79,18 +93,16 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
 
   return {
     open,
-    async writeWhole(account, source, items) {
-      const jobId = uuidv7();
+    async writeWhole(account, source, items, jobId = uuidv7()) {
       const base = { v: 1 as const, jobId, accountId: account.id, source };
       const receivedAtMs = now();
       const messages: OutgoingMessage[] = [];
       chunkItems(items).forEach((chunk, seq) => {
         messages.push(message({ ...base, type: 'chunk', seq, receivedAtMs, items: chunk }));
       });
-      messages.push(message({ ...base, type: 'sealed', chunks: messages.length, totalEvents: items.length, receivedAtMs }));
       await deps.producer.send(deps.chunksTopic, messages);
       const status = queuedStatus(jobId, account, source, items.length);
-      await deps.statusStore.put(status);
+      await sealWithStatus(status, message({ ...base, type: 'sealed', chunks: messages.length, totalEvents: items.length, receivedAtMs }));
       return status;
     },
   };

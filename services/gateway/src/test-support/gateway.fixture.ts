@@ -1,7 +1,8 @@
 /**
- * Builds the real gateway app on real Kafka and Redis for integration tests: fresh topics
- * under a unique prefix, a real control plane with one account and API key, and helpers to
- * read what the gateway wrote. Requests go through `app.inject` (no port needed).
+ * Builds the real gateway app on real Kafka, Redis and ClickHouse for integration tests: fresh
+ * topics under a unique prefix, a fresh ClickHouse database with the migrations applied, a real
+ * control plane with one account and API key, and helpers to read what the gateway wrote.
+ * Requests go through `app.inject` (no port needed).
  */
 import type { EventRecord, JobMessage } from '@ingest/schemas';
 import {
@@ -17,8 +18,18 @@ import {
   type Producer,
   type Redis,
   type TopicKey,
+  TOPICS as TOPIC_SPECS,
 } from '@ingest/shared';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import {
+  createTestClickHouse,
+  createTestKafka,
+  integrationEnv,
+  type TestClickHouse,
+  type TestKafka,
+  testLogger,
+  uniqueSuffix,
+  waitFor,
+} from '@ingest/shared/testing';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../app.js';
 import { loadGatewayConfig } from '../config.js';
@@ -28,6 +39,8 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export interface GatewayFixture {
   app: FastifyInstance;
   kafka: TestKafka;
+  /** The gateway's ClickHouse database (fresh, migrated); tests insert stored events here. */
+  clickhouse: TestClickHouse;
   redis: Redis;
   producer: Producer;
   controlPlane: ControlPlane;
@@ -40,11 +53,12 @@ export interface GatewayFixture {
   close(): Promise<void>;
 }
 
-const TOPICS: TopicKey[] = ['eventsRaw', 'jobChunks', 'jobProgress', 'controlAccounts', 'controlApiKeys'];
+// Every topic, so end-to-end tests can run the processor on the same prefix.
+const TOPICS = Object.keys(TOPIC_SPECS) as TopicKey[];
 
 export async function createGatewayFixture(env: Record<string, string> = {}): Promise<GatewayFixture> {
   const integration = integrationEnv();
-  const kafka = await createTestKafka(TOPICS);
+  const [kafka, clickhouse] = await Promise.all([createTestKafka(TOPICS), createTestClickHouse(integration)]);
   const logger = testLogger();
   const config = loadGatewayConfig({
     KAFKA_BROKERS: integration.kafkaBrokers,
@@ -60,13 +74,14 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
   const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
   await controlPlane.start();
   const jobStatus = createJobStatusStore({ redis, producer, progressTopic: kafka.topic('jobProgress') });
-  const app = await buildApp({ config, logger, metrics: createMetricsRegistry('gateway-test'), producer, redis, controlPlane, jobStatus });
+  const app = await buildApp({ config, logger, metrics: createMetricsRegistry('gateway-test'), producer, redis, controlPlane, jobStatus, ch: clickhouse.ch });
   await app.ready();
   const replicas: { app: FastifyInstance; controlPlane: ControlPlane }[] = [];
 
   return {
     app,
     kafka,
+    clickhouse,
     redis,
     producer,
     controlPlane,
@@ -81,6 +96,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
         redis,
         controlPlane: replicaControlPlane,
         jobStatus,
+        ch: clickhouse.ch,
       });
       await replicaApp.ready();
       replicas.push({ app: replicaApp, controlPlane: replicaControlPlane });
@@ -123,7 +139,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
       await controlPlane.stop();
       await producer.disconnect();
       await redis.close();
-      await kafka.cleanup();
+      await Promise.allSettled([kafka.cleanup(), clickhouse.cleanup()]);
     },
   };
 }

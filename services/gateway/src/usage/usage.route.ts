@@ -1,7 +1,7 @@
 import { ProblemDetails, UsageResponse } from '@ingest/schemas';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
-import type { Allowance } from '../limits/allowance.js';
+import type { Allowance } from '@ingest/shared';
 
 /** GET /v1/usage: this month's allowance of the caller's account. */
 export function usageRoutes(deps: { allowance: Allowance }): FastifyPluginAsync {

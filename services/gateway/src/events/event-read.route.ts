@@ -1,0 +1,60 @@
+import { EventIdParams, ProblemDetails, StoredEvent } from '@ingest/schemas';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { authOf } from '../auth/auth.hook.js';
+import { ProblemError } from '../http/problem.js';
+import type { EventStore, StoredEventRecord } from './event-store.js';
+
+/**
+ * GET /v1/events/{eventId}: one event of the caller's own account, as stored in ClickHouse.
+ *
+ * An event becomes readable once the pipeline has stored it (normally seconds after the 202),
+ * so a 404 right after sending is normal. "No such event" and "another account's event" get
+ * the same answer: ids of other accounts cannot be probed.
+ */
+export function eventReadRoutes(deps: { store: EventStore }): FastifyPluginAsync {
+  return async (app) => {
+    // eventIds may be 255 characters: buildApp raises the router's maxParamLength for that.
+    const handler = async (request: FastifyRequest, eventId: string): Promise<StoredEvent> => {
+      const { account } = authOf(request);
+      const stored = await deps.store.findEvent(account.id, eventId);
+      if (!stored) {
+        throw new ProblemError(
+          'notFound',
+          `No event ${eventId} in this account. Events become readable a few seconds after they were accepted; retry shortly if you just sent it.`,
+        );
+      }
+      return toStoredEvent(stored);
+    };
+    const response = { 200: StoredEvent, 400: ProblemDetails, 401: ProblemDetails, 404: ProblemDetails, 429: ProblemDetails, 503: ProblemDetails };
+
+    app.get<{ Params: EventIdParams }>(
+      '/events/:eventId',
+      {
+        schema: {
+          summary: 'Read back a stored event',
+          description:
+            'The event as stored, with its CRM sync state. Own account only. Readable once the pipeline has stored it, normally seconds after the 202: a 404 right after sending is normal.',
+          tags: ['events'],
+          params: EventIdParams,
+          response,
+        },
+      },
+      (request) => handler(request, request.params.eventId),
+    );
+  };
+}
+
+export function toStoredEvent(e: StoredEventRecord): StoredEvent {
+  return {
+    eventId: e.eventId,
+    eventName: e.eventName,
+    email: e.email,
+    domain: e.domain,
+    timestamp: new Date(e.timestampMs).toISOString(),
+    receivedAt: new Date(e.receivedAtMs).toISOString(),
+    properties: e.properties,
+    source: e.source,
+    jobId: e.jobId,
+    sync: { state: 'pending' },
+  };
+}

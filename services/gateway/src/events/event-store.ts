@@ -1,0 +1,92 @@
+import type { EventSource } from '@ingest/schemas';
+import { AppError, type ClickHouse, ident, sql } from '@ingest/shared';
+
+/** An event as the pipeline stored it (the `events` table), in API terms. */
+export interface StoredEventRecord {
+  eventId: string;
+  eventName: string;
+  email: string | null;
+  domain: string | null;
+  timestampMs: number;
+  receivedAtMs: number;
+  properties: Record<string, unknown>;
+  source: EventSource;
+  jobId: string | null;
+}
+
+/** Read access to stored events; routes see this, never SQL. */
+export interface EventStore {
+  /** The event of this account with this id, or undefined (also when it belongs to another account). */
+  findEvent(accountId: string, eventId: string): Promise<StoredEventRecord | undefined>;
+}
+
+/** The columns `findEvent` reads; Int64 columns arrive as strings. */
+export interface EventRowOut {
+  event_id: string;
+  event_name: string;
+  email: string;
+  domain: string;
+  event_time_ms: string | number;
+  received_at_ms: string | number;
+  properties: string;
+  source: EventSource;
+  job_id: string;
+}
+
+/** Bounds the server's work for one read-back; the HTTP request should not wait longer. */
+const MAX_EXECUTION_SECONDS = 5;
+
+/**
+ * Reads through FINAL: the ReplacingMergeTree keeps redelivered copies of an event until a
+ * background merge, and FINAL merges them at read time. Copies with the same sorting key
+ * collapse to the latest insert; the ORDER BY/LIMIT picks one row also in the rare case of the
+ * same eventId stored under a different key (re-sent with another name or time after the
+ * dedupe window): the most recently received one, like a replacement.
+ *
+ * The account is the first column of the sorting key, so the scan stays within one account.
+ */
+export function createClickHouseEventStore(ch: ClickHouse, options: { table?: string } = {}): EventStore {
+  const table = ident(options.table ?? 'events');
+  return {
+    async findEvent(accountId, eventId) {
+      const rows = await ch.query<EventRowOut>(
+        sql`SELECT event_id, event_name, email, domain, event_time_ms, received_at_ms, properties, source, job_id
+          FROM ${table} FINAL
+          WHERE account_id = ${accountId} AND event_id = ${eventId}
+          ORDER BY received_at_ms DESC, inserted_at DESC
+          LIMIT 1
+          SETTINGS max_execution_time = ${MAX_EXECUTION_SECONDS}`,
+      );
+      const row = rows[0];
+      return row ? fromRow(row) : undefined;
+    },
+  };
+}
+
+/** Pure: a row of the `events` table back to API terms ('' is how 18.16-safe columns say null). */
+export function fromRow(row: EventRowOut): StoredEventRecord {
+  return {
+    eventId: row.event_id,
+    eventName: row.event_name,
+    email: row.email === '' ? null : row.email,
+    domain: row.domain === '' ? null : row.domain,
+    timestampMs: Number(row.event_time_ms),
+    receivedAtMs: Number(row.received_at_ms),
+    properties: parseProperties(row.properties, row.event_id),
+    source: row.source,
+    jobId: row.job_id === '' ? null : row.job_id,
+  };
+}
+
+function parseProperties(text: string, eventId: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new AppError('stored_event_corrupt', `stored properties of event ${eventId} are not JSON`, { cause: err });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new AppError('stored_event_corrupt', `stored properties of event ${eventId} are not a JSON object`);
+  }
+  return parsed as Record<string, unknown>;
+}
