@@ -1,13 +1,24 @@
-import { ClickHouseConfig, CommonConfig, KafkaConfig, loadConfig } from '@ingest/shared';
+import { ClickHouseConfig, CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const ProcessorConfigSchema = Type.Object({
   ...CommonConfig,
   ...KafkaConfig,
   ...ClickHouseConfig,
+  ...RedisConfig,
   PROCESSOR_OPS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3101 }),
   PROCESSOR_OPS_HOST: Type.String({ default: '127.0.0.1' }),
   PROCESSOR_STORAGE_GROUP: Type.String({ minLength: 1, default: 'processor-storage' }),
+  PROCESSOR_DEDUPE_GROUP: Type.String({ minLength: 1, default: 'processor-dedupe' }),
+  /** How long a repeated (account, eventId) is recognised after its first receipt. */
+  DEDUPE_WINDOW_MS: Type.Integer({ minimum: 60_000, default: 7 * 24 * 60 * 60 * 1000 }),
+  PROCESSOR_JOBS_GROUP: Type.String({ minLength: 1, default: 'processor-jobs' }),
+  /** A job's chunks without a seal for this long (by Kafka timestamps) are dropped as abandoned. */
+  PROCESSOR_JOB_SEAL_TIMEOUT_MS: Type.Integer({ minimum: 1_000, default: 600_000 }),
+  /** Same rule as the gateway's: events further in the future are rejected. */
+  MAX_FUTURE_SKEW_MS: Type.Integer({ minimum: 0, default: 24 * 60 * 60 * 1000 }),
+  /** How often the allowance counters are made exact from ClickHouse; 0 turns it off. */
+  USAGE_RECONCILE_INTERVAL_MS: Type.Integer({ minimum: 0, default: 60_000 }),
   PROCESSOR_PARTITIONS_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
 });
 

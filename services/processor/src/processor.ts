@@ -1,4 +1,19 @@
-import { type ClickHouse, type Component, createDeadLetterSink, type KafkaClient, type Logger, type Producer, type Registry, topicName } from '@ingest/shared';
+import {
+  type ClickHouse,
+  type Component,
+  createAllowance,
+  createDeadLetterSink,
+  createEventValidator,
+  createJobStatusStore,
+  type KafkaClient,
+  type Logger,
+  type Producer,
+  type Redis,
+  type Registry,
+  topicName,
+} from '@ingest/shared';
+import { createDedupeConsumer } from './dedupe/dedupe.consumer.js';
+import { createJobRunner } from './jobs/job.runner.js';
 import { createClickHouseWriter } from './storage/clickhouse.writer.js';
 import { createStorageConsumer } from './storage/storage.consumer.js';
 
@@ -6,17 +21,62 @@ export interface ProcessorDeps {
   kafka: KafkaClient;
   producer: Producer;
   ch: ClickHouse;
+  redis: Redis;
   logger: Logger;
   metrics: Registry;
   topicPrefix: string;
   storageGroupId: string;
+  dedupeGroupId: string;
+  dedupeWindowMs: number;
   partitionsConsumedConcurrently: number;
+  jobsGroupId: string;
+  redisKeyPrefix?: string;
+  jobSealTimeoutMs?: number;
+  maxFutureSkewMs?: number;
 }
 
 /** Assembles the processor's parts; main.ts and the integration tests both call this. */
 export function createProcessor(deps: ProcessorDeps): Component[] {
   const writer = createClickHouseWriter({ ch: deps.ch, table: 'events', logger: deps.logger, metrics: deps.metrics });
-  const deadLetters = createDeadLetterSink(deps.producer, topicName(deps.topicPrefix, 'deadLetters'), 'processor-storage');
+  const deadLetterTopic = topicName(deps.topicPrefix, 'deadLetters');
+  const dedupe = createDedupeConsumer({
+    kafka: deps.kafka,
+    producer: deps.producer,
+    rawTopic: topicName(deps.topicPrefix, 'eventsRaw'),
+    uniqueTopic: topicName(deps.topicPrefix, 'eventsUnique'),
+    changelogTopic: topicName(deps.topicPrefix, 'dedupeChangelog'),
+    groupId: deps.dedupeGroupId,
+    deadLetters: createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-dedupe'),
+    logger: deps.logger,
+    metrics: deps.metrics,
+    windowMs: deps.dedupeWindowMs,
+    partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
+  });
+  const deadLetters = createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-storage');
+  const allowance = createAllowance({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix });
+  const jobs = createJobRunner({
+    kafka: deps.kafka,
+    producer: deps.producer,
+    chunksTopic: topicName(deps.topicPrefix, 'jobChunks'),
+    rawTopic: topicName(deps.topicPrefix, 'eventsRaw'),
+    deadLetters: createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-jobs'),
+    statusStore: createJobStatusStore({
+      redis: deps.redis,
+      producer: deps.producer,
+      progressTopic: topicName(deps.topicPrefix, 'jobProgress'),
+      keyPrefix: deps.redisKeyPrefix,
+    }),
+    groupId: deps.jobsGroupId,
+    logger: deps.logger,
+    metrics: deps.metrics,
+    validate: createEventValidator({ maxFutureMs: deps.maxFutureSkewMs }),
+    now: Date.now,
+    sealTimeoutMs: deps.jobSealTimeoutMs,
+    // The job's events now flow to ClickHouse, which counts them exactly: its reservation stops
+    // being pending (see the usage reconciler). Idempotent, so "at least once" is fine.
+    onJobFinished: (status) => allowance.settleJob(status.accountId, status.jobId, Date.parse(status.createdAt)),
+    partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
+  });
   const storage = createStorageConsumer({
     kafka: deps.kafka,
     topic: topicName(deps.topicPrefix, 'eventsUnique'),
@@ -27,5 +87,5 @@ export function createProcessor(deps: ProcessorDeps): Component[] {
     metrics: deps.metrics,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
-  return [storage];
+  return [jobs, dedupe, storage];
 }

@@ -11,8 +11,9 @@ export function createEventRecordDecoder(): (value: Buffer | null) => DecodeResu
     let parsed: unknown;
     try {
       parsed = JSON.parse(value.toString('utf8'));
-    } catch (err) {
-      return { ok: false, code: 'invalid_json', reason: `value is not JSON: ${(err as Error).message}` };
+    } catch {
+      // JSON.parse's message quotes the input, and reasons must not carry event contents.
+      return { ok: false, code: 'invalid_json', reason: `value of ${value.length} bytes is not valid JSON` };
     }
     const version = (parsed as { v?: unknown } | null)?.v;
     if (version !== EVENT_RECORD_VERSION) {

@@ -8,8 +8,8 @@ import {
   type Logger,
   METRIC_NAMES,
   type Registry,
+  sharedCounter,
 } from '@ingest/shared';
-import { Counter } from 'prom-client';
 import type { ClickHouseWriter } from './clickhouse.writer.js';
 import { createEventRecordDecoder } from './event-record.decode.js';
 import { type EventRow, toEventRow } from './event-row.js';
@@ -34,11 +34,10 @@ export interface StorageConsumerDeps {
 export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer {
   const decode = createEventRecordDecoder();
   const now = deps.now ?? Date.now;
-  const deadLettered = new Counter({
+  const deadLettered = sharedCounter(deps.metrics, {
     name: METRIC_NAMES.deadLetters,
     help: 'Messages moved to the dead-letter topic',
     labelNames: ['consumer', 'code'],
-    registers: [deps.metrics],
   });
 
   function split(messages: ConsumedMessage[]): { rows: EventRow[]; letters: DeadLetter[] } {

@@ -1,0 +1,176 @@
+/**
+ * Real server: Kafka. The dedupe step passes each (account, eventId) to events.unique once:
+ * repeats in one batch, in later batches, and after a restart (state restored from the
+ * changelog) are dropped; poison messages are dead-lettered.
+ */
+import type { EventRecord } from '@ingest/schemas';
+import { type BatchConsumer, createDeadLetterSink, createMetricsRegistry, createProducer, type Producer } from '@ingest/shared';
+import { createTestKafka, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDedupeConsumer } from './dedupe.consumer.js';
+
+let kafka: TestKafka;
+let producer: Producer;
+
+beforeAll(async () => {
+  kafka = await createTestKafka(['eventsRaw', 'eventsUnique', 'dedupeChangelog', 'deadLetters']);
+  producer = createProducer(kafka.kafka);
+  await producer.connect();
+});
+
+afterAll(async () => {
+  await producer?.disconnect();
+  await kafka?.cleanup();
+});
+
+const DAY = 24 * 3600 * 1000;
+
+function record(accountId: string, eventId: string, receivedAtMs = Date.now()): EventRecord {
+  return {
+    v: 1,
+    accountId,
+    eventId,
+    eventName: 'Used',
+    email: `${eventId}@example.com`,
+    domain: null,
+    timestampMs: receivedAtMs,
+    receivedAtMs,
+    properties: {},
+    source: 'api',
+    jobId: null,
+  };
+}
+
+async function sendRaw(records: EventRecord[]): Promise<void> {
+  await producer.send(
+    kafka.topic('eventsRaw'),
+    records.map((r) => ({ key: `${r.accountId}:${r.eventId}`, value: JSON.stringify(r) })),
+  );
+}
+
+function startDedupe(groupId: string, windowMs = 7 * DAY): { consumer: BatchConsumer; metric: (name: string) => Promise<number> } {
+  const metrics = createMetricsRegistry('dedupe-test');
+  const consumer = createDedupeConsumer({
+    kafka: kafka.kafka,
+    producer,
+    rawTopic: kafka.topic('eventsRaw'),
+    uniqueTopic: kafka.topic('eventsUnique'),
+    changelogTopic: kafka.topic('dedupeChangelog'),
+    groupId,
+    deadLetters: createDeadLetterSink(producer, kafka.topic('deadLetters'), 'dedupe-test'),
+    logger: testLogger(),
+    metrics,
+    windowMs,
+    partitionsConsumedConcurrently: 3,
+  });
+  const metric = async (name: string) => (await metrics.getSingleMetric(name)?.get())?.values.reduce((s, v) => s + v.value, 0) ?? 0;
+  return { consumer, metric };
+}
+
+/** Collects events.unique for one account (a fresh group reads the topic from the start). */
+function collectUnique(accountId: string) {
+  const seen: EventRecord[] = [];
+  const keys: string[] = [];
+  const reader = startReader(kafka.topic('eventsUnique'), (value, key) => {
+    const r = JSON.parse(value) as EventRecord;
+    if (r.accountId === accountId) {
+      seen.push(r);
+      keys.push(key);
+    }
+  });
+  return { seen, keys, reader };
+}
+
+function startReader(topic: string, onMessage: (value: string, key: string) => void): Promise<BatchConsumer> {
+  return import('@ingest/shared').then(async ({ createBatchConsumer }) => {
+    const c = createBatchConsumer(kafka.kafka, {
+      name: 'reader',
+      groupId: `reader-${uniqueSuffix()}`,
+      topics: [topic],
+      logger: testLogger(),
+      handleBatch: async (messages) => {
+        for (const m of messages) onMessage(m.value?.toString() ?? '', m.key?.toString() ?? '');
+      },
+    });
+    await c.start();
+    return c;
+  });
+}
+
+describe('dedupe consumer', () => {
+  it('passes each event once across batches and restarts, and keys events.unique by identity', async () => {
+    const accountId = `acc_${uniqueSuffix()}`;
+    const groupId = `dedupe-${uniqueSuffix()}`;
+    const ids = Array.from({ length: 150 }, (_, i) => `e${i}`);
+    // 150 events, 30 of them twice in the same send, and 20 again in a later send.
+    await sendRaw([...ids.map((id) => record(accountId, id)), ...ids.slice(0, 30).map((id) => record(accountId, id))]);
+
+    const out = collectUnique(accountId);
+    const reader = await out.reader;
+    const first = startDedupe(groupId);
+    await first.consumer.start();
+    try {
+      await waitFor(() => out.seen.length >= 150 || undefined, { description: '150 unique events' });
+      await sendRaw(ids.slice(100, 120).map((id) => record(accountId, id)));
+      await waitFor(async () => (await first.metric('ingest_dedupe_hits_total')) === 50 || undefined, { description: '50 dedupe hits' });
+    } finally {
+      await first.consumer.stop();
+    }
+
+    // After a restart (new process, same group) the marks come back from the changelog.
+    await sendRaw([...ids.slice(0, 40).map((id) => record(accountId, id)), record(accountId, 'late-new')]);
+    const second = startDedupe(groupId);
+    await second.consumer.start();
+    try {
+      await waitFor(() => out.seen.some((r) => r.eventId === 'late-new') || undefined, { description: 'the new event after restart' });
+      await waitFor(async () => (await second.metric('ingest_dedupe_hits_total')) === 40 || undefined, { description: '40 hits after restart' });
+      expect(await second.metric('ingest_dedupe_restored_marks_total')).toBeGreaterThanOrEqual(150);
+    } finally {
+      await second.consumer.stop();
+      await reader.stop();
+    }
+
+    const counts = new Map<string, number>();
+    for (const r of out.seen) counts.set(r.eventId, (counts.get(r.eventId) ?? 0) + 1);
+    expect(counts.size).toBe(151);
+    expect([...counts.values()].every((n) => n === 1)).toBe(true);
+    expect(out.keys[0]).toBe(`${accountId}:${out.seen[0]?.email}`);
+  });
+
+  it('forgets an event after the window: a repeat later than that passes again', async () => {
+    const accountId = `acc_${uniqueSuffix()}`;
+    const out = collectUnique(accountId);
+    const reader = await out.reader;
+    const dedupe = startDedupe(`dedupe-${uniqueSuffix()}`, 60_000);
+    await dedupe.consumer.start();
+    try {
+      const t0 = Date.now() - 10 * 60_000;
+      await sendRaw([record(accountId, 'w1', t0), record(accountId, 'w1', t0 + 30_000), record(accountId, 'w1', t0 + 61_000)]);
+      await waitFor(() => out.seen.length >= 2 || undefined, { description: 'the first copy and the one after the window' });
+      expect(out.seen.map((r) => r.receivedAtMs)).toEqual([t0, t0 + 61_000]);
+    } finally {
+      await dedupe.consumer.stop();
+      await reader.stop();
+    }
+  });
+
+  it('dead-letters poison messages and keeps going', async () => {
+    const accountId = `acc_${uniqueSuffix()}`;
+    const out = collectUnique(accountId);
+    const reader = await out.reader;
+    const dedupe = startDedupe(`dedupe-${uniqueSuffix()}`);
+    await dedupe.consumer.start();
+    try {
+      await producer.send(kafka.topic('eventsRaw'), [
+        { key: `${accountId}:x`, value: 'not json' },
+        { key: `${accountId}:y`, value: JSON.stringify({ ...record(accountId, 'y'), v: 7 }) },
+        { key: `${accountId}:ok`, value: JSON.stringify(record(accountId, 'ok')) },
+      ]);
+      await waitFor(() => out.seen.some((r) => r.eventId === 'ok') || undefined, { description: 'the good event' });
+      await waitFor(async () => (await dedupe.metric('ingest_dead_letters_total')) >= 2 || undefined, { description: 'two dead letters' });
+    } finally {
+      await dedupe.consumer.stop();
+      await reader.stop();
+    }
+  });
+});

@@ -1,0 +1,46 @@
+import { METRIC_NAMES, type Registry, sharedCounter } from '@ingest/shared';
+import { Counter, Histogram } from 'prom-client';
+
+export interface JobMetrics {
+  /** labels: source, status (completed | failed) */
+  finished: Counter<'source' | 'status'>;
+  /** Processing time of one run of a job, seal to final status; labels: source, status. */
+  duration: Histogram<'source' | 'status'>;
+  /** Counted once per finished job from its final counts; labels: source, outcome (accepted | rejected | duplicate). */
+  events: Counter<'source' | 'outcome'>;
+  /** labels: source */
+  abandoned: Counter<'source'>;
+  /** Shared with the other consumers of the service; labels: consumer, code. */
+  deadLetters: Counter<'consumer' | 'code'>;
+}
+
+export function createJobMetrics(registry: Registry): JobMetrics {
+  return {
+    finished: new Counter({
+      name: METRIC_NAMES.jobsFinished,
+      help: 'Bulk and CSV jobs finished, by final status',
+      labelNames: ['source', 'status'],
+      registers: [registry],
+    }),
+    duration: new Histogram({
+      name: METRIC_NAMES.jobDuration,
+      help: 'Time to process one bulk or CSV job once sealed',
+      labelNames: ['source', 'status'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+      registers: [registry],
+    }),
+    events: new Counter({
+      name: METRIC_NAMES.jobEventsProcessed,
+      help: 'Events of finished bulk and CSV jobs, by outcome',
+      labelNames: ['source', 'outcome'],
+      registers: [registry],
+    }),
+    abandoned: new Counter({
+      name: METRIC_NAMES.jobsAbandoned,
+      help: 'Jobs dropped because no seal arrived within the seal timeout',
+      labelNames: ['source'],
+      registers: [registry],
+    }),
+    deadLetters: sharedCounter(registry, { name: METRIC_NAMES.deadLetters, help: 'Messages moved to the dead-letter topic', labelNames: ['consumer', 'code'] }),
+  };
+}

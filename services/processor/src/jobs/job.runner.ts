@@ -1,0 +1,163 @@
+import type { JobStatus } from '@ingest/schemas';
+import {
+  type BatchConsumer,
+  type BatchContext,
+  type BatchResult,
+  type ConsumedMessage,
+  createBatchConsumer,
+  type DeadLetter,
+  type DeadLetterSink,
+  type JobStatusStore,
+  type KafkaClient,
+  type Logger,
+  type Producer,
+  type Registry,
+} from '@ingest/shared';
+import { createJobExecutor, createRawEventsOutput } from './job.executor.js';
+import { createJobMetrics } from './job.metrics.js';
+import { PartitionJobs } from './job-buffers.js';
+import { createJobMessageDecoder } from './job-message.decode.js';
+import type { ValidateEvent } from './job-tally.js';
+
+export const DEFAULT_SEAL_TIMEOUT_MS = 10 * 60 * 1000;
+
+export interface JobRunnerDeps {
+  kafka: KafkaClient;
+  producer: Producer;
+  /** jobs.chunks */
+  chunksTopic: string;
+  /** events.raw: where accepted job events are written. */
+  rawTopic: string;
+  deadLetters: DeadLetterSink;
+  statusStore: JobStatusStore;
+  groupId: string;
+  logger: Logger;
+  metrics: Registry;
+  /** From createEventValidator: the same rules as POST /v1/events. */
+  validate: ValidateEvent;
+  now: () => number;
+  /** A job with no new chunk for this long (Kafka time) and no seal is dropped. Default 10 min. */
+  sealTimeoutMs?: number;
+  /**
+   * Called once a job has its final status (completed or failed) stored, before the offsets
+   * past it are committed. At least once per job: it is called again when a finished job is
+   * read again after a restart, so it must be idempotent by jobId. A throw is retried.
+   */
+  onJobFinished?(status: JobStatus): Promise<void>;
+  partitionsConsumedConcurrently?: number;
+}
+
+/**
+ * jobs.chunks -> events.raw, with live progress in the job status store.
+ *
+ * A job's chunks are held in memory until its seal arrives (same partition, later offset);
+ * then the job runs chunk by chunk (see job.executor.ts). The committed offset of a partition
+ * never passes the first chunk of a job that is not finished, so after a restart the partition
+ * is re-read from there and the buffers are rebuilt exactly; finished jobs met again on the
+ * way are skipped by their stored status. Poison messages are dead-lettered with a code and a
+ * reason and never hold the partition.
+ */
+export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
+  const sealTimeoutMs = deps.sealTimeoutMs ?? DEFAULT_SEAL_TIMEOUT_MS;
+  const log = deps.logger.child({ component: 'job-runner' });
+  const decode = createJobMessageDecoder();
+  const metrics = createJobMetrics(deps.metrics);
+  const runJob = createJobExecutor({
+    output: createRawEventsOutput(deps.producer, deps.rawTopic),
+    statusStore: deps.statusStore,
+    validate: deps.validate,
+    now: deps.now,
+    logger: log,
+    metrics,
+    ...(deps.onJobFinished ? { onJobFinished: deps.onJobFinished } : {}),
+  });
+  const partitions = new Map<string, PartitionJobs>();
+
+  /** The state for a batch: kept when the batch continues it, rebuilt when it does not. */
+  function stateFor(ctx: BatchContext, firstOffset: bigint): PartitionJobs {
+    const key = `${ctx.topic}:${ctx.partition}`;
+    const current = partitions.get(key);
+    if (current?.continuesAt(firstOffset)) return current;
+    if (current && current.size > 0) {
+      log.info(
+        { partition: ctx.partition, offset: firstOffset.toString(), pendingJobs: current.size },
+        'partition re-read from another offset; rebuilding its job buffers',
+      );
+    }
+    const fresh = new PartitionJobs(sealTimeoutMs);
+    partitions.set(key, fresh);
+    return fresh;
+  }
+
+  function forget(ctx: BatchContext): void {
+    partitions.delete(`${ctx.topic}:${ctx.partition}`);
+  }
+
+  async function handleBatch(messages: ConsumedMessage[], ctx: BatchContext): Promise<BatchResult> {
+    const first = messages[0];
+    if (!first) return {};
+    const state = stateFor(ctx, BigInt(first.offset));
+    const letters: DeadLetter[] = [];
+    let newestMs = state.newestMs;
+
+    for (const message of messages) {
+      if (!ctx.shouldContinue()) return stopEarly(ctx);
+      const offset = BigInt(message.offset);
+      newestMs = Math.max(newestMs, message.timestamp);
+      const decoded = decode(message.value);
+      if (!decoded.ok) {
+        letters.push({ message, code: decoded.code, reason: decoded.reason });
+      } else if (decoded.message.type === 'chunk') {
+        state.addChunk(offset, message.timestamp, decoded.message);
+      } else if (decoded.message.type === 'aborted') {
+        const dropped = state.remove(decoded.message.jobId);
+        log.info(
+          { jobId: decoded.message.jobId, accountId: decoded.message.accountId, chunks: dropped?.chunks.size ?? 0 },
+          'job aborted; its chunks are dropped',
+        );
+      } else {
+        const sealed = decoded.message;
+        const chunks = state.get(sealed.jobId)?.chunks ?? new Map();
+        // The job stays buffered while it runs: an interruption or a throw leaves it re-readable.
+        const outcome = await runJob(sealed, chunks, ctx);
+        if (outcome === 'interrupted') return stopEarly(ctx);
+        state.remove(sealed.jobId);
+      }
+      // After the message: a seal arriving late still finds its chunks.
+      for (const job of state.expire(newestMs)) {
+        metrics.abandoned.inc({ source: job.source });
+        log.warn({ jobId: job.jobId, accountId: job.accountId, chunks: job.chunks.size, sealTimeoutMs }, 'job abandoned: no seal within the seal timeout');
+      }
+    }
+
+    if (letters.length > 0) {
+      await deps.deadLetters.publish(letters);
+      for (const l of letters) metrics.deadLetters.inc({ consumer: 'jobs', code: l.code });
+      log.warn({ partition: ctx.partition, offsets: letters.map((l) => l.message.offset), codes: letters.map((l) => l.code) }, 'job messages dead-lettered');
+    }
+    state.endBatch(BigInt(messages[messages.length - 1]?.offset ?? first.offset) + 1n, newestMs);
+    const commit = state.commitOffset();
+    return commit === undefined ? {} : { commitOffset: commit.toString() };
+  }
+
+  /**
+   * Stopping, or the partition moved: commit nothing and forget the partition. Whoever reads
+   * it next (this member after a restart, or another one) starts from the committed offset,
+   * which is at or before every job this state held.
+   */
+  function stopEarly(ctx: BatchContext): BatchResult {
+    forget(ctx);
+    return { commitOffset: null };
+  }
+
+  return createBatchConsumer(deps.kafka, {
+    name: 'job-runner',
+    groupId: deps.groupId,
+    topics: [deps.chunksTopic],
+    logger: deps.logger,
+    partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
+    // A chunk message may be up to the topic's 8 MiB; a fetch must be able to hold one.
+    maxBytesPerPartition: 10 * 1024 * 1024,
+    handleBatch,
+  });
+}

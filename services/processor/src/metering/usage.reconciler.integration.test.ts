@@ -1,0 +1,157 @@
+/**
+ * Real servers: Kafka, ClickHouse, Redis. The allowance counter, inflated by what the gateway
+ * cannot know (a repeat it counted, a bulk job's count), becomes exact once the pipeline has
+ * stored the events: exact unique events before hour T + what was counted from T on.
+ */
+import type { EventRecord } from '@ingest/schemas';
+import {
+  type Account,
+  createAllowance,
+  createAllowanceReconciler,
+  createMetricsRegistry,
+  createProducer,
+  createRedis,
+  type Component,
+  type Producer,
+  quotaKeys,
+  quotaPeriod,
+} from '@ingest/shared';
+import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix } from '@ingest/shared/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProcessor } from '../processor.js';
+import { createUsageReconciler } from './usage.reconciler.js';
+
+let kafka: TestKafka;
+let clickhouse: TestClickHouse;
+let producer: Producer;
+let redis: ReturnType<typeof createRedis>;
+const dedupeGroupId = `dedupe-${uniqueSuffix()}`;
+const storageGroupId = `storage-${uniqueSuffix()}`;
+// Its own Redis namespace: the reconciler touches every counter it finds.
+const keyPrefix = `t${uniqueSuffix()}:`;
+let parts: Component[] = [];
+
+const HOUR = 3_600_000;
+// A fixed clock in the middle of the current month, so "two hours ago" is in the same month.
+const period = quotaPeriod(Date.now());
+const NOW = period.start.getTime() + 14 * 24 * HOUR + 12 * HOUR + 40 * 60_000;
+
+beforeAll(async () => {
+  [kafka, clickhouse] = await Promise.all([
+    createTestKafka(['eventsRaw', 'eventsUnique', 'dedupeChangelog', 'deadLetters', 'jobChunks']),
+    createTestClickHouse(),
+  ]);
+  producer = createProducer(kafka.kafka);
+  redis = createRedis({ url: integrationEnv().redisUrl });
+  await Promise.all([producer.connect(), redis.connect()]);
+  parts = createProcessor({
+    kafka: kafka.kafka,
+    producer,
+    ch: clickhouse.ch,
+    redis,
+    redisKeyPrefix: keyPrefix,
+    jobsGroupId: `jobs-${uniqueSuffix()}`,
+    logger: testLogger(),
+    metrics: createMetricsRegistry('reconciler-test'),
+    topicPrefix: kafka.prefix,
+    storageGroupId,
+    dedupeGroupId,
+    dedupeWindowMs: 7 * 24 * HOUR,
+    partitionsConsumedConcurrently: 3,
+  });
+  for (const p of parts) await p.start();
+});
+
+afterAll(async () => {
+  for (const p of parts) await p.stop();
+  await producer?.disconnect();
+  await redis?.close();
+  await Promise.allSettled([kafka?.cleanup(), clickhouse?.cleanup()]);
+});
+
+function account(): Account {
+  return { id: `acc_${uniqueSuffix()}`, name: 'T', plan: 'pro', createdAt: '', updatedAt: '' };
+}
+
+function record(accountId: string, eventId: string, receivedAtMs: number): EventRecord {
+  return {
+    v: 1,
+    accountId,
+    eventId,
+    eventName: 'Used',
+    email: 'a@b.io',
+    domain: null,
+    timestampMs: receivedAtMs,
+    receivedAtMs,
+    properties: {},
+    source: 'bulk',
+    jobId: null,
+  };
+}
+
+describe('usage reconciler', () => {
+  it('sets each counter to the exact count before the last full hour plus what came after', async () => {
+    const a = account();
+    const ghost = account();
+    const twoHoursAgo = NOW - 2 * HOUR;
+    // A bulk job of 6 counted two hours ago, of which 5 are unique (e1 comes twice).
+    const allowanceThen = createAllowance({ redis, keyPrefix, now: () => twoHoursAgo });
+    await allowanceThen.reserveCount(a, 6, 'job-a');
+    await producer.send(
+      kafka.topic('eventsRaw'),
+      ['e1', 'e2', 'e3', 'e4', 'e5', 'e1'].map((id) => ({ key: `${a.id}:${id}`, value: JSON.stringify(record(a.id, id, twoHoursAgo)) })),
+    );
+    // Two events counted ten minutes ago: after T, they stay as counted.
+    await createAllowance({ redis, keyPrefix, now: () => NOW - 10 * 60_000 }).reserveEvents(a, ['late-1', 'late-2']);
+    // An account whose counted events never arrived (e.g. a job that failed validation).
+    await allowanceThen.reserveCount(ghost, 3, 'job-ghost');
+    expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(8);
+
+    const reconciler = createUsageReconciler({
+      kafka: kafka.kafka,
+      ch: clickhouse.ch,
+      allowance: createAllowanceReconciler(redis, keyPrefix),
+      // It waits for these groups to have passed everything on: no polling of ClickHouse here.
+      stages: [
+        { groupId: dedupeGroupId, topic: kafka.topic('eventsRaw') },
+        { groupId: storageGroupId, topic: kafka.topic('eventsUnique') },
+      ],
+      logger: testLogger(),
+      intervalMs: 60_000,
+      now: () => NOW,
+    });
+    // While its jobs have not run, their reservations stay counted as pending.
+    await reconciler.runOnce();
+    expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(5 + 2 + 6);
+    expect(Number(await redis.get(quotaKeys(ghost.id, period.id, keyPrefix).counter))).toBe(3);
+
+    // The job runner settles finished jobs (at least once: settling is idempotent).
+    await allowanceThen.settleJob(a.id, 'job-a', twoHoursAgo);
+    await allowanceThen.settleJob(a.id, 'job-a', twoHoursAgo);
+    await allowanceThen.settleJob(ghost.id, 'job-ghost', twoHoursAgo);
+    const result = await reconciler.runOnce();
+    const [stored] = await clickhouse.ch.query<{ n: string }>(`SELECT count() AS n FROM events FINAL WHERE account_id = '${a.id}'`);
+    expect(Number(stored?.n)).toBe(5);
+    expect(result).toMatchObject({ fromHour: Math.floor(NOW / HOUR) });
+    expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(5 + 2);
+    expect(Number(await redis.get(quotaKeys(ghost.id, period.id, keyPrefix).counter))).toBe(0);
+    // Running again changes nothing.
+    await reconciler.runOnce();
+    expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(7);
+  });
+
+  it('skips a round while the pipeline has not stored everything yet', async () => {
+    const reconciler = createUsageReconciler({
+      kafka: kafka.kafka,
+      ch: clickhouse.ch,
+      allowance: createAllowanceReconciler(redis, keyPrefix),
+      // A group that never consumed a topic with messages in it.
+      stages: [{ groupId: `idle-${uniqueSuffix()}`, topic: kafka.topic('eventsRaw') }],
+      logger: testLogger(),
+      intervalMs: 60_000,
+      catchUpTimeoutMs: 500,
+      now: () => NOW,
+    });
+    expect(await reconciler.runOnce()).toEqual({ skipped: 'pipeline has not caught up' });
+  });
+});

@@ -1,0 +1,86 @@
+import { type AllowanceReconciler, type ClickHouse, type Component, hourOf, type KafkaClient, type Logger, quotaPeriod, sql } from '@ingest/shared';
+import { type PipelineStage, waitForPipeline } from './pipeline-progress.js';
+
+export interface UsageReconcilerDeps {
+  kafka: KafkaClient;
+  ch: ClickHouse;
+  allowance: AllowanceReconciler;
+  /** In pipeline order: the job runner, dedupe, storage. */
+  stages: PipelineStage[];
+  logger: Logger;
+  intervalMs: number;
+  /** How long after an hour starts before it counts as "before T" (gateway sends take ≤ 5 s). */
+  settleMs?: number;
+  catchUpTimeoutMs?: number;
+  now?: () => number;
+}
+
+export type ReconcileResult = { reconciled: number; fromHour: number } | { skipped: string };
+
+/**
+ * Makes the gateway's allowance counters exact. Usage is the number of unique events received
+ * in the month, which ClickHouse knows exactly (usage_hourly, uniqExact states). Once every
+ * event received before hour T has been stored, each account's counter becomes
+ *   exact unique events received in [month start, T) + what the gateway counted from T on.
+ * Counts of later hours stay as the gateway made them until a later round.
+ */
+export function createUsageReconciler(deps: UsageReconcilerDeps): Component & { runOnce(): Promise<ReconcileResult> } {
+  const now = deps.now ?? Date.now;
+  const settleMs = deps.settleMs ?? 30_000;
+  const log = deps.logger.child({ component: 'usage-reconciler' });
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> = Promise.resolve();
+
+  async function runOnce(): Promise<ReconcileResult> {
+    const at = now();
+    const period = quotaPeriod(at);
+    let fromMs = Math.floor(at / 3_600_000) * 3_600_000;
+    if (at - fromMs < settleMs) fromMs -= 3_600_000;
+    if (fromMs <= period.start.getTime()) return { skipped: 'no complete hour in this month yet' };
+
+    if (!(await waitForPipeline(deps.kafka, deps.stages, { timeoutMs: deps.catchUpTimeoutMs ?? 30_000 }))) {
+      return { skipped: 'pipeline has not caught up' };
+    }
+    const rows = await deps.ch.query<{ account_id: string; n: string }>(
+      sql`SELECT account_id, uniqExactMerge(events) AS n FROM usage_hourly WHERE hour >= ${period.start} AND hour < ${new Date(fromMs)} GROUP BY account_id`,
+    );
+    const exact = new Map(rows.map((r) => [r.account_id, Number(r.n)]));
+    const accounts = new Set([...exact.keys(), ...(await deps.allowance.accountsWithCounters(period.id))]);
+    const fromHour = hourOf(fromMs);
+    for (const accountId of accounts) {
+      await deps.allowance.reconcile(accountId, period.id, exact.get(accountId) ?? 0, fromHour);
+    }
+    log.info({ accounts: accounts.size, from: new Date(fromMs).toISOString() }, 'allowance counters reconciled');
+    return { reconciled: accounts.size, fromHour };
+  }
+
+  function schedule(): void {
+    timer = setTimeout(() => {
+      running = runOnce()
+        .then((result) => {
+          if ('skipped' in result) log.debug({ reason: result.skipped }, 'reconciliation skipped');
+        })
+        .catch((err: unknown) => {
+          log.warn({ err }, 'reconciliation failed; retrying next round');
+        })
+        .finally(() => {
+          if (timer) schedule();
+        });
+    }, deps.intervalMs);
+  }
+
+  return {
+    name: 'usage-reconciler',
+    async start() {
+      schedule();
+    },
+    async stop() {
+      clearTimeout(timer);
+      timer = undefined;
+      await running;
+    },
+    // A failed round is retried next time; it does not make the processor unready.
+    healthy: () => true,
+    runOnce,
+  };
+}
