@@ -20,6 +20,11 @@ export const ProcessorConfigSchema = Type.Object({
   /** How often the allowance counters are made exact from ClickHouse; 0 turns it off. */
   USAGE_RECONCILE_INTERVAL_MS: Type.Integer({ minimum: 0, default: 60_000 }),
   PROCESSOR_PARTITIONS_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
+  /** ClickHouse inserts: rows per insert and longest wait to fill one (freshness vs insert rate). */
+  STORAGE_BATCH_MAX_ROWS: Type.Integer({ minimum: 1, default: 10_000 }),
+  STORAGE_BATCH_MAX_WAIT_MS: Type.Integer({ minimum: 10, default: 1_000 }),
+  /** Partitions of events.unique consumed at once per instance (all of them by default). */
+  STORAGE_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 256, default: 12 }),
 });
 
 export type ProcessorConfig = Static<typeof ProcessorConfigSchema>;

@@ -33,6 +33,10 @@ export interface ProcessorDeps {
   redisKeyPrefix?: string;
   jobSealTimeoutMs?: number;
   maxFutureSkewMs?: number;
+  /** Partitions of events.unique handled at once: all of them, so one insert can gather them. */
+  storageConcurrency?: number;
+  storageBatchMaxRows?: number;
+  storageBatchMaxWaitMs?: number;
 }
 
 /** Assembles the processor's parts; main.ts and the integration tests both call this. */
@@ -85,7 +89,9 @@ export function createProcessor(deps: ProcessorDeps): Component[] {
     deadLetters,
     logger: deps.logger,
     metrics: deps.metrics,
-    partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
+    partitionsConsumedConcurrently: deps.storageConcurrency ?? 12,
+    batchMaxRows: deps.storageBatchMaxRows,
+    batchMaxWaitMs: deps.storageBatchMaxWaitMs,
   });
   return [jobs, dedupe, storage];
 }

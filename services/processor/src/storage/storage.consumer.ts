@@ -11,6 +11,7 @@ import {
   sharedCounter,
 } from '@ingest/shared';
 import type { ClickHouseWriter } from './clickhouse.writer.js';
+import { createInsertBatcher } from './insert-batcher.js';
 import { createEventRecordDecoder } from './event-record.decode.js';
 import { type EventRow, toEventRow } from './event-row.js';
 
@@ -23,16 +24,21 @@ export interface StorageConsumerDeps {
   logger: Logger;
   metrics: Registry;
   partitionsConsumedConcurrently?: number;
+  /** One insert gathers the batches of all partitions, up to this many rows or this long. */
+  batchMaxRows?: number;
+  batchMaxWaitMs?: number;
   now?: () => number;
 }
 
 /**
- * events.unique -> ClickHouse `events`. Offsets are committed only after both the insert and
- * the dead letters of the batch are durable; a crash in between re-delivers the batch, and the
+ * events.unique -> ClickHouse `events`, in inserts of up to 10,000 rows or 1 s gathered across
+ * partitions. Offsets are committed only after both the insert and the dead letters of the batch
+ * are durable; a crash in between re-delivers the batch, and the
  * ReplacingMergeTree table absorbs the repeated rows.
  */
 export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer {
   const decode = createEventRecordDecoder();
+  const batcher = createInsertBatcher({ writer: deps.writer, maxRows: deps.batchMaxRows ?? 10_000, maxWaitMs: deps.batchMaxWaitMs ?? 1_000 });
   const now = deps.now ?? Date.now;
   const deadLettered = sharedCounter(deps.metrics, {
     name: METRIC_NAMES.deadLetters,
@@ -60,7 +66,7 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
     handleBatch: async (messages, ctx) => {
       const { rows, letters } = split(messages);
-      await deps.writer.write(rows, ctx);
+      await batcher.add(rows, ctx);
       if (letters.length > 0) {
         await deps.deadLetters.publish(letters);
         for (const l of letters) deadLettered.inc({ consumer: 'storage', code: l.code });

@@ -1,3 +1,5 @@
+import type { Admin } from 'kafkajs';
+import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { KafkaClient } from './client.js';
 import { allTopicSpecs, type TopicSpec } from './topics.js';
@@ -8,6 +10,8 @@ export interface EnsureTopicsOptions {
   /** 1 on the single local broker; 3 in production clusters. */
   replicationFactor?: number;
   logger: Logger;
+  /** Bound on waiting for the new topics' partition leaders. */
+  timeoutMs?: number;
 }
 
 /**
@@ -21,9 +25,12 @@ export async function ensureTopics(kafka: KafkaClient, options: EnsureTopicsOpti
   try {
     const existing = new Set(await admin.listTopics());
     const missing = specs.filter((s) => !existing.has(options.prefix + s.name));
+    const names = missing.map((s) => options.prefix + s.name);
     if (missing.length > 0) {
+      // Leaders are awaited below, not by kafkajs: its wait gives up on UNKNOWN_TOPIC_OR_PARTITION,
+      // which a busy broker answers for a moment after creating a topic.
       await admin.createTopics({
-        waitForLeaders: true,
+        waitForLeaders: false,
         topics: missing.map((s) => ({
           topic: options.prefix + s.name,
           numPartitions: s.partitions,
@@ -31,12 +38,27 @@ export async function ensureTopics(kafka: KafkaClient, options: EnsureTopicsOpti
           configEntries: Object.entries(s.config).map(([name, value]) => ({ name, value })),
         })),
       });
+      await waitForLeaders(admin, names, options.timeoutMs ?? 60_000);
     }
-    const created = missing.map((s) => options.prefix + s.name);
-    options.logger.info({ created, existing: specs.length - missing.length }, 'kafka topics ensured');
-    return created;
+    options.logger.info({ created: names, existing: specs.length - missing.length }, 'kafka topics ensured');
+    return names;
   } finally {
     await admin.disconnect();
+  }
+}
+
+async function waitForLeaders(admin: Admin, topics: string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const { topics: metadata } = await admin.fetchTopicMetadata({ topics });
+      if (metadata.length === topics.length && metadata.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    if (Date.now() > deadline)
+      throw new AppError('kafka_topics_not_ready', `topics have no leaders after ${timeoutMs} ms: ${topics.join(', ')}`, { retryable: true });
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
 

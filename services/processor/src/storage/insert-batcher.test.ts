@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import type { ClickHouseWriter, WriteContext } from './clickhouse.writer.js';
+import { createInsertBatcher } from './insert-batcher.js';
+
+const ctx = (continues = true): WriteContext => ({ heartbeat: async () => undefined, shouldContinue: () => continues });
+
+function recordingWriter(fail?: Error) {
+  const inserts: number[] = [];
+  let active = 0;
+  let maxActive = 0;
+  const writer: ClickHouseWriter = {
+    async write(rows) {
+      active++;
+      maxActive = Math.max(maxActive, active);
+      await new Promise((r) => setTimeout(r, 5));
+      active--;
+      if (fail) throw fail;
+      inserts.push(rows.length);
+    },
+  };
+  return { writer, inserts, maxActive: () => maxActive };
+}
+
+const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ i }));
+
+describe('insert batcher', () => {
+  it('gathers several callers into one insert after the wait, and resolves them all after it', async () => {
+    const w = recordingWriter();
+    const batcher = createInsertBatcher({ writer: w.writer, maxRows: 1_000, maxWaitMs: 20 });
+    const done: string[] = [];
+    await Promise.all([batcher.add(rows(3), ctx()).then(() => done.push('a')), batcher.add(rows(4), ctx()).then(() => done.push('b'))]);
+    expect(w.inserts).toEqual([7]);
+    expect(done.sort()).toEqual(['a', 'b']);
+  });
+
+  it('inserts at once when the size bound is reached, one insert at a time', async () => {
+    const w = recordingWriter();
+    const batcher = createInsertBatcher({ writer: w.writer, maxRows: 10, maxWaitMs: 10_000 });
+    await Promise.all([batcher.add(rows(6), ctx()), batcher.add(rows(6), ctx()), batcher.add(rows(10), ctx())]);
+    expect(w.inserts).toEqual([12, 10]);
+    expect(w.maxActive()).toBe(1);
+  });
+
+  it('rejects every caller of a failed insert, so none of them commits', async () => {
+    const w = recordingWriter(new Error('insert failed'));
+    const batcher = createInsertBatcher({ writer: w.writer, maxRows: 2, maxWaitMs: 10 });
+    const results = await Promise.allSettled([batcher.add(rows(1), ctx()), batcher.add(rows(1), ctx())]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+  });
+
+  it('keeps retrying while any caller may still commit', async () => {
+    let seen: WriteContext | undefined;
+    const batcher = createInsertBatcher({
+      writer: {
+        async write(_rows, c) {
+          seen = c;
+        },
+      },
+      maxRows: 2,
+      maxWaitMs: 10,
+    });
+    await Promise.all([batcher.add(rows(1), ctx(false)), batcher.add(rows(1), ctx(true))]);
+    expect(seen?.shouldContinue()).toBe(true);
+  });
+});
