@@ -45,6 +45,12 @@ describe('event record decoder', () => {
 });
 
 describe('toEventRow', () => {
+  it('turns unpaired surrogates into U+FFFD, which ClickHouse accepts (it refuses the whole insert otherwise)', () => {
+    const row = toEventRow({ ...valid, source: 'api', eventName: 'a\ud800b', email: 'x\udc00@b.io' } as never, 0);
+    expect(row.event_name).toBe('a\ufffdb');
+    expect(row.email).toBe('x\ufffd@b.io');
+  });
+
   it('sends every column, DateTimes as epoch seconds and milliseconds apart', () => {
     const row = toEventRow({ ...valid, source: 'api' } as never, 1_767_225_602_999);
     expect(row).toEqual({

@@ -25,8 +25,11 @@ export function toEventRow(record: EventRecord, insertedAtMs: number): EventRow 
   return {
     account_id: record.accountId,
     event_id: record.eventId,
-    event_name: record.eventName,
-    email: record.email ?? '',
+    // A lone UTF-16 surrogate is valid JSON but not Unicode, and ClickHouse refuses the whole
+    // insert over it (Code 25): such characters become U+FFFD here so one event can never block
+    // the writer. (The gateway refuses them in these fields; this covers older messages.)
+    event_name: record.eventName.toWellFormed(),
+    email: (record.email ?? '').toWellFormed(),
     domain: record.domain ?? '',
     event_time: Math.floor(record.timestampMs / 1000),
     event_time_ms: record.timestampMs,

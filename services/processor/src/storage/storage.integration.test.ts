@@ -138,6 +138,8 @@ describe('storage consumer against real Kafka and ClickHouse', () => {
       { key, value: '{"v":1, not json' },
       { key, value: JSON.stringify({ ...record(accountId, 2), v: 99 }) },
       { key, value: JSON.stringify(record(accountId, 3)) },
+      // Not poison, but it used to be: ClickHouse refuses an insert holding a lone surrogate.
+      { key, value: JSON.stringify({ ...record(accountId, 4), eventName: 'lone \ud800 surrogate' }) },
     ]);
 
     const storage = startStorage(`storage-${uniqueSuffix()}`);
@@ -153,7 +155,11 @@ describe('storage consumer against real Kafka and ClickHouse', () => {
     });
     await Promise.all([storage.consumer.start(), dlqReader.start()]);
     try {
-      await waitFor(async () => (await countRows(accountId)) === 2 || undefined, { description: 'both good events stored' });
+      await waitFor(async () => (await countRows(accountId)) === 3 || undefined, { description: 'the three good events stored' });
+      const [lone] = await clickhouse.ch.query<{ event_name: string }>(
+        `SELECT event_name FROM events WHERE account_id = '${accountId}' AND event_id = 'evt-4'`,
+      );
+      expect(lone?.event_name).toBe('lone \ufffd surrogate');
       const mine = await waitFor(
         () => {
           const found = letters.filter((l) => l.value.includes(accountId) || l.value === '{"v":1, not json');

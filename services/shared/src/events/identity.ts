@@ -30,6 +30,7 @@ export function normalizeDomain(input: string): Normalized {
 
 export function normalizeEmail(input: string): Normalized {
   const trimmed = input.trim().toLowerCase();
+  if (!trimmed.isWellFormed()) return { ok: false, message: 'contains an unpaired UTF-16 surrogate' };
   const at = trimmed.lastIndexOf('@');
   if (at <= 0 || trimmed.indexOf('@') !== at) return { ok: false, message: 'must be an email address such as "ada@example.com"' };
   const local = trimmed.slice(0, at);

@@ -101,6 +101,7 @@ export function createEventValidator(options: EventValidatorOptions = {}): (inpu
       }
     }
     if (event.eventName.trim().length === 0) errors.push({ field: '/eventName', code: 'required', message: 'must not be blank' });
+    else if (!event.eventName.isWellFormed()) errors.push({ field: '/eventName', code: 'invalid_unicode', message: 'contains an unpaired UTF-16 surrogate' });
 
     if (errors.length > 0) return { ok: false, ...(suppliedId ? { eventId: suppliedId } : {}), errors };
     return {

@@ -73,8 +73,12 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
   const log = options.logger.child({ component: options.name, groupId: options.groupId });
   let consumer: KafkaJsConsumer | undefined;
   let running = false;
+  let stopping = false;
   let crashed = false;
   let assigned: Record<string, number[]> = {};
+  // Batches being handled. stop() lets them finish and commit first: kafkajs silently skips
+  // commits once its own stop has begun, which would re-deliver work that is already done.
+  const inFlight = new Set<Promise<unknown>>();
 
   async function start(): Promise<void> {
     consumer = kafka.consumer({
@@ -106,14 +110,22 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-        if (batch.messages.length === 0) return;
+        // Stopping: nothing new is started (unresolved, so nothing is skipped either).
+        if (batch.messages.length === 0 || stopping) return;
         const messages = batch.messages.map((m) => toConsumed(batch.topic, batch.partition, m));
-        const result = await options.handleBatch(messages, {
+        const handled = options.handleBatch(messages, {
           topic: batch.topic,
           partition: batch.partition,
           heartbeat,
-          shouldContinue: () => isRunning() && !isStale(),
+          shouldContinue: () => !stopping && isRunning() && !isStale(),
         });
+        inFlight.add(handled);
+        let result: Awaited<typeof handled>;
+        try {
+          result = await handled;
+        } finally {
+          inFlight.delete(handled);
+        }
         if (isStale()) return; // partition moved during the batch: its new owner re-reads it
         const last = batch.lastOffset();
         // Resolved even when the handler holds the commit back: this session has seen the
@@ -131,6 +143,10 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
     name: options.name,
     start,
     async stop() {
+      stopping = true;
+      // Handlers see shouldContinue() === false (retry loops give up, uncommitted); a batch
+      // that completes still commits because kafkajs is still running.
+      await Promise.allSettled([...inFlight]);
       running = false;
       await consumer?.disconnect();
     },
