@@ -133,4 +133,50 @@ describe('HTTP to ClickHouse', () => {
       { description: '1,100 bulk events in ClickHouse, each once', timeoutMs: 60_000 },
     );
   });
+
+  it('runs a CSV upload to completion, with row and column in its errors', async () => {
+    const { account, apiKey } = await gw.newAccount('pro');
+    const csv =
+      'event_name,timestamp,email,plan\nSigned Up,2026-01-01T00:00:00Z,ada@example.com,pro\nSigned Up,yesterday,bob@example.com,free\nSigned Up,2026-01-02T00:00:00Z,eve@example.com,\n';
+    const boundary = `----e2e${uniqueSuffix()}`;
+    const payload = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="e.csv"\r\nContent-Type: text/csv\r\n\r\n${csv}\r\n--${boundary}--\r\n`,
+    );
+    const res = await gw.app.inject({
+      method: 'POST',
+      url: '/v1/backfill/csv',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      payload,
+      remoteAddress: randomClientIp(),
+    });
+    expect(res.statusCode).toBe(202);
+    const { jobId } = res.json();
+    const status = await waitFor(
+      async () => {
+        const r = await gw.app.inject({
+          method: 'GET',
+          url: `/v1/jobs/${jobId}`,
+          headers: { authorization: `Bearer ${apiKey}` },
+          remoteAddress: randomClientIp(),
+        });
+        return r.json().status === 'completed' ? r.json() : undefined;
+      },
+      { description: 'the CSV job completed', timeoutMs: 60_000 },
+    );
+    expect(status).toMatchObject({ source: 'csv', totalEvents: 3, processed: 3, accepted: 2, rejected: 1, duplicates: 0 });
+    expect(status.errors).toEqual([expect.objectContaining({ index: 1, row: 3, column: 'timestamp', code: 'invalid_format' })]);
+    const rows = await waitFor(
+      async () => {
+        const r = await gw.clickhouse.ch.query<{ email: string; properties: string }>(
+          `SELECT email, properties FROM events FINAL WHERE account_id = '${account.id}' AND source = 'csv' ORDER BY email`,
+        );
+        return r.length === 2 ? r : undefined;
+      },
+      { description: 'the two CSV events in ClickHouse' },
+    );
+    expect(rows).toEqual([
+      { email: 'ada@example.com', properties: '{"plan":"pro"}' },
+      { email: 'eve@example.com', properties: '{}' },
+    ]);
+  });
 });
