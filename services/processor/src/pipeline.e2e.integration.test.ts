@@ -3,6 +3,7 @@
  * gateway app -> events.raw -> dedupe -> events.unique -> ClickHouse, then read back through
  * GET /v1/events/{id}. A retried request stores nothing twice.
  */
+import type { JobStatus } from '@ingest/schemas';
 import { createMetricsRegistry, type Component } from '@ingest/shared';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -159,7 +160,8 @@ describe('HTTP to ClickHouse', () => {
           headers: { authorization: `Bearer ${apiKey}` },
           remoteAddress: randomClientIp(),
         });
-        return r.json().status === 'completed' ? r.json() : undefined;
+        const body = r.json<JobStatus>();
+        return body.status === 'completed' ? body : undefined;
       },
       { description: 'the CSV job completed', timeoutMs: 60_000 },
     );

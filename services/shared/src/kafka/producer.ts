@@ -1,6 +1,7 @@
 import { CompressionTypes, type Producer as KafkaJsProducer, Partitioners } from 'kafkajs';
 import { AppError } from '../errors.js';
 import type { KafkaClient } from './client.js';
+import { createSendCoalescer } from './send-coalescer.js';
 
 export interface OutgoingMessage {
   key: string | Buffer | null;
@@ -72,14 +73,28 @@ export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}
     }
   }
 
+  // With one request in flight, concurrent callers share the next request instead of queueing
+  // one request each. Each caller still gets its answer within sendTimeoutMs of calling.
+  const coalesced = createSendCoalescer(sendAll);
+  function bounded(batches: TopicMessages[]): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new AppError('kafka_unavailable', `kafka did not acknowledge within ${sendTimeoutMs} ms`, { retryable: true })),
+        sendTimeoutMs,
+      );
+    });
+    return Promise.race([coalesced(batches), timeout]).finally(() => clearTimeout(timer));
+  }
+
   return {
     connect: () => producer.connect(),
     disconnect: () => producer.disconnect(),
     send(topic, messages) {
-      return sendAll([{ topic, messages }]);
+      return bounded([{ topic, messages }]);
     },
     sendBatch(batches) {
-      return sendAll(batches);
+      return bounded(batches);
     },
   };
 }
