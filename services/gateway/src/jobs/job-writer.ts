@@ -1,5 +1,5 @@
 import type { JobChunk, JobChunkItem, JobMessage, JobStatus } from '@ingest/schemas';
-import type { Account, JobStatusStore, OutgoingMessage, Producer } from '@ingest/shared';
+import { type Account, type JobStatusStore, type OutgoingMessage, type Producer, queuedJobStatus } from '@ingest/shared';
 import { v7 as uuidv7 } from 'uuid';
 import { chunkItems } from './chunking.js';
 
@@ -35,26 +35,6 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
   const now = deps.now ?? Date.now;
   const message = (m: JobMessage): OutgoingMessage => ({ key: m.jobId, value: JSON.stringify(m) });
 
-  function queuedStatus(jobId: string, account: Account, source: 'bulk' | 'csv', totalEvents: number): JobStatus {
-    const at = new Date(now()).toISOString();
-    return {
-      jobId,
-      accountId: account.id,
-      source,
-      status: 'queued',
-      totalEvents,
-      processed: 0,
-      accepted: 0,
-      rejected: 0,
-      duplicates: 0,
-      errors: [],
-      createdAt: at,
-      updatedAt: at,
-      startedAt: null,
-      completedAt: null,
-    };
-  }
-
   /**
    * The queued status is written before the seal: once sealed, the runner may finish the job at
    * once, and its status must never be overwritten by a late `queued`. A seal that fails after
@@ -81,7 +61,7 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
         await deps.producer.send(deps.chunksTopic, chunks.map(message));
       },
       async seal(totalEvents) {
-        const status = queuedStatus(jobId, account, source, totalEvents);
+        const status = queuedJobStatus({ jobId, accountId: account.id, source, totalEvents, atMs: now() });
         await sealWithStatus(status, message({ ...base, type: 'sealed', chunks: seq, totalEvents, receivedAtMs: now() }));
         return status;
       },
@@ -101,7 +81,7 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
         messages.push(message({ ...base, type: 'chunk', seq, receivedAtMs, items: chunk }));
       });
       await deps.producer.send(deps.chunksTopic, messages);
-      const status = queuedStatus(jobId, account, source, items.length);
+      const status = queuedJobStatus({ jobId, accountId: account.id, source, totalEvents: items.length, atMs: now() });
       await sealWithStatus(status, message({ ...base, type: 'sealed', chunks: messages.length, totalEvents: items.length, receivedAtMs }));
       return status;
     },

@@ -1,4 +1,5 @@
 import type { JobChunk, JobSealed, JobStatus } from '@ingest/schemas';
+import { queuedJobStatus } from '@ingest/shared';
 import type { JobCounts } from './job-tally.js';
 
 /**
@@ -12,23 +13,13 @@ export function isFinal(status: JobStatus | undefined): status is JobStatus & { 
 /** The gateway's queued status when there is one (its createdAt and totalEvents are kept), else one built from the seal. */
 export function baseStatus(stored: JobStatus | undefined, sealed: JobSealed): JobStatus {
   if (stored) return stored;
-  const at = new Date(sealed.receivedAtMs).toISOString();
-  return {
+  return queuedJobStatus({
     jobId: sealed.jobId,
     accountId: sealed.accountId,
     source: sealed.source,
-    status: 'queued',
     totalEvents: sealed.totalEvents,
-    processed: 0,
-    accepted: 0,
-    rejected: 0,
-    duplicates: 0,
-    errors: [],
-    createdAt: at,
-    updatedAt: at,
-    startedAt: null,
-    completedAt: null,
-  };
+    atMs: sealed.receivedAtMs,
+  });
 }
 
 /** Counts always replace the stored ones: a re-run after a crash starts again from zero. */

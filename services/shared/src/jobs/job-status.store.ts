@@ -45,3 +45,24 @@ export function createJobStatusStore(deps: JobStatusStoreDeps): JobStatusStore {
     },
   };
 }
+
+/** A job's first status, written when the upload is sealed (and rebuilt from the seal if missing). */
+export function queuedJobStatus(job: { jobId: string; accountId: string; source: JobStatus['source']; totalEvents: number; atMs: number }): JobStatus {
+  const at = new Date(job.atMs).toISOString();
+  return {
+    jobId: job.jobId,
+    accountId: job.accountId,
+    source: job.source,
+    status: 'queued',
+    totalEvents: job.totalEvents,
+    processed: 0,
+    accepted: 0,
+    rejected: 0,
+    duplicates: 0,
+    errors: [],
+    createdAt: at,
+    updatedAt: at,
+    startedAt: null,
+    completedAt: null,
+  };
+}
