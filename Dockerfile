@@ -24,9 +24,11 @@ ENV NODE_ENV=production \
     CLICKHOUSE_MIGRATIONS_DIR=/app/deploy/clickhouse/migrations
 WORKDIR /app
 COPY --from=build /app/node_modules node_modules
+# Each service's bundle sits in services/<name>/dist next to its own nested node_modules.
+COPY --from=build /app/services services
 COPY --from=build /app/dist dist
 COPY deploy/clickhouse/migrations deploy/clickhouse/migrations
 USER node
 ARG SERVICE=processor
 ENV SERVICE=${SERVICE}
-CMD ["sh", "-c", "exec node --enable-source-maps dist/${SERVICE}/main.js"]
+CMD ["sh", "-c", "if [ \"$SERVICE\" = setup ]; then exec node --enable-source-maps dist/setup/main.js; else exec node --enable-source-maps services/${SERVICE}/dist/main.js; fi"]

@@ -1,6 +1,7 @@
 /**
- * Production build: each service's main.ts (and the setup command) bundled by esbuild into
- * dist/<name>/main.js. Workspace packages (@ingest/*) are bundled because they are TypeScript
+ * Production build: each service's main.ts bundled by esbuild into services/<name>/dist/main.js
+ * (there, Node resolves the service's own nested node_modules before the root's), and the
+ * setup command into dist/setup/main.js. Workspace packages (@ingest/*) are bundled because they are TypeScript
  * sources; third-party packages stay external and come from node_modules at run time.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -17,17 +18,19 @@ function dependenciesOf(packageJson: string): string[] {
 const workspaces = ['schemas', ...readdirSync(join(root, 'services')).map((s) => join('services', s))];
 const external = [...new Set(workspaces.flatMap((w) => dependenciesOf(join(root, w, 'package.json'))))].filter((d) => !d.startsWith('@ingest/'));
 
-const entries: Record<string, string> = { setup: join(root, 'scripts/setup.ts') };
+const entries: Record<string, { entry: string; outfile: string }> = {
+  setup: { entry: join(root, 'scripts/setup.ts'), outfile: join(root, 'dist/setup/main.js') },
+};
 for (const service of readdirSync(join(root, 'services'))) {
   const main = join(root, 'services', service, 'src/main.ts');
-  if (existsSync(main)) entries[service] = main;
+  if (existsSync(main)) entries[service] = { entry: main, outfile: join(root, 'services', service, 'dist/main.js') };
 }
 
 await Promise.all(
-  Object.entries(entries).map(([name, entry]) =>
+  Object.values(entries).map(({ entry, outfile }) =>
     build({
       entryPoints: [entry],
-      outfile: join(root, 'dist', name, 'main.js'),
+      outfile,
       bundle: true,
       platform: 'node',
       target: 'node20',
@@ -38,4 +41,8 @@ await Promise.all(
     }),
   ),
 );
-console.log(`built ${Object.keys(entries).join(', ')} into dist/ (external: ${external.length} packages)`);
+console.log(
+  `built ${Object.entries(entries)
+    .map(([name, e]) => `${name} -> ${e.outfile.slice(root.length)}`)
+    .join(', ')} (external: ${external.length} packages)`,
+);

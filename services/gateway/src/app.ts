@@ -80,7 +80,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     max: config.RATE_LIMIT_PER_MINUTE,
     timeWindow: 60_000,
     redis: deps.redis,
-    nameSpace: 'ratelimit:',
+    nameSpace: `${config.REDIS_KEY_PREFIX}ratelimit:`,
     // Redis away: serve rather than refuse everyone; the allowance still fails closed.
     skipOnError: true,
     enableDraftSpec: true,
@@ -114,7 +114,13 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
 
   await app.register(
     async (v1) => {
-      v1.addHook('onRequest', createAuthHook(deps.controlPlane));
+      // preParsing: after the rate limiter (route-level onRequest), so unauthenticated requests
+      // are counted too, and before the body is read, so nobody unauthenticated makes us parse 16 MiB.
+      const authenticate = createAuthHook(deps.controlPlane);
+      v1.addHook('preParsing', async (request, _reply, payload) => {
+        await authenticate(request);
+        return payload;
+      });
       // Every authenticated response carries the allowance; routes that reserved set it already.
       v1.addHook('onSend', async (request, reply) => {
         if (!request.auth) return;

@@ -10,12 +10,11 @@ import {
   CreateAccountBody,
   CreateApiKeyBody,
   CreatedApiKey,
-  ProblemDetails,
   SetPlanBody,
 } from '@ingest/schemas';
 import { type ApiKeyRecord, AppError, type ControlPlane } from '@ingest/shared';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { ProblemError } from '../http/problem.js';
+import { ProblemError, problemResponses } from '../http/problem.js';
 
 export interface AdminRoutesDeps {
   controlPlane: ControlPlane;
@@ -26,7 +25,8 @@ export interface AdminRoutesDeps {
 const UNAUTHORIZED_DETAIL = 'Send the admin token as `Authorization: Bearer <token>`.';
 const DEFAULT_KEY_NAME = 'default';
 
-const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemDetails]));
+// Every admin route can also answer 400 (malformed ids), 429 and 503.
+const problems = (...statuses: number[]) => problemResponses(...new Set([...statuses, 400, 429, 503]));
 
 /**
  * Admin API (/admin/v1): accounts, plans and API keys, written through the control plane.
@@ -41,10 +41,12 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
       return;
     }
     const tokenMatches = createTokenCheck(deps.adminToken);
-    app.addHook('onRequest', async (request: FastifyRequest) => {
+    // preParsing: after the rate limiter, so guesses at the admin token are rate limited too.
+    app.addHook('preParsing', async (request: FastifyRequest, _reply, payload) => {
       if (!tokenMatches(request.headers.authorization)) {
         throw new ProblemError('unauthorized', UNAUTHORIZED_DETAIL, { headers: { 'www-authenticate': 'Bearer realm="admin"' } });
       }
+      return payload;
     });
     const cp = deps.controlPlane;
     const tags = ['admin'];

@@ -1,11 +1,11 @@
-import { BulkEventsEnvelope, BulkEventsRequest, BulkJobReceipt, type JobChunkItem, ProblemDetails } from '@ingest/schemas';
+import { BulkEventsEnvelope, BulkEventsRequest, BulkJobReceipt, type JobChunkItem } from '@ingest/schemas';
 import { type Allowance, isRetryable } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { authOf } from '../auth/auth.hook.js';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
-import { ProblemError } from '../http/problem.js';
+import { ProblemError, problemResponses } from '../http/problem.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
 
@@ -31,7 +31,7 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
           summary: 'Queue up to 10,000 events as a background job',
           tags: ['jobs'],
           body: BulkEventsRequest,
-          response: { 202: BulkJobReceipt, 400: ProblemDetails, 401: ProblemDetails, 402: ProblemDetails, 413: ProblemDetails, 503: ProblemDetails },
+          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 413, 415, 429, 503) },
         },
       },
       async (request, reply) => {

@@ -131,6 +131,22 @@ describe('POST /v1/backfill/csv', () => {
   });
 
   it.each([
+    ['a multipart body without a boundary', () => ({ payload: Buffer.from('x'), contentType: 'multipart/form-data' }), 400, '/problems/validation-error'],
+    [
+      'a multipart body that ends early',
+      () => ({ payload: Buffer.from('--XYZ\r\nFalse--XYZ--\r\n'), contentType: 'multipart/form-data; boundary=XYZ' }),
+      400,
+      '/problems/validation-error',
+    ],
+    [
+      'a file part cut off inside its headers',
+      () => ({
+        payload: Buffer.from('--XYZ\r\nContent-Disposition: form-data; name="file"; filename="a.csv"\r\n'),
+        contentType: 'multipart/form-data; boundary=XYZ',
+      }),
+      400,
+      '/problems/validation-error',
+    ],
     ['a wrongly named part', () => multipart('event_name,timestamp,email\n', 'upload'), 400, '/problems/validation-error'],
     ['a JSON body', () => ({ payload: Buffer.from('{}'), contentType: 'application/json' }), 415, '/problems/unsupported-media-type'],
   ])('refuses %s', async (_name, body, status, type) => {

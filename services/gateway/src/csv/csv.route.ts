@@ -1,10 +1,10 @@
 import multipart from '@fastify/multipart';
-import { BulkJobReceipt, JOB_CHUNK_SIZE, MAX_EVENTS_PER_BULK, ProblemDetails } from '@ingest/schemas';
+import { BulkJobReceipt, JOB_CHUNK_SIZE, MAX_EVENTS_PER_BULK } from '@ingest/schemas';
 import { type Allowance, isRetryable } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
-import { ProblemError } from '../http/problem.js';
+import { ProblemError, problemResponses } from '../http/problem.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
 import { readCsvEvents } from './csv-reader.js';
@@ -33,19 +33,18 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
     app.post(
       '/backfill/csv',
       {
+        validatorCompiler: () => () => true,
         schema: {
           summary: 'Upload a CSV file of historical events as a background job',
           tags: ['jobs'],
           consumes: ['multipart/form-data'],
-          response: {
-            202: BulkJobReceipt,
-            400: ProblemDetails,
-            401: ProblemDetails,
-            402: ProblemDetails,
-            413: ProblemDetails,
-            415: ProblemDetails,
-            503: ProblemDetails,
+          // Documents the upload for OpenAPI; the route reads the stream itself (see validatorCompiler).
+          body: {
+            type: 'object',
+            required: ['file'],
+            properties: { file: { type: 'string', format: 'binary', description: 'The CSV file: UTF-8, header row, at most 50 MB and 10,000 rows.' } },
           },
+          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 413, 415, 429, 503) },
         },
       },
       async (request, reply) => {
@@ -59,7 +58,18 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
           throw quotaExceeded(before, `The monthly allowance of ${before.limit} events is used up; nothing was queued.`);
         }
 
-        const part = await request.file();
+        // Errors of the multipart parser itself (no boundary, a body that ends early) are the
+        // caller's malformed upload, not ours: they are remembered and answered with 400.
+        let part: Awaited<ReturnType<typeof request.file>>;
+        try {
+          part = await request.file();
+        } catch (err) {
+          throw malformedUpload(err);
+        }
+        let streamError: unknown;
+        part?.file.on('error', (err) => {
+          streamError = err;
+        });
         if (!part)
           throw new ProblemError('validation', 'The upload has no file part.', {
             errors: [{ field: 'file', code: 'required', message: 'send the CSV as the file part "file"' }],
@@ -100,7 +110,11 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
         } catch (caught) {
           // At the size limit the file stream simply ends early (truncated): whatever the reader
           // made of the cut-off file, the answer is 413.
-          const err = part.file.truncated ? new ProblemError('payloadTooLarge', `The file is larger than ${MAX_CSV_BYTES} bytes.`) : caught;
+          const err = part.file.truncated
+            ? new ProblemError('payloadTooLarge', `The file is larger than ${MAX_CSV_BYTES} bytes.`)
+            : caught === streamError && !(caught instanceof ProblemError) && !isFastifyLimitError(caught)
+              ? malformedUpload(caught)
+              : caught;
           await job.abort(err instanceof ProblemError ? err.kind : 'upload_failed').catch((e: unknown) => {
             request.log.warn({ err: e, jobId: job.jobId }, 'could not write the abort marker; the runner drops unsealed chunks');
           });
@@ -115,4 +129,18 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
       },
     );
   };
+}
+
+function malformedUpload(cause: unknown): Error {
+  if (cause instanceof Error && (cause instanceof ProblemError || isFastifyLimitError(cause))) return cause;
+  return new ProblemError('validation', 'The multipart body is malformed; send one file part named "file".', {
+    errors: [{ field: 'file', code: 'malformed_multipart', message: 'the multipart body could not be read' }],
+    cause,
+  });
+}
+
+/** @fastify/multipart's own limit errors carry codes the error handler maps (413, ...). */
+function isFastifyLimitError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('FST_');
 }

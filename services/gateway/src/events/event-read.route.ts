@@ -1,7 +1,7 @@
-import { EventIdParams, ProblemDetails, StoredEvent } from '@ingest/schemas';
+import { EventIdParams, StoredEvent } from '@ingest/schemas';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
-import { ProblemError } from '../http/problem.js';
+import { ProblemError, problemResponses } from '../http/problem.js';
 import type { EventStore, StoredEventRecord } from './event-store.js';
 
 /**
@@ -25,7 +25,7 @@ export function eventReadRoutes(deps: { store: EventStore }): FastifyPluginAsync
       }
       return toStoredEvent(stored);
     };
-    const response = { 200: StoredEvent, 400: ProblemDetails, 401: ProblemDetails, 404: ProblemDetails, 429: ProblemDetails, 503: ProblemDetails };
+    const response = { 200: StoredEvent, ...problemResponses(400, 401, 404, 429, 503) };
 
     app.get<{ Params: EventIdParams }>(
       '/events/:eventId',

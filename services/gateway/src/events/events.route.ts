@@ -1,9 +1,9 @@
-import { type EventRecord, EventsEnvelope, EventsReceipt, EventsRequest, ProblemDetails } from '@ingest/schemas';
-import { type Allowance, type EventCheck, isRetryable, type Producer } from '@ingest/shared';
+import { type EventRecord, EventsEnvelope, EventsReceipt, EventsRequest } from '@ingest/schemas';
+import { type Allowance, type EventCheck, isRetryable, type Producer, toEventRecord } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
-import { type FieldError, ProblemError } from '../http/problem.js';
+import { type FieldError, ProblemError, problemResponses } from '../http/problem.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
 import type { IngestMetrics } from './ingest-metrics.js';
 
@@ -35,19 +35,23 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
           summary: 'Send up to 100 events',
           tags: ['events'],
           body: EventsRequest,
-          response: { 202: EventsReceipt, 400: ProblemDetails, 401: ProblemDetails, 402: ProblemDetails, 429: ProblemDetails, 503: ProblemDetails },
+          response: { 202: EventsReceipt, ...problemResponses(400, 401, 402, 413, 415, 429, 503) },
         },
       },
       async (request, reply) => {
         const { account } = authOf(request);
         const receivedAtMs = deps.now();
         const errors: FieldError[] = [];
-        const valid: { index: number; record: EventRecord }[] = [];
+        const valid: { index: number; record: EventRecord; generatedId: boolean }[] = [];
 
         request.body.events.forEach((input, index) => {
           const check = deps.validate(input, receivedAtMs);
           if (check.ok) {
-            valid.push({ index, record: { v: 1, accountId: account.id, ...check.event, receivedAtMs, source: 'api', jobId: null } });
+            valid.push({
+              index,
+              generatedId: check.event.generatedId,
+              record: toEventRecord(check.event, { accountId: account.id, receivedAtMs, source: 'api', jobId: null }),
+            });
           } else {
             for (const e of check.errors) {
               errors.push({
@@ -68,7 +72,7 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
 
         const { decisions, state } = await deps.allowance.reserveEvents(
           account,
-          valid.map((v) => v.record.eventId),
+          valid.map((v) => (v.generatedId ? '' : v.record.eventId)),
         );
         reply.quotaState = state;
         if (decisions.every((d) => d === 'over')) {
@@ -99,8 +103,9 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
           );
           end();
         } catch (err) {
-          const counted = valid.filter((_, i) => decisions[i] === 'counted').map((v) => v.record.eventId);
-          await deps.allowance.release(account, { eventIds: counted }).catch((releaseErr: unknown) => {
+          const counted = valid.filter((_, i) => decisions[i] === 'counted');
+          const release = { eventIds: counted.filter((v) => !v.generatedId).map((v) => v.record.eventId), count: counted.filter((v) => v.generatedId).length };
+          await deps.allowance.release(account, release).catch((releaseErr: unknown) => {
             request.log.error({ err: releaseErr }, 'could not release allowance after a failed write');
           });
           if (isRetryable(err)) {

@@ -1,3 +1,5 @@
+import { ProblemDetails } from '@ingest/schemas';
+
 /**
  * RFC 9457 problem details. Every error response of the API is one of these, with the
  * request's id, so a caller can quote it to support and we can find the log line.
@@ -91,4 +93,17 @@ export function problemBody(
     ...(extra.errors && extra.errors.length > 0 ? { errors: extra.errors } : {}),
     ...extra.extensions,
   };
+}
+
+/**
+ * Response schemas for the given error statuses, documented with the media type the API
+ * really sends (application/problem+json), for the routes' `schema.response`.
+ */
+export function problemResponses(...statuses: number[]): Record<number, { description: string; content: Record<string, { schema: typeof ProblemDetails }> }> {
+  return Object.fromEntries(
+    statuses.map((status) => {
+      const known = Object.values(PROBLEMS).find((p) => p.status === status);
+      return [status, { description: known?.title ?? 'Problem', content: { 'application/problem+json': { schema: ProblemDetails } } }];
+    }),
+  );
 }

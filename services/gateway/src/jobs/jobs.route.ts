@@ -1,9 +1,9 @@
-import { JobStatus, ProblemDetails } from '@ingest/schemas';
+import { JobStatus } from '@ingest/schemas';
 import type { JobStatusStore } from '@ingest/shared';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
-import { ProblemError } from '../http/problem.js';
+import { ProblemError, problemResponses } from '../http/problem.js';
 
 /** GET /v1/jobs/{jobId}: a job of the caller's own account; any other id is simply not found. */
 export function jobsRoutes(deps: { statusStore: JobStatusStore }): FastifyPluginAsync {
@@ -15,7 +15,7 @@ export function jobsRoutes(deps: { statusStore: JobStatusStore }): FastifyPlugin
           summary: 'Progress of a bulk or CSV job',
           tags: ['jobs'],
           params: Type.Object({ jobId: Type.String({ minLength: 1, maxLength: 64 }) }),
-          response: { 200: JobStatus, 401: ProblemDetails, 404: ProblemDetails },
+          response: { 200: JobStatus, ...problemResponses(400, 401, 404, 429, 503) },
         },
       },
       async (request) => {

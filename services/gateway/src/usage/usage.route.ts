@@ -1,4 +1,5 @@
-import { ProblemDetails, UsageResponse } from '@ingest/schemas';
+import { UsageResponse } from '@ingest/schemas';
+import { problemResponses } from '../http/problem.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import type { Allowance } from '@ingest/shared';
@@ -8,7 +9,7 @@ export function usageRoutes(deps: { allowance: Allowance }): FastifyPluginAsync 
   return async (app) => {
     app.get(
       '/usage',
-      { schema: { summary: "This month's usage and allowance", tags: ['usage'], response: { 200: UsageResponse, 401: ProblemDetails } } },
+      { schema: { summary: "This month's usage and allowance", tags: ['usage'], response: { 200: UsageResponse, ...problemResponses(401, 429, 503) } } },
       async (request, reply) => {
         const { account } = authOf(request);
         const state = await deps.allowance.state(account);
