@@ -76,13 +76,17 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
     if (partitions.length === 0) return;
     const started = Date.now();
     const fresh = new Map(partitions.map((p) => [p, createDedupeWindow(deps.windowMs)]));
-    const count = await readTopicToEnd(deps.kafka, {
+    let count = 0;
+    await readTopicToEnd(deps.kafka, {
       topic: deps.changelogTopic,
       partitions,
       logger: deps.logger,
       onMessage: (m) => {
-        const firstSeenMs = Number(JSON.parse(m.value?.toString() ?? '{}').firstSeenMs);
-        if (m.key && Number.isFinite(firstSeenMs)) fresh.get(m.partition)?.mark(m.key.toString(), firstSeenMs);
+        const window = fresh.get(m.partition);
+        for (const [key, firstSeenMs] of decodeMarks(m.value)) {
+          window?.mark(key, firstSeenMs);
+          count++;
+        }
       },
     });
     for (const [p, w] of fresh) windows.set(p, w);
@@ -121,10 +125,11 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
     topics: [deps.rawTopic],
     logger: deps.logger,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
+    // Smaller fetches keep each produce request (and kafkajs's per-request work) moderate.
+    maxBytesPerPartition: 1024 * 1024,
     handleBatch: async (messages, ctx) => {
       const window = await windowOf(ctx.partition);
       const unique: OutgoingMessage[] = [];
-      const changelog: OutgoingMessage[] = [];
       const fresh: [string, number][] = [];
       // Marks of this batch, applied to the window only once they are durable.
       const inBatch = createDedupeWindow(deps.windowMs);
@@ -145,13 +150,12 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
         }
         inBatch.mark(key, record.receivedAtMs);
         unique.push({ key: identityKey(record), value: message.value ?? '' });
-        changelog.push({ key, value: JSON.stringify({ firstSeenMs: record.receivedAtMs }), partition: ctx.partition });
         fresh.push([key, record.receivedAtMs]);
       }
 
       await deps.producer.sendBatch([
         { topic: deps.uniqueTopic, messages: unique },
-        { topic: deps.changelogTopic, messages: changelog },
+        { topic: deps.changelogTopic, messages: encodeMarks(fresh, ctx.partition, messages[0]?.offset ?? '0') },
       ]);
       for (const [key, firstSeenMs] of fresh) window.mark(key, firstSeenMs);
       if (letters.length > 0) {
@@ -169,4 +173,29 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
     },
   });
   return consumer;
+}
+
+/**
+ * Marks travel in batches, not one message per event: a batch's first-seen marks are one (or a
+ * few) changelog messages, keyed by partition and first offset. The changelog is kept by time
+ * (8 days) rather than compacted, since each key is marked once per window anyway.
+ */
+const MARKS_PER_MESSAGE = 2_000;
+
+export function encodeMarks(marks: readonly [string, number][], partition: number, firstOffset: string): OutgoingMessage[] {
+  const out: OutgoingMessage[] = [];
+  for (let i = 0; i < marks.length; i += MARKS_PER_MESSAGE) {
+    out.push({ key: `${partition}:${firstOffset}:${i}`, value: JSON.stringify({ v: 1, marks: marks.slice(i, i + MARKS_PER_MESSAGE) }), partition });
+  }
+  return out;
+}
+
+export function decodeMarks(value: Buffer | null): [string, number][] {
+  try {
+    const parsed = JSON.parse(value?.toString() ?? 'null') as { v?: unknown; marks?: unknown };
+    if (parsed?.v !== 1 || !Array.isArray(parsed.marks)) return [];
+    return parsed.marks.filter((m): m is [string, number] => Array.isArray(m) && typeof m[0] === 'string' && Number.isFinite(m[1]));
+  } catch {
+    return [];
+  }
 }

@@ -1,5 +1,5 @@
 import type { EventRecord, JobChunk, JobChunkItem, JobStatus } from '@ingest/schemas';
-import type { EventCheck } from '@ingest/shared';
+import { type EventCheck, toEventRecord } from '@ingest/shared';
 
 export type JobError = JobStatus['errors'][number];
 export type ValidateEvent = (input: unknown, receivedAtMs: number) => EventCheck;
@@ -64,14 +64,9 @@ export class JobTally {
       }
       this.acceptedIds.add(check.event.eventId);
       this.state.accepted += 1;
-      records.push({
-        v: 1,
-        accountId: this.job.accountId,
-        ...check.event,
-        receivedAtMs: chunk.receivedAtMs,
-        source: this.job.source,
-        jobId: this.job.jobId,
-      });
+      records.push(
+        toEventRecord(check.event, { accountId: this.job.accountId, receivedAtMs: chunk.receivedAtMs, source: this.job.source, jobId: this.job.jobId }),
+      );
     }
     return records;
   }

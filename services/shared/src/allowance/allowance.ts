@@ -6,8 +6,10 @@ import { type QuotaPeriod, quotaPeriod } from './quota-period.js';
 /**
  * The monthly allowance, exact across gateway replicas: one Redis counter per account and UTC
  * month, changed only by Lua scripts (atomic in Redis). Usage counts unique events, so ids
- * seen in the last 10-20 minutes (two rotating sets) are not counted again: a retried request
+ * seen in the last 5-10 minutes (two rotating sets) are not counted again: a retried request
  * costs nothing.
+ *
+ * Only ids the caller chose are remembered (generated ids cannot repeat).
  *
  * What is counted is also recorded per hour of receipt. The processor's exact count of unique
  * events (ClickHouse) reconciles the counter: once everything received before an hour T is
@@ -27,7 +29,11 @@ export type EventDecision = 'counted' | 'repeat' | 'over';
 
 export interface Allowance {
   state(account: Account): Promise<QuotaState>;
-  /** Counts each new id while the allowance lasts; repeats are free; the rest are `over`. */
+  /**
+   * Counts each new id while the allowance lasts; repeats are free; the rest are `over`. Pass
+   * '' for an id the service generated: it cannot repeat, so it is counted without being
+   * remembered (the memory of ids is for callers' retries).
+   */
   reserveEvents(account: Account, eventIds: string[]): Promise<{ decisions: EventDecision[]; state: QuotaState }>;
   /**
    * All or nothing, for bulk and CSV jobs. The reservation stays pending under the job's id
@@ -57,9 +63,11 @@ export function hourOf(ms: number): number {
   return Math.floor(ms / 3_600_000);
 }
 
-const SEEN_BUCKET_MS = 10 * 60 * 1000;
+// Ids are remembered for 5 to 10 minutes (two rotating sets): long enough for a client's
+// retries; older repeats are corrected by the reconciler.
+const SEEN_BUCKET_MS = 5 * 60 * 1000;
 const COUNTER_TTL_S = 40 * 24 * 3600;
-const SEEN_TTL_S = 25 * 60;
+const SEEN_TTL_S = 12 * 60;
 
 // KEYS: counter, seen (current bucket), seen (previous bucket), counted per hour
 // ARGV: limit, counter ttl, seen ttl, hour, ids...
@@ -71,10 +79,10 @@ local limit = tonumber(ARGV[1])
 local out = {}
 for i = 5, #ARGV do
   local id = ARGV[i]
-  if redis.call('SISMEMBER', KEYS[2], id) == 1 or redis.call('SISMEMBER', KEYS[3], id) == 1 then
+  if id ~= '' and (redis.call('SISMEMBER', KEYS[2], id) == 1 or redis.call('SISMEMBER', KEYS[3], id) == 1) then
     out[#out + 1] = 1
   elseif used < limit then
-    redis.call('SADD', KEYS[2], id)
+    if id ~= '' then redis.call('SADD', KEYS[2], id) end
     used = used + 1
     out[#out + 1] = 0
   else

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createEventValidator } from './validate-event.js';
+import { createEventValidator, toEventRecord } from './validate-event.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 const validate = createEventValidator({ generateId: () => 'generated-id' });
@@ -29,7 +29,27 @@ describe('event validator: accepted events are normalised', () => {
         domain: 'example.com',
         timestampMs: Date.UTC(2026, 10, 21, 12, 0, 0, 500),
         properties: { plan: 'pro', n: { deep: [1] } },
+        generatedId: true,
       },
+    });
+  });
+
+  it('builds the wire record field by field, leaving the validator extras out', () => {
+    const r = check({ eventName: 'x', domain: 'acme.io', eventId: 'mine' });
+    if (!r.ok) throw new Error('expected acceptance');
+    expect(r.event.generatedId).toBe(false);
+    expect(toEventRecord(r.event, { accountId: 'acc_1', receivedAtMs: 5, source: 'bulk', jobId: 'j' })).toEqual({
+      v: 1,
+      accountId: 'acc_1',
+      eventId: 'mine',
+      eventName: 'x',
+      email: null,
+      domain: 'acme.io',
+      timestampMs: NOW,
+      receivedAtMs: 5,
+      properties: {},
+      source: 'bulk',
+      jobId: 'j',
     });
   });
 

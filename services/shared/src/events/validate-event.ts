@@ -1,4 +1,4 @@
-import { FORBIDDEN_PROPERTY_KEYS, IngestEvent } from '@ingest/schemas';
+import { type EventRecord, FORBIDDEN_PROPERTY_KEYS, IngestEvent } from '@ingest/schemas';
 import { Ajv, type ErrorObject } from 'ajv';
 import { v7 as uuidv7 } from 'uuid';
 import { normalizeDomain, normalizeEmail } from './identity.js';
@@ -22,6 +22,8 @@ export interface NormalizedEvent {
   domain: string | null;
   timestampMs: number;
   properties: Record<string, unknown>;
+  /** True when the service made the id up (the caller sent none). */
+  generatedId: boolean;
 }
 
 export type EventCheck = { ok: true; event: NormalizedEvent } | { ok: false; eventId?: string; errors: EventFieldError[] };
@@ -106,7 +108,15 @@ export function createEventValidator(options: EventValidatorOptions = {}): (inpu
     if (errors.length > 0) return { ok: false, ...(suppliedId ? { eventId: suppliedId } : {}), errors };
     return {
       ok: true,
-      event: { eventId: event.eventId ?? generateId(), eventName: event.eventName, email, domain, timestampMs, properties },
+      event: {
+        eventId: event.eventId ?? generateId(),
+        eventName: event.eventName,
+        email,
+        domain,
+        timestampMs,
+        properties,
+        generatedId: event.eventId === undefined,
+      },
     };
   };
 }
@@ -152,4 +162,27 @@ function depthOf(value: unknown, limit: number): number {
     if (max >= limit) break;
   }
   return 1 + max;
+}
+
+/**
+ * The wire record of an accepted event. Built field by field: the record's schema refuses
+ * unknown fields, so nothing of the validator's own output (such as `generatedId`) may leak in.
+ */
+export function toEventRecord(
+  event: NormalizedEvent,
+  meta: { accountId: string; receivedAtMs: number; source: EventRecord['source']; jobId: string | null },
+): EventRecord {
+  return {
+    v: 1,
+    accountId: meta.accountId,
+    eventId: event.eventId,
+    eventName: event.eventName,
+    email: event.email,
+    domain: event.domain,
+    timestampMs: event.timestampMs,
+    receivedAtMs: meta.receivedAtMs,
+    properties: event.properties,
+    source: meta.source,
+    jobId: meta.jobId,
+  };
 }

@@ -15,7 +15,6 @@ describe('topics', () => {
     for (const spec of allTopicSpecs()) {
       const policy = spec.config['cleanup.policy'];
       if (spec.name.startsWith('control.') || spec.name === TOPICS.jobProgress.name) expect(policy).toBe('compact');
-      else if (spec.name === TOPICS.dedupeChangelog.name) expect(policy).toBe('compact,delete');
       else expect(Number((spec.config as Record<string, string>)['retention.ms'])).toBeGreaterThan(0);
     }
     expect(new Set(allTopicSpecs().map((s) => s.name)).size).toBe(allTopicSpecs().length);

@@ -28,8 +28,8 @@ export const TOPICS = {
     // Must equal events.raw's partitions: partition p of this changelog holds the dedupe state
     // of partition p of events.raw (a unit test checks it).
     partitions: 12,
-    config: { 'cleanup.policy': 'compact,delete', 'retention.ms': String(8 * DAY_MS), 'min.compaction.lag.ms': '60000' },
-    purpose: 'first-seen marks of (account, eventId), co-partitioned with events.raw, restored on partition assignment',
+    config: { 'cleanup.policy': 'delete', 'retention.ms': String(8 * DAY_MS), 'max.message.bytes': String(4 * 1024 * 1024) },
+    purpose: 'first-seen marks of (account, eventId) in batches, co-partitioned with events.raw, restored on partition assignment',
   },
   eventsUnique: {
     name: 'events.unique',
