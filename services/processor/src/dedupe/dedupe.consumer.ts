@@ -153,10 +153,19 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
         fresh.push([key, record.receivedAtMs]);
       }
 
-      await deps.producer.sendBatch([
-        { topic: deps.uniqueTopic, messages: unique },
-        { topic: deps.changelogTopic, messages: encodeMarks(fresh, ctx.partition, messages[0]?.offset ?? '0') },
-      ]);
+      try {
+        await deps.producer.sendBatch([
+          { topic: deps.uniqueTopic, messages: unique },
+          { topic: deps.changelogTopic, messages: encodeMarks(fresh, ctx.partition, messages[0]?.offset ?? '0') },
+        ]);
+      } catch (err) {
+        // "Failed" may still mean written (a timeout while the request was in flight). Forget
+        // this partition's marks, wait until the send has really ended, and let the retried
+        // batch restore them from the changelog: a batch that did land is then recognised.
+        windows.delete(ctx.partition);
+        await deps.producer.settled();
+        throw err;
+      }
       for (const [key, firstSeenMs] of fresh) window.mark(key, firstSeenMs);
       if (letters.length > 0) {
         await deps.deadLetters.publish(letters);

@@ -4,7 +4,7 @@
  * changelog) are dropped; poison messages are dead-lettered.
  */
 import type { EventRecord } from '@ingest/schemas';
-import { type BatchConsumer, createDeadLetterSink, createMetricsRegistry, createProducer, type Producer } from '@ingest/shared';
+import { AppError, type BatchConsumer, committedOffsets, createDeadLetterSink, createMetricsRegistry, createProducer, type Producer } from '@ingest/shared';
 import { createTestKafka, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDedupeConsumer } from './dedupe.consumer.js';
@@ -48,11 +48,11 @@ async function sendRaw(records: EventRecord[]): Promise<void> {
   );
 }
 
-function startDedupe(groupId: string, windowMs = 7 * DAY): { consumer: BatchConsumer; metric: (name: string) => Promise<number> } {
+function startDedupe(groupId: string, windowMs = 7 * DAY, output: Producer = producer): { consumer: BatchConsumer; metric: (name: string) => Promise<number> } {
   const metrics = createMetricsRegistry('dedupe-test');
   const consumer = createDedupeConsumer({
     kafka: kafka.kafka,
-    producer,
+    producer: output,
     rawTopic: kafka.topic('eventsRaw'),
     uniqueTopic: kafka.topic('eventsUnique'),
     changelogTopic: kafka.topic('dedupeChangelog'),
@@ -168,6 +168,42 @@ describe('dedupe consumer', () => {
       ]);
       await waitFor(() => out.seen.some((r) => r.eventId === 'ok') || undefined, { description: 'the good event' });
       await waitFor(async () => (await dedupe.metric('ingest_dead_letters_total')) >= 2 || undefined, { description: 'two dead letters' });
+    } finally {
+      await dedupe.consumer.stop();
+      await reader.stop();
+    }
+  });
+
+  // Regression: a send that Kafka wrote but reported as failed (timeout while in flight) made the
+  // retried batch pass every event a second time (found by the chaos tests).
+  it('does not pass a batch twice when a send that landed was reported as failed', async () => {
+    const accountId = `acc_${uniqueSuffix()}`;
+    const groupId = `dedupe-${uniqueSuffix()}`;
+    let calls = 0;
+    const landsButFails: Producer = {
+      ...producer,
+      async sendBatch(batches) {
+        await producer.sendBatch(batches);
+        if (calls++ === 0) throw new AppError('kafka_unavailable', 'kafka did not acknowledge in time (test: written, ack lost)', { retryable: true });
+      },
+    };
+    // One partition, so the 100 events are one batch.
+    await producer.send(
+      kafka.topic('eventsRaw'),
+      Array.from({ length: 100 }, (_, i) => record(accountId, `lost-ack-${i}`)).map((r) => ({ key: 'one', value: JSON.stringify(r), partition: 0 })),
+    );
+    const out = collectUnique(accountId);
+    const reader = await out.reader;
+    const dedupe = startDedupe(groupId, 7 * DAY, landsButFails);
+    await dedupe.consumer.start();
+    try {
+      await waitFor(async () => (await committedOffsets(kafka.kafka, groupId, kafka.topic('eventsRaw'))).get(0) !== '-1' || undefined, {
+        description: 'the batch committed after its retry',
+        timeoutMs: 60_000,
+      });
+      await waitFor(() => out.seen.length >= 100 || undefined, { description: 'the events in events.unique' });
+      expect(calls).toBeGreaterThanOrEqual(2);
+      expect(out.seen).toHaveLength(100);
     } finally {
       await dedupe.consumer.stop();
       await reader.stop();

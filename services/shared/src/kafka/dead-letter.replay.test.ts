@@ -120,6 +120,7 @@ describe('replay', () => {
       disconnect: async () => {},
       send: async (topic, messages) => void sent.push([topic, messages]),
       sendBatch: async (batches) => void sent.push(...batches.map((b): [string, OutgoingMessage[]] => [b.topic, b.messages])),
+      settled: async () => {},
     };
     const entries = [
       toDeadLetterEntry(letter(0, '1')),

@@ -27,6 +27,12 @@ export interface Producer {
   send(topic: string, messages: OutgoingMessage[]): Promise<void>;
   /** Several topics in one produce request per broker: the smallest window between the writes. */
   sendBatch(batches: TopicMessages[]): Promise<void>;
+  /**
+   * Resolves once every send made so far has really ended. A send whose caller got a timeout
+   * may still be queued or in flight, and may still be written: who must know what reached
+   * Kafka (the dedupe step) waits for this before looking.
+   */
+  settled(): Promise<void>;
 }
 
 export interface ProducerOptions {
@@ -75,7 +81,7 @@ export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}
 
   // With one request in flight, concurrent callers share the next request instead of queueing
   // one request each. Each caller still gets its answer within sendTimeoutMs of calling.
-  const coalesced = createSendCoalescer(sendAll);
+  const coalescer = createSendCoalescer(sendAll);
   function bounded(batches: TopicMessages[]): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -84,7 +90,7 @@ export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}
         sendTimeoutMs,
       );
     });
-    return Promise.race([coalesced(batches), timeout]).finally(() => clearTimeout(timer));
+    return Promise.race([coalescer.send(batches), timeout]).finally(() => clearTimeout(timer));
   }
 
   return {
@@ -96,5 +102,6 @@ export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}
     sendBatch(batches) {
       return bounded(batches);
     },
+    settled: () => coalescer.idle(),
   };
 }

@@ -20,7 +20,7 @@ const tick = () => new Promise((r) => setTimeout(r, 0));
 describe('send coalescer', () => {
   it('sends the first at once and groups those that arrive meanwhile into one request', async () => {
     const s = gatedSender();
-    const send = createSendCoalescer(s.sendAll);
+    const { send } = createSendCoalescer(s.sendAll);
     const first = send(msg('a', '1'));
     const second = send(msg('a', '2'));
     const third = send(msg('b', '3'));
@@ -39,7 +39,7 @@ describe('send coalescer', () => {
 
   it('fails every send of a failed group, and only those', async () => {
     const s = gatedSender();
-    const send = createSendCoalescer(s.sendAll);
+    const { send } = createSendCoalescer(s.sendAll);
     const first = send(msg('a', '1'));
     const grouped = [send(msg('a', '2')), send(msg('a', '3'))];
     s.open();
@@ -53,7 +53,7 @@ describe('send coalescer', () => {
 
   it('caps a group in bytes', async () => {
     const s = gatedSender();
-    const send = createSendCoalescer(s.sendAll, 200);
+    const { send } = createSendCoalescer(s.sendAll, 200);
     const first = send(msg('a', 'x'));
     const rest = [send(msg('a', 'y'.repeat(100))), send(msg('a', 'z'.repeat(100)))];
     s.open();
@@ -65,5 +65,23 @@ describe('send coalescer', () => {
     s.open();
     await rest[1];
     expect(s.calls).toHaveLength(3);
+  });
+
+  it('tells when everything handed over has settled', async () => {
+    const s = gatedSender();
+    const coalescer = createSendCoalescer(s.sendAll);
+    const sent = coalescer.send(msg('a', '1'));
+    const queued = coalescer.send(msg('a', '2'));
+    let idle = false;
+    void coalescer.idle().then(() => (idle = true));
+    s.open();
+    await sent;
+    await tick();
+    expect(idle).toBe(false); // the second send is still to go
+    s.open();
+    await queued;
+    await tick();
+    expect(idle).toBe(true);
+    await coalescer.idle(); // nothing pending: at once
   });
 });

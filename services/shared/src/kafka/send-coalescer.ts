@@ -8,6 +8,12 @@ import type { OutgoingMessage, TopicMessages } from './producer.js';
  */
 export type SendAll = (batches: TopicMessages[]) => Promise<void>;
 
+export interface SendCoalescer {
+  send: SendAll;
+  /** Resolves once everything handed to `send` so far was sent or failed (nothing queued or in flight). */
+  idle(): Promise<void>;
+}
+
 interface Queued {
   batches: TopicMessages[];
   bytes: number;
@@ -15,9 +21,10 @@ interface Queued {
   reject(err: unknown): void;
 }
 
-export function createSendCoalescer(sendAll: SendAll, maxGroupBytes = 16 * 1024 * 1024): SendAll {
+export function createSendCoalescer(sendAll: SendAll, maxGroupBytes = 16 * 1024 * 1024): SendCoalescer {
   const queue: Queued[] = [];
   let draining = false;
+  let idleWaiters: (() => void)[] = [];
 
   async function drain(): Promise<void> {
     draining = true;
@@ -39,14 +46,20 @@ export function createSendCoalescer(sendAll: SendAll, maxGroupBytes = 16 * 1024 
       }
     } finally {
       draining = false;
+      const waiters = idleWaiters;
+      idleWaiters = [];
+      for (const w of waiters) w();
     }
   }
 
-  return (batches) =>
-    new Promise<void>((resolve, reject) => {
-      queue.push({ batches, bytes: sizeOf(batches), resolve, reject });
-      if (!draining) void drain();
-    });
+  return {
+    send: (batches) =>
+      new Promise<void>((resolve, reject) => {
+        queue.push({ batches, bytes: sizeOf(batches), resolve, reject });
+        if (!draining) void drain();
+      }),
+    idle: () => (draining ? new Promise<void>((resolve) => idleWaiters.push(resolve)) : Promise.resolve()),
+  };
 }
 
 function mergeByTopic(batches: TopicMessages[]): TopicMessages[] {
