@@ -7,7 +7,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['services/*/src/**/*.test.ts', 'schemas/src/**/*.test.ts', 'scripts/**/*.test.ts'],
-          exclude: ['**/*.integration.test.ts', '**/node_modules/**'],
+          exclude: ['**/*.integration.test.ts', '**/*.chaos.test.ts', '**/node_modules/**'],
         },
       },
       {
@@ -19,6 +19,19 @@ export default defineConfig({
           hookTimeout: 120_000,
           // Real servers on a 2-core machine: a few files at a time, each isolated by prefix.
           maxWorkers: 3,
+        },
+      },
+      {
+        test: {
+          // Guarantees under failure (DESIGN.md section 3): real servers, processors as real OS
+          // processes killed with SIGKILL, the shared ClickHouse stopped and restarted. Run alone
+          // (scripts/test.sh runs it after the integration tests), one file at a time.
+          name: 'chaos',
+          include: ['services/*/src/**/*.chaos.test.ts'],
+          globalSetup: ['scripts/test/global-setup.ts'],
+          fileParallelism: false,
+          testTimeout: 600_000,
+          hookTimeout: 180_000,
         },
       },
     ],
