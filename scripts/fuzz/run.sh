@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# API fuzzing: "bad input never gets a 500, a crash or a hang", checked by schemathesis against
+# the API's own OpenAPI document (/v1/openapi.json, which includes the admin API; while it
+# documents no request body for the CSV upload, scripts/fuzz/document.py adds that one).
+#
+# Starts the real gateway as a process on free ports, on topics, a ClickHouse database and
+# Redis keys of its own (the local stack's servers must answer: `bash scripts/stack.sh up`),
+# seeds an account, an API key and a few records (scripts/fuzz/fixture.ts), runs schemathesis
+# with the settings in scripts/fuzz/schemathesis.toml, and always stops the gateway and deletes
+# what the run created. Exits non-zero when schemathesis reports a failure (each one with a
+# curl command that reproduces it), when the gateway dies during the run, or when it is no
+# longer ready afterwards.
+#
+# Idempotent: schemathesis is installed from PyPI into the ignored .local/fuzz/venv when it is
+# missing or not the pinned version. Knobs: FUZZ_SEED, FUZZ_MAX_EXAMPLES (per operation and
+# phase), FUZZ_WORKERS. The run's files (gateway log, reports) stay in .local/fuzz/runs/<id>.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+cd "$ROOT"
+
+# The one place the version is pinned: the newest release, checked to install and run on the
+# machines' Python 3.11 (`pip index versions schemathesis`).
+SCHEMATHESIS_VERSION=4.32.5
+FUZZ_SEED=${FUZZ_SEED:-20261122}
+FUZZ_MAX_EXAMPLES=${FUZZ_MAX_EXAMPLES:-100}
+FUZZ_WORKERS=${FUZZ_WORKERS:-1}
+
+FUZZ_DIR="$STACK_DIR/fuzz"
+VENV="$FUZZ_DIR/venv"
+
+installed_version() {
+  "$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null || true
+}
+
+if [[ "$(installed_version)" != "$SCHEMATHESIS_VERSION" ]]; then
+  step "installing schemathesis $SCHEMATHESIS_VERSION (PyPI) into $VENV"
+  rm -rf "$VENV"
+  mkdir -p "$FUZZ_DIR"
+  if ! python3 -m venv "$VENV" 2>/dev/null; then
+    # Debian's own python3 keeps venv support in a separate package.
+    rm -rf "$VENV"
+    env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null 2>&1 ||
+      { apt-get update -q >/dev/null && env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null; }
+    python3 -m venv "$VENV"
+  fi
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+# Everything this run creates carries its id: nothing is shared with `npm start`, the tests or
+# another run.
+RUN_ID="$(date +%s)$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+RUN_DIR="$FUZZ_DIR/runs/$RUN_ID"
+mkdir -p "$RUN_DIR/dict"
+# Keep the last few runs' logs and reports, not all of them.
+find "$FUZZ_DIR/runs" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' | sort -rn | tail -n +6 | cut -d' ' -f2- | xargs -r rm -rf
+
+export KAFKA_TOPIC_PREFIX="fuzz-$RUN_ID."
+export CLICKHOUSE_DATABASE="fuzz_$RUN_ID"
+export REDIS_KEY_PREFIX="fuzz:$RUN_ID:"
+ADMIN_TOKEN="$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+export ADMIN_TOKEN
+# The run's own client address, sent as X-Forwarded-For (see schemathesis.toml).
+export FUZZ_CLIENT_ADDRESS="127.$((RANDOM % 254 + 1)).$((RANDOM % 256)).$((RANDOM % 254 + 1))"
+
+GATEWAY_PID=""
+FUZZER_PID=""
+provisioned=false
+
+stop_gateway() {
+  [[ -n "$GATEWAY_PID" ]] || return 0
+  if kill -0 "$GATEWAY_PID" 2>/dev/null; then
+    kill -TERM -- "-$GATEWAY_PID" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$GATEWAY_PID" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$GATEWAY_PID" 2>/dev/null; then
+      echo "warning: the gateway did not stop within 20 s of SIGTERM; killed" >&2
+      kill -KILL -- "-$GATEWAY_PID" 2>/dev/null || true
+    fi
+  fi
+  wait "$GATEWAY_PID" 2>/dev/null || true
+  GATEWAY_PID=""
+}
+
+finish() {
+  local status=$?
+  trap - EXIT INT TERM
+  if [[ -n "$FUZZER_PID" ]]; then
+    kill -TERM "$FUZZER_PID" 2>/dev/null || true
+    wait "$FUZZER_PID" 2>/dev/null || true
+  fi
+  stop_gateway
+  if $provisioned; then
+    # A leftover here is a nuisance, not a test failure: say so and keep the run's verdict.
+    npx tsx scripts/fuzz/fixture.ts cleanup >"$RUN_DIR/cleanup.log" 2>&1 ||
+      { echo "warning: cleanup incomplete (topics $KAFKA_TOPIC_PREFIX*, database $CLICKHOUSE_DATABASE, keys $REDIS_KEY_PREFIX*):" >&2; tail -n 5 "$RUN_DIR/cleanup.log" >&2; }
+  fi
+  exit "$status"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+step "fuzz: topics and database ($KAFKA_TOPIC_PREFIX*, $CLICKHOUSE_DATABASE)"
+provisioned=true
+if ! LOG_LEVEL=warn npx tsx scripts/setup.ts >"$RUN_DIR/setup.log" 2>&1; then
+  cat "$RUN_DIR/setup.log" >&2
+  echo "setup failed: are Kafka, ClickHouse and Redis up? (bash scripts/stack.sh up)" >&2
+  exit 1
+fi
+
+step "fuzz: starting the gateway"
+# The rate limit is raised so the fuzzer measures the API, not the limiter: thousands of
+# requests a minute would otherwise all be 429s. The limit has its own tests
+# (services/gateway/src/limits/limits.integration.test.ts). X-Forwarded-For is trusted from
+# 127.0.0.1 only, for the run's own rate-limit counter.
+GATEWAY_HOST=127.0.0.1 GATEWAY_PORT=0 GATEWAY_OPS_HOST=127.0.0.1 GATEWAY_OPS_PORT=0 \
+  RATE_LIMIT_PER_MINUTE=1000000 GATEWAY_TRUST_PROXY=127.0.0.1 LOG_LEVEL=info \
+  setsid npx tsx services/gateway/src/main.ts >"$RUN_DIR/gateway.log" 2>&1 &
+GATEWAY_PID=$!
+
+# Ports are chosen by the OS (no race for a "free" port); the gateway logs them once it runs.
+api_url="" ops_url=""
+deadline=$((SECONDS + 90))
+until [[ -n "$ops_url" ]] && curl -sf --max-time 2 "$ops_url/readyz" >/dev/null; do
+  if ! kill -0 "$GATEWAY_PID" 2>/dev/null || ((SECONDS > deadline)); then
+    echo "the gateway did not become ready; last lines of $RUN_DIR/gateway.log:" >&2
+    tail -n 40 "$RUN_DIR/gateway.log" >&2
+    exit 1
+  fi
+  running=$(grep -m1 '"msg":"gateway running"' "$RUN_DIR/gateway.log" || true)
+  api_url=$(sed -n 's/.*"api":"\([^"]*\)".*/\1/p' <<<"$running")
+  ops_url=$(sed -n 's/.*"ops":"\([^"]*\)".*/\1/p' <<<"$running")
+  sleep 0.5
+done
+echo "gateway ready: API $api_url, ops $ops_url (pid $GATEWAY_PID, log $RUN_DIR/gateway.log)"
+
+step "fuzz: seeding accounts, API keys, a job and a stored event"
+seeded=$(GATEWAY_URL="$api_url" npx tsx scripts/fuzz/fixture.ts seed 2>"$RUN_DIR/seed.log") || {
+  cat "$RUN_DIR/seed.log" >&2
+  exit 1
+}
+value() { sed -n "s/^$1=//p" <<<"$seeded"; }
+export FUZZ_API_KEY FUZZ_ADMIN_TOKEN="$ADMIN_TOKEN"
+FUZZ_API_KEY=$(value FUZZ_API_KEY)
+printf '"%s"\n' "$(value FUZZ_TARGET_ACCOUNT_ID)" >"$RUN_DIR/dict/target-account.dict"
+printf '"%s"\n' "$(value FUZZ_TARGET_KEY_ID)" >"$RUN_DIR/dict/target-key.dict"
+printf '"%s"\n' "$(value FUZZ_JOB_ID)" >"$RUN_DIR/dict/job-id.dict"
+printf '"%s"\n' "$(value FUZZ_EVENT_ID)" >"$RUN_DIR/dict/event-id.dict"
+cp scripts/fuzz/schemathesis.toml "$RUN_DIR/schemathesis.toml"
+echo "fuzz account $(value FUZZ_ACCOUNT_ID) (plan growth), admin target $(value FUZZ_TARGET_ACCOUNT_ID)"
+
+# The served document, plus the CSV upload's request body while the gateway leaves it out
+# (scripts/fuzz/document.py says so when it adds it).
+curl -sf --max-time 10 -H "X-Forwarded-For: $FUZZ_CLIENT_ADDRESS" "$api_url/v1/openapi.json" -o "$RUN_DIR/openapi.json"
+"$VENV/bin/python" scripts/fuzz/document.py "$RUN_DIR/openapi.json" "$RUN_DIR/openapi-fuzz.json"
+
+# One run per API, the public one first: the admin run creates, changes and revokes accounts
+# and keys, and it can reach the fuzz account's own (GET /admin/v1/accounts lists it).
+fuzz_status=0
+fuzz() {
+  local name=$1 paths=$2
+  step "fuzz: $name API ($paths), schemathesis $SCHEMATHESIS_VERSION, seed $FUZZ_SEED, at most $FUZZ_MAX_EXAMPLES examples per operation and phase"
+  # From the run's directory, so whatever schemathesis writes stays there. The outer timeout
+  # only guards against schemathesis itself hanging; a slow response fails its own request.
+  # In the background and waited for, so that a signal to this script stops it at once.
+  (cd "$RUN_DIR" && exec timeout --kill-after=10 600 "$VENV/bin/st" --config-file "$RUN_DIR/schemathesis.toml" run \
+    "$RUN_DIR/openapi-fuzz.json" --url "$api_url" --include-path-regex "$paths" \
+    --seed "$FUZZ_SEED" --max-examples "$FUZZ_MAX_EXAMPLES" --workers "$FUZZ_WORKERS" --no-color \
+    --report junit,ndjson --report-junit-path "$RUN_DIR/junit-$name.xml" --report-ndjson-path "$RUN_DIR/events-$name.ndjson") &
+  FUZZER_PID=$!
+  wait "$FUZZER_PID" || fuzz_status=$?
+  FUZZER_PID=""
+}
+fuzz public '^/v1/'
+fuzz admin '^/admin/v1/'
+
+step "fuzz: what was exercised (test cases and responses per operation) and what the gateway logged as errors"
+"$VENV/bin/python" scripts/fuzz/summary.py "$RUN_DIR/openapi-fuzz.json" "$RUN_DIR/gateway.log" "$RUN_DIR"/events-*.ndjson || true
+
+# A crash is a failure even when every response before it was fine.
+gateway_status=0
+if ! kill -0 "$GATEWAY_PID" 2>/dev/null; then
+  echo "FAIL: the gateway process died during fuzzing; last lines of its log:" >&2
+  tail -n 40 "$RUN_DIR/gateway.log" >&2
+  gateway_status=1
+elif ! curl -sf --max-time 5 "$ops_url/readyz" >/dev/null; then
+  echo "FAIL: the gateway is no longer ready after fuzzing ($ops_url/readyz)" >&2
+  gateway_status=1
+fi
+
+if ((fuzz_status != 0 || gateway_status != 0)); then
+  cat >&2 <<HINT
+
+API fuzzing failed (schemathesis exit $fuzz_status). Each failure above ends with a curl command
+that reproduces it; [Filtered] stands for a credential (an API key, or the admin token for
+/admin/v1) and for X-Forwarded-For (drop that header). The run's gateway log and JUnit reports:
+$RUN_DIR. Rerun the same cases with FUZZ_SEED=$FUZZ_SEED bash scripts/fuzz/run.sh.
+HINT
+  exit 1
+fi
+echo "API fuzzing passed (seed $FUZZ_SEED)"
