@@ -1,0 +1,126 @@
+/**
+ * HTTP load: `concurrency` closed loops, each sending one request and waiting for its answer,
+ * optionally paced to a target number of events per second. Counters are cumulative; a phase
+ * takes two snapshots and reports the difference.
+ */
+import { setMaxListeners } from 'node:events';
+import type { BodyFactory } from './events.js';
+import type { HttpClient } from './http-client.js';
+import { sleep } from './processes.js';
+
+export interface LoadCounters {
+  requests: number;
+  /** Responses by status code; 0 counts requests that failed without a response. */
+  byStatus: Record<number, number>;
+  eventsSent: number;
+  /** Sum of `accepted` of the 202 answers. */
+  eventsAccepted: number;
+  /** Sum of `rejected` of the 202 answers (e.g. quota_exceeded). */
+  eventsRejected: number;
+}
+
+export interface LoadGenerator {
+  counters(): LoadCounters;
+  /** Response times (ms) of requests that ended at or after `sinceMs` (epoch ms). */
+  latenciesSince(sinceMs: number, untilMs?: number): number[];
+  stop(): Promise<void>;
+}
+
+export interface LoadOptions {
+  client: HttpClient;
+  path: string;
+  apiKey: string;
+  concurrency: number;
+  eventsPerRequest: number;
+  bodies: BodyFactory;
+  /** Paced to this many events per second; undefined: as fast as the server answers. */
+  eventsPerSecond?: number;
+}
+
+const MAX_LATENCY_SAMPLES = 2_000_000;
+
+export function startLoad(options: LoadOptions): LoadGenerator {
+  const counters: LoadCounters = { requests: 0, byStatus: {}, eventsSent: 0, eventsAccepted: 0, eventsRejected: 0 };
+  const endedAt: number[] = [];
+  const latency: number[] = [];
+  const headers = { authorization: `Bearer ${options.apiKey}` };
+  const stopper = new AbortController();
+  // Every paced worker waits on this signal at once.
+  setMaxListeners(0, stopper.signal);
+  const pace = options.eventsPerSecond ? createPacer(options.eventsPerSecond / options.eventsPerRequest) : undefined;
+
+  async function worker(): Promise<void> {
+    while (!stopper.signal.aborted) {
+      if (pace) await pace(stopper.signal);
+      if (stopper.signal.aborted) return;
+      const { body, events } = options.bodies.body(options.eventsPerRequest);
+      const started = performance.now();
+      let status: number;
+      try {
+        const res = await options.client.request('POST', options.path, { body, headers });
+        status = res.status;
+        if (status === 202) {
+          const receipt = JSON.parse(res.body) as { accepted?: number; rejected?: number };
+          counters.eventsAccepted += receipt.accepted ?? 0;
+          counters.eventsRejected += receipt.rejected ?? 0;
+        }
+      } catch {
+        status = 0;
+      }
+      counters.requests++;
+      counters.eventsSent += events;
+      counters.byStatus[status] = (counters.byStatus[status] ?? 0) + 1;
+      if (latency.length < MAX_LATENCY_SAMPLES) {
+        latency.push(performance.now() - started);
+        endedAt.push(Date.now());
+      }
+      // A refusal or a failed connection must not turn into a hot loop.
+      if (status === 0 || status === 429 || status === 503) await sleep(100, stopper.signal);
+    }
+  }
+
+  const workers = Array.from({ length: options.concurrency }, () => worker());
+  return {
+    counters: () => ({ ...counters, byStatus: { ...counters.byStatus } }),
+    latenciesSince(sinceMs, untilMs = Infinity) {
+      const out: number[] = [];
+      for (let i = 0; i < latency.length; i++) {
+        const t = endedAt[i] ?? 0;
+        if (t >= sinceMs && t < untilMs) out.push(latency[i] ?? 0);
+      }
+      return out;
+    },
+    async stop() {
+      stopper.abort();
+      await Promise.all(workers);
+    },
+  };
+}
+
+/**
+ * A shared schedule of request start times at `perSecond`. When the server falls behind the
+ * schedule by more than a second the schedule restarts from now instead of bursting.
+ */
+function createPacer(perSecond: number): (signal: AbortSignal) => Promise<void> {
+  const intervalMs = 1000 / perSecond;
+  let next = performance.now();
+  return async (signal) => {
+    const now = performance.now();
+    if (next < now - 1000) next = now;
+    const at = next;
+    next += intervalMs;
+    if (at > now) await sleep(at - now, signal);
+  };
+}
+
+export function diffCounters(before: LoadCounters, after: LoadCounters): LoadCounters {
+  const byStatus: Record<number, number> = {};
+  for (const [code, n] of Object.entries(after.byStatus)) byStatus[Number(code)] = n - (before.byStatus[Number(code)] ?? 0);
+  return {
+    requests: after.requests - before.requests,
+    byStatus,
+    eventsSent: after.eventsSent - before.eventsSent,
+    eventsAccepted: after.eventsAccepted - before.eventsAccepted,
+    eventsRejected: after.eventsRejected - before.eventsRejected,
+  };
+}
