@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one test command (`npm test`, and what .ci/run calls): installs what is missing, starts
-# the local stack of real servers, then lint, typecheck, unit and integration tests.
+# the local stack of real servers, then lint, typecheck, unit, integration and chaos tests.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
@@ -22,12 +22,17 @@ npx prettier --check .
 step "typecheck (tsc --noEmit)"
 npx tsc -p tsconfig.json --noEmit
 
-step "production build (esbuild bundles)"
+step "production build (esbuild bundles), and each bundle starts"
 npm run --silent build
+bash scripts/check-bundles.sh
 
 step "docker-compose.yml is valid (docker-compose config)"
 ensure_apt_tool docker-compose docker-compose
 ADMIN_TOKEN=compose-check docker-compose -f docker-compose.yml config -q
+
+step "Prometheus alerts, Grafana dashboards, Kubernetes manifests (promtool, schemas)"
+ensure_apt_tool promtool prometheus
+bash scripts/ops/check.sh
 
 step "unit tests"
 npx vitest run --project unit --reporter=default --reporter=json --outputFile.json="$results/unit.json"
@@ -35,7 +40,14 @@ npx vitest run --project unit --reporter=default --reporter=json --outputFile.js
 step "integration tests (real Kafka, ClickHouse, Redis)"
 npx vitest run --project integration --reporter=default --reporter=json --outputFile.json="$results/integration.json"
 
-# One closing line that any CI reader understands, summed over both projects.
+step "API fuzzing (schemathesis, from /v1/openapi.json)"
+bash scripts/fuzz/run.sh
+
+# Alone, after everything else: these kill processors with SIGKILL and stop the shared servers.
+step "chaos tests (guarantees under SIGKILL, rebalancing and server outages)"
+npx vitest run --project chaos --reporter=default --reporter=json --outputFile.json="$results/chaos.json"
+
+# One closing line that any CI reader understands, summed over all projects.
 node -e '
   const fs = require("node:fs");
   let passed = 0, failed = 0, skipped = 0;
@@ -44,5 +56,5 @@ node -e '
     passed += r.numPassedTests; failed += r.numFailedTests; skipped += r.numPendingTests + r.numTodoTests;
   }
   console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
-' "$results/unit.json" "$results/integration.json"
+' "$results/unit.json" "$results/integration.json" "$results/chaos.json"
 printf 'all checks passed in %ss\n' "$((SECONDS - started))"
