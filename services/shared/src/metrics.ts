@@ -19,6 +19,7 @@ export const METRIC_NAMES = {
   clickhouseInsertDuration: 'ingest_clickhouse_insert_duration_seconds',
   clickhouseInsertFailures: 'ingest_clickhouse_insert_failures_total',
   clickhouseBatchRows: 'ingest_clickhouse_batch_rows',
+  eventStoredLatency: 'ingest_event_stored_latency_seconds',
   deadLetters: 'ingest_dead_letters_total',
   dedupeHits: 'ingest_dedupe_hits_total',
   dedupeUnique: 'ingest_dedupe_unique_events_total',

@@ -10,6 +10,7 @@ import {
   type Registry,
   sharedCounter,
 } from '@ingest/shared';
+import { Histogram } from 'prom-client';
 import type { ClickHouseWriter } from './clickhouse.writer.js';
 import { createInsertBatcher } from './insert-batcher.js';
 import { createEventRecordDecoder } from './event-record.decode.js';
@@ -38,6 +39,13 @@ export interface StorageConsumerDeps {
  */
 export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer {
   const decode = createEventRecordDecoder();
+  // Accept (gateway receipt) -> stored in ClickHouse: the pipeline's end-to-end latency.
+  const storedLatency = new Histogram({
+    name: METRIC_NAMES.eventStoredLatency,
+    help: 'Seconds from the gateway accepting an event to its row being stored in ClickHouse',
+    buckets: [0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900],
+    registers: [deps.metrics],
+  });
   const batcher = createInsertBatcher({ writer: deps.writer, maxRows: deps.batchMaxRows ?? 10_000, maxWaitMs: deps.batchMaxWaitMs ?? 1_000 });
   const now = deps.now ?? Date.now;
   const deadLettered = sharedCounter(deps.metrics, {
@@ -67,6 +75,8 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
     handleBatch: async (messages, ctx) => {
       const { rows, letters } = split(messages);
       await batcher.add(rows, ctx);
+      const storedAtMs = now();
+      for (const row of rows) storedLatency.observe(Math.max(0, storedAtMs - row.received_at_ms) / 1000);
       if (letters.length > 0) {
         await deps.deadLetters.publish(letters);
         for (const l of letters) deadLettered.inc({ consumer: 'storage', code: l.code });

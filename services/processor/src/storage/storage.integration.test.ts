@@ -59,7 +59,7 @@ async function produce(accountId: string, from: number, to: number): Promise<voi
   );
 }
 
-function startStorage(groupId: string): { consumer: BatchConsumer; rowsInserted: () => Promise<number> } {
+function startStorage(groupId: string): { consumer: BatchConsumer; rowsInserted: () => Promise<number>; storedLatencyCount: () => Promise<number> } {
   const metrics = createMetricsRegistry('processor-test');
   const logger = testLogger();
   const writer = createClickHouseWriter({ ch: clickhouse.ch, table: 'events', logger, metrics });
@@ -77,7 +77,12 @@ function startStorage(groupId: string): { consumer: BatchConsumer; rowsInserted:
     const metric = await metrics.getSingleMetric('ingest_clickhouse_rows_inserted_total')?.get();
     return metric?.values.reduce((sum, v) => sum + v.value, 0) ?? 0;
   };
-  return { consumer, rowsInserted };
+  const storedLatencyCount = async () => {
+    const metric = await metrics.getSingleMetric('ingest_event_stored_latency_seconds')?.get();
+    const count = metric?.values.find((v) => (v as { metricName?: string }).metricName === 'ingest_event_stored_latency_seconds_count');
+    return count?.value ?? 0;
+  };
+  return { consumer, rowsInserted, storedLatencyCount };
 }
 
 async function countRows(accountId: string): Promise<number> {
@@ -99,6 +104,7 @@ describe('storage consumer against real Kafka and ClickHouse', () => {
     const offsets = await committedOffsets(kafka.kafka, groupId, kafka.topic('eventsUnique'));
     expect([...offsets.values()].reduce((sum, o) => sum + Math.max(0, Number(o)), 0)).toBe(50);
     expect(await first.rowsInserted()).toBe(50);
+    expect(await first.storedLatencyCount()).toBe(50);
 
     await produce(accountId, 50, 80);
     const second = startStorage(groupId);

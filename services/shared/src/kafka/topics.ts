@@ -3,7 +3,7 @@
  * their logical key; `topicName()` applies the deployment's prefix.
  *
  * Partition counts bound consumer parallelism: processors and sinks scale up to that many
- * replicas. Raising them later is possible (see README, "Adding partitions") but re-keys data,
+ * replicas. Raising them later is possible (docs/runbook.md, "Adding partitions") but re-keys data,
  * so they start generous for the event topics.
  */
 export interface TopicSpec {
