@@ -1,5 +1,5 @@
 import {
-  createClickHouse,
+  createClickHouseFromConfig,
   createControlPlane,
   createJobStatusStore,
   createKafkaClient,
@@ -22,12 +22,7 @@ const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${co
 const producer = createProducer(kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
 const redis = createRedis({ url: config.REDIS_URL });
 const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger });
-const ch = createClickHouse({
-  url: config.CLICKHOUSE_URL,
-  username: config.CLICKHOUSE_USER,
-  password: config.CLICKHOUSE_PASSWORD,
-  database: config.CLICKHOUSE_DATABASE,
-});
+const ch = createClickHouseFromConfig(config);
 const jobStatus = createJobStatusStore({
   redis,
   producer,

@@ -1,7 +1,7 @@
 import {
   type Component,
   createAllowanceReconciler,
-  createClickHouse,
+  createClickHouseFromConfig,
   createKafkaClient,
   createLagCollector,
   createLogger,
@@ -21,12 +21,7 @@ const logger = createLogger({ service: 'processor', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('processor');
 const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-processor`, logger });
 const producer = createProducer(kafka);
-const ch = createClickHouse({
-  url: config.CLICKHOUSE_URL,
-  username: config.CLICKHOUSE_USER,
-  password: config.CLICKHOUSE_PASSWORD,
-  database: config.CLICKHOUSE_DATABASE,
-});
+const ch = createClickHouseFromConfig(config);
 
 const redis = createRedis({ url: config.REDIS_URL });
 const topic = (key: Parameters<typeof topicName>[1]) => topicName(config.KAFKA_TOPIC_PREFIX, key);

@@ -37,6 +37,23 @@ afterAll(async () => {
   await gw?.close();
 });
 
+/** Polls GET /v1/jobs/{jobId} until the job has completed. */
+function completedJob(apiKey: string, jobId: string, description: string): Promise<JobStatus> {
+  return waitFor(
+    async () => {
+      const r = await gw.app.inject({
+        method: 'GET',
+        url: `/v1/jobs/${jobId}`,
+        headers: { authorization: `Bearer ${apiKey}` },
+        remoteAddress: randomClientIp(),
+      });
+      const body = r.json<JobStatus>();
+      return body.status === 'completed' ? body : undefined;
+    },
+    { description, timeoutMs: 60_000 },
+  );
+}
+
 describe('HTTP to ClickHouse', () => {
   it('stores an accepted event once, readable in ClickHouse and through GET /v1/events/{id}', async () => {
     const { account, apiKey } = await gw.newAccount('pro');
@@ -108,19 +125,7 @@ describe('HTTP to ClickHouse', () => {
     expect(res.statusCode).toBe(202);
     const { jobId } = res.json();
 
-    const status = await waitFor(
-      async () => {
-        const r = await gw.app.inject({
-          method: 'GET',
-          url: `/v1/jobs/${jobId}`,
-          headers: { authorization: `Bearer ${apiKey}` },
-          remoteAddress: randomClientIp(),
-        });
-        const body = r.json();
-        return body.status === 'completed' ? body : undefined;
-      },
-      { description: 'the job completed', timeoutMs: 60_000 },
-    );
+    const status = await completedJob(apiKey, jobId, 'the job completed');
     expect(status).toMatchObject({ totalEvents: 1_102, processed: 1_102, accepted: 1_100, rejected: 1, duplicates: 1 });
     expect(status.errors).toEqual([expect.objectContaining({ index: 1_101, field: '/events/1101/email', code: 'invalid_format' })]);
 
@@ -152,19 +157,7 @@ describe('HTTP to ClickHouse', () => {
     });
     expect(res.statusCode).toBe(202);
     const { jobId } = res.json();
-    const status = await waitFor(
-      async () => {
-        const r = await gw.app.inject({
-          method: 'GET',
-          url: `/v1/jobs/${jobId}`,
-          headers: { authorization: `Bearer ${apiKey}` },
-          remoteAddress: randomClientIp(),
-        });
-        const body = r.json<JobStatus>();
-        return body.status === 'completed' ? body : undefined;
-      },
-      { description: 'the CSV job completed', timeoutMs: 60_000 },
-    );
+    const status = await completedJob(apiKey, jobId, 'the CSV job completed');
     expect(status).toMatchObject({ source: 'csv', totalEvents: 3, processed: 3, accepted: 2, rejected: 1, duplicates: 0 });
     expect(status.errors).toEqual([expect.objectContaining({ index: 1, row: 3, column: 'timestamp', code: 'invalid_format' })]);
     const rows = await waitFor(

@@ -70,3 +70,18 @@ export function createClickHouse(options: ClickHouseOptions): ClickHouse {
     close: () => client.close(),
   };
 }
+
+/** The client for a service configured with the CLICKHOUSE_* variables (see config.ts). */
+export function createClickHouseFromConfig(config: {
+  CLICKHOUSE_URL: string;
+  CLICKHOUSE_USER: string;
+  CLICKHOUSE_PASSWORD: string;
+  CLICKHOUSE_DATABASE: string;
+}): ClickHouse {
+  return createClickHouse({
+    url: config.CLICKHOUSE_URL,
+    username: config.CLICKHOUSE_USER,
+    password: config.CLICKHOUSE_PASSWORD,
+    database: config.CLICKHOUSE_DATABASE,
+  });
+}
