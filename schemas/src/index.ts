@@ -3,3 +3,4 @@ export * from './event-record.js';
 export * from './ingest-event.js';
 export * from './job-chunk.js';
 export * from './stored-event.js';
+export * from './mapping.js';

@@ -29,3 +29,5 @@ export * from './kafka/dead-letter.replay.js';
 export * from './kafka/lag.js';
 export * from './allowance/allowance.js';
 export * from './allowance/quota-period.js';
+export * from './crm/mapping.plan.js';
+export * from './crm/mapping.validate.js';
