@@ -50,20 +50,24 @@ export function createProcessor(deps: ProcessorDeps): Component[] {
     uniqueTopic: topicName(deps.topicPrefix, 'eventsUnique'),
     changelogTopic: topicName(deps.topicPrefix, 'dedupeChangelog'),
     groupId: deps.dedupeGroupId,
-    deadLetters: createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-dedupe'),
+    deadLetters: createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-dedupe', { metrics: deps.metrics, label: 'dedupe', logger: deps.logger }),
     logger: deps.logger,
     metrics: deps.metrics,
     windowMs: deps.dedupeWindowMs,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
-  const deadLetters = createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-storage');
+  const deadLetters = createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-storage', {
+    metrics: deps.metrics,
+    label: 'storage',
+    logger: deps.logger,
+  });
   const allowance = createAllowance({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix });
   const jobs = createJobRunner({
     kafka: deps.kafka,
     producer: deps.producer,
     chunksTopic: topicName(deps.topicPrefix, 'jobChunks'),
     rawTopic: topicName(deps.topicPrefix, 'eventsRaw'),
-    deadLetters: createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-jobs'),
+    deadLetters: createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-jobs', { metrics: deps.metrics, label: 'jobs', logger: deps.logger }),
     statusStore: createJobStatusStore({
       redis: deps.redis,
       producer: deps.producer,

@@ -11,7 +11,6 @@ import {
   type Producer,
   readTopicToEnd,
   type Registry,
-  sharedCounter,
 } from '@ingest/shared';
 import { Counter, Gauge } from 'prom-client';
 import { createEventRecordDecoder } from '../storage/event-record.decode.js';
@@ -66,11 +65,6 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
   const passed = new Counter({ name: METRIC_NAMES.dedupeUnique, help: 'First-seen events passed to events.unique', registers: [deps.metrics] });
   const marks = new Gauge({ name: METRIC_NAMES.dedupeMarks, help: 'First-seen marks held in memory', registers: [deps.metrics] });
   const restored = new Counter({ name: METRIC_NAMES.dedupeRestoredMarks, help: 'Marks read back from the changelog on assignment', registers: [deps.metrics] });
-  const deadLettered = sharedCounter(deps.metrics, {
-    name: METRIC_NAMES.deadLetters,
-    help: 'Messages moved to the dead-letter topic',
-    labelNames: ['consumer', 'code'],
-  });
 
   async function restore(partitions: number[]): Promise<void> {
     if (partitions.length === 0) return;
@@ -167,10 +161,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
         throw err;
       }
       for (const [key, firstSeenMs] of fresh) window.mark(key, firstSeenMs);
-      if (letters.length > 0) {
-        await deps.deadLetters.publish(letters);
-        for (const l of letters) deadLettered.inc({ consumer: 'dedupe', code: l.code });
-      }
+      await deps.deadLetters.publish(letters);
       hits.inc(duplicates);
       passed.inc(unique.length);
 

@@ -57,7 +57,7 @@ function startDedupe(groupId: string, windowMs = 7 * DAY, output: Producer = pro
     uniqueTopic: kafka.topic('eventsUnique'),
     changelogTopic: kafka.topic('dedupeChangelog'),
     groupId,
-    deadLetters: createDeadLetterSink(producer, kafka.topic('deadLetters'), 'dedupe-test'),
+    deadLetters: createDeadLetterSink(producer, kafka.topic('deadLetters'), 'dedupe-test', { metrics, label: 'dedupe' }),
     logger: testLogger(),
     metrics,
     windowMs,

@@ -1,4 +1,4 @@
-import { METRIC_NAMES, type Registry, sharedCounter } from '@ingest/shared';
+import { METRIC_NAMES, type Registry } from '@ingest/shared';
 import { Counter, Histogram } from 'prom-client';
 
 export interface JobMetrics {
@@ -10,8 +10,6 @@ export interface JobMetrics {
   events: Counter<'source' | 'outcome'>;
   /** labels: source */
   abandoned: Counter<'source'>;
-  /** Shared with the other consumers of the service; labels: consumer, code. */
-  deadLetters: Counter<'consumer' | 'code'>;
 }
 
 export function createJobMetrics(registry: Registry): JobMetrics {
@@ -41,6 +39,5 @@ export function createJobMetrics(registry: Registry): JobMetrics {
       labelNames: ['source'],
       registers: [registry],
     }),
-    deadLetters: sharedCounter(registry, { name: METRIC_NAMES.deadLetters, help: 'Messages moved to the dead-letter topic', labelNames: ['consumer', 'code'] }),
   };
 }

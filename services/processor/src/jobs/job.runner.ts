@@ -130,11 +130,7 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
       }
     }
 
-    if (letters.length > 0) {
-      await deps.deadLetters.publish(letters);
-      for (const l of letters) metrics.deadLetters.inc({ consumer: 'jobs', code: l.code });
-      log.warn({ partition: ctx.partition, offsets: letters.map((l) => l.message.offset), codes: letters.map((l) => l.code) }, 'job messages dead-lettered');
-    }
+    await deps.deadLetters.publish(letters);
     state.endBatch(BigInt(messages[messages.length - 1]?.offset ?? first.offset) + 1n, newestMs);
     const commit = state.commitOffset();
     return commit === undefined ? {} : { commitOffset: commit.toString() };

@@ -108,7 +108,7 @@ export async function createJobsFixture(): Promise<JobsFixture> {
         producer,
         chunksTopic: kafka.topic('jobChunks'),
         rawTopic: kafka.topic('eventsRaw'),
-        deadLetters: createDeadLetterSink(producer, kafka.topic('deadLetters'), 'processor-jobs'),
+        deadLetters: createDeadLetterSink(producer, kafka.topic('deadLetters'), 'processor-jobs', { metrics, label: 'jobs' }),
         statusStore,
         logger,
         metrics,

@@ -8,7 +8,6 @@ import {
   type Logger,
   METRIC_NAMES,
   type Registry,
-  sharedCounter,
 } from '@ingest/shared';
 import { Histogram } from 'prom-client';
 import type { ClickHouseWriter } from './clickhouse.writer.js';
@@ -48,11 +47,6 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
   });
   const batcher = createInsertBatcher({ writer: deps.writer, maxRows: deps.batchMaxRows ?? 10_000, maxWaitMs: deps.batchMaxWaitMs ?? 1_000 });
   const now = deps.now ?? Date.now;
-  const deadLettered = sharedCounter(deps.metrics, {
-    name: METRIC_NAMES.deadLetters,
-    help: 'Messages moved to the dead-letter topic',
-    labelNames: ['consumer', 'code'],
-  });
 
   function split(messages: ConsumedMessage[]): { rows: EventRow[]; letters: DeadLetter[] } {
     const insertedAt = now();
@@ -77,14 +71,7 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
       await batcher.add(rows, ctx);
       const storedAtMs = now();
       for (const row of rows) storedLatency.observe(Math.max(0, storedAtMs - row.received_at_ms) / 1000);
-      if (letters.length > 0) {
-        await deps.deadLetters.publish(letters);
-        for (const l of letters) deadLettered.inc({ consumer: 'storage', code: l.code });
-        deps.logger.warn(
-          { topic: ctx.topic, partition: ctx.partition, offsets: letters.map((l) => l.message.offset), codes: letters.map((l) => l.code) },
-          'messages dead-lettered',
-        );
-      }
+      await deps.deadLetters.publish(letters);
     },
   });
 }

@@ -1,4 +1,6 @@
 import type { ConsumedMessage } from './consumer.js';
+import type { Logger } from '../logger.js';
+import { METRIC_NAMES, type Registry, sharedCounter } from '../metrics.js';
 import type { OutgoingMessage, Producer } from './producer.js';
 
 /**
@@ -46,13 +48,36 @@ export interface DeadLetterSink {
   publish(letters: DeadLetter[]): Promise<void>;
 }
 
-export function createDeadLetterSink(producer: Producer, topic: string, consumer: string): DeadLetterSink {
+export interface DeadLetterObserver {
+  metrics: Registry;
+  /** Value of the `consumer` label (dedupe, storage, jobs). */
+  label: string;
+  logger?: Logger;
+}
+
+/** Publishes dead letters and, when observed, counts them by consumer and code and logs their origin (never contents). */
+export function createDeadLetterSink(producer: Producer, topic: string, consumer: string, observe?: DeadLetterObserver): DeadLetterSink {
+  const counter = observe
+    ? sharedCounter(observe.metrics, { name: METRIC_NAMES.deadLetters, help: 'Messages moved to the dead-letter topic', labelNames: ['consumer', 'code'] })
+    : undefined;
   return {
     async publish(letters) {
       if (letters.length === 0) return;
       await producer.send(
         topic,
         letters.map((l) => toDeadLetterMessage(consumer, l)),
+      );
+      if (!observe || !counter) return;
+      for (const l of letters) counter.inc({ consumer: observe.label, code: l.code });
+      observe.logger?.warn(
+        {
+          consumer: observe.label,
+          topic: letters[0]?.message.topic,
+          partition: letters[0]?.message.partition,
+          offsets: letters.map((l) => l.message.offset),
+          codes: letters.map((l) => l.code),
+        },
+        'messages dead-lettered',
       );
     },
   };
