@@ -25,7 +25,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
 
 node dist/setup/main.js >"$logs/setup.log" 2>&1 || { echo "setup bundle failed:"; tail -20 "$logs/setup.log"; exit 1; }
 

@@ -30,3 +30,6 @@ ensure_apt_tool() {
   local install=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$2")
   "${install[@]}" >/dev/null 2>&1 || { apt-get update -q >/dev/null && "${install[@]}" >/dev/null; }
 }
+
+# A loopback port that was free a moment ago.
+free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }

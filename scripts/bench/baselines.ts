@@ -8,7 +8,7 @@ import type { ClickHouse } from '@ingest/shared';
 import { toEventRow } from '../../services/processor/src/storage/event-row.js';
 import type { Cleanup } from './cleanup.js';
 import { type BodyFactory, sampleRecord } from './events.js';
-import { freePort } from './environment.js';
+import { freePort } from '@ingest/shared/testing';
 import { createHttpClient } from './http-client.js';
 import { diffCounters, startLoad } from './load.js';
 import { cpuSeconds } from './proc-stats.js';

@@ -3,7 +3,6 @@
  * key prefix, consumer groups and a loopback address, all unique per run, created here and
  * removed by `teardown` (also for a run that died, see leftovers.ts).
  */
-import { createServer } from 'node:net';
 import {
   type ClickHouse,
   CLICKHOUSE_MIGRATIONS_DIR,
@@ -200,18 +199,6 @@ export function startQuotaReset(redis: Redis, redisPrefix: string, accountIds: s
       await pending.catch(() => {});
     },
   };
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Rows of one account in the bench database's `events` table (duplicates included: no FINAL). */

@@ -26,7 +26,6 @@ DEADLINE_S="${DEADLINE_S:-90}"
 
 ensure_apt_tool prometheus prometheus
 
-free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
 started=$SECONDS
 id="$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 prefix="live-$id."      # the faulty processor's topics

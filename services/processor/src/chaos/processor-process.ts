@@ -5,10 +5,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { METRIC_NAMES, REPO_ROOT } from '@ingest/shared';
-import { integrationEnv, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { freePort, integrationEnv, uniqueSuffix, waitFor } from '@ingest/shared/testing';
 
 /** scripts/stack.sh's STACK_DIR (default .local): server state and .local/test-results live there. */
 export function stackDir(): string {
@@ -48,19 +47,6 @@ export interface ProcessorProcess {
 export function processorSetup(topicPrefix: string, database: string, label: string): ProcessorSetup {
   const suffix = uniqueSuffix();
   return { topicPrefix, database, label, groups: { storage: `storage-${suffix}`, dedupe: `dedupe-${suffix}`, jobs: `jobs-${suffix}` } };
-}
-
-/** A port that was free a moment ago (the ops server must not collide with anything). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts processes, remembers them, and kills whatever is still running at the end of a test. */

@@ -1,3 +1,4 @@
 export * from './env.js';
 export * from './fixtures.js';
 export * from './wait.js';
+export * from './ports.js';
