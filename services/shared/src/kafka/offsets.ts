@@ -97,10 +97,26 @@ export function createEndOffsetsReader(kafka: KafkaClient): EndOffsetsReader {
     async endOffsets(topics) {
       const perTopic = await Promise.all(
         topics.map(async (topic) =>
-          (await admin.fetchTopicOffsets(topic)).map((p) => ({ topic, partition: p.partition, low: BigInt(p.low), high: BigInt(p.high) })),
+          (await withRetries(() => admin.fetchTopicOffsets(topic))).map((p) => ({ topic, partition: p.partition, low: BigInt(p.low), high: BigInt(p.high) })),
         ),
       );
       return perTopic.flat();
     },
   };
+}
+
+/**
+ * Right after a topic is created or a broker restarts, ListOffsets can answer "not the leader"
+ * for a moment although metadata already names one. Such errors are marked retriable by the
+ * client; they are retried briefly here instead of failing a start.
+ */
+async function withRetries<T>(work: () => Promise<T>, attempts = 20, delayMs = 250): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (attempt >= attempts || (err as { retriable?: unknown }).retriable !== true) throw err;
+      await new Promise((r) => setTimeout(r, delayMs));
+    }
+  }
 }
