@@ -1,3 +1,4 @@
+import type { CRM_TYPES, CrmMapping } from '@ingest/schemas';
 import type { Component } from '../lifecycle.js';
 
 /**
@@ -51,4 +52,58 @@ export interface ControlPlaneWriter {
 export interface ControlPlane extends ControlPlaneReader, ControlPlaneWriter, Component {
   /** True once the state topics were read up to their end as of start(). */
   caughtUp(): boolean;
+}
+
+// --- CRM mappings and credentials (issue 5) -------------------------------------------------
+
+export type CrmType = (typeof CRM_TYPES)[number];
+
+/**
+ * A stored credential, named by a mapping's `crm.credentialsRef`. Secrets are write-only: the
+ * admin API and CLI show the name, type and non-secret fields, never `accessToken`/`secret`,
+ * and loggers redact them. `baseUrl`/`instanceUrl` point adapters at the fake CRM in tests.
+ */
+export type CrmCredential =
+  | { type: 'hubspot'; accessToken: string; baseUrl?: string }
+  | {
+      type: 'salesforce';
+      instanceUrl: string;
+      accessToken: string;
+      apiVersion?: string;
+      /** External ID fields used for upserts; defaults documented by the adapter. */
+      contactExternalIdField?: string;
+      accountExternalIdField?: string;
+    }
+  | { type: 'webhook'; url: string; secret: string };
+
+export interface StoredCrmCredential {
+  accountId: string;
+  name: string;
+  credential: CrmCredential;
+  updatedAt: string;
+}
+
+/** One version of an account's mapping; every change is kept, the sink applies the newest. */
+export interface StoredMapping {
+  accountId: string;
+  /** 1, 2, 3, ... per account. */
+  version: number;
+  mapping: CrmMapping;
+  createdAt: string;
+  /** Who made the change: `admin` (operator token), `owner:<email>` (dashboard), `cli`. */
+  author: string;
+}
+
+export interface MappingReader {
+  /** The newest version, or undefined when the account has none (the sink skips its events). */
+  currentMapping(accountId: string): StoredMapping | undefined;
+  /** Every version, oldest first. */
+  mappingVersions(accountId: string): StoredMapping[];
+  crmCredential(accountId: string, name: string): StoredCrmCredential | undefined;
+}
+
+export interface MappingWriter {
+  /** Validates (precise errors as AppError) and stores a new version; returns it. */
+  putMapping(accountId: string, mapping: unknown, author: string): Promise<StoredMapping>;
+  putCrmCredential(accountId: string, name: string, credential: CrmCredential): Promise<StoredCrmCredential>;
 }
