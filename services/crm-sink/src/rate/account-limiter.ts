@@ -103,7 +103,9 @@ export function createAccountLimiter(options: {
             throw new CrmCallFailed('crm_retries_exhausted', `gave up after ${attempts} attempts: ${e.message}`);
           }
           options.events.onRetry('transient');
-          await sleep(fullJitterDelayMs(attempts - 1, { baseMs: options.retry.baseDelayMs, capMs: options.retry.maxDelayMs }, options.random), undefined, { signal });
+          await sleep(fullJitterDelayMs(attempts - 1, { baseMs: options.retry.baseDelayMs, capMs: options.retry.maxDelayMs }, options.random), undefined, {
+            signal,
+          });
         }
       }
     },

@@ -48,7 +48,11 @@ async function guarded<T>(work: () => Promise<T>, onFailure: (f: RecordFailure) 
 }
 
 /** Failures per record (`object\0key`); records not listed were synced. */
-export async function executeFlush<E extends FlushEvent>(accountId: string, records: readonly RecordBuffer<E>[], deps: FlushDeps): Promise<Map<RecordBuffer<E>, RecordFailure>> {
+export async function executeFlush<E extends FlushEvent>(
+  accountId: string,
+  records: readonly RecordBuffer<E>[],
+  deps: FlushDeps,
+): Promise<Map<RecordBuffer<E>, RecordFailure>> {
   const failures = new Map<RecordBuffer<E>, RecordFailure>();
   const { adapter, limiter, store, signal } = deps;
   const size = Math.max(1, adapter.maxBatchSize);
@@ -69,7 +73,16 @@ export async function executeFlush<E extends FlushEvent>(accountId: string, reco
     for (const batch of chunks([...missing.keys()], size)) {
       const fields = [...new Set(batch.flatMap((r) => (missing.get(r) ?? []).map(crmFieldOf)))];
       const read = await guarded(
-        () => limiter.call(() => adapter.read(object, batch.map((r) => r.key), fields), signal),
+        () =>
+          limiter.call(
+            () =>
+              adapter.read(
+                object,
+                batch.map((r) => r.key),
+                fields,
+              ),
+            signal,
+          ),
         (f) => batch.forEach((r) => failures.set(r, f)),
       );
       for (const [key, values] of read ?? []) current.set(key, values);
@@ -132,11 +145,7 @@ export async function executeFlush<E extends FlushEvent>(accountId: string, reco
       size,
     )) {
       const result = await guarded(
-        () =>
-          limiter.call(
-            () => adapter.createActivities(batch.map((a) => a.write)),
-            signal,
-          ),
+        () => limiter.call(() => adapter.createActivities(batch.map((a) => a.write)), signal),
         (f) => batch.forEach((a) => failures.set(a.rec, f)),
       );
       if (!result) continue;

@@ -1,4 +1,4 @@
-import type { Redis } from '@ingest/shared';
+import { AppError, type Redis } from '@ingest/shared';
 import type { CrmObject } from '../adapters/adapter.js';
 import type { RecordState, StateDelta } from './record-state.js';
 
@@ -12,14 +12,21 @@ export interface RecordStateStore {
   /** Which of `fields` the record's hash has. */
   present(accountId: string, object: CrmObject, key: string, fields: readonly string[]): Promise<Set<string>>;
   /** Seeds absent fields, applies the delta once per ledger key; returns the hash afterwards. */
-  apply(accountId: string, object: CrmObject, key: string, ledgerKey: string, seeds: StateDelta, delta: StateDelta): Promise<{ applied: boolean; state: RecordState }>;
+  apply(
+    accountId: string,
+    object: CrmObject,
+    key: string,
+    ledgerKey: string,
+    seeds: StateDelta,
+    delta: StateDelta,
+  ): Promise<{ applied: boolean; state: RecordState }>;
   /** The activities (by ledger key) already created. */
   activitiesDone(ledgerKeys: readonly string[]): Promise<Set<string>>;
   markActivitiesDone(ledgerKeys: readonly string[]): Promise<void>;
 }
 
 // KEYS: state hash, ledger key. ARGV: ledger ttl s, state ttl s, then kind/field/value triples.
-// Numbers are written with %.17g: Lua's tostring would turn epoch milliseconds into 1.73e+12.
+// HGET of a missing field is false in Lua, not nil. Numbers are written with %.17g: Lua's tostring would turn epoch milliseconds into 1.73e+12.
 // List items arrive JSON-encoded and are spliced into the stored JSON array as text, so no
 // number goes through cjson's 14-digit formatting.
 const APPLY = `
@@ -34,7 +41,8 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
       redis.call('HSET', KEYS[1], field, string.format('%.17g', current + tonumber(value)))
     elseif kind == 'max' or kind == 'min' then
       local raw = redis.call('HGET', KEYS[1], field)
-      local current = raw and tonumber(raw)
+      local current = nil
+      if raw then current = tonumber(raw) end
       local v = tonumber(value)
       if current == nil or (kind == 'max' and v > current) or (kind == 'min' and v < current) then
         redis.call('HSET', KEYS[1], field, string.format('%.17g', v))
@@ -64,7 +72,8 @@ export interface RecordStateStoreOptions {
 export function createRecordStateStore(options: RecordStateStoreOptions): RecordStateStore {
   const { redis } = options;
   const prefix = options.keyPrefix ?? '';
-  const stateKey = (accountId: string, object: CrmObject, key: string) => `${prefix}crm:state:{${encodeURIComponent(accountId)}}:${object}:${encodeURIComponent(key)}`;
+  const stateKey = (accountId: string, object: CrmObject, key: string) =>
+    `${prefix}crm:state:{${encodeURIComponent(accountId)}}:${object}:${encodeURIComponent(key)}`;
   const ledger = (ledgerKey: string) => `${prefix}${ledgerKey}`;
   const activityKey = (ledgerKey: string) => `${prefix}${ledgerKey}:activity`;
 
@@ -75,15 +84,8 @@ export function createRecordStateStore(options: RecordStateStoreOptions): Record
       return new Set(fields.filter((_, i) => values[i] !== null));
     },
     async apply(accountId, object, key, ledgerKey, seeds, delta) {
-      const [applied, flat] = (await redis.eval(
-        APPLY,
-        2,
-        stateKey(accountId, object, key),
-        ledger(ledgerKey),
-        options.ledgerTtlSeconds,
-        options.stateTtlSeconds,
-        ...seeds,
-        ...delta,
+      const [applied, flat] = (await withoutArguments(
+        redis.eval(APPLY, 2, stateKey(accountId, object, key), ledger(ledgerKey), options.ledgerTtlSeconds, options.stateTtlSeconds, ...seeds, ...delta),
       )) as [number, string[]];
       const state: RecordState = {};
       for (let i = 0; i + 1 < flat.length; i += 2) state[flat[i] as string] = flat[i + 1] as string;
@@ -101,4 +103,17 @@ export function createRecordStateStore(options: RecordStateStoreOptions): Record
       await pipeline.exec();
     },
   };
+}
+
+/**
+ * ioredis attaches the failed command with its arguments to its errors, and those arguments are
+ * event contents (emails in keys, property values): the error that leaves here carries only
+ * Redis's own message.
+ */
+async function withoutArguments<T>(command: Promise<T>): Promise<T> {
+  try {
+    return await command;
+  } catch (err) {
+    throw new AppError('crm_state_unavailable', `record state update failed: ${err instanceof Error ? err.message : String(err)}`, { retryable: true });
+  }
 }

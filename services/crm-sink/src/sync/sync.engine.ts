@@ -147,7 +147,10 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     const stored = deps.mappings.crmCredential(accountId, mapping.mapping.crm.credentialsRef);
     if (!stored) return { code: 'crm_credential_missing', reason: `no stored credential named ${mapping.mapping.crm.credentialsRef}` };
     if (stored.credential.type !== mapping.mapping.crm.type) {
-      return { code: 'crm_credential_mismatch', reason: `credential ${stored.name} is for ${stored.credential.type}, the mapping is for ${mapping.mapping.crm.type}` };
+      return {
+        code: 'crm_credential_mismatch',
+        reason: `credential ${stored.name} is for ${stored.credential.type}, the mapping is for ${mapping.mapping.crm.type}`,
+      };
     }
     const ref = `${stored.name}@${stored.updatedAt}`;
     if (w.adapter?.ref !== ref) w.adapter = { ref, adapter: deps.createAdapter(stored.credential) };
@@ -171,7 +174,9 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       failed.map(([e, f]) => ({ message: e.sink.message, code: f.code, reason: `account ${e.accountId} event ${e.eventId}: ${f.reason}` })),
     );
     await deps.syncStates.record(
-      [...outcomes].map(([e, f]) => (f ? { accountId: e.accountId, eventId: e.eventId, state: 'failed', reason: f.reason } : { accountId: e.accountId, eventId: e.eventId, state: 'synced' })),
+      [...outcomes].map(([e, f]) =>
+        f ? { accountId: e.accountId, eventId: e.eventId, state: 'failed', reason: f.reason } : { accountId: e.accountId, eventId: e.eventId, state: 'synced' },
+      ),
     );
     const at = now();
     for (const [e, f] of outcomes) {
@@ -179,7 +184,8 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       if (!f) deps.metrics.lag.observe(Math.max(0, at - e.sink.record.receivedAtMs) / 1000);
       e.sink.finish();
     }
-    if (failed.length > 0) log.warn({ accountId, failed: failed.length, codes: [...new Set(failed.map(([, f]) => f.code))] }, 'CRM sync failed for some events; dead-lettered');
+    if (failed.length > 0)
+      log.warn({ accountId, failed: failed.length, codes: [...new Set(failed.map(([, f]) => f.code))] }, 'CRM sync failed for some events; dead-lettered');
   }
 
   return {
@@ -215,4 +221,3 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     },
   };
 }
-

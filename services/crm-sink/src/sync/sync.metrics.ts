@@ -11,8 +11,18 @@ export interface SyncMetrics {
 
 export function createSyncMetrics(registry: Registry): SyncMetrics {
   return {
-    outcomes: new Counter({ name: METRIC_NAMES.crmSyncOutcomes, help: 'Events by CRM sync outcome (synced, skipped, failed)', labelNames: ['state'], registers: [registry] }),
-    retries: new Counter({ name: METRIC_NAMES.crmRetries, help: 'CRM calls retried, by cause (rate_limited, transient)', labelNames: ['kind'], registers: [registry] }),
+    outcomes: new Counter({
+      name: METRIC_NAMES.crmSyncOutcomes,
+      help: 'Events by CRM sync outcome (synced, skipped, failed)',
+      labelNames: ['state'],
+      registers: [registry],
+    }),
+    retries: new Counter({
+      name: METRIC_NAMES.crmRetries,
+      help: 'CRM calls retried, by cause (rate_limited, transient)',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
     coalesced: new Counter({
       name: METRIC_NAMES.crmRecordsCoalesced,
       help: 'Event-rule operations folded into an upsert that another operation of the same record already needed',
