@@ -80,7 +80,9 @@ export function createCrmHttpClient(options: CrmHttpOptions): CrmHttpClient {
     let text: string;
     let retryAfter: string | string[] | undefined;
     try {
-      const response = await pool.request({ method: request.method, path: `${basePath}${request.path}` || '/', headers, body: body ?? null });
+      // An empty path is the base URL itself, query string included (a webhook URL may carry one).
+      const path = request.path === '' ? `${base.pathname}${base.search}` : `${basePath}${request.path}`;
+      const response = await pool.request({ method: request.method, path, headers, body: body ?? null });
       status = response.statusCode;
       retryAfter = response.headers['retry-after'];
       text = await response.body.text();

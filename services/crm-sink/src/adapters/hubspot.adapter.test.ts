@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
 import { CrmError, type RecordWrite } from './adapter.js';
-import { createHubSpotAdapter } from './hubspot.adapter.js';
+import { createHubSpotAdapter, hubspotBatchFailures } from './hubspot.adapter.js';
 import { buildHubSpotUpsertRequests } from './hubspot.requests.js';
 
 const TOKEN = 'hs-token-account-a';
@@ -203,5 +203,18 @@ describe('HubSpot adapter', () => {
     const companyId = crm.records('hubspot', 'companies').get('acme.com')?.id;
     expect(crm.records('hubspot', 'notes').get('k-company')?.associations).toEqual([companyId]);
     expect(crm.records('hubspot', 'notes').has('k-broken')).toBe(false);
+  });
+
+  it('fails every unconfirmed record when a 207 error names none, and only the named ones otherwise', () => {
+    const keys = ['ada@example.com', 'bob@example.com', 'cy@example.com'];
+    const results = [{ id: '1', properties: { email: 'ADA@example.com' } }];
+    expect(hubspotBatchFailures(keys, 'email', { results, errors: [{ category: 'VALIDATION_ERROR', message: 'bad' }] })).toEqual([
+      { key: 'bob@example.com', message: 'VALIDATION_ERROR: bad' },
+      { key: 'cy@example.com', message: 'VALIDATION_ERROR: bad' },
+    ]);
+    expect(hubspotBatchFailures(keys, 'email', { results, errors: [{ message: 'bad', context: { ids: ['CY@example.com'] } }] })).toEqual([
+      { key: 'cy@example.com', message: 'bad' },
+    ]);
+    expect(hubspotBatchFailures(keys, 'email', { results })).toEqual([]);
   });
 });

@@ -63,14 +63,15 @@ export function uniqueActivities(activities: readonly ActivityWrite[]): Activity
 }
 
 /**
- * Record ids for note associations come from upserting the records by key with no properties:
+ * Record ids for note associations come from upserting the records by key with no other properties:
  * it creates a record the activity is about if it does not exist yet, and changes nothing else.
  */
 export function buildHubSpotRecordIdRequests(activities: readonly ActivityWrite[]): CrmRequest[] {
   return (['contact', 'company'] as const).flatMap((object) =>
     buildHubSpotUpsertRequests(
       object,
-      activities.filter((a) => a.object === object).map((a) => ({ object, key: a.key, properties: {} })),
+      // The key itself as the only property: the answer then names each record's key next to its id.
+      activities.filter((a) => a.object === object).map((a) => ({ object, key: a.key, properties: { [HUBSPOT_OBJECTS[object].idProperty]: a.key } })),
     ),
   );
 }

@@ -57,6 +57,16 @@ describe('webhook adapter', () => {
     }
   });
 
+  it('keeps the query string of the configured URL', async () => {
+    const adapter = createAdapter({ type: 'webhook', url: `${webhookUrl}?source=ingest`, secret: FAKE_WEBHOOK_SECRET });
+    try {
+      await adapter.createActivities([activity]);
+      expect(crm.calls[0]).toMatchObject({ path: '/webhook/acme?source=ingest', status: 200 });
+    } finally {
+      await adapter.close();
+    }
+  });
+
   it('gets a 401 from a receiver with another secret: auth', async () => {
     const adapter = createAdapter({ type: 'webhook', url: webhookUrl, secret: 'whsec_wrong_secret' });
     try {
