@@ -30,10 +30,19 @@ export interface CrmHttpOptions {
   headersTimeoutMs?: number;
   bodyTimeoutMs?: number;
   connections?: number;
+  /** Called once per HTTP call, for metrics (calls by CRM and status, latency); `status` 0 = no answer. */
+  onCall?: (call: CrmCallObservation) => void;
+}
+
+export interface CrmCallObservation {
+  crm: string;
+  method: CrmRequest['method'];
+  status: number;
+  durationMs: number;
 }
 
 /** The tunable part of the HTTP options, what a caller of `createAdapter` may set. */
-export type AdapterHttpOptions = Partial<Pick<CrmHttpOptions, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'connections'>>;
+export type AdapterHttpOptions = Partial<Pick<CrmHttpOptions, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'connections' | 'onCall'>>;
 
 export interface SendOptions {
   /** Non-2xx statuses the caller handles itself (e.g. HubSpot's 409 for a duplicate unique value). */
@@ -76,9 +85,10 @@ export function createCrmHttpClient(options: CrmHttpOptions): CrmHttpClient {
     const body = sendOptions.rawBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body));
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers, ...sendOptions.headers };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    let status: number;
+    let status = 0;
     let text: string;
     let retryAfter: string | string[] | undefined;
+    const startedAt = performance.now();
     try {
       // An empty path is the base URL itself, query string included (a webhook URL may carry one).
       const path = request.path === '' ? `${base.pathname}${base.search}` : `${basePath}${request.path}`;
@@ -88,6 +98,8 @@ export function createCrmHttpClient(options: CrmHttpOptions): CrmHttpClient {
       text = await response.body.text();
     } catch (err) {
       throw classifyNetworkError(options.crm, err, options.secrets);
+    } finally {
+      options.onCall?.({ crm: options.crm, method: request.method, status, durationMs: performance.now() - startedAt });
     }
     const parsed = parseJson(text);
     if ((status >= 200 && status < 300) || sendOptions.accept?.includes(status)) return { status, body: parsed };

@@ -131,6 +131,25 @@ describe('HubSpot adapter', () => {
     expect(err.message).toMatch(/UND_ERR_HEADERS_TIMEOUT/);
   });
 
+  it('reports every call to onCall with its status, including calls that got no answer', async () => {
+    const observed: { crm: string; method: string; status: number }[] = [];
+    const adapter = createHubSpotAdapter(
+      { type: 'hubspot', accessToken: TOKEN, baseUrl: crm.url },
+      { onCall: ({ crm: name, method, status }) => observed.push({ crm: name, method, status }) },
+    );
+    try {
+      crm.failNext({ status: 503 });
+      await adapter.upsert('contact', [contact('ada@example.com', {})]).catch(() => undefined);
+      await adapter.upsert('contact', [contact('ada@example.com', {})]);
+      expect(observed).toEqual([
+        { crm: 'HubSpot', method: 'POST', status: 503 },
+        { crm: 'HubSpot', method: 'POST', status: 200 },
+      ]);
+    } finally {
+      await adapter.close();
+    }
+  });
+
   it('classifies a refused connection as transient', async () => {
     const down = await startFakeCrm();
     const url = down.url;

@@ -9,7 +9,7 @@ import { createWebhookAdapter } from './webhook.adapter.js';
 import { buildWebhookActivityRequests, buildWebhookUpsertRequests } from './webhook.requests.js';
 
 export * from './adapter.js';
-export { type AdapterHttpOptions, type CrmRequest } from './http.client.js';
+export { type AdapterHttpOptions, type CrmCallObservation, type CrmRequest } from './http.client.js';
 export { parseRetryAfterMs } from './crm-errors.js';
 
 /** An adapter owns a keep-alive connection pool; `close` releases it when the account's adapter is dropped. */
