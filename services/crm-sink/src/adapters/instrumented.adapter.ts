@@ -46,5 +46,7 @@ export function instrumentAdapter(adapter: CrmAdapter, metrics: CrmCallMetrics):
     read: (object, keys, fields) => timed('read', () => adapter.read(object, keys, fields)),
     upsert: (object, records) => timed('upsert', () => adapter.upsert(object, records)),
     createActivities: (activities) => timed('activities', () => adapter.createActivities(activities)),
+    // Keeps the wrapped adapter's connection pool closable.
+    ...('close' in adapter && typeof adapter.close === 'function' ? { close: () => (adapter.close as () => Promise<void>)() } : {}),
   };
 }

@@ -64,6 +64,12 @@ interface AccountWorker {
   adapter?: { ref: string; adapter: CrmAdapter };
 }
 
+/** HTTP adapters own a keep-alive pool (`close`); the in-memory ones do not. */
+async function closeAdapter(adapter: CrmAdapter): Promise<void> {
+  const closable = adapter as CrmAdapter & { close?: () => Promise<void> };
+  await closable.close?.().catch(() => undefined);
+}
+
 const INFRA_RETRY = { baseMs: 200, capMs: 10_000 };
 
 export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
@@ -153,7 +159,10 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       };
     }
     const ref = `${stored.name}@${stored.updatedAt}`;
-    if (w.adapter?.ref !== ref) w.adapter = { ref, adapter: deps.createAdapter(stored.credential) };
+    if (w.adapter?.ref !== ref) {
+      if (w.adapter) void closeAdapter(w.adapter.adapter);
+      w.adapter = { ref, adapter: deps.createAdapter(stored.credential) };
+    }
     return w.adapter.adapter;
   }
 
@@ -218,6 +227,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       abort.abort();
       if (timer) clearTimeout(timer);
       await Promise.allSettled([...workers.values()].map((w) => w.running));
+      await Promise.allSettled([...workers.values()].map((w) => (w.adapter ? closeAdapter(w.adapter.adapter) : undefined)));
     },
   };
 }
