@@ -7,6 +7,7 @@ import {
   type ControlPlane,
   createAllowance,
   createEventValidator,
+  createSyncStateStore,
   type JobStatusStore,
   type Logger,
   METRIC_NAMES,
@@ -142,7 +143,12 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       );
       await v1.register(bulkRoutes({ jobs, allowance, metrics: ingestMetrics }));
       await v1.register(csvRoutes({ jobs, allowance, metrics: ingestMetrics }));
-      await v1.register(eventReadRoutes({ store: createClickHouseEventStore(deps.ch) }));
+      await v1.register(
+        eventReadRoutes({
+          store: createClickHouseEventStore(deps.ch),
+          syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
+        }),
+      );
       await v1.register(jobsRoutes({ statusStore: deps.jobStatus }));
       await v1.register(usageRoutes({ allowance }));
     },
