@@ -72,7 +72,7 @@ describe('checkQueries', () => {
   });
 
   it('fails a metric no service exports, a misspelt one, or a histogram suffix on a counter', () => {
-    expect(check('rate(ingest_crm_calls_total[5m])')).toEqual(['test: ingest_crm_calls_total is not exported by any service']);
+    expect(check('rate(ingest_crm_no_such_metric_total[5m])')).toEqual(['test: ingest_crm_no_such_metric_total is not exported by any service']);
     expect(check('sum(rate(ingest_events_accept_total[5m]))')).toEqual(['test: ingest_events_accept_total is not exported by any service']);
     expect(check('ingest_dead_letters_total_bucket')).toHaveLength(1);
   });
@@ -184,12 +184,12 @@ describe('Grafana dashboards', () => {
       uid: 'x',
       title: 'x',
       panels: [
-        { type: 'row', title: 'r', panels: [{ type: 'timeseries', title: 'CRM calls', targets: [{ refId: 'A', expr: 'rate(ingest_crm_calls_total[5m])' }] }] },
+        { type: 'row', title: 'r', panels: [{ type: 'timeseries', title: 'CRM calls', targets: [{ refId: 'A', expr: 'rate(ingest_crm_no_such_metric_total[5m])' }] }] },
       ],
       templating: { list: [{ name: 'route', type: 'query', query: { query: 'label_values(ingest_http_requests_totl, route)' } }] },
     };
     expect(checkQueries(dashboardQueries(bad, join(REPO_ROOT, 'bad.json')), exported)).toEqual([
-      'bad.json: panel "CRM calls" (A): ingest_crm_calls_total is not exported by any service',
+      'bad.json: panel "CRM calls" (A): ingest_crm_no_such_metric_total is not exported by any service',
       'bad.json: variable $route: ingest_http_requests_totl is not exported by any service',
     ]);
   });
