@@ -47,3 +47,4 @@ check() {
 
 check gateway GATEWAY_OPS_PORT
 check processor PROCESSOR_OPS_PORT
+check crm-sink CRM_SINK_OPS_PORT

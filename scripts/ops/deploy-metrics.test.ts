@@ -184,7 +184,11 @@ describe('Grafana dashboards', () => {
       uid: 'x',
       title: 'x',
       panels: [
-        { type: 'row', title: 'r', panels: [{ type: 'timeseries', title: 'CRM calls', targets: [{ refId: 'A', expr: 'rate(ingest_crm_no_such_metric_total[5m])' }] }] },
+        {
+          type: 'row',
+          title: 'r',
+          panels: [{ type: 'timeseries', title: 'CRM calls', targets: [{ refId: 'A', expr: 'rate(ingest_crm_no_such_metric_total[5m])' }] }],
+        },
       ],
       templating: { list: [{ name: 'route', type: 'query', query: { query: 'label_values(ingest_http_requests_totl, route)' } }] },
     };

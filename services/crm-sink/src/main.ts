@@ -32,7 +32,11 @@ const sink = createCrmSink({
   redis,
   mappings: mappingReaderOf(controlPlane),
   createAdapter: (credential) =>
-    createAdapter(credential, { connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS, headersTimeoutMs: config.CRM_HTTP_TIMEOUT_MS, bodyTimeoutMs: config.CRM_HTTP_TIMEOUT_MS }),
+    createAdapter(credential, {
+      connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
+      headersTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
+      bodyTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
+    }),
   logger,
   metrics,
   topicPrefix: config.KAFKA_TOPIC_PREFIX,
