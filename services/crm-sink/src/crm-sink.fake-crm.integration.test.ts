@@ -3,23 +3,18 @@
  * real HTTP, called by the real HubSpot adapter. Events are produced to events.unique directly.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import { type Component, createMetricsRegistry, createProducer, createRedis, createSyncStateStore, type Producer, type Redis } from '@ingest/shared';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { waitFor, uniqueSuffix } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
-import { createCrmSink } from './crm-sink.js';
-import { createStaticMappings } from './test-support/memory-crm.js';
 import { type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
+import { createStaticMappings } from './test-support/memory-crm.js';
+import { createSinkFixture, type SinkFixture } from './test-support/sink.fixture.js';
 
 const ACCOUNTS = ['acc_volume', 'acc_slow', 'acc_fast'] as const;
 const token = (accountId: string) => `tok-${accountId}`;
 
-let kafka: TestKafka;
-let producer: Producer;
-let redis: Redis & { close(): Promise<void> };
-let redisKeyPrefix: string;
+let fx: SinkFixture;
 let crm: FakeCrm;
-let sink: Component;
 
 const mapping: CrmMapping = {
   version: 1,
@@ -46,79 +41,32 @@ const mapping: CrmMapping = {
 };
 
 beforeAll(async () => {
-  kafka = await createTestKafka(['eventsUnique', 'crmReplay', 'crmDeadLetters']);
-  producer = createProducer(kafka.kafka);
-  redisKeyPrefix = `t${uniqueSuffix()}:`;
-  redis = createRedis({ url: integrationEnv().redisUrl });
   crm = await startFakeCrm({ tokens: ACCOUNTS.map(token) });
-  await Promise.all([producer.connect(), redis.connect()]);
-  const mappings = createStaticMappings(
-    Object.fromEntries(ACCOUNTS.map((a) => [a, { mapping, credential: { type: 'hubspot' as const, accessToken: token(a), baseUrl: crm.url } }])),
-  );
-  sink = createCrmSink({
-    kafka: kafka.kafka,
-    producer,
-    redis,
-    mappings,
+  fx = await createSinkFixture({
+    mappings: createStaticMappings(
+      Object.fromEntries(ACCOUNTS.map((a) => [a, { mapping, credential: { type: 'hubspot' as const, accessToken: token(a), baseUrl: crm.url } }])),
+    ),
     createAdapter: (credential) => createAdapter(credential),
-    logger: testLogger(),
-    metrics: createMetricsRegistry('crm-sink-test'),
-    topicPrefix: kafka.prefix,
-    groupId: `crm-sink-${uniqueSuffix()}`,
-    redisKeyPrefix,
-    ledgerTtlSeconds: 3600,
-    syncStateTtlSeconds: 3600,
+  });
+  await fx.startSink(`crm-sink-${uniqueSuffix()}`, {
     coalesceWindowMs: 500,
     coalesceMaxRecords: 100,
     // The service defaults, fitted to HubSpot's 100 requests per 10 s (which the fake enforces).
     rate: { ratePerSecond: 9, burst: 10 },
     retry: { maxAttempts: 6, budgetMs: 60_000, baseDelayMs: 100, maxDelayMs: 1_000 },
     maxUnfinishedPerPartition: 2_000,
-    partitionsConsumedConcurrently: 3,
   });
-  await sink.start();
 });
 
 afterAll(async () => {
-  await sink?.stop();
-  const keys = await redis.keys(`${redisKeyPrefix}*`);
-  if (keys.length > 0) await redis.del(...keys);
-  await producer?.disconnect();
-  await redis?.close();
+  await fx?.cleanup();
   await crm?.stop();
-  await kafka?.cleanup();
 });
 
-let seq = 0;
-function event(accountId: string, eventName: string, email: string, properties: Record<string, unknown>, minute: number): EventRecord {
-  seq += 1;
-  return {
-    v: 1,
-    accountId,
-    eventId: `evt-${seq}`,
-    eventName,
-    email,
-    domain: null,
-    timestampMs: Date.UTC(2026, 10, 20, 12, minute),
-    receivedAtMs: Date.now(),
-    properties,
-    source: 'api',
-    jobId: null,
-  };
-}
-
-async function produce(records: EventRecord[]): Promise<void> {
-  await producer.send(
-    kafka.topic('eventsUnique'),
-    records.map((r) => ({ key: `${r.accountId}:${r.email ?? ''}`, value: JSON.stringify(r) })),
-  );
-}
-
-async function pending(records: EventRecord[]): Promise<number> {
-  const store = createSyncStateStore({ redis, keyPrefix: redisKeyPrefix });
-  const states = await Promise.all(records.map((r) => store.read(r.accountId, r.eventId)));
-  return states.filter((s) => s.state === 'pending').length;
-}
+const event = (accountId: string, eventName: string, email: string, properties: Record<string, unknown>, minute: number) =>
+  fx.event(accountId, eventName, email, properties, minute);
+const produce = (records: EventRecord[]) => fx.produce(records);
+const pending = async (records: EventRecord[]) => (await fx.states(records)).filter((s) => s.state === 'pending').length;
 
 const contact = (email: string) => crm.records('hubspot', 'contacts').get(email)?.properties;
 const callsOf = (accountId: string) => crm.calls.filter((c) => c.token === token(accountId));

@@ -3,168 +3,44 @@
  * (the sink's logic under test; the HTTP adapters have their own tests against the fake CRM).
  * Events are produced to events.unique directly, as the dedupe step would.
  */
-import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import {
-  committedOffsets,
-  type Component,
-  createMetricsRegistry,
-  createProducer,
-  createRedis,
-  createSyncStateStore,
-  type CrmCredential,
-  type Producer,
-  readDeadLetters,
-  type Redis,
-} from '@ingest/shared';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import type { EventRecord } from '@ingest/schemas';
+import { committedOffsets, type CrmCredential, readDeadLetters } from '@ingest/shared';
+import { testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCrmSink } from './crm-sink.js';
 import { createMemoryCrm, createStaticMappings, type MemoryCrm } from './test-support/memory-crm.js';
-
-let kafka: TestKafka;
-let producer: Producer;
-let redis: Redis & { close(): Promise<void> };
-let redisKeyPrefix: string;
-const crms = new Map<string, MemoryCrm>();
-const sinks: Component[] = [];
-
-const mapping = (credentialsRef: string): CrmMapping => ({
-  version: 1,
-  crm: { type: 'hubspot', credentialsRef },
-  rules: [
-    {
-      id: 'signup',
-      when: { eventName: 'Signed Up' },
-      object: 'contact',
-      actions: [
-        { op: 'set', field: 'plan', from: { property: 'plan' } },
-        { op: 'setOnce', field: 'first_source', from: { property: 'source' } },
-        { op: 'min', field: 'first_seen_at', from: { event: 'timestamp' } },
-      ],
-      activity: { type: 'signup', title: 'Signed up on {{properties.plan}}' },
-    },
-    {
-      id: 'page',
-      when: { eventName: 'Page Viewed' },
-      object: 'contact',
-      actions: [
-        { op: 'increment', field: 'page_views' },
-        { op: 'max', field: 'last_seen_at', from: { event: 'timestamp' } },
-        { op: 'append', field: 'pages', from: { property: 'path' } },
-      ],
-    },
-    {
-      id: 'company-signup',
-      when: { eventName: 'Signed Up', where: [{ property: 'plan', op: 'neq', value: 'free' }] },
-      object: 'company',
-      actions: [
-        { op: 'set', field: 'plan', from: { property: 'plan' } },
-        { op: 'increment', field: 'paid_signups', by: 1 },
-      ],
-    },
-  ],
-});
+import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './test-support/sink.fixture.js';
 
 // One sink serves every test; each test has accounts (and a memory CRM per account) of its own.
 const ACCOUNTS = ['acc_rules', 'acc_volume', 'acc_slow', 'acc_fast', 'acc_replay', 'acc_reject'];
+const crms = new Map<string, MemoryCrm>(ACCOUNTS.map((a) => [a, createMemoryCrm({ maxBatchSize: a === 'acc_volume' ? 4 : 100 })]));
+let fx: SinkFixture;
+let groupId: string;
 
 function crmOf(accountId: string): MemoryCrm {
   return crms.get(accountId) as MemoryCrm;
 }
 
-function startSink(groupId: string): Component {
-  const mappings = createStaticMappings(
-    Object.fromEntries(ACCOUNTS.map((a) => [a, { mapping: mapping(`${a}-hubspot`), credential: { type: 'hubspot', accessToken: a } satisfies CrmCredential }])),
-  );
-  const sink = createCrmSink({
-    kafka: kafka.kafka,
-    producer,
-    redis,
-    mappings,
-    createAdapter: (credential) => crmOf(credential.type === 'hubspot' ? credential.accessToken : '').adapter,
-    logger: testLogger(),
-    metrics: createMetricsRegistry('crm-sink-test'),
-    topicPrefix: kafka.prefix,
-    groupId,
-    redisKeyPrefix,
-    ledgerTtlSeconds: 3600,
-    syncStateTtlSeconds: 3600,
-    coalesceWindowMs: 300,
-    coalesceMaxRecords: 50,
-    rate: { ratePerSecond: 20, burst: 5 },
-    retry: { maxAttempts: 5, budgetMs: 30_000, baseDelayMs: 50, maxDelayMs: 400 },
-    maxUnfinishedPerPartition: 500,
-    partitionsConsumedConcurrently: 3,
-  });
-  sinks.push(sink);
-  return sink;
-}
-
-let groupId: string;
-
 beforeAll(async () => {
-  kafka = await createTestKafka(['eventsUnique', 'crmReplay', 'crmDeadLetters']);
-  producer = createProducer(kafka.kafka);
-  redisKeyPrefix = `t${uniqueSuffix()}:`;
-  redis = createRedis({ url: integrationEnv().redisUrl });
-  await Promise.all([producer.connect(), redis.connect()]);
-  crms.set('acc_volume', createMemoryCrm({ maxBatchSize: 4 }));
-  for (const a of ACCOUNTS) if (!crms.has(a)) crms.set(a, createMemoryCrm());
+  fx = await createSinkFixture({
+    mappings: createStaticMappings(
+      Object.fromEntries(
+        ACCOUNTS.map((a) => [a, { mapping: everyKindMapping(`${a}-hubspot`), credential: { type: 'hubspot', accessToken: a } satisfies CrmCredential }]),
+      ),
+    ),
+    createAdapter: (credential) => crmOf(credential.type === 'hubspot' ? credential.accessToken : '').adapter,
+  });
   groupId = `crm-sink-${uniqueSuffix()}`;
-  await startSink(groupId).start();
+  await fx.startSink(groupId);
 });
 
 afterAll(async () => {
-  await Promise.allSettled(sinks.map((s) => s.stop()));
-  const keys = await redis.keys(`${redisKeyPrefix}*`);
-  if (keys.length > 0) await redis.del(...keys);
-  await producer?.disconnect();
-  await redis?.close();
-  await kafka?.cleanup();
+  await fx?.cleanup();
 });
 
-const T0 = Date.UTC(2026, 10, 20, 12, 0, 0);
-let seq = 0;
-
-function event(
-  accountId: string,
-  eventName: string,
-  email: string | null,
-  properties: Record<string, unknown>,
-  minutes = 0,
-  domain: string | null = null,
-): EventRecord {
-  seq += 1;
-  return {
-    v: 1,
-    accountId,
-    eventId: `evt-${seq}`,
-    eventName,
-    email,
-    domain,
-    timestampMs: T0 + minutes * 60_000,
-    receivedAtMs: Date.now(),
-    properties,
-    source: 'api',
-    jobId: null,
-  };
-}
-
-async function produce(records: EventRecord[], topic = kafka.topic('eventsUnique')): Promise<void> {
-  await producer.send(
-    topic,
-    records.map((r) => ({ key: `${r.accountId}:${r.email ?? r.domain ?? ''}`, value: JSON.stringify(r) })),
-  );
-}
-
-async function states(records: EventRecord[]) {
-  const store = createSyncStateStore({ redis, keyPrefix: redisKeyPrefix });
-  return Promise.all(records.map((r) => store.read(r.accountId, r.eventId)));
-}
-
-async function allSettled(records: EventRecord[]): Promise<void> {
-  await waitFor(async () => (await states(records)).every((s) => s.state !== 'pending'), { description: 'sync states of every event', timeoutMs: 60_000 });
-}
+const event = (...args: Parameters<SinkFixture['event']>) => fx.event(...args);
+const produce = (records: EventRecord[], topic?: string) => fx.produce(records, topic);
+const states = (records: EventRecord[]) => fx.states(records);
+const allSettled = (records: EventRecord[]) => fx.settled(records);
 
 describe('crm-sink', () => {
   it('applies a mapping with several rule kinds: exactly the expected CRM state', async () => {
@@ -266,7 +142,7 @@ describe('crm-sink', () => {
     expect(company).toMatchObject({ paid_signups: 1 });
 
     const upsertsBefore = crm.calls.filter((c) => c.operation === 'upsert').length;
-    await produce(events, kafka.topic('crmReplay'));
+    await produce(events, fx.kafka.topic('crmReplay'));
     await produce(events);
     await waitFor(() => crm.calls.filter((c) => c.operation === 'upsert').length >= upsertsBefore + 2, { description: 'the repeated writes' });
     expect(crm.record('contact', 'dana@replay.io')).toEqual(first);
@@ -276,7 +152,7 @@ describe('crm-sink', () => {
     // The group's commits cover the work: a new member of the same group has nothing left to redo.
     await waitFor(
       async () => {
-        const offsets = await committedOffsets(kafka.kafka, groupId, kafka.topic('eventsUnique'));
+        const offsets = await committedOffsets(fx.kafka.kafka, groupId, fx.kafka.topic('eventsUnique'));
         return [...offsets.values()].some((o) => Number(o) > 0);
       },
       { description: 'committed offsets' },
@@ -297,13 +173,13 @@ describe('crm-sink', () => {
     expect(good?.state).toBe('synced');
     const letters = await waitFor(
       async () => {
-        const found = await readDeadLetters(kafka.kafka, kafka.topic('crmDeadLetters'), { limit: 10, logger: testLogger() });
+        const found = await readDeadLetters(fx.kafka.kafka, fx.kafka.topic('crmDeadLetters'), { limit: 10, logger: testLogger() });
         return found.length > 0 ? found : undefined;
       },
       { description: 'the dead letter' },
     );
     expect(letters).toHaveLength(1);
-    expect(letters[0]).toMatchObject({ code: 'crm_record_rejected', sourceTopic: kafka.topic('eventsUnique'), consumer: 'crm-sink' });
+    expect(letters[0]).toMatchObject({ code: 'crm_record_rejected', sourceTopic: fx.kafka.topic('eventsUnique'), consumer: 'crm-sink' });
     expect(letters[0]?.reason).toContain(`event ${events[0]?.eventId}`);
     expect(JSON.parse(letters[0]?.value?.toString() ?? '{}')).toMatchObject({ eventId: events[0]?.eventId });
   });
