@@ -3,7 +3,8 @@
  * real HTTP, called by the real HubSpot adapter. Events are produced to events.unique directly.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import { waitFor, uniqueSuffix } from '@ingest/shared/testing';
+import { createMetricsRegistry, type Registry } from '@ingest/shared';
+import { uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
@@ -15,6 +16,7 @@ const token = (accountId: string) => `tok-${accountId}`;
 
 let fx: SinkFixture;
 let crm: FakeCrm;
+const metrics: Registry = createMetricsRegistry('crm-sink-test');
 
 const mapping: CrmMapping = {
   version: 1,
@@ -49,6 +51,7 @@ beforeAll(async () => {
     createAdapter: (credential) => createAdapter(credential),
   });
   await fx.startSink(`crm-sink-${uniqueSuffix()}`, {
+    metrics,
     coalesceWindowMs: 500,
     coalesceMaxRecords: 100,
     // The service defaults, fitted to HubSpot's 100 requests per 10 s (which the fake enforces).
@@ -111,5 +114,22 @@ describe('crm-sink with the HubSpot adapter and the fake CRM', () => {
     expect(after.length).toBeGreaterThan(0);
     expect(Math.min(...after.map((c) => c.at)) - (limited?.at ?? 0)).toBeGreaterThanOrEqual(1_900);
     expect(calls.filter((c) => c.status === 503)).toHaveLength(2);
+
+    // The same story in the metrics: the 429 and the 503s by adapter and status, the retries, no account paused now.
+    const value = async (name: string, labels: Record<string, string>) =>
+      (await metrics.getSingleMetric(name)?.get())?.values
+        .filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))
+        .reduce((n, v) => n + v.value, 0) ?? 0;
+    expect(await value('ingest_crm_calls_total', { adapter: 'hubspot', status: 'rate_limited' })).toBe(1);
+    expect(await value('ingest_crm_calls_total', { adapter: 'hubspot', status: 'transient' })).toBe(2);
+    expect(await value('ingest_crm_calls_total', { adapter: 'hubspot', operation: 'upsert', status: 'ok' })).toBeGreaterThan(0);
+    expect(await value('ingest_crm_retries_total', { kind: 'rate_limited' })).toBe(1);
+    expect(await value('ingest_crm_retries_total', { kind: 'transient' })).toBe(2);
+    expect(await value('ingest_crm_paused_accounts', {})).toBe(0);
+    expect(await value('ingest_crm_sync_outcomes_total', { state: 'synced' })).toBe(1000 + slow.length + fast.length);
+    const lag = await metrics.getSingleMetric('ingest_crm_sync_lag_seconds')?.get();
+    expect(lag?.values.find((v) => (v as { metricName?: string }).metricName === 'ingest_crm_sync_lag_seconds_count')?.value).toBe(
+      1000 + slow.length + fast.length,
+    );
   });
 });

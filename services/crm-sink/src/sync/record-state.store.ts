@@ -80,7 +80,7 @@ export function createRecordStateStore(options: RecordStateStoreOptions): Record
   return {
     async present(accountId, object, key, fields) {
       if (fields.length === 0) return new Set();
-      const values = await redis.hmget(stateKey(accountId, object, key), ...fields);
+      const values = await withoutArguments(redis.hmget(stateKey(accountId, object, key), ...fields));
       return new Set(fields.filter((_, i) => values[i] !== null));
     },
     async apply(accountId, object, key, ledgerKey, seeds, delta) {
@@ -93,14 +93,16 @@ export function createRecordStateStore(options: RecordStateStoreOptions): Record
     },
     async activitiesDone(ledgerKeys) {
       if (ledgerKeys.length === 0) return new Set();
-      const values = await redis.mget(...ledgerKeys.map(activityKey));
+      const values = await withoutArguments(redis.mget(...ledgerKeys.map(activityKey)));
       return new Set(ledgerKeys.filter((_, i) => values[i] !== null));
     },
     async markActivitiesDone(ledgerKeys) {
       if (ledgerKeys.length === 0) return;
       const pipeline = redis.pipeline();
       for (const k of ledgerKeys) pipeline.set(activityKey(k), '1', 'EX', options.ledgerTtlSeconds);
-      await pipeline.exec();
+      const results = (await withoutArguments(pipeline.exec())) ?? [];
+      const failed = results.find(([err]) => err !== null);
+      if (failed) throw new AppError('crm_state_unavailable', `marking activities failed: ${failed[0]?.message ?? 'unknown'}`, { retryable: true });
     },
   };
 }
