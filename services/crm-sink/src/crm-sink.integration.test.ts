@@ -12,6 +12,8 @@ import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './tes
 
 // One sink serves every test; each test has accounts (and a memory CRM per account) of its own.
 const ACCOUNTS = ['acc_rules', 'acc_volume', 'acc_slow', 'acc_fast', 'acc_replay', 'acc_reject'];
+// A mapping whose credential was never stored; and acc_none has no mapping at all.
+const NO_CREDENTIAL = 'acc_nocred';
 const crms = new Map<string, MemoryCrm>(ACCOUNTS.map((a) => [a, createMemoryCrm({ maxBatchSize: a === 'acc_volume' ? 4 : 100 })]));
 let fx: SinkFixture;
 let groupId: string;
@@ -22,11 +24,12 @@ function crmOf(accountId: string): MemoryCrm {
 
 beforeAll(async () => {
   fx = await createSinkFixture({
-    mappings: createStaticMappings(
-      Object.fromEntries(
+    mappings: createStaticMappings({
+      ...Object.fromEntries(
         ACCOUNTS.map((a) => [a, { mapping: everyKindMapping(`${a}-hubspot`), credential: { type: 'hubspot', accessToken: a } satisfies CrmCredential }]),
       ),
-    ),
+      [NO_CREDENTIAL]: { mapping: everyKindMapping('never-stored') },
+    }),
     createAdapter: (credential) => crmOf(credential.type === 'hubspot' ? credential.accessToken : '').adapter,
   });
   groupId = `crm-sink-${uniqueSuffix()}`;
@@ -173,7 +176,11 @@ describe('crm-sink', () => {
     expect(good?.state).toBe('synced');
     const letters = await waitFor(
       async () => {
-        const found = await readDeadLetters(fx.kafka.kafka, fx.kafka.topic('crmDeadLetters'), { limit: 10, logger: testLogger() });
+        const found = await readDeadLetters(fx.kafka.kafka, fx.kafka.topic('crmDeadLetters'), {
+          limit: 10,
+          logger: testLogger(),
+          filter: (e) => e.code === 'crm_record_rejected',
+        });
         return found.length > 0 ? found : undefined;
       },
       { description: 'the dead letter' },
@@ -182,5 +189,27 @@ describe('crm-sink', () => {
     expect(letters[0]).toMatchObject({ code: 'crm_record_rejected', sourceTopic: fx.kafka.topic('eventsUnique'), consumer: 'crm-sink' });
     expect(letters[0]?.reason).toContain(`event ${events[0]?.eventId}`);
     expect(JSON.parse(letters[0]?.value?.toString() ?? '{}')).toMatchObject({ eventId: events[0]?.eventId });
+  });
+
+  it('skips events of accounts without a mapping and dead-letters those whose credential is missing', async () => {
+    const events = [event('acc_none', 'Page Viewed', 'x@none.io', { path: '/' }, 1), event(NO_CREDENTIAL, 'Page Viewed', 'y@nocred.io', { path: '/' }, 1)];
+    await produce(events);
+    await allSettled(events);
+    expect(await states(events)).toEqual([
+      expect.objectContaining({ state: 'skipped', reason: 'no_mapping' }),
+      expect.objectContaining({ state: 'failed', reason: 'no stored credential named never-stored' }),
+    ]);
+    const letters = await waitFor(
+      async () => {
+        const found = await readDeadLetters(fx.kafka.kafka, fx.kafka.topic('crmDeadLetters'), {
+          limit: 10,
+          logger: testLogger(),
+          filter: (e) => e.code === 'crm_credential_missing',
+        });
+        return found.length > 0 ? found : undefined;
+      },
+      { description: 'the dead letter' },
+    );
+    expect(letters.map((l) => l.reason)).toEqual([`account ${NO_CREDENTIAL} event ${events[1]?.eventId}: no stored credential named never-stored`]);
   });
 });

@@ -81,8 +81,8 @@ export function createMemoryCrm(options: { maxBatchSize?: number } = {}): Memory
   };
 }
 
-/** Mappings and credentials held in memory, as the control plane's reader presents them. */
-export function createStaticMappings(entries: Record<string, { mapping: CrmMapping; credential: CrmCredential }>): MappingReader {
+/** Mappings and credentials held in memory; an entry without `credential` names one that is not stored. */
+export function createStaticMappings(entries: Record<string, { mapping: CrmMapping; credential?: CrmCredential }>): MappingReader {
   const at = new Date(0).toISOString();
   const stored = (accountId: string): StoredMapping | undefined => {
     const e = entries[accountId];
@@ -96,7 +96,7 @@ export function createStaticMappings(entries: Record<string, { mapping: CrmMappi
     },
     crmCredential(accountId, name): StoredCrmCredential | undefined {
       const e = entries[accountId];
-      return e && e.mapping.crm.credentialsRef === name ? { accountId, name, credential: e.credential, updatedAt: at } : undefined;
+      return e?.credential && e.mapping.crm.credentialsRef === name ? { accountId, name, credential: e.credential, updatedAt: at } : undefined;
     },
   };
 }
