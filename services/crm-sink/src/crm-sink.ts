@@ -13,6 +13,7 @@ import {
 import type { CreateAdapter } from './adapters/adapter.js';
 import { createCrmCallMetrics, instrumentAdapter } from './adapters/instrumented.adapter.js';
 import type { RateLimit, RetryPolicy } from './rate/account-limiter.js';
+import { createSharedTokenBuckets } from './rate/shared-token-bucket.js';
 import { createRecordStateStore } from './sync/record-state.store.js';
 import { createSinkConsumer } from './sync/sink.consumer.js';
 import { createSyncEngine } from './sync/sync.engine.js';
@@ -64,6 +65,7 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
     coalesceMaxRecords: deps.coalesceMaxRecords,
     rate: deps.rate,
     retry: deps.retry,
+    tokenBucketOf: createSharedTokenBuckets({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, rate: deps.rate }),
   });
   return createSinkConsumer({
     kafka: deps.kafka,

@@ -51,11 +51,14 @@ export function createAccountLimiter(options: {
   rate: RateLimit;
   retry: RetryPolicy;
   events: LimiterEvents;
+  /** Takes a token from a bucket shared by all replicas (ms to wait, 0 = taken); default: one in this process. */
+  takeToken?: () => Promise<number>;
   now?: () => number;
   random?: () => number;
 }): AccountLimiter {
   const now = options.now ?? Date.now;
   const bucket: TokenBucket = createTokenBucket({ ...options.rate, nowMs: now() });
+  const takeToken = options.takeToken ?? (async () => bucket.tryTake(now()));
   let pausedUntil = 0;
 
   async function acquire(signal: AbortSignal): Promise<void> {
@@ -66,7 +69,7 @@ export function createAccountLimiter(options: {
         await sleep(paused, undefined, { signal });
         continue;
       }
-      const wait = bucket.tryTake(now());
+      const wait = await takeToken();
       if (wait === 0) return;
       await sleep(wait, undefined, { signal });
     }

@@ -47,6 +47,8 @@ export interface SyncEngineDeps {
   coalesceMaxRecords: number;
   rate: RateLimit;
   retry: RetryPolicy;
+  /** The account's shared token bucket (Redis); without it each instance keeps its own. */
+  tokenBucketOf?: (accountId: string) => () => Promise<number>;
   now?: () => number;
 }
 
@@ -88,6 +90,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
         limiter: createAccountLimiter({
           rate: deps.rate,
           retry: deps.retry,
+          ...(deps.tokenBucketOf ? { takeToken: deps.tokenBucketOf(accountId) } : {}),
           now,
           events: {
             onRetry: (kind) => deps.metrics.retries.inc({ kind }),
