@@ -31,3 +31,5 @@ export * from './allowance/allowance.js';
 export * from './allowance/quota-period.js';
 export * from './crm/mapping.plan.js';
 export * from './crm/mapping.validate.js';
+export * from './crm/mapping.explain.js';
+export * from './control-plane/crm-config.ops.js';

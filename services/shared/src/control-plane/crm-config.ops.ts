@@ -20,10 +20,12 @@ export class InvalidConfigError extends AppError {
 
 /** If-Match failed: another version is current (or won the race for the next one). */
 export class MappingVersionMismatchError extends AppError {
+  readonly expectedVersion: number;
   readonly currentVersion: number | null;
 
   constructor(expected: number, current: number | null) {
     super('mapping_version_mismatch', `expected version ${expected} to be current, but ${current === null ? 'there is none' : `version ${current} is`}`);
+    this.expectedVersion = expected;
     this.currentVersion = current;
   }
 }
