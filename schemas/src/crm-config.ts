@@ -55,6 +55,8 @@ const credentialBranches = [
 /** PUT .../crm/credentials/{name}: a credential with its secret. */
 export const CrmCredentialBody = Type.Unsafe<Static<(typeof credentialBranches)[number]>>({
   $id: 'CrmCredentialBody',
+  // ajv's discriminator lets anything that is not an object pass; this refuses it.
+  type: 'object',
   oneOf: [...credentialBranches],
   discriminator: { propertyName: 'type' },
   description: 'A CRM credential; the secret (accessToken or secret) is write-only.',
@@ -110,8 +112,11 @@ export const CredentialParams = Type.Object({ accountId: AccountId, name: Creden
 export type MappingVersionParams = Static<typeof MappingVersionParams>;
 export type CredentialParams = Static<typeof CredentialParams>;
 
+export const IF_MATCH_PATTERN = '^\\s*(\\*|(W/)?"?[1-9][0-9]{0,8}"?)\\s*$';
 export const IfMatchHeaders = Type.Object({
-  'if-match': Type.Optional(Type.String({ description: 'The current version as an entity tag ("3"); 412 when another version is current.' })),
+  'if-match': Type.Optional(
+    Type.String({ pattern: IF_MATCH_PATTERN, description: 'The version you edited as an entity tag ("3"), or *; 412 when another version is current.' }),
+  ),
 });
 
 /** The documented dry-run request; the route validates the envelope and then each part precisely. */

@@ -169,7 +169,10 @@ describe('CRM mapping admin API', () => {
 
     const stale = expectProblem(await putMapping(accountId, mapping, { 'if-match': '"1"' }), 412, '/problems/precondition-failed');
     expect(stale.currentVersion).toBe(2);
-    expectProblem(await putMapping(accountId, mapping, { 'if-match': 'garbage' }), 412, '/problems/precondition-failed');
+    const malformed = expectProblem(await putMapping(accountId, mapping, { 'if-match': 'garbage' }), 400, '/problems/validation-error');
+    expect(malformed.errors).toEqual([expect.objectContaining({ field: '/headers/if-match', code: 'invalid_format' })]);
+    // A broken document hears that it is broken, not that it is stale.
+    expectProblem(await putMapping(accountId, { ...mapping, rules: [] }, { 'if-match': '"1"' }), 400, '/problems/validation-error');
     expect(stack.controlPlane.currentMapping(accountId)?.version).toBe(2);
 
     const ok = await putMapping(accountId, mapping, { 'if-match': '"2"' });
@@ -304,6 +307,32 @@ describe('CRM credentials admin API', () => {
       400,
       '/problems/validation-error',
     );
+  });
+
+  it('regression: a body that is not an object (null, absent, an array item that is not an action) is a 400, not a 500', async () => {
+    const accountId = await newAccount();
+    const credentials = `${base(accountId)}/credentials/main`;
+    const json = { ...auth, 'content-type': 'application/json' };
+    expectProblem(await app.inject({ method: 'PUT', url: credentials, headers: auth }), 400, '/problems/validation-error');
+    expectProblem(await app.inject({ method: 'PUT', url: credentials, headers: json, payload: 'null' }), 400, '/problems/validation-error');
+    expectProblem(await app.inject({ method: 'PUT', url: `${base(accountId)}/mapping`, headers: json, payload: 'null' }), 400, '/problems/validation-error');
+    await putMapping(accountId, mapping);
+    const rule = { ...mapping.rules[1], actions: [[null, null], null] };
+    const body = expectProblem(
+      await app.inject({
+        method: 'POST',
+        url: `${base(accountId)}/mapping/dry-run`,
+        headers: auth,
+        payload: { event: { eventName: 'x', email: 'a@b.co' }, mapping: { ...mapping, rules: [rule] } },
+      }),
+      400,
+      '/problems/validation-error',
+    );
+    expect((body.errors as { field: string; code: string }[]).map((e) => [e.field, e.code])).toEqual([
+      ['/mapping/rules/0/actions/0', 'invalid_type'],
+      ['/mapping/rules/0/actions/1', 'invalid_type'],
+    ]);
+    expect(stack.controlPlane.listCrmCredentials(accountId)).toEqual([]);
   });
 
   it('answers 401 without the admin token', async () => {

@@ -76,8 +76,13 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       },
       async (request, reply) => {
         const { accountId } = request.params;
+        // Unknown account, then the document, then If-Match: a broken request hears what is broken
+        // before whether it is stale. The store checks all three again after reading to the end.
+        requireAccount(cp, accountId);
+        const check = validateMapping(request.body);
+        if (!check.ok) throw mappingInvalid(check.errors);
         const expectedVersion = expectedVersionOf(cp, accountId, request.headers['if-match']);
-        const stored = await mapErrors(() => cp.putMapping(accountId, request.body, AUTHOR, { expectedVersion }));
+        const stored = await mapErrors(() => cp.putMapping(accountId, check.mapping, AUTHOR, { expectedVersion }));
         request.log.info({ accountId, version: stored.version }, 'admin: crm mapping stored');
         return withVersionTag(reply, stored).code(201).send(stored);
       },
@@ -235,19 +240,25 @@ function checkEnvelope(body: unknown): { event: unknown; mapping?: unknown } {
   throw new ProblemError('validation', 'The request body must be an object with `event` and optionally `mapping`.', { errors });
 }
 
-/** `"3"`, `W/"3"` or `3` name version 3; `*` means "whatever is current, as long as one is". */
+/**
+ * `"3"`, `W/"3"` or `3` name version 3; `*` means "whatever is current, as long as one is". The
+ * header's schema (IF_MATCH_PATTERN) has refused anything else with 400 already.
+ */
 function expectedVersionOf(cp: ControlPlane, accountId: string, ifMatch: string | undefined): number | undefined {
   if (ifMatch === undefined) return undefined;
   const value = ifMatch.trim();
   if (value === '*') {
     const current = cp.currentMapping(accountId)?.version;
-    if (current === undefined && cp.accountById(accountId)) throw preconditionFailed(null, value);
+    if (current === undefined) throw preconditionFailed(null, value);
     return current;
   }
-  const version = /^(?:W\/)?"?([1-9][0-9]{0,8})"?$/.exec(value)?.[1];
-  // A tag that names no version can match nothing; 412 rather than 400, as RFC 9110 says.
-  if (version === undefined) throw preconditionFailed(cp.currentMapping(accountId)?.version ?? null, value);
-  return Number(version);
+  return Number(/[0-9]+/.exec(value)?.[0]);
+}
+
+function mappingInvalid(errors: FieldError[]): ProblemError {
+  return new ProblemError('validation', `The mapping document is invalid: ${errors.length} error(s).`, {
+    errors: errors.map((e) => ({ ...e, field: e.field === '' ? '/' : e.field })),
+  });
 }
 
 function preconditionFailed(current: number | null, ifMatch: string): ProblemError {
@@ -289,8 +300,8 @@ async function mapErrors<T>(work: () => Promise<T>): Promise<T> {
     return await work();
   } catch (err) {
     if (err instanceof InvalidConfigError) {
-      const what = err.code === 'mapping_invalid' ? 'mapping document' : 'credential';
-      throw new ProblemError('validation', `The ${what} is invalid: ${err.errors.length} error(s).`, {
+      if (err.code === 'mapping_invalid') throw mappingInvalid(err.errors);
+      throw new ProblemError('validation', `The credential is invalid: ${err.errors.length} error(s).`, {
         errors: err.errors.map((e) => ({ ...e, field: e.field === '' ? '/' : e.field })),
         cause: err,
       });
