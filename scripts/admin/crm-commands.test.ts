@@ -105,6 +105,13 @@ describe('admin CLI: CRM output', () => {
     expect(formatCrmSuccess({ kind: 'mapping versions', accountId: 'a' }, { versions: [{ version: 2, author: 'admin', createdAt: 'T2' }] }, table)).toBe(
       'VERSION  AUTHOR  CREATED\n2        admin   T2\n',
     );
+    expect(
+      formatCrmSuccess(
+        { kind: 'mapping get', accountId: 'acc_1' },
+        { accountId: 'acc_1', version: 3, author: 'admin', createdAt: 'T3', mapping: { version: 1 } },
+        table,
+      ),
+    ).toBe('mapping version 3 of account acc_1 (admin, T3)\n{\n  "version": 1\n}\n');
     const dry = formatCrmSuccess(
       { kind: 'mapping dry-run', accountId: 'a', eventFile: 'e' },
       {

@@ -91,7 +91,7 @@ export interface StoredMapping {
   version: number;
   mapping: CrmMapping;
   createdAt: string;
-  /** Who made the change: `admin` (operator token), `owner:<email>` (dashboard), `cli`. */
+  /** Who made the change: `admin` (operator token: the admin API and its CLI) or `owner:<email>` (dashboard). */
   author: string;
 }
 
