@@ -33,3 +33,4 @@ export * from './crm/mapping.plan.js';
 export * from './crm/mapping.validate.js';
 export * from './crm/mapping.explain.js';
 export * from './control-plane/crm-config.ops.js';
+export * from './crm/webhook-signature.js';
