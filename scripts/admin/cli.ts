@@ -1,5 +1,8 @@
+import { readFile } from 'node:fs/promises';
+import { text as readAll } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { PLAN_IDS, type PlanId } from '@ingest/schemas';
+import { CRM_ENV_USAGE, CRM_USAGE, type CrmCommand, crmRequestFor, type Flag, InputError, isCrmCommand, loadBody, parseCrmCommand } from './crm-commands.js';
 import { formatProblem, formatSuccess } from './format.js';
 
 /**
@@ -7,8 +10,7 @@ import { formatProblem, formatSuccess } from './format.js';
  * the request for each command and the output are pure functions; `runCli` wires them to
  * fetch and the terminal, so tests drive it with a fake fetch as well as the real thing.
  */
-export type Command =
-  | { kind: 'help' }
+export type CoreCommand =
   | { kind: 'accounts create'; name: string; plan: PlanId }
   | { kind: 'accounts list' }
   | { kind: 'accounts show'; accountId: string }
@@ -16,6 +18,8 @@ export type Command =
   | { kind: 'keys create'; accountId: string; name?: string }
   | { kind: 'keys list'; accountId: string }
   | { kind: 'keys revoke'; accountId: string; keyId: string };
+
+export type Command = { kind: 'help' } | CoreCommand | CrmCommand;
 
 export interface Invocation {
   command: Command;
@@ -35,6 +39,7 @@ commands:
   keys create <accountId> [--name <name>]                  create an API key (shown once)
   keys list <accountId>                                    list an account's keys
   keys revoke <accountId> <keyId>                          revoke a key
+${CRM_USAGE}
   help                                                     this text
 
 options:
@@ -43,6 +48,7 @@ options:
 environment:
   ADMIN_URL    admin API base URL (default http://127.0.0.1:3000)
   ADMIN_TOKEN  admin bearer token (required)
+${CRM_ENV_USAGE}
 `;
 
 export function parseInvocation(argv: readonly string[]): Invocation {
@@ -57,8 +63,8 @@ export function parseInvocation(argv: readonly string[]): Invocation {
   const [group, action, ...rest] = positionals;
   if (values.help || group === undefined || group === 'help') return { command: { kind: 'help' }, json };
 
-  const allow = (...flags: ('name' | 'plan')[]) => {
-    for (const flag of ['name', 'plan'] as const) {
+  const allow = (...flags: Flag[]) => {
+    for (const flag of FLAGS) {
       if (values[flag] !== undefined && !flags.includes(flag)) throw new UsageError(`--${flag} does not apply to "${group} ${action ?? ''}"`.trim());
     }
   };
@@ -106,8 +112,14 @@ export function parseInvocation(argv: readonly string[]): Invocation {
       const [accountId = '', keyId = ''] = args(['accountId', 'keyId']);
       return { command: { kind: 'keys revoke', accountId, keyId }, json };
     }
-    default:
+    default: {
+      const crm =
+        group === 'mapping' || group === 'credentials'
+          ? parseCrmCommand(group, { action: action ?? '', flags: values, allow, args, usageError: (m) => new UsageError(m) })
+          : undefined;
+      if (crm) return { command: crm, json };
       throw new UsageError(`unknown command "${[group, action].filter(Boolean).join(' ')}"`);
+    }
   }
 }
 
@@ -119,11 +131,18 @@ function parseCliArgs(argv: readonly string[]) {
     options: {
       name: { type: 'string' },
       plan: { type: 'string' },
+      version: { type: 'string' },
+      mapping: { type: 'string' },
+      type: { type: 'string' },
+      'if-match': { type: 'string' },
+      stdin: { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
 }
+
+const FLAGS: readonly Flag[] = ['name', 'plan', 'version', 'mapping', 'type', 'if-match', 'stdin'];
 
 function plan(value: string): PlanId {
   if (!(PLAN_IDS as readonly string[]).includes(value)) throw new UsageError(`unknown plan "${value}" (one of ${PLAN_IDS.join(', ')})`);
@@ -133,10 +152,11 @@ function plan(value: string): PlanId {
 export interface ApiRequest {
   method: 'GET' | 'POST' | 'PUT';
   path: string;
-  body?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  body?: unknown;
 }
 
-export function requestFor(command: Exclude<Command, { kind: 'help' }>): ApiRequest {
+export function requestFor(command: CoreCommand): ApiRequest {
   const account = (id: string) => `/admin/v1/accounts/${encodeURIComponent(id)}`;
   switch (command.kind) {
     case 'accounts create':
@@ -161,6 +181,21 @@ export interface CliIo {
   fetch: typeof fetch;
   stdout(text: string): void;
   stderr(text: string): void;
+  /** Default: the file system and the process's stdin. */
+  readFile?(path: string): Promise<string>;
+  readStdin?(): Promise<string>;
+}
+
+async function buildRequest(command: CoreCommand | CrmCommand, io: CliIo): Promise<ApiRequest> {
+  if (!isCrmCommand(command)) return requestFor(command);
+  const { hasBody, ...request } = crmRequestFor(command);
+  if (!hasBody) return request;
+  const body = await loadBody(command, {
+    env: io.env,
+    readFile: io.readFile ?? ((path) => readFile(path, 'utf8')),
+    readStdin: io.readStdin ?? (() => readAll(process.stdin)),
+  });
+  return { ...request, body };
 }
 
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:3000';
@@ -187,13 +222,26 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return 2;
   }
   const base = (io.env.ADMIN_URL || DEFAULT_ADMIN_URL).replace(/\/+$/, '');
-  const request = requestFor(command);
+  let request: ApiRequest;
+  try {
+    request = await buildRequest(command, io);
+  } catch (err) {
+    if (!(err instanceof InputError)) throw err;
+    io.stderr(`error: ${err.message}\n`);
+    return 2;
+  }
+  const hasBody = request.body !== undefined;
   let response: Response;
   try {
     response = await io.fetch(`${base}${request.path}`, {
       method: request.method,
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(request.body ? { 'content-type': 'application/json' } : {}) },
-      ...(request.body ? { body: JSON.stringify(request.body) } : {}),
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: 'application/json',
+        ...(hasBody ? { 'content-type': 'application/json' } : {}),
+        ...request.headers,
+      },
+      ...(hasBody ? { body: JSON.stringify(request.body) } : {}),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
   } catch (err) {

@@ -1,6 +1,4 @@
 import {
-  AppError,
-  type ControlPlane,
   createControlPlane,
   createKafkaClient,
   createLagCollector,
@@ -10,7 +8,6 @@ import {
   createProducer,
   createRedis,
   createServiceRunner,
-  type MappingReader,
   topicName,
 } from '@ingest/shared';
 import { createAdapter } from './adapters/index.js';
@@ -30,7 +27,7 @@ const sink = createCrmSink({
   kafka,
   producer,
   redis,
-  mappings: mappingReaderOf(controlPlane),
+  mappings: controlPlane,
   createAdapter: (credential) =>
     createAdapter(credential, {
       connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
@@ -80,12 +77,3 @@ const runner = createServiceRunner({
 runner.installSignalHandlers();
 await runner.start();
 logger.info({ ops: ops.address() }, 'crm-sink running');
-
-/** The control plane serves mappings and credentials once the mapping store is part of it (issue 5). */
-function mappingReaderOf(cp: ControlPlane): MappingReader {
-  const reader = cp as ControlPlane & Partial<MappingReader>;
-  if (typeof reader.currentMapping !== 'function' || typeof reader.crmCredential !== 'function') {
-    throw new AppError('mapping_reader_missing', 'this control plane build cannot read CRM mappings; the crm-sink needs the mapping store');
-  }
-  return reader as MappingReader;
-}

@@ -104,14 +104,14 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
+  const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
   if (config.ADMIN_TOKEN) {
-    await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN }), { prefix: '/admin/v1' });
+    await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN, validateEvent: validate, now }), { prefix: '/admin/v1' });
   }
 
   const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
   const ingestMetrics = createIngestMetrics(deps.metrics);
   const jobs = createJobWriter({ producer: deps.producer, chunksTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobChunks'), statusStore: deps.jobStatus, now });
-  const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
 
   await app.register(
     async (v1) => {

@@ -33,4 +33,6 @@ export * from './allowance/quota-period.js';
 export * from './crm/mapping.plan.js';
 export * from './crm/mapping.validate.js';
 export * from './crm/sync-state.store.js';
+export * from './crm/mapping.explain.js';
+export * from './control-plane/crm-config.ops.js';
 export * from './crm/webhook-signature.js';

@@ -12,14 +12,18 @@ import {
   CreatedApiKey,
   SetPlanBody,
 } from '@ingest/schemas';
-import { type ApiKeyRecord, AppError, type ControlPlane } from '@ingest/shared';
+import { type ApiKeyRecord, AppError, type ControlPlane, createEventValidator, type EventCheck } from '@ingest/shared';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
+import { crmRoutes } from './crm.routes.js';
 
 export interface AdminRoutesDeps {
   controlPlane: ControlPlane;
   /** Bearer token of the admin API; empty disables it (every admin path answers 404). */
   adminToken: string;
+  /** Event rules for CRM dry-runs; default: the standard ones. */
+  validateEvent?: (input: unknown, receivedAtMs: number) => EventCheck;
+  now?: () => number;
 }
 
 const UNAUTHORIZED_DETAIL = 'Send the admin token as `Authorization: Bearer <token>`.';
@@ -50,6 +54,8 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
     });
     const cp = deps.controlPlane;
     const tags = ['admin'];
+    // A child plugin: the token hook above guards the CRM routes too.
+    await app.register(crmRoutes({ controlPlane: cp, validateEvent: deps.validateEvent ?? createEventValidator(), now: deps.now ?? Date.now }));
 
     app.post<{ Body: CreateAccountBody }>(
       '/accounts',

@@ -85,7 +85,14 @@ export const TOPICS = {
     name: 'control.mappings',
     partitions: 1,
     config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
-    purpose: 'CRM mapping configuration versions, keyed by account (compacted)',
+    // Every version has its own key (<accountId>/<version>/<writeId>), so compaction keeps them all.
+    purpose: 'CRM mapping versions, one key per version (compacted, all versions kept)',
+  },
+  controlCrmCredentials: {
+    name: 'control.crm-credentials',
+    partitions: 1,
+    config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
+    purpose: 'CRM credentials, keyed by <accountId>/<name> (compacted)',
   },
 } as const satisfies Record<string, TopicSpec>;
 
