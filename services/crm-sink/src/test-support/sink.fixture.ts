@@ -10,6 +10,7 @@ import {
   type Producer,
   type Redis,
 } from '@ingest/shared';
+import type { TopicKey } from '@ingest/shared';
 import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import type { CreateAdapter } from '../adapters/adapter.js';
 import { type CrmSinkDeps, createCrmSink } from '../crm-sink.js';
@@ -35,8 +36,16 @@ export interface SinkFixture {
 
 export const T0 = Date.UTC(2026, 10, 20, 12, 0, 0);
 
-export async function createSinkFixture(options: { mappings: MappingReader; createAdapter: CreateAdapter }): Promise<SinkFixture> {
-  const kafka = await createTestKafka(['eventsUnique', 'crmReplay', 'crmDeadLetters']);
+export interface SinkFixtureOptions {
+  /** Where the sinks read mappings; can be set later (e.g. a control plane on the fixture's topics). */
+  mappings?: MappingReader;
+  createAdapter: CreateAdapter;
+  /** Topics besides the sink's own, e.g. the control plane's. */
+  extraTopics?: TopicKey[];
+}
+
+export async function createSinkFixture(options: SinkFixtureOptions): Promise<SinkFixture> {
+  const kafka = await createTestKafka(['eventsUnique', 'crmReplay', 'crmDeadLetters', ...(options.extraTopics ?? [])]);
   const producer = createProducer(kafka.kafka);
   const redisKeyPrefix = `t${uniqueSuffix()}:`;
   const redis = createRedis({ url: integrationEnv().redisUrl });
@@ -55,7 +64,7 @@ export async function createSinkFixture(options: { mappings: MappingReader; crea
         kafka: kafka.kafka,
         producer,
         redis,
-        mappings: options.mappings,
+        mappings: overrides.mappings ?? (options.mappings as MappingReader),
         createAdapter: options.createAdapter,
         logger: testLogger(),
         metrics: createMetricsRegistry('crm-sink-test'),
