@@ -11,7 +11,7 @@ import { createMemoryCrm, createStaticMappings, type MemoryCrm } from './test-su
 import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './test-support/sink.fixture.js';
 
 // One sink serves every test; each test has accounts (and a memory CRM per account) of its own.
-const ACCOUNTS = ['acc_rules', 'acc_volume', 'acc_slow', 'acc_fast', 'acc_replay', 'acc_reject'];
+const ACCOUNTS = ['acc_rules', 'acc_volume', 'acc_slow', 'acc_fast', 'acc_replay', 'acc_twice', 'acc_reject'];
 // A mapping whose credential was never stored; and acc_none has no mapping at all.
 const NO_CREDENTIAL = 'acc_nocred';
 const crms = new Map<string, MemoryCrm>(ACCOUNTS.map((a) => [a, createMemoryCrm({ maxBatchSize: a === 'acc_volume' ? 4 : 100 })]));
@@ -160,6 +160,20 @@ describe('crm-sink', () => {
       },
       { description: 'committed offsets' },
     );
+  });
+
+  it('applies an event delivered twice at once (a replay meeting its original) once', async () => {
+    const crm = crmOf('acc_twice');
+    const events = [
+      event('acc_twice', 'Signed Up', 'tom@twice.io', { plan: 'pro', source: 'ads' }, 1, 'twice.io'),
+      event('acc_twice', 'Page Viewed', 'tom@twice.io', { path: '/t' }, 2),
+    ];
+    await Promise.all([produce(events), produce(events, fx.kafka.topic('crmReplay'))]);
+    await allSettled(events);
+    await waitFor(() => crm.record('company', 'twice.io') !== undefined && crm.activities.length > 0, { description: 'both records written' });
+    expect(crm.record('contact', 'tom@twice.io')).toMatchObject({ page_views: 1, pages: '/t', plan: 'pro' });
+    expect(crm.record('company', 'twice.io')).toMatchObject({ paid_signups: 1 });
+    expect(crm.activities).toHaveLength(1);
   });
 
   it('dead-letters an event the CRM refuses, with its message, and marks it failed', async () => {

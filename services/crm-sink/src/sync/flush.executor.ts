@@ -132,11 +132,15 @@ export async function executeFlush<E extends FlushEvent>(
 
     // 4. Activities, each once: the ledger key is their idempotency key, and created ones are marked.
     const activities: { rec: RecordBuffer<E>; write: ActivityWrite }[] = [];
+    const planned = new Set<string>();
     for (const rec of recs) {
       if (failures.has(rec)) continue;
       for (const { op, event } of rec.ops) {
-        if (!op.activity) continue;
-        activities.push({ rec, write: { object, key: rec.key, ...op.activity, idempotencyKey: ledgerKey(accountId, event.eventId, op.ruleId) } });
+        const idempotencyKey = ledgerKey(accountId, event.eventId, op.ruleId);
+        // The same event twice in one flush (a replay meeting its redelivery) is one activity.
+        if (!op.activity || planned.has(idempotencyKey)) continue;
+        planned.add(idempotencyKey);
+        activities.push({ rec, write: { object, key: rec.key, ...op.activity, idempotencyKey } });
       }
     }
     const done = await store.activitiesDone(activities.map((a) => a.write.idempotencyKey));
