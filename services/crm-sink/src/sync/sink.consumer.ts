@@ -64,9 +64,12 @@ export function createSinkConsumer(deps: SinkConsumerDeps): Component {
   function trackerFor(messages: ConsumedMessage[], ctx: BatchContext): OffsetTracker {
     const id = `${ctx.topic}/${ctx.partition}`;
     let tracker = trackers.get(id);
-    // A batch that does not continue where the last one ended is a new session (restart,
-    // rebalance): the old tracker's work may still finish, but it no longer commits.
-    if (!tracker || tracker.next() !== messages[0]?.offset) {
+    const first = BigInt(messages[0]?.offset ?? '0');
+    const next = tracker?.next();
+    // A batch that starts before where the last one ended is a new session (restart,
+    // rebalance): the old tracker's work may still finish, but it no longer commits. One that
+    // starts later only skips offsets that hold no message, and continues the same session.
+    if (!tracker || next === undefined || first < BigInt(next)) {
       tracker = createOffsetTracker();
       trackers.set(id, tracker);
       committed.delete(id);
