@@ -205,6 +205,26 @@ describe('crm-sink', () => {
     expect(JSON.parse(letters[0]?.value?.toString() ?? '{}')).toMatchObject({ eventId: events[0]?.eventId });
   });
 
+  it('dead-letters a message that is no event record and goes on with the next', async () => {
+    await fx.producer.send(fx.kafka.topic('eventsUnique'), [{ key: 'acc_reject:poison', value: '{"v":1,"accountId":' }]);
+    const after = [event('acc_reject', 'Page Viewed', 'after@reject.io', { path: '/' }, 3)];
+    await produce(after);
+    await allSettled(after);
+    const letters = await waitFor(
+      async () => {
+        const found = await readDeadLetters(fx.kafka.kafka, fx.kafka.topic('crmDeadLetters'), {
+          limit: 10,
+          logger: testLogger(),
+          filter: (e) => e.code === 'invalid_json',
+        });
+        return found.length > 0 ? found : undefined;
+      },
+      { description: 'the poison message dead-lettered' },
+    );
+    expect(letters).toHaveLength(1);
+    expect(letters[0]?.key?.toString()).toBe('acc_reject:poison');
+  });
+
   it('skips events of accounts without a mapping and dead-letters those whose credential is missing', async () => {
     const events = [event('acc_none', 'Page Viewed', 'x@none.io', { path: '/' }, 1), event(NO_CREDENTIAL, 'Page Viewed', 'y@nocred.io', { path: '/' }, 1)];
     await produce(events);
