@@ -173,10 +173,15 @@ describe('Grafana dashboards', () => {
     }
   });
 
-  it('CRM sync has no query yet (the sink exports nothing), only the text saying so', () => {
+  it('CRM sync queries the crm-sink’s calls, outcomes, lag and dead letters', () => {
     const crm = readDashboard(files.find((f) => f.endsWith('crm-sync.json')) ?? '');
-    expect(allPanels(crm).flatMap((p) => p.targets ?? [])).toEqual([]);
-    expect(allPanels(crm).map((p) => p.type)).toEqual(['text']);
+    const exprs = allPanels(crm).flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    for (const metric of ['ingest_crm_calls_total', 'ingest_crm_sync_outcomes_total', 'ingest_crm_sync_lag_seconds_bucket', 'ingest_dead_letters_total']) {
+      expect(
+        exprs.some((e) => e?.includes(metric)),
+        metric,
+      ).toBe(true);
+    }
   });
 
   it('fails a dashboard that queries a metric nobody exports (also inside a collapsed row and in a variable)', () => {
