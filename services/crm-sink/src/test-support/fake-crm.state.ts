@@ -70,6 +70,10 @@ export class FakeCrmState {
     this.faults.push({ ...spec, remaining: spec.times ?? 1 });
   }
 
+  clearFaults(): void {
+    this.faults = [];
+  }
+
   /** The first fault that applies to this request, used up by one. */
   takeFault(crm: FakeCrmName, token: string | undefined): FailSpec | undefined {
     const fault = this.faults.find((f) => f.remaining > 0 && (f.crm === undefined || f.crm === crm) && (f.token === undefined || f.token === token));

@@ -36,6 +36,11 @@ export interface FakeCrmOptions {
   webhookSecrets?: string[];
   /** Per token. Default: HubSpot's 100 requests per 10 s; Salesforce and the webhook unlimited. */
   rateLimits?: Partial<Record<FakeCrmName, RateLimit | false>>;
+  /**
+   * Called synchronously when a call arrives (`received`, before any injected delay) and when its
+   * answer has been handed to the socket (`answered`): a chaos test kills the client right then.
+   */
+  onCall?: (call: FakeCall, phase: 'received' | 'answered') => void;
 }
 
 export interface FakeCrm {
@@ -46,6 +51,8 @@ export interface FakeCrm {
   /** HubSpot: `contacts`, `companies`, `notes` (by activity key); Salesforce: `Contact`, `Account`, `Task` (by external id); webhook: `contact`, `company`, `activity`. */
   records(crm: FakeCrmName, object: string): ReadonlyMap<string, FakeRecord>;
   failNext(spec: FailSpec): void;
+  /** Forgets the injected faults not used up yet (e.g. a CRM that was slow is fast again). */
+  clearFaults(): void;
   /** Forgets records, calls, faults and rate-limit windows. */
   reset(): void;
   stop(): Promise<void>;
@@ -119,7 +126,11 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
       status: 0,
     };
     state.calls.push(call);
-    reply.raw.once('finish', () => (call.status = reply.statusCode));
+    reply.raw.once('finish', () => {
+      call.status = reply.statusCode;
+      options.onCall?.(call, 'answered');
+    });
+    options.onCall?.(call, 'received');
     const fault = state.takeFault(crm, token);
     if (fault?.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
     if (fault?.status) return sendError(reply, crm, fault.status, fault.retryAfter ?? fault.retryAfterSeconds);
@@ -149,6 +160,7 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
     calls: state.calls,
     records: (crm, object) => state.store(crm, object),
     failNext: (spec) => state.addFault(spec),
+    clearFaults: () => state.clearFaults(),
     reset: () => state.reset(),
     stop: () => app.close(),
   };

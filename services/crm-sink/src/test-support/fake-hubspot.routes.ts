@@ -49,6 +49,28 @@ function view(record: FakeRecord, properties?: readonly string[]): Record<string
 }
 
 export function registerFakeHubSpot(app: FastifyInstance, state: FakeCrmState): void {
+  /** Notes by their unique key property, as HubSpot reads any object by a unique-value property. */
+  function readNotes(body: unknown, reply: FastifyReply): FastifyReply {
+    const inputs = inputsOf(body, reply);
+    if (!inputs) return reply;
+    const { idProperty, properties } = body as { idProperty?: unknown; properties?: unknown };
+    if (idProperty !== FAKE_HUBSPOT_UNIQUE_NOTE_PROPERTY) return invalid(reply, `The fake CRM reads notes only by ${FAKE_HUBSPOT_UNIQUE_NOTE_PROPERTY}`);
+    const notes = state.store('hubspot', 'notes');
+    const fields = Array.isArray(properties) ? properties.map(String) : [];
+    const results: Record<string, unknown>[] = [];
+    const missing: string[] = [];
+    for (const input of inputs) {
+      const note = typeof input.id === 'string' ? notes.get(input.id) : undefined;
+      if (note) results.push(view(note, fields));
+      else missing.push(String(input.id));
+    }
+    if (missing.length === 0) return reply.send({ status: 'COMPLETE', results });
+    const message = 'Could not get some NOTE objects, they may be deleted or not exist. Check that ids are valid.';
+    return reply
+      .code(207)
+      .send({ status: 'COMPLETE', results, errors: [{ status: 'error', category: 'OBJECT_NOT_FOUND', message, context: { ids: missing } }], numErrors: 1 });
+  }
+
   app.post<{ Params: { type: string } }>('/crm/v3/objects/:type/batch/upsert', async (request, reply) => {
     const object = OBJECTS[request.params.type];
     if (!object) return invalid(reply, `Unable to infer object type from: ${request.params.type}`);
@@ -81,6 +103,7 @@ export function registerFakeHubSpot(app: FastifyInstance, state: FakeCrmState): 
   });
 
   app.post<{ Params: { type: string } }>('/crm/v3/objects/:type/batch/read', async (request, reply) => {
+    if (request.params.type === 'notes') return readNotes(request.body, reply);
     const object = OBJECTS[request.params.type];
     if (!object) return invalid(reply, `Unable to infer object type from: ${request.params.type}`);
     const inputs = inputsOf(request.body, reply);
