@@ -209,7 +209,33 @@ describe('HubSpot adapter', () => {
       associations: [contactId],
       properties: { hs_timestamp: activity.occurredAt, hs_note_body: '<strong>signup</strong>: Signed up &lt;pro&gt;' },
     });
-    expect(crm.calls.filter((c) => c.path.endsWith('/notes/batch/create')).map((c) => c.status)).toEqual([201, 409, 409, 201]);
+    // The refused batch is followed by a read of its keys and a create of the missing note only.
+    expect(crm.calls.filter((c) => c.path.includes('/notes/')).map((c) => `${c.path.split('/').pop()} ${c.status}`)).toEqual([
+      'create 201',
+      'create 409',
+      'read 207',
+      'create 201',
+    ]);
+  });
+
+  // Regression: after a crash between creating a batch of notes and marking them, the redone
+  // batch of 100 met a 409 and fell back to one request per note: 102 requests, more than
+  // HubSpot's 100 per 10 s, so the 101st got a 429 and every retry started over (no progress).
+  it("redoes a full batch of notes that already exist within HubSpot's 100 requests per 10 s", async () => {
+    const activities = Array.from({ length: 100 }, (_, i) => ({
+      object: 'contact' as const,
+      key: `u${i % 7}@example.com`,
+      type: 'feature',
+      title: `Used ${i}`,
+      occurredAt: '2026-01-02T03:04:05.000Z',
+      idempotencyKey: `crm:acc:ev${i}:feature`,
+    }));
+    await expect(hubspot.createActivities(activities.slice(0, 60))).resolves.toEqual({ failures: [] });
+    const before = crm.calls.length;
+    await expect(hubspot.createActivities(activities)).resolves.toEqual({ failures: [] });
+    await expect(hubspot.createActivities(activities)).resolves.toEqual({ failures: [] });
+    expect([...crm.records('hubspot', 'notes').keys()].sort()).toEqual(activities.map((a) => a.idempotencyKey).sort());
+    expect(crm.calls.length - before).toBeLessThanOrEqual(8);
   });
 
   it('associates company activities with the company and reports activities whose record HubSpot refuses', async () => {

@@ -3,8 +3,10 @@ import type { ActivityWrite, BatchResult, CrmAdapter, CrmObject, PropertyValue, 
 import type { CrmErrorDetail } from './crm-errors.js';
 import { type AdapterHttpOptions, type CrmHttpClient, type CrmRequest, assertBatchSize, createCrmHttpClient, unexpectedResponse } from './http.client.js';
 import {
+  HUBSPOT_ACTIVITY_KEY_PROPERTY,
   HUBSPOT_MAX_BATCH_SIZE,
   HUBSPOT_OBJECTS,
+  buildHubSpotNoteKeyReadRequest,
   buildHubSpotNoteRequests,
   buildHubSpotReadRequests,
   buildHubSpotRecordIdRequests,
@@ -112,13 +114,25 @@ export function createHubSpotAdapter(
     return found;
   }
 
-  /** HubSpot refuses a whole batch create with 409 when one note's key exists; one by one, a 409 means already applied. */
+  /**
+   * HubSpot refuses a whole batch create with 409 when one note's key exists (a flush redone after
+   * a crash, a replay). The batch's keys are then read and only the missing notes created: three
+   * requests, where one request per note (up to 102) overran HubSpot's 100 requests per 10 s, got
+   * a 429 and started over on every retry. Only a second 409 (another replica created one in
+   * between) falls back to one request per remaining note, where a 409 means already applied.
+   */
   async function createNotes(request: CrmRequest): Promise<void> {
     const first = await http.send(request, { accept: [409] });
     if (first.status !== 409) return;
-    for (const input of (request.body as { inputs: unknown[] }).inputs) {
-      await http.send({ ...request, body: { inputs: [input] } }, { accept: [409] });
-    }
+    const inputs = (request.body as { inputs: { properties: Record<string, string> }[] }).inputs;
+    const keyOf = (input: { properties: Record<string, string> }) => input.properties[HUBSPOT_ACTIVITY_KEY_PROPERTY] ?? '';
+    const existing = asBatchResponse((await http.send(buildHubSpotNoteKeyReadRequest(inputs.map(keyOf)))).body);
+    const found = new Set((existing.results ?? []).map((r) => r.properties?.[HUBSPOT_ACTIVITY_KEY_PROPERTY]));
+    const missing = inputs.filter((input) => !found.has(keyOf(input)));
+    if (missing.length === 0) return;
+    const second = await http.send({ ...request, body: { inputs: missing } }, { accept: [409] });
+    if (second.status !== 409) return;
+    for (const input of missing) await http.send({ ...request, body: { inputs: [input] } }, { accept: [409] });
   }
 
   async function createActivities(activities: ActivityWrite[]): Promise<BatchResult> {

@@ -98,6 +98,15 @@ export function buildHubSpotNoteRequests(activities: readonly ActivityWrite[], r
   return chunk(inputs, HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({ method: 'POST', path: '/crm/v3/objects/notes/batch/create', body: { inputs: batch } }));
 }
 
+/** Which of these notes exist: a batch read by the unique key property (not search, which lags behind writes). */
+export function buildHubSpotNoteKeyReadRequest(idempotencyKeys: readonly string[]): CrmRequest {
+  return {
+    method: 'POST',
+    path: '/crm/v3/objects/notes/batch/read',
+    body: { idProperty: HUBSPOT_ACTIVITY_KEY_PROPERTY, properties: [HUBSPOT_ACTIVITY_KEY_PROPERTY], inputs: idempotencyKeys.map((id) => ({ id })) },
+  };
+}
+
 /** Every call `createActivities` makes, in order (dry-run). */
 export function buildHubSpotActivityRequests(activities: readonly ActivityWrite[]): CrmRequest[] {
   return [...buildHubSpotRecordIdRequests(activities), ...buildHubSpotNoteRequests(activities)];
