@@ -371,7 +371,7 @@ describe('crm-sink killed with SIGKILL mid-flush', () => {
         `kills: ${kills.length} SIGKILLs (${kills.map((k) => k.what).join('; ')}), ${kills.length + 1} sink processes`,
         `CRM calls: chaos run ${calls.length} (answered ${CRM_DELAY_MS} ms late until the last restart), clean run ${clean.crm.calls.length}; ` +
           `429s in the chaos run: ${calls.filter((c) => c.status === 429).length}`,
-        `absorbed: ${kills.reduce((n, k) => n + k.appliedUncommitted, 0)} event-rules applied before a kill and redelivered after it (ledger hits), ` +
+        `absorbed: ${kills.reduce((n, k) => n + k.appliedUncommitted, 0)} redeliveries of event-rules applied before a kill (ledger hits, summed over the kills), ` +
           `${kills.reduce((n, k) => n + k.notesUnmarked, 0)} notes created but unmarked at a kill (${refusedNotes} note batches refused 409 as duplicates, then read and only the missing created), ` +
           `${laterWrites} record writes (absolute values) after the first kill`,
         `final: ${Object.keys(chaosState.contacts).length} contacts, ${Object.keys(chaosState.companies).length} companies, ${Object.keys(chaosState.notes).length} notes, equal to the clean run`,
