@@ -4,3 +4,5 @@ export * from './ingest-event.js';
 export * from './job-chunk.js';
 export * from './stored-event.js';
 export * from './mapping.js';
+export * from './owners.js';
+export * from './dashboard.js';

@@ -15,6 +15,7 @@ import {
 import { type ApiKeyRecord, AppError, type ControlPlane } from '@ingest/shared';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
+import { ownersRoutes } from './owners.routes.js';
 
 export interface AdminRoutesDeps {
   controlPlane: ControlPlane;
@@ -50,6 +51,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
     });
     const cp = deps.controlPlane;
     const tags = ['admin'];
+    await app.register(ownersRoutes({ controlPlane: cp }));
 
     app.post<{ Body: CreateAccountBody }>(
       '/accounts',

@@ -15,7 +15,7 @@ let producer: Producer;
 const instances: ControlPlane[] = [];
 
 beforeAll(async () => {
-  kafka = await createTestKafka(['controlAccounts', 'controlApiKeys']);
+  kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlOwners']);
   producer = createProducer(kafka.kafka);
   await producer.connect();
 });

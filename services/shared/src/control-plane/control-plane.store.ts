@@ -17,7 +17,8 @@ import {
   listAccounts,
   listApiKeys,
 } from './control-plane.state.js';
-import { type Account, type ApiKeyRecord, type ControlPlane, PLANS, type Plan } from './types.js';
+import { applyOwner, createOwnerDecoder, createOwnersState, listOwners, normaliseOwnerEmail } from './owners.state.js';
+import { type Account, type ApiKeyRecord, type ControlPlane, type Owner, PLANS, type Plan } from './types.js';
 
 export interface ControlPlaneDeps {
   kafka: KafkaClient;
@@ -38,7 +39,7 @@ export interface ControlPlaneDeps {
 const ID_BYTES = 14;
 const ID_CHARS = 20;
 
-function newId(prefix: 'acc_' | 'key_'): string {
+function newId(prefix: 'acc_' | 'key_' | 'own_'): string {
   return prefix + toBase62(randomBytes(ID_BYTES), ID_CHARS);
 }
 
@@ -59,7 +60,8 @@ function newId(prefix: 'acc_' | 'key_'): string {
 export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const accountsTopic = topicName(deps.topicPrefix, 'controlAccounts');
   const keysTopic = topicName(deps.topicPrefix, 'controlApiKeys');
-  const topics = [accountsTopic, keysTopic];
+  const ownersTopic = topicName(deps.topicPrefix, 'controlOwners');
+  const topics = [accountsTopic, keysTopic, ownersTopic];
   const now = deps.now ?? (() => new Date());
   const writeTimeoutMs = deps.writeTimeoutMs ?? 10_000;
   const startTimeoutMs = deps.startTimeoutMs ?? 30_000;
@@ -69,6 +71,8 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const state = createControlPlaneState();
   const decodeAccount = createAccountDecoder();
   const decodeApiKey = createApiKeyDecoder();
+  const owners = createOwnersState();
+  const decodeOwner = createOwnerDecoder();
   const offsets = createOffsetTracker();
   const endOffsets = createEndOffsetsReader(deps.kafka);
   let running = false;
@@ -79,12 +83,15 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     // A restarted member re-reads from the beginning: what was applied already is skipped, so a
     // replayed old record can never overwrite a newer one.
     if ((offsets.position(m.topic, m.partition) ?? -1n) >= next) return;
-    const decoded = m.topic === accountsTopic ? decodeAccount(m.key, m.value) : decodeApiKey(m.key, m.value);
+    const decoded =
+      m.topic === accountsTopic ? decodeAccount(m.key, m.value) : m.topic === ownersTopic ? decodeOwner(m.key, m.value) : decodeApiKey(m.key, m.value);
     if (!decoded.ok) {
       log.warn(
         { topic: m.topic, partition: m.partition, offset: m.offset, code: decoded.code, reason: decoded.reason },
         'skipped invalid control plane record',
       );
+    } else if (m.topic === ownersTopic) {
+      applyOwner(owners, decoded.id, decoded.value as Owner | null);
     } else if (m.topic === accountsTopic) {
       applyAccount(state, decoded.id, decoded.value as Account | null);
     } else {
@@ -127,7 +134,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     }
   }
 
-  async function write(topic: string, id: string, value: Account | ApiKeyRecord): Promise<void> {
+  async function write(topic: string, id: string, value: Account | ApiKeyRecord | Owner): Promise<void> {
     if (!running) throw new AppError('control_plane_not_started', 'the control plane is not running', { retryable: true });
     await deps.producer.send(topic, [{ key: id, value: JSON.stringify(value) }]);
     await barrier('read back its write');
@@ -186,6 +193,8 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     listAccounts: () => listAccounts(state),
     apiKeyByHash: (hash) => state.keysByHash.get(hash),
     listApiKeys: (accountId) => listApiKeys(state, accountId),
+    ownerByEmail: (email) => owners.byEmail.get(normaliseOwnerEmail(email)),
+    listOwners: (accountId) => listOwners(owners, accountId),
 
     async createAccount(input) {
       const name = validName(input.name);
@@ -237,6 +246,19 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       await write(keysTopic, keyId, revoked);
       log.info({ accountId, keyId }, 'api key revoked');
       return revoked;
+    },
+
+    async createOwner(accountId, email, passwordHash) {
+      const normalised = normaliseOwnerEmail(email);
+      if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(normalised) || normalised.length > 254)
+        throw new AppError('invalid_email', 'email must be an address such as ada@example.com');
+      await barrier('catch up before the write');
+      account(accountId);
+      if (owners.byEmail.has(normalised)) throw new AppError('owner_exists', `an owner with this email exists already`);
+      const owner: Owner = { id: newId('own_'), accountId, email: normalised, passwordHash, createdAt: now().toISOString() };
+      await write(ownersTopic, normalised, owner);
+      log.info({ accountId, ownerId: owner.id }, 'owner created');
+      return owner;
     },
   };
 }
