@@ -15,7 +15,10 @@ export type Command =
   | { kind: 'plan set'; accountId: string; plan: PlanId }
   | { kind: 'keys create'; accountId: string; name?: string }
   | { kind: 'keys list'; accountId: string }
-  | { kind: 'keys revoke'; accountId: string; keyId: string };
+  | { kind: 'keys revoke'; accountId: string; keyId: string }
+  /** `password` is filled by runCli from OWNER_PASSWORD or stdin; absent: the API generates one. */
+  | { kind: 'owners create'; accountId: string; email: string; passwordStdin: boolean; password?: string }
+  | { kind: 'owners list'; accountId: string };
 
 export interface Invocation {
   command: Command;
@@ -35,6 +38,9 @@ commands:
   keys create <accountId> [--name <name>]                  create an API key (shown once)
   keys list <accountId>                                    list an account's keys
   keys revoke <accountId> <keyId>                          revoke a key
+  owners create <accountId> <email> [--password-stdin]     create a dashboard owner; the password comes from
+                                                           OWNER_PASSWORD, stdin, or is generated and shown once
+  owners list <accountId>                                  list an account's dashboard owners
   help                                                     this text
 
 options:
@@ -43,6 +49,7 @@ options:
 environment:
   ADMIN_URL    admin API base URL (default http://127.0.0.1:3000)
   ADMIN_TOKEN  admin bearer token (required)
+  OWNER_PASSWORD  password for "owners create" (at least 12 characters)
 `;
 
 export function parseInvocation(argv: readonly string[]): Invocation {
@@ -106,6 +113,16 @@ export function parseInvocation(argv: readonly string[]): Invocation {
       const [accountId = '', keyId = ''] = args(['accountId', 'keyId']);
       return { command: { kind: 'keys revoke', accountId, keyId }, json };
     }
+    case 'owners create': {
+      allow();
+      const [accountId = '', email = ''] = args(['accountId', 'email']);
+      return { command: { kind: 'owners create', accountId, email, passwordStdin: values['password-stdin'] === true }, json };
+    }
+    case 'owners list': {
+      allow();
+      const [accountId = ''] = args(['accountId']);
+      return { command: { kind: 'owners list', accountId }, json };
+    }
     default:
       throw new UsageError(`unknown command "${[group, action].filter(Boolean).join(' ')}"`);
   }
@@ -120,6 +137,7 @@ function parseCliArgs(argv: readonly string[]) {
       name: { type: 'string' },
       plan: { type: 'string' },
       json: { type: 'boolean' },
+      'password-stdin': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -153,6 +171,14 @@ export function requestFor(command: Exclude<Command, { kind: 'help' }>): ApiRequ
       return { method: 'GET', path: `${account(command.accountId)}/keys` };
     case 'keys revoke':
       return { method: 'POST', path: `${account(command.accountId)}/keys/${encodeURIComponent(command.keyId)}/revoke` };
+    case 'owners create':
+      return {
+        method: 'POST',
+        path: `${account(command.accountId)}/owners`,
+        body: { email: command.email, ...(command.password ? { password: command.password } : {}) },
+      };
+    case 'owners list':
+      return { method: 'GET', path: `${account(command.accountId)}/owners` };
   }
 }
 
@@ -161,6 +187,8 @@ export interface CliIo {
   fetch: typeof fetch;
   stdout(text: string): void;
   stderr(text: string): void;
+  /** The whole of standard input (for --password-stdin). */
+  readStdin?(): Promise<string>;
 }
 
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:3000';
@@ -187,6 +215,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return 2;
   }
   const base = (io.env.ADMIN_URL || DEFAULT_ADMIN_URL).replace(/\/+$/, '');
+  if (command.kind === 'owners create') {
+    const fromStdin = command.passwordStdin && io.readStdin ? (await io.readStdin()).replace(/\r?\n$/, '') : '';
+    const password = io.env.OWNER_PASSWORD || fromStdin;
+    if (password) command.password = password;
+  }
   const request = requestFor(command);
   let response: Response;
   try {

@@ -7,6 +7,7 @@ export function DailyChart({ days }: { days: { day: string; events: number }[] }
   const max = Math.max(1, ...days.map((d) => d.events));
   const barWidth = width / Math.max(1, days.length);
   const total = days.reduce((sum, d) => sum + d.events, 0);
+  if (total === 0) return <p className="hint">No events in the last {days.length} days yet.</p>;
   return (
     <figure className="chart">
       <svg viewBox={`0 0 ${width} ${height + 20}`} role="img" aria-label={`Daily unique events, ${formatNumber(total)} in the last ${days.length} days`}>
