@@ -8,6 +8,7 @@ import {
   createAllowance,
   createEventValidator,
   type JobStatusStore,
+  type AccountJobsReader,
   type Logger,
   METRIC_NAMES,
   type Producer,
@@ -44,7 +45,7 @@ export interface GatewayDeps {
   producer: Producer;
   redis: Redis;
   controlPlane: ControlPlane;
-  jobStatus: JobStatusStore;
+  jobStatus: JobStatusStore & AccountJobsReader;
   /** Read-back of stored events; ingestion itself never waits for ClickHouse. */
   ch: ClickHouse;
   now?: () => number;
@@ -151,10 +152,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     },
     { prefix: '/v1' },
   );
-  await app.register(
-    dashboardPlugin({ config, controlPlane: deps.controlPlane, redis: deps.redis, allowance, jobStatus: deps.jobStatus, ch: deps.ch, keyUsage, now }),
-    { prefix: '/dashboard' },
-  );
+  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, ingestMetrics, now }), { prefix: '/dashboard' });
 
   return app;
 }

@@ -1,9 +1,12 @@
 import cookie from '@fastify/cookie';
-import type { Allowance, ClickHouse, ControlPlane, JobStatusStore, Redis } from '@ingest/shared';
+import type { AccountJobsReader, Allowance, ClickHouse, ControlPlane, JobStatusStore, Redis } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import type { KeyUsage } from '../auth/key-usage.js';
+import type { IngestMetrics } from '../events/ingest-metrics.js';
+import type { JobWriter } from '../jobs/job-writer.js';
 import type { GatewayConfig } from '../config.js';
 import { ProblemError } from '../http/problem.js';
+import { jobsRoutes } from './jobs.routes.js';
 import { keysRoutes } from './keys.routes.js';
 import { routeLimits } from './route-options.js';
 import { createSessionGuard } from './session.guard.js';
@@ -18,9 +21,12 @@ export interface DashboardDeps {
   controlPlane: ControlPlane;
   redis: Redis;
   allowance: Allowance;
-  jobStatus: JobStatusStore;
+  jobStatus: JobStatusStore & AccountJobsReader;
   ch: ClickHouse;
   keyUsage: KeyUsage;
+  /** The gateway's job writer and ingest metrics: CSV uploads share the API's code path. */
+  jobs: JobWriter;
+  ingestMetrics: IngestMetrics;
   now: () => number;
 }
 
@@ -63,6 +69,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
         );
         await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits }));
         await api.register(usageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
+        await api.register(jobsRoutes({ statusStore: deps.jobStatus, jobs: deps.jobs, allowance: deps.allowance, metrics: deps.ingestMetrics, limits }));
         api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {
           throw new ProblemError('notFound', `No dashboard API route for ${request.method} ${request.url.split('?')[0]}.`);
         });

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api } from './api';
+import { JobsPage } from './pages/JobsPage';
 import { KeysPage } from './pages/KeysPage';
 import { SignInPage } from './pages/SignInPage';
 import { UsagePage } from './pages/UsagePage';
@@ -90,7 +91,7 @@ export function App() {
       <main id="main" tabIndex={-1}>
         {page === 'keys' && <KeysPage />}
         {page === 'usage' && <UsagePage />}
-        {page === 'jobs' && <p>Jobs are coming in the next step.</p>}
+        {page === 'jobs' && <JobsPage />}
       </main>
     </div>
   );

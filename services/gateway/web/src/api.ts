@@ -1,4 +1,4 @@
-import type { CreatedApiKeyView, DashboardUsage, KeyView, SessionView } from './types';
+import type { CreatedApiKeyView, DashboardUsage, JobReceipt, JobView, KeyView, SessionView } from './types';
 
 /** A problem+json answer of the dashboard API, with its fields for messages next to inputs. */
 export class ApiError extends Error {
@@ -53,4 +53,10 @@ export const api = {
   createKey: (name: string) => call<CreatedApiKeyView>('POST', '/keys', { name }),
   revokeKey: (keyId: string) => call<KeyView>('POST', `/keys/${encodeURIComponent(keyId)}/revoke`),
   usage: () => call<DashboardUsage>('GET', '/usage'),
+  jobs: () => call<{ jobs: JobView[] }>('GET', '/jobs'),
+  uploadCsv: (file: File) => {
+    const form = new FormData();
+    form.append('file', file, file.name);
+    return call<JobReceipt>('POST', '/jobs/csv', form);
+  },
 };
