@@ -48,6 +48,9 @@ npx vitest run --project browser --reporter=default --reporter=json --outputFile
 step "API fuzzing (schemathesis, from /v1/openapi.json)"
 bash scripts/fuzz/run.sh
 
+step "Prometheus against the running services: every target scraped, induced faults fire the real alerts"
+bash scripts/ops/prometheus-live.sh
+
 # Alone, after everything else: these kill processors with SIGKILL and stop the shared servers.
 step "chaos tests (guarantees under SIGKILL, rebalancing and server outages)"
 npx vitest run --project chaos --reporter=default --reporter=json --outputFile.json="$results/chaos.json"

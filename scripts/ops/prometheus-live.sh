@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prometheus (Debian package `prometheus`) against the running services, with the real
 # alerts.yml: asserts that it scrapes every target, then induces faults and asserts that the
-# expected alerts fire. Not part of `npm test`: about 75 s (50 s of checks, then the clean-up
+# expected alerts fire. A step of `npm test`: about 75 s (50 s of checks, then the clean-up
 # waits for the killed processor's consumer-group session to expire so it can delete the groups).
 #
 # The shared servers and services are never stopped. The faults are made on a processor this

@@ -33,3 +33,4 @@ export * from './allowance/allowance.js';
 export * from './allowance/quota-period.js';
 export * from './crm/mapping.plan.js';
 export * from './crm/mapping.validate.js';
+export * from './crm/webhook-signature.js';

@@ -1,0 +1,128 @@
+import { Pool } from 'undici';
+import { CrmError } from './adapter.js';
+import { type CrmErrorDetail, classifyHttpFailure, classifyNetworkError, safeMessage } from './crm-errors.js';
+
+/** One HTTP call as the pure request builders describe it; `path` is relative to the base URL. */
+export interface CrmRequest {
+  method: 'GET' | 'POST' | 'PATCH';
+  path: string;
+  body?: unknown;
+}
+
+export interface CrmResponse {
+  status: number;
+  /** Parsed JSON, or undefined for an empty body. */
+  body: unknown;
+}
+
+export interface CrmHttpOptions {
+  /** Name used in error messages, e.g. `HubSpot`. */
+  crm: string;
+  baseUrl: string;
+  /** Headers of every call, e.g. the bearer token. */
+  headers?: Record<string, string>;
+  /** Values that must never appear in an error message (tokens, secrets). */
+  secrets: readonly string[];
+  /** Reads a CRM's error body into a message (and a kind when the body knows better than the status). */
+  describeError?: (status: number, body: unknown) => CrmErrorDetail;
+  defaultRetryAfterMs?: number;
+  connectTimeoutMs?: number;
+  headersTimeoutMs?: number;
+  bodyTimeoutMs?: number;
+  connections?: number;
+  /** Called once per HTTP call, for metrics (calls by CRM and status, latency); `status` 0 = no answer. */
+  onCall?: (call: CrmCallObservation) => void;
+}
+
+export interface CrmCallObservation {
+  crm: string;
+  method: CrmRequest['method'];
+  status: number;
+  durationMs: number;
+}
+
+/** The tunable part of the HTTP options, what a caller of `createAdapter` may set. */
+export type AdapterHttpOptions = Partial<Pick<CrmHttpOptions, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'connections' | 'onCall'>>;
+
+export interface SendOptions {
+  /** Non-2xx statuses the caller handles itself (e.g. HubSpot's 409 for a duplicate unique value). */
+  accept?: readonly number[];
+  /** Raw body and extra headers, for a body that must be sent byte-exact (the signed webhook). */
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+export interface CrmHttpClient {
+  send(request: CrmRequest, options?: SendOptions): Promise<CrmResponse>;
+  close(): Promise<void>;
+}
+
+function parseJson(text: string): unknown {
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * A keep-alive connection pool to one CRM base URL with connect, headers and body timeouts.
+ * Non-2xx answers and network failures come back as CrmError, classified in one place.
+ */
+export function createCrmHttpClient(options: CrmHttpOptions): CrmHttpClient {
+  const base = new URL(options.baseUrl);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const pool = new Pool(base.origin, {
+    connections: options.connections ?? 4,
+    connect: { timeout: options.connectTimeoutMs ?? 5_000 },
+    headersTimeout: options.headersTimeoutMs ?? 15_000,
+    bodyTimeout: options.bodyTimeoutMs ?? 15_000,
+    keepAliveTimeout: 30_000,
+  });
+
+  async function send(request: CrmRequest, sendOptions: SendOptions = {}): Promise<CrmResponse> {
+    const body = sendOptions.rawBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body));
+    const headers: Record<string, string> = { accept: 'application/json', ...options.headers, ...sendOptions.headers };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let status = 0;
+    let text: string;
+    let retryAfter: string | string[] | undefined;
+    const startedAt = performance.now();
+    try {
+      // An empty path is the base URL itself, query string included (a webhook URL may carry one).
+      const path = request.path === '' ? `${base.pathname}${base.search}` : `${basePath}${request.path}`;
+      const response = await pool.request({ method: request.method, path, headers, body: body ?? null });
+      status = response.statusCode;
+      retryAfter = response.headers['retry-after'];
+      text = await response.body.text();
+    } catch (err) {
+      throw classifyNetworkError(options.crm, err, options.secrets);
+    } finally {
+      options.onCall?.({ crm: options.crm, method: request.method, status, durationMs: performance.now() - startedAt });
+    }
+    const parsed = parseJson(text);
+    if ((status >= 200 && status < 300) || sendOptions.accept?.includes(status)) return { status, body: parsed };
+    const detail = options.describeError?.(status, parsed) ?? { message: typeof parsed === 'string' ? parsed : undefined };
+    throw classifyHttpFailure({ crm: options.crm, status, retryAfter, detail, secrets: options.secrets, defaultRetryAfterMs: options.defaultRetryAfterMs });
+  }
+
+  return { send, close: () => pool.close() };
+}
+
+/** A 2xx body that is not what the CRM documents: retry, the proxy or CRM may recover. */
+export function unexpectedResponse(crm: string, what: string, secrets: readonly string[]): CrmError {
+  return new CrmError('transient', safeMessage(`${crm} answered an unexpected ${what}`, secrets));
+}
+
+/** Adapters take batches already split by the sink; a bigger one is a bug in the caller. */
+export function assertBatchSize(crm: string, size: number, maxBatchSize: number): void {
+  if (size > maxBatchSize) throw new Error(`${crm} adapter: a batch of ${size} exceeds the limit of ${maxBatchSize}; split batches before calling`);
+}
+
+/** Consecutive slices of at most `size` items. */
+export function chunk<T>(items: readonly T[], size: number): T[][] {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
+  return chunks;
+}

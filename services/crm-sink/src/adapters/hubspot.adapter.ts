@@ -1,0 +1,150 @@
+import type { CrmCredential } from '@ingest/shared';
+import type { ActivityWrite, BatchResult, CrmAdapter, CrmObject, PropertyValue, RecordFailure, RecordWrite } from './adapter.js';
+import type { CrmErrorDetail } from './crm-errors.js';
+import { type AdapterHttpOptions, type CrmHttpClient, type CrmRequest, assertBatchSize, createCrmHttpClient, unexpectedResponse } from './http.client.js';
+import {
+  HUBSPOT_MAX_BATCH_SIZE,
+  HUBSPOT_OBJECTS,
+  buildHubSpotNoteRequests,
+  buildHubSpotReadRequests,
+  buildHubSpotRecordIdRequests,
+  buildHubSpotUpsertRequests,
+  uniqueActivities,
+} from './hubspot.requests.js';
+
+const CRM = 'HubSpot';
+export const HUBSPOT_DEFAULT_BASE_URL = 'https://api.hubapi.com';
+/** HubSpot's burst limit is per 10 s window; without a Retry-After, waiting out one window is enough. */
+const HUBSPOT_DEFAULT_RETRY_AFTER_MS = 10_000;
+
+interface HubSpotBatchResponse {
+  results?: { id?: string; properties?: Record<string, string | null> }[];
+  errors?: { message?: string; category?: string; context?: Record<string, unknown> }[];
+}
+
+export function describeHubSpotError(_status: number, body: unknown): CrmErrorDetail {
+  if (typeof body !== 'object' || body === null) return { message: typeof body === 'string' ? body : undefined };
+  const { message, category } = body as { message?: unknown; category?: unknown };
+  const text = typeof message === 'string' ? message : undefined;
+  return { message: typeof category === 'string' && text ? `${category}: ${text}` : text };
+}
+
+function asBatchResponse(body: unknown): HubSpotBatchResponse {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw unexpectedResponse(CRM, 'batch response', []);
+  return body as HubSpotBatchResponse;
+}
+
+function contextIds(context: Record<string, unknown> | undefined): string[] {
+  const ids = context?.ids ?? context?.id;
+  return Array.isArray(ids) ? ids.map(String) : typeof ids === 'string' ? [ids] : [];
+}
+
+/**
+ * Per-record failures of a 200/207 batch answer. Errors name their records in `context.ids`
+ * when HubSpot can tell; an error it cannot place fails every requested record missing from
+ * `results`, so no record is reported written that HubSpot did not confirm.
+ */
+export function hubspotBatchFailures(keys: readonly string[], idProperty: string, response: HubSpotBatchResponse): RecordFailure[] {
+  const byLower = new Map(keys.map((k) => [k.toLowerCase(), k]));
+  const failures = new Map<string, string>();
+  const unplaced: string[] = [];
+  for (const error of response.errors ?? []) {
+    const message = error.category && error.message ? `${error.category}: ${error.message}` : (error.message ?? 'record refused');
+    const placed = contextIds(error.context)
+      .map((id) => byLower.get(id.toLowerCase()))
+      .filter((k) => k !== undefined);
+    for (const key of placed) failures.set(key, message);
+    if (placed.length === 0) unplaced.push(message);
+  }
+  if (unplaced.length > 0) {
+    const written = new Set((response.results ?? []).map((r) => r.properties?.[idProperty]?.toLowerCase()));
+    for (const key of keys) if (!written.has(key.toLowerCase()) && !failures.has(key)) failures.set(key, unplaced.join('; '));
+  }
+  return [...failures].map(([key, message]) => ({ key, message }));
+}
+
+export function createHubSpotAdapter(
+  credential: Extract<CrmCredential, { type: 'hubspot' }>,
+  httpOptions: AdapterHttpOptions = {},
+): CrmAdapter & { close(): Promise<void> } {
+  const http: CrmHttpClient = createCrmHttpClient({
+    ...httpOptions,
+    crm: CRM,
+    baseUrl: credential.baseUrl ?? HUBSPOT_DEFAULT_BASE_URL,
+    headers: { authorization: `Bearer ${credential.accessToken}` },
+    secrets: [credential.accessToken],
+    describeError: describeHubSpotError,
+    defaultRetryAfterMs: HUBSPOT_DEFAULT_RETRY_AFTER_MS,
+  });
+
+  async function upsertBatch(request: CrmRequest, object: CrmObject): Promise<{ failures: RecordFailure[]; ids: Map<string, string> }> {
+    const { idProperty } = HUBSPOT_OBJECTS[object];
+    const keys = ((request.body as { inputs: { id: string }[] }).inputs ?? []).map((i) => i.id);
+    const response = asBatchResponse((await http.send(request)).body);
+    const ids = new Map<string, string>();
+    for (const r of response.results ?? []) {
+      const key = r.properties?.[idProperty];
+      if (key && r.id) ids.set(`${object}:${key.toLowerCase()}`, r.id);
+    }
+    return { failures: hubspotBatchFailures(keys, idProperty, response), ids };
+  }
+
+  async function upsert(object: CrmObject, records: RecordWrite[]): Promise<BatchResult> {
+    assertBatchSize(CRM, records.length, HUBSPOT_MAX_BATCH_SIZE);
+    const failures: RecordFailure[] = [];
+    for (const request of buildHubSpotUpsertRequests(object, records)) failures.push(...(await upsertBatch(request, object)).failures);
+    return { failures };
+  }
+
+  async function read(object: CrmObject, keys: string[], fields: string[]): Promise<Map<string, Record<string, PropertyValue>>> {
+    const { idProperty } = HUBSPOT_OBJECTS[object];
+    const byLower = new Map(keys.map((k) => [k.toLowerCase(), k]));
+    const found = new Map<string, Record<string, PropertyValue>>();
+    for (const request of buildHubSpotReadRequests(object, keys, fields)) {
+      // Keys HubSpot does not know come back as OBJECT_NOT_FOUND errors in a 207: simply absent.
+      const response = asBatchResponse((await http.send(request)).body);
+      for (const r of response.results ?? []) {
+        const key = byLower.get(r.properties?.[idProperty]?.toLowerCase() ?? '');
+        if (key === undefined) continue;
+        found.set(key, Object.fromEntries(fields.map((f) => [f, r.properties?.[f] ?? null])));
+      }
+    }
+    return found;
+  }
+
+  /** HubSpot refuses a whole batch create with 409 when one note's key exists; one by one, a 409 means already applied. */
+  async function createNotes(request: CrmRequest): Promise<void> {
+    const first = await http.send(request, { accept: [409] });
+    if (first.status !== 409) return;
+    for (const input of (request.body as { inputs: unknown[] }).inputs) {
+      await http.send({ ...request, body: { inputs: [input] } }, { accept: [409] });
+    }
+  }
+
+  async function createActivities(activities: ActivityWrite[]): Promise<BatchResult> {
+    assertBatchSize(CRM, activities.length, HUBSPOT_MAX_BATCH_SIZE);
+    const unique = uniqueActivities(activities);
+    const recordIds = new Map<string, string>();
+    const recordFailures = new Map<string, string>();
+    for (const request of buildHubSpotRecordIdRequests(unique)) {
+      const object: CrmObject = request.path.includes('/contacts/') ? 'contact' : 'company';
+      const result = await upsertBatch(request, object);
+      for (const [k, id] of result.ids) recordIds.set(k, id);
+      for (const f of result.failures) recordFailures.set(`${object}:${f.key.toLowerCase()}`, f.message);
+    }
+    const failures: RecordFailure[] = [];
+    const ready: ActivityWrite[] = [];
+    for (const a of unique) {
+      const ref = `${a.object}:${a.key.toLowerCase()}`;
+      const id = recordIds.get(ref);
+      if (id !== undefined) {
+        recordIds.set(`${a.object}:${a.key}`, id);
+        ready.push(a);
+      } else failures.push({ key: a.idempotencyKey, message: recordFailures.get(ref) ?? `HubSpot returned no id for ${a.object} ${a.key}` });
+    }
+    for (const request of buildHubSpotNoteRequests(ready, recordIds)) await createNotes(request);
+    return { failures };
+  }
+
+  return { type: 'hubspot', maxBatchSize: HUBSPOT_MAX_BATCH_SIZE, read, upsert, createActivities, close: () => http.close() };
+}

@@ -1,0 +1,104 @@
+import type { ActivityWrite, CrmObject, PropertyValue, RecordWrite } from './adapter.js';
+import { type CrmRequest, chunk } from './http.client.js';
+
+/**
+ * Pure builders of the HubSpot CRM v3 calls. The adapter sends exactly these, and a dry-run
+ * shows them, so what a dry-run prints is what the sink does.
+ */
+export const HUBSPOT_MAX_BATCH_SIZE = 100;
+/** A custom note property with "unique value" set: HubSpot answers 409 to a second note with the same key. */
+export const HUBSPOT_ACTIVITY_KEY_PROPERTY = 'ingest_activity_key';
+
+export const HUBSPOT_OBJECTS: Readonly<Record<CrmObject, { type: 'contacts' | 'companies'; idProperty: 'email' | 'domain'; noteAssociationTypeId: number }>> = {
+  // HubSpot-defined association types note -> contact (202) and note -> company (190).
+  contact: { type: 'contacts', idProperty: 'email', noteAssociationTypeId: 202 },
+  company: { type: 'companies', idProperty: 'domain', noteAssociationTypeId: 190 },
+};
+
+/** HubSpot stores every property value as a string; an empty string clears a property. */
+export function hubspotValue(value: PropertyValue): string {
+  return value === null ? '' : String(value);
+}
+
+export interface HubSpotUpsertInput {
+  id: string;
+  idProperty: string;
+  properties: Record<string, string>;
+}
+
+/** Records with the same key are merged (later values win): HubSpot refuses duplicate ids in one batch. */
+function mergeByKey(records: readonly RecordWrite[]): Map<string, Record<string, PropertyValue>> {
+  const merged = new Map<string, Record<string, PropertyValue>>();
+  for (const r of records) merged.set(r.key, { ...merged.get(r.key), ...r.properties });
+  return merged;
+}
+
+export function buildHubSpotUpsertRequests(object: CrmObject, records: readonly RecordWrite[]): CrmRequest[] {
+  const { type, idProperty } = HUBSPOT_OBJECTS[object];
+  const inputs: HubSpotUpsertInput[] = [...mergeByKey(records)].map(([key, properties]) => ({
+    id: key,
+    idProperty,
+    properties: Object.fromEntries(Object.entries(properties).map(([name, value]) => [name, hubspotValue(value)])),
+  }));
+  return chunk(inputs, HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({ method: 'POST', path: `/crm/v3/objects/${type}/batch/upsert`, body: { inputs: batch } }));
+}
+
+export function buildHubSpotReadRequests(object: CrmObject, keys: readonly string[], fields: readonly string[]): CrmRequest[] {
+  const { type, idProperty } = HUBSPOT_OBJECTS[object];
+  const properties = [...new Set([idProperty, ...fields])];
+  return chunk([...new Set(keys)], HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({
+    method: 'POST',
+    path: `/crm/v3/objects/${type}/batch/read`,
+    body: { idProperty, properties, inputs: batch.map((id) => ({ id })) },
+  }));
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** A second activity with the same key in one batch would make HubSpot refuse the whole batch (409). */
+export function uniqueActivities(activities: readonly ActivityWrite[]): ActivityWrite[] {
+  return [...new Map(activities.map((a) => [a.idempotencyKey, a])).values()];
+}
+
+/**
+ * Record ids for note associations come from upserting the records by key with no other properties:
+ * it creates a record the activity is about if it does not exist yet, and changes nothing else.
+ */
+export function buildHubSpotRecordIdRequests(activities: readonly ActivityWrite[]): CrmRequest[] {
+  return (['contact', 'company'] as const).flatMap((object) =>
+    buildHubSpotUpsertRequests(
+      object,
+      // The key itself as the only property: the answer then names each record's key next to its id.
+      activities.filter((a) => a.object === object).map((a) => ({ object, key: a.key, properties: { [HUBSPOT_OBJECTS[object].idProperty]: a.key } })),
+    ),
+  );
+}
+
+export function recordIdPlaceholder(object: CrmObject, key: string): string {
+  return `<id of ${object} ${key}>`;
+}
+
+/** `recordIds` maps `${object}:${key}` to HubSpot's record id; a dry-run passes none and shows placeholders. */
+export function buildHubSpotNoteRequests(activities: readonly ActivityWrite[], recordIds: ReadonlyMap<string, string> = new Map()): CrmRequest[] {
+  const inputs = uniqueActivities(activities).map((a) => ({
+    properties: {
+      hs_timestamp: a.occurredAt,
+      hs_note_body: `<strong>${escapeHtml(a.type)}</strong>: ${escapeHtml(a.title)}`,
+      [HUBSPOT_ACTIVITY_KEY_PROPERTY]: a.idempotencyKey,
+    },
+    associations: [
+      {
+        to: { id: recordIds.get(`${a.object}:${a.key}`) ?? recordIdPlaceholder(a.object, a.key) },
+        types: [{ associationCategory: 'HUBSPOT_DEFINED', associationTypeId: HUBSPOT_OBJECTS[a.object].noteAssociationTypeId }],
+      },
+    ],
+  }));
+  return chunk(inputs, HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({ method: 'POST', path: '/crm/v3/objects/notes/batch/create', body: { inputs: batch } }));
+}
+
+/** Every call `createActivities` makes, in order (dry-run). */
+export function buildHubSpotActivityRequests(activities: readonly ActivityWrite[]): CrmRequest[] {
+  return [...buildHubSpotRecordIdRequests(activities), ...buildHubSpotNoteRequests(activities)];
+}

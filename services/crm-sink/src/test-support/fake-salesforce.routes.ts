@@ -1,0 +1,105 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { type FakeCrmState, type FakeRecord, salesforceError } from './fake-crm.state.js';
+import { parseSoqlInQuery } from './fake-soql.js';
+
+/**
+ * The Salesforce REST endpoints the adapter calls: sObject Collections upsert by external id
+ * (at most 200 records, `allOrNone: false`, one save result per record) and the SOQL query.
+ * Records are kept per sObject, keyed by their external id value.
+ */
+const MAX_RECORDS = 200;
+const SOBJECTS = new Set(['Contact', 'Account', 'Task']);
+const API_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
+const VERSION = /^v\d+\.0$/;
+
+type SaveResult = { id?: string; success: boolean; errors: { statusCode: string; message: string; fields: string[] }[]; created?: boolean };
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function refused(statusCode: string, message: string, fields: string[] = []): SaveResult {
+  return { success: false, errors: [{ statusCode, message, fields }] };
+}
+
+function findByField(state: FakeCrmState, sobject: string, field: string, value: unknown): FakeRecord | undefined {
+  return [...state.store('salesforce', sobject).values()].find((r) => r.properties[field] === value);
+}
+
+/** Task.Who / Task.What given as `{ attributes: { type }, <externalIdField>: value }`, resolved to an id. */
+function resolveReference(state: FakeCrmState, name: string, reference: unknown): { field: string; id: string } | SaveResult {
+  const ref = isObject(reference) ? reference : {};
+  const type = isObject(ref.attributes) ? ref.attributes.type : undefined;
+  const entries = Object.entries(ref).filter(([k]) => k !== 'attributes');
+  const [field, value] = entries[0] ?? [];
+  if (typeof type !== 'string' || entries.length !== 1 || field === undefined) return refused('INVALID_FIELD', `Invalid foreign key reference ${name}`, [name]);
+  const target = findByField(state, type, field, value);
+  if (!target) return refused('INVALID_FIELD', `Foreign key external ID: ${String(value)} not found for field ${field} in entity ${type}`, [name]);
+  return { field: `${name}Id`, id: target.id };
+}
+
+function save(state: FakeCrmState, sobject: string, externalIdField: string, record: Record<string, unknown>): SaveResult {
+  const attributes = isObject(record.attributes) ? record.attributes : {};
+  if (attributes.type !== sobject) return refused('INVALID_TYPE', `attributes.type must be ${sobject}`);
+  const key = record[externalIdField];
+  if (typeof key !== 'string' || key === '') return refused('MISSING_ARGUMENT', `${externalIdField} not specified`, [externalIdField]);
+  const fields: Record<string, unknown> = {};
+  const associations: string[] = [];
+  for (const [name, value] of Object.entries(record)) {
+    if (name === 'attributes') continue;
+    if (!API_NAME.test(name)) return refused('INVALID_FIELD', `No such column '${name}' on entity '${sobject}'`, [name]);
+    if (sobject === 'Task' && (name === 'Who' || name === 'What')) {
+      const resolved = resolveReference(state, name, value);
+      if ('success' in resolved) return resolved;
+      fields[resolved.field] = resolved.id;
+      associations.push(resolved.id);
+    } else if (isObject(value) || Array.isArray(value)) {
+      return refused('INVALID_FIELD', `Cannot deserialize value of field ${name}`, [name]);
+    } else fields[name] = value;
+  }
+  const store = state.store('salesforce', sobject);
+  const existing = store.get(key);
+  const stored = existing ?? { id: state.newId(), properties: {}, associations: [] };
+  Object.assign(stored.properties, fields, { Id: stored.id });
+  stored.associations = [...new Set([...stored.associations, ...associations])];
+  store.set(key, stored);
+  return { id: stored.id, success: true, errors: [], created: !existing };
+}
+
+function badRequest(reply: FastifyReply, errorCode: string, message: string): FastifyReply {
+  return reply.code(400).send(salesforceError(errorCode, message));
+}
+
+export function registerFakeSalesforce(app: FastifyInstance, state: FakeCrmState): void {
+  app.patch<{ Params: { version: string; sobject: string; field: string } }>(
+    '/services/data/:version/composite/sobjects/:sobject/:field',
+    async (request, reply) => {
+      const { version, sobject, field } = request.params;
+      if (!VERSION.test(version)) return reply.code(404).send(salesforceError('NOT_FOUND', 'The requested resource does not exist'));
+      if (!SOBJECTS.has(sobject)) return badRequest(reply, 'INVALID_TYPE', `sObject type '${sobject}' is not supported.`);
+      if (!API_NAME.test(field)) return badRequest(reply, 'INVALID_FIELD', `Provided external ID field does not exist or is not accessible: ${field}`);
+      const body = isObject(request.body) ? request.body : {};
+      if (typeof body.allOrNone !== 'boolean' || !Array.isArray(body.records) || !body.records.every(isObject)) {
+        return badRequest(reply, 'JSON_PARSER_ERROR', 'Expected { allOrNone: boolean, records: object[] }');
+      }
+      if (body.records.length > MAX_RECORDS) {
+        return badRequest(reply, 'EXCEEDED_ID_LIMIT', `record limit reached. cannot submit more than ${MAX_RECORDS} records into this call`);
+      }
+      return (body.records as Record<string, unknown>[]).map((record) => save(state, sobject, field, record));
+    },
+  );
+
+  app.get<{ Params: { version: string }; Querystring: { q?: string } }>('/services/data/:version/query', async (request, reply) => {
+    const parsed = parseSoqlInQuery(request.query.q ?? '');
+    if (typeof parsed === 'string') return badRequest(reply, 'MALFORMED_QUERY', parsed);
+    if (!SOBJECTS.has(parsed.sobject)) return badRequest(reply, 'INVALID_TYPE', `sObject type '${parsed.sobject}' is not supported.`);
+    const wanted = new Set(parsed.values);
+    const records = [...state.store('salesforce', parsed.sobject).values()]
+      .filter((r) => wanted.has(r.properties[parsed.whereField] as string))
+      .map((r) => ({
+        attributes: { type: parsed.sobject, url: `/services/data/${request.params.version}/sobjects/${parsed.sobject}/${r.id}` },
+        ...Object.fromEntries(parsed.fields.map((f) => [f, f === 'Id' ? r.id : (r.properties[f] ?? null)])),
+      }));
+    return { totalSize: records.length, done: true, records };
+  });
+}

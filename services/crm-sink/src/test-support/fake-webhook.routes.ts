@@ -1,0 +1,35 @@
+import { WEBHOOK_SIGNATURE_HEADER, verifyWebhookSignature } from '@ingest/shared';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FakeCrmState } from './fake-crm.state.js';
+
+/**
+ * A customer's webhook receiver, done right: verifies the signature over the raw body, keeps
+ * records by object and key, and dedupes activities by `idempotencyKey`.
+ * Records land in `records('webhook', 'contact' | 'company' | 'activity')`.
+ */
+export function registerFakeWebhook(app: FastifyInstance, state: FakeCrmState, secrets: readonly string[], rawBodies: WeakMap<FastifyRequest, string>): void {
+  app.post<{ Params: { name: string } }>('/webhook/:name', async (request, reply) => {
+    const header = request.headers[WEBHOOK_SIGNATURE_HEADER.toLowerCase()];
+    const verification = verifyWebhookSignature([...secrets], typeof header === 'string' ? header : undefined, rawBodies.get(request) ?? '');
+    if (!verification.ok) return reply.code(401).send({ error: verification.reason });
+    const body = request.body as { type?: unknown; object?: unknown; records?: unknown; activities?: unknown };
+    if (body.type === 'records.upsert' && (body.object === 'contact' || body.object === 'company') && Array.isArray(body.records)) {
+      const store = state.store('webhook', body.object);
+      for (const r of body.records as { key: string; properties: Record<string, unknown> }[]) {
+        const record = store.get(r.key) ?? { id: state.newId(), properties: {}, associations: [] };
+        Object.assign(record.properties, r.properties);
+        store.set(r.key, record);
+      }
+      return { received: body.records.length };
+    }
+    if (body.type === 'activities.create' && Array.isArray(body.activities)) {
+      const store = state.store('webhook', 'activity');
+      for (const a of body.activities as Record<string, unknown>[]) {
+        const key = String(a.idempotencyKey);
+        if (!store.has(key)) store.set(key, { id: state.newId(), properties: a, associations: [] });
+      }
+      return { received: body.activities.length };
+    }
+    return reply.code(400).send({ error: 'unknown payload type' });
+  });
+}
