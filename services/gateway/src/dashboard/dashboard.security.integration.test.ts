@@ -151,6 +151,50 @@ describe('CSRF', () => {
   });
 });
 
+describe('jobs', () => {
+  const csv = 'event_name,timestamp,email\r\nSigned Up,2026-01-05T10:00:00Z,ada@example.com\r\n';
+  const multipart = (boundary: string) =>
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="e.csv"\r\nContent-Type: text/csv\r\n\r\n${csv}--${boundary}--\r\n`;
+  const upload = (user: DashboardUser, headers: Record<string, string | undefined> = {}) =>
+    user.request({
+      method: 'POST',
+      url: '/dashboard/api/jobs/csv',
+      headers: { 'content-type': 'multipart/form-data; boundary=XyZ', ...headers },
+      payload: multipart('XyZ'),
+    });
+
+  it("lists only the session account's jobs, newest first, and hides other accounts' jobs by id", async () => {
+    const first = await upload(a.user);
+    expect(first.statusCode).toBe(202);
+    const second = await upload(a.user);
+    const other = await upload(b.user);
+    expect([second.statusCode, other.statusCode]).toEqual([202, 202]);
+
+    const listed = (await a.user.request({ method: 'GET', url: '/dashboard/api/jobs' })).json() as {
+      jobs: { jobId: string; accountId: string; source: string }[];
+    };
+    expect(listed.jobs.map((j) => j.jobId)).toEqual([second.json().jobId, first.json().jobId]);
+    expect(listed.jobs.every((j) => j.accountId === a.accountId && j.source === 'csv')).toBe(true);
+
+    expect((await a.user.request({ method: 'GET', url: `/dashboard/api/jobs/${first.json().jobId}` })).statusCode).toBe(200);
+    const foreign = await a.user.request({ method: 'GET', url: `/dashboard/api/jobs/${other.json().jobId}` });
+    expect(foreign.statusCode).toBe(404);
+  });
+
+  it('refuses an upload without the CSRF token or from a foreign origin, and a bad header with a precise 400', async () => {
+    expect((await upload(a.user, { 'x-csrf-token': undefined })).statusCode).toBe(403);
+    expect((await upload(a.user, { origin: 'https://evil.example' })).statusCode).toBe(403);
+    const badHeader = await a.user.request({
+      method: 'POST',
+      url: '/dashboard/api/jobs/csv',
+      headers: { 'content-type': 'multipart/form-data; boundary=B' },
+      payload: `--B\r\nContent-Disposition: form-data; name="file"; filename="e.csv"\r\n\r\nevent_name,email\r\nX,ada@example.com\r\n--B--\r\n`,
+    });
+    expect(badHeader.statusCode).toBe(400);
+    expect(badHeader.json().errors).toEqual([expect.objectContaining({ column: 'timestamp', code: 'missing_column' })]);
+  });
+});
+
 describe('API key use', () => {
   it('records when a key was last used', async () => {
     const { account, apiKey, keyId } = await gw.newAccount('pro');
