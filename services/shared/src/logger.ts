@@ -19,6 +19,11 @@ const REDACT_PATHS = [
   '*.password',
   'token',
   '*.token',
+  // Dashboard owners and sessions.
+  'passwordHash',
+  '*.passwordHash',
+  'csrfToken',
+  '*.csrfToken',
 ];
 
 export interface LoggerOptions {

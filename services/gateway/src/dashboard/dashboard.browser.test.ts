@@ -23,6 +23,7 @@ let browser: Browser;
 let page: Page;
 let baseUrl: string;
 let processor: Component[] = [];
+let accountId: string;
 const email = `owner-${uniqueSuffix()}@example.com`;
 const password = `browser-${uniqueSuffix()}-password`;
 
@@ -46,6 +47,7 @@ beforeAll(async () => {
   });
   for (const part of processor) await part.start();
   const { account } = await gw.newAccount('free');
+  accountId = account.id;
   await gw.controlPlane.createOwner(account.id, email, await hashPassword(password));
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
@@ -163,6 +165,33 @@ describe('dashboard in a browser', () => {
     await job.getByText('1 error').click();
     expect(await job.getByRole('cell', { name: '4', exact: true }).count()).toBe(1);
     await screenshot(page, 'jobs-completed');
+  });
+
+  it('warns at 80 % of the allowance and says when it is used up', async () => {
+    const { plaintext } = await gw.controlPlane.createApiKey(accountId, 'bulk sender');
+    const batch = (n: number) =>
+      fetch(`${baseUrl}/v1/events`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${plaintext}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ events: Array.from({ length: n }, (_, i) => ({ eventName: 'Load', email: `u${uniqueSuffix()}-${i}@example.com` })) }),
+      });
+    const usedNow = async () =>
+      ((await (await fetch(`${baseUrl}/v1/usage`, { headers: { authorization: `Bearer ${plaintext}` } })).json()) as { used: number }).used;
+    // Up to 85 % of the free plan's 1,000 events, whatever the earlier tests used.
+    let toSend = 850 - (await usedNow());
+    while (toSend > 0) {
+      expect((await batch(Math.min(100, toSend))).status).toBe(202);
+      toSend -= 100;
+    }
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('You have used 85% of this month');
+    await screenshot(page, 'usage-warning');
+
+    while ((await usedNow()) < 1000) expect((await batch(100)).status).toBe(202);
+    await page.reload();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain("You have used this month's allowance");
+    expect(await page.getByRole('meter').getAttribute('aria-valuenow')).toBe('100');
+    await screenshot(page, 'usage-exhausted');
   });
 
   it('signs out and is back at the sign-in form; a reload stays signed out', async () => {

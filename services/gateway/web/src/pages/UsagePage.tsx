@@ -3,6 +3,7 @@ import { api } from '../api';
 import { DailyChart } from '../DailyChart';
 import { formatDate, formatNumber } from '../format';
 import type { DashboardUsage } from '../types';
+import { usageLevel, usedPercent } from '../usage-level';
 
 export function UsagePage() {
   const [usage, setUsage] = useState<DashboardUsage | null>(null);
@@ -18,17 +19,17 @@ export function UsagePage() {
       </p>
     );
   if (!usage) return <p>Loading…</p>;
-  const share = usage.limit > 0 ? usage.used / usage.limit : 1;
-  const percent = Math.min(100, Math.round(share * 100));
+  const level = usageLevel(usage.used, usage.limit);
+  const percent = usedPercent(usage.used, usage.limit);
 
   return (
     <section aria-labelledby="usage-title">
       <h1 id="usage-title">Usage</h1>
-      {share >= 1 ? (
+      {level === 'exhausted' ? (
         <p className="banner danger" role="alert">
           You have used this month's allowance: new events are refused with 402 until {formatDate(usage.periodEnd)}.
         </p>
-      ) : share >= 0.8 ? (
+      ) : level === 'warn' ? (
         <p className="banner warn" role="alert">
           You have used {percent}% of this month's allowance.
         </p>
@@ -56,7 +57,7 @@ export function UsagePage() {
         </div>
       </dl>
       <div className="meter" role="meter" aria-label="Share of the monthly allowance used" aria-valuemin={0} aria-valuemax={100} aria-valuenow={percent}>
-        <div className={share >= 1 ? 'fill danger' : share >= 0.8 ? 'fill warn' : 'fill'} style={{ width: `${percent}%` }} />
+        <div className={level === 'exhausted' ? 'fill danger' : level === 'warn' ? 'fill warn' : 'fill'} style={{ width: `${percent}%` }} />
       </div>
       <p className="hint">{percent}% used</p>
       <h2>Unique events per day, last 90 days (UTC)</h2>
