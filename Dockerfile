@@ -12,6 +12,7 @@ COPY schemas/package.json schemas/
 COPY services/shared/package.json services/shared/
 COPY services/gateway/package.json services/gateway/
 COPY services/processor/package.json services/processor/
+COPY services/crm-sink/package.json services/crm-sink/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.base.json tsconfig.json ./
 COPY schemas schemas
