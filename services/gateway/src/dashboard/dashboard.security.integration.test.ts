@@ -3,7 +3,11 @@
  * (usage history), through the real gateway app. The dashboard's security model: the account
  * comes from the session only, cookie flags, CSRF (token and Origin), sign-in limits, logout.
  */
+import { createJobStatusStore, createMetricsRegistry } from '@ingest/shared';
+import { integrationEnv, testLogger, waitFor } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../app.js';
+import { loadGatewayConfig } from '../config.js';
 import { createGatewayFixture, type GatewayFixture, randomClientIp, ADMIN_TOKEN } from '../test-support/gateway.fixture.js';
 import { createOwner, DASHBOARD_HOST, type DashboardUser, sessionCookieOf, signedInOwner, signInRequest } from '../test-support/dashboard.client.js';
 
@@ -203,7 +207,6 @@ describe('API key use', () => {
     expect(before.lastUsedAt).toBeNull();
     const used = await gw.app.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${apiKey}` }, remoteAddress: randomClientIp() });
     expect(used.statusCode).toBe(200);
-    const { waitFor } = await import('@ingest/shared/testing');
     await waitFor(
       async () => {
         const key = (await user.request({ method: 'GET', url: '/dashboard/api/keys' })).json().keys.find((k: { id: string }) => k.id === keyId);
@@ -235,6 +238,44 @@ describe('sign-out', () => {
     });
     expect(sessionCookieOf(again)).not.toBe(user.cookie);
     expect((await user.request({ method: 'GET', url: '/dashboard/api/session' })).statusCode).toBe(401);
+  });
+});
+
+describe('session expiry', () => {
+  it('refuses a session left unused for longer than DASHBOARD_SESSION_IDLE_SECONDS', async () => {
+    const env = integrationEnv();
+    const config = loadGatewayConfig({
+      KAFKA_BROKERS: env.kafkaBrokers,
+      REDIS_URL: env.redisUrl,
+      CLICKHOUSE_URL: env.clickhouseUrl,
+      KAFKA_TOPIC_PREFIX: gw.kafka.prefix,
+      DASHBOARD_SESSION_IDLE_SECONDS: '1',
+    });
+    const app = await buildApp({
+      config,
+      logger: testLogger(),
+      metrics: createMetricsRegistry('dashboard-expiry'),
+      producer: gw.producer,
+      redis: gw.redis,
+      controlPlane: gw.controlPlane,
+      jobStatus: createJobStatusStore({ redis: gw.redis, producer: gw.producer, progressTopic: gw.kafka.topic('jobProgress') }),
+      ch: gw.clickhouse.ch,
+    });
+    try {
+      const { email, password } = await createOwner(gw, a.accountId);
+      const signedIn = await signInRequest(app, email, password);
+      const cookie = sessionCookieOf(signedIn);
+      const probe = () => app.inject({ method: 'GET', url: '/dashboard/api/session', headers: { cookie }, remoteAddress: randomClientIp() });
+      expect((await probe()).statusCode).toBe(200);
+      // Polled less often than the idle time, so the polls themselves do not keep it alive.
+      await waitFor(async () => (await probe()).statusCode === 401 || undefined, {
+        description: 'the idle session refused',
+        timeoutMs: 15_000,
+        intervalMs: 2_000,
+      });
+    } finally {
+      await app.close();
+    }
   });
 });
 
