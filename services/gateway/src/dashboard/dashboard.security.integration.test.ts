@@ -6,6 +6,7 @@
 import { createJobStatusStore, createMetricsRegistry } from '@ingest/shared';
 import { integrationEnv, testLogger, waitFor } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureWebBuilt } from '../../../../scripts/web-build.js';
 import { buildApp } from '../app.js';
 import { loadGatewayConfig } from '../config.js';
 import { createGatewayFixture, type GatewayFixture, randomClientIp, ADMIN_TOKEN } from '../test-support/gateway.fixture.js';
@@ -321,6 +322,26 @@ describe('owners through the admin API', () => {
       remoteAddress: randomClientIp(),
     });
     expect(short.statusCode).toBe(400);
+  });
+});
+
+describe('web app files', () => {
+  it('serves the page with a same-origin CSP and never a file outside the built web app', async () => {
+    await ensureWebBuilt();
+    const page = await gw.app.inject({ method: 'GET', url: '/dashboard/keys', remoteAddress: randomClientIp() });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('<div id="root">');
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(page.headers['cache-control']).toBe('no-cache');
+    const script = /src="(\/dashboard\/assets\/[^"]+\.js)"/.exec(page.body)?.[1] ?? '';
+    const asset = await gw.app.inject({ method: 'GET', url: script, remoteAddress: randomClientIp() });
+    expect(asset.statusCode).toBe(200);
+    expect(asset.headers['cache-control']).toContain('immutable');
+    for (const url of ['/dashboard/assets/../../main.js', '/dashboard/assets/..%2f..%2fmain.js', '/dashboard/assets/%2e%2e/%2e%2e/package.json']) {
+      const response = await gw.app.inject({ method: 'GET', url, remoteAddress: randomClientIp() });
+      expect(response.statusCode, url).not.toBe(200);
+      expect(response.statusCode, url).toBeLessThan(500);
+    }
   });
 });
 
