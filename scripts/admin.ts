@@ -9,9 +9,4 @@ process.exitCode = await runCli(process.argv.slice(2), {
   fetch: globalThis.fetch,
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
-  readStdin: async () => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks).toString('utf8');
-  },
 });

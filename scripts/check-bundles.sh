@@ -51,3 +51,4 @@ check gateway GATEWAY_OPS_PORT
 curl -sf "http://127.0.0.1:$api_port/dashboard/" | grep -q '<div id="root">' || { echo "gateway bundle does not serve the dashboard web app"; exit 1; }
 echo "gateway bundle: dashboard web app served"
 check processor PROCESSOR_OPS_PORT
+check crm-sink CRM_SINK_OPS_PORT

@@ -12,7 +12,7 @@ LOG_DIR="$STACK_DIR/logs"
 mkdir -p "$RUN_DIR" "$LOG_DIR"
 
 # name:ops-port (the port that answers /readyz). Add a service here when it gets a main.ts.
-SERVICES=("gateway:${GATEWAY_OPS_PORT:-3100}" "processor:${PROCESSOR_OPS_PORT:-3101}")
+SERVICES=("gateway:${GATEWAY_OPS_PORT:-3100}" "processor:${PROCESSOR_OPS_PORT:-3101}" "crm-sink:${CRM_SINK_OPS_PORT:-3102}")
 GATEWAY_URL="http://127.0.0.1:${GATEWAY_PORT:-3000}"
 
 # The local admin token: generated once, kept in .local (ignored), so the CLI keeps working

@@ -63,7 +63,8 @@ const actionBranches = [
   closed({ op: Type.Literal('min'), field: FieldName, from: MappingSource }, 'Keep the smaller number or timestamp, e.g. first_seen_at.'),
   closed({ op: Type.Literal('append'), field: FieldName, from: MappingSource }, 'Add the value to a list.'),
 ] as const;
-export const MappingAction = Type.Unsafe<MappingAction>({ oneOf: [...actionBranches], discriminator: { propertyName: 'op' } });
+// `type: 'object'` is needed: ajv's discriminator lets anything that is not an object pass.
+export const MappingAction = Type.Unsafe<MappingAction>({ type: 'object', oneOf: [...actionBranches], discriminator: { propertyName: 'op' } });
 // Static distributes over the union of branch schemas.
 export type MappingAction = Static<(typeof actionBranches)[number]>;
 export type MappingActionOp = MappingAction['op'];

@@ -23,14 +23,23 @@ export const EventIdParams = Type.Object(
 export type EventIdParams = Static<typeof EventIdParams>;
 
 /**
- * CRM sync state of an event. Only `pending` exists today: "not synced yet, or no CRM is
- * configured for the account". Further states (synced, failed, skipped) will be added.
+ * CRM sync state of an event, as the crm-sink recorded it (kept 30 days by default):
+ * `pending` (not handled yet, or its state expired), `synced` (its CRM effects are written),
+ * `skipped` (nothing to do: `reason` says why) or `failed` (dead-lettered: `reason` is the CRM's
+ * error; a replay may still sync it).
  */
 export const EventSyncState = Type.Object(
   {
-    state: Type.Union([Type.Literal('pending')], {
-      description: '`pending`: not synced to a CRM yet, or no CRM is configured for this account. More states will be added.',
+    state: Type.Union([Type.Literal('pending'), Type.Literal('synced'), Type.Literal('skipped'), Type.Literal('failed')], {
+      description:
+        '`pending`: not synced yet (or no state recorded); `synced`: the CRM has its effects; `skipped`: no CRM work for it (see `reason`); `failed`: the CRM refused it or retries ran out (see `reason`).',
     }),
+    reason: Type.Optional(
+      Type.String({
+        description: 'For `skipped`: `no_mapping`, `no_rule_matched` or `missing_identity`. For `failed`: the CRM’s error message.',
+      }),
+    ),
+    updatedAt: Type.Optional(Type.String({ description: 'When the sync state was recorded, ISO 8601 in UTC.' })),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,8 @@
+import { readFile } from 'node:fs/promises';
+import { text as readAll } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { PLAN_IDS, type PlanId } from '@ingest/schemas';
+import { CRM_ENV_USAGE, CRM_USAGE, type CrmCommand, crmRequestFor, type Flag, InputError, isCrmCommand, loadBody, parseCrmCommand } from './crm-commands.js';
 import { formatProblem, formatSuccess } from './format.js';
 
 /**
@@ -7,8 +10,7 @@ import { formatProblem, formatSuccess } from './format.js';
  * the request for each command and the output are pure functions; `runCli` wires them to
  * fetch and the terminal, so tests drive it with a fake fetch as well as the real thing.
  */
-export type Command =
-  | { kind: 'help' }
+export type CoreCommand =
   | { kind: 'accounts create'; name: string; plan: PlanId }
   | { kind: 'accounts list' }
   | { kind: 'accounts show'; accountId: string }
@@ -19,6 +21,8 @@ export type Command =
   /** `password` is filled by runCli from OWNER_PASSWORD or stdin; absent: the API generates one. */
   | { kind: 'owners create'; accountId: string; email: string; passwordStdin: boolean; password?: string }
   | { kind: 'owners list'; accountId: string };
+
+export type Command = { kind: 'help' } | CoreCommand | CrmCommand;
 
 export interface Invocation {
   command: Command;
@@ -41,6 +45,7 @@ commands:
   owners create <accountId> <email> [--password-stdin]     create a dashboard owner; the password comes from
                                                            OWNER_PASSWORD, stdin, or is generated and shown once
   owners list <accountId>                                  list an account's dashboard owners
+${CRM_USAGE}
   help                                                     this text
 
 options:
@@ -50,6 +55,7 @@ environment:
   ADMIN_URL    admin API base URL (default http://127.0.0.1:3000)
   ADMIN_TOKEN  admin bearer token (required)
   OWNER_PASSWORD  password for "owners create" (at least 12 characters)
+${CRM_ENV_USAGE}
 `;
 
 export function parseInvocation(argv: readonly string[]): Invocation {
@@ -64,8 +70,8 @@ export function parseInvocation(argv: readonly string[]): Invocation {
   const [group, action, ...rest] = positionals;
   if (values.help || group === undefined || group === 'help') return { command: { kind: 'help' }, json };
 
-  const allow = (...flags: ('name' | 'plan')[]) => {
-    for (const flag of ['name', 'plan'] as const) {
+  const allow = (...flags: Flag[]) => {
+    for (const flag of FLAGS) {
       if (values[flag] !== undefined && !flags.includes(flag)) throw new UsageError(`--${flag} does not apply to "${group} ${action ?? ''}"`.trim());
     }
   };
@@ -123,8 +129,14 @@ export function parseInvocation(argv: readonly string[]): Invocation {
       const [accountId = ''] = args(['accountId']);
       return { command: { kind: 'owners list', accountId }, json };
     }
-    default:
+    default: {
+      const crm =
+        group === 'mapping' || group === 'credentials'
+          ? parseCrmCommand(group, { action: action ?? '', flags: values, allow, args, usageError: (m) => new UsageError(m) })
+          : undefined;
+      if (crm) return { command: crm, json };
       throw new UsageError(`unknown command "${[group, action].filter(Boolean).join(' ')}"`);
+    }
   }
 }
 
@@ -136,12 +148,19 @@ function parseCliArgs(argv: readonly string[]) {
     options: {
       name: { type: 'string' },
       plan: { type: 'string' },
+      version: { type: 'string' },
+      mapping: { type: 'string' },
+      type: { type: 'string' },
+      'if-match': { type: 'string' },
+      stdin: { type: 'boolean' },
       json: { type: 'boolean' },
       'password-stdin': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
 }
+
+const FLAGS: readonly Flag[] = ['name', 'plan', 'version', 'mapping', 'type', 'if-match', 'stdin'];
 
 function plan(value: string): PlanId {
   if (!(PLAN_IDS as readonly string[]).includes(value)) throw new UsageError(`unknown plan "${value}" (one of ${PLAN_IDS.join(', ')})`);
@@ -151,10 +170,11 @@ function plan(value: string): PlanId {
 export interface ApiRequest {
   method: 'GET' | 'POST' | 'PUT';
   path: string;
-  body?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  body?: unknown;
 }
 
-export function requestFor(command: Exclude<Command, { kind: 'help' }>): ApiRequest {
+export function requestFor(command: CoreCommand): ApiRequest {
   const account = (id: string) => `/admin/v1/accounts/${encodeURIComponent(id)}`;
   switch (command.kind) {
     case 'accounts create':
@@ -187,8 +207,21 @@ export interface CliIo {
   fetch: typeof fetch;
   stdout(text: string): void;
   stderr(text: string): void;
-  /** The whole of standard input (for --password-stdin). */
+  /** Default: the file system and the process's stdin (also --password-stdin of owners create). */
+  readFile?(path: string): Promise<string>;
   readStdin?(): Promise<string>;
+}
+
+async function buildRequest(command: CoreCommand | CrmCommand, io: CliIo): Promise<ApiRequest> {
+  if (!isCrmCommand(command)) return requestFor(command);
+  const { hasBody, ...request } = crmRequestFor(command);
+  if (!hasBody) return request;
+  const body = await loadBody(command, {
+    env: io.env,
+    readFile: io.readFile ?? ((path) => readFile(path, 'utf8')),
+    readStdin: io.readStdin ?? (() => readAll(process.stdin)),
+  });
+  return { ...request, body };
 }
 
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:3000';
@@ -216,17 +249,30 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
   const base = (io.env.ADMIN_URL || DEFAULT_ADMIN_URL).replace(/\/+$/, '');
   if (command.kind === 'owners create') {
-    const fromStdin = command.passwordStdin && io.readStdin ? (await io.readStdin()).replace(/\r?\n$/, '') : '';
+    const fromStdin = command.passwordStdin ? (await (io.readStdin ?? (() => readAll(process.stdin)))()).replace(/\r?\n$/, '') : '';
     const password = io.env.OWNER_PASSWORD || fromStdin;
     if (password) command.password = password;
   }
-  const request = requestFor(command);
+  let request: ApiRequest;
+  try {
+    request = await buildRequest(command, io);
+  } catch (err) {
+    if (!(err instanceof InputError)) throw err;
+    io.stderr(`error: ${err.message}\n`);
+    return 2;
+  }
+  const hasBody = request.body !== undefined;
   let response: Response;
   try {
     response = await io.fetch(`${base}${request.path}`, {
       method: request.method,
-      headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(request.body ? { 'content-type': 'application/json' } : {}) },
-      ...(request.body ? { body: JSON.stringify(request.body) } : {}),
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: 'application/json',
+        ...(hasBody ? { 'content-type': 'application/json' } : {}),
+        ...request.headers,
+      },
+      ...(hasBody ? { body: JSON.stringify(request.body) } : {}),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
   } catch (err) {

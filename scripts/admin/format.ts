@@ -1,4 +1,5 @@
 import type { Command } from './cli.js';
+import { formatCrmSuccess, isCrmCommand } from './crm-commands.js';
 
 /** Human-readable output of the admin CLI. Inputs are the admin API's JSON bodies. */
 interface AccountOut {
@@ -19,6 +20,7 @@ interface KeyOut {
 }
 
 export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body: unknown): string {
+  if (isCrmCommand(command)) return formatCrmSuccess(command, body, table);
   switch (command.kind) {
     case 'accounts create':
       return `created account ${accountBlock(body as AccountOut)}`;

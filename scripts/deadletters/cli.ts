@@ -31,8 +31,8 @@ import { formatList, formatReplayPlan, listJson, printable, replayJson } from '.
  */
 export type Command =
   | { kind: 'help' }
-  | { kind: 'list'; code?: string; limit: number; json: boolean; showValues: boolean }
-  | { kind: 'replay'; selection: DeadLetterSelection; yes: boolean; json: boolean };
+  | { kind: 'list'; code?: string; limit: number; json: boolean; showValues: boolean; crm?: true }
+  | { kind: 'replay'; selection: DeadLetterSelection; yes: boolean; json: boolean; crm?: true };
 
 /** Wrong arguments: the message is printed with the usage, exit code 2. */
 export class UsageError extends Error {}
@@ -43,7 +43,7 @@ export const MAX_LIST_LIMIT = 10_000;
 export const USAGE = `usage: npm run deadletters -- <command> [options]
 
 commands:
-  list [--code <code>] [--limit <n>] [--json] [--show-values]
+  list [--code <code>] [--limit <n>] [--json] [--show-values] [--crm]
       list dead letters, oldest first (default limit ${DEFAULT_LIST_LIMIT}); keys and values are
       shown as sizes unless --show-values is given
   replay --offset <partition>/<offset> [<partition>/<offset> ...] [--json]
@@ -52,6 +52,10 @@ commands:
       send every dead letter with this code back; without --yes only shows what it would send
   help
       this text
+
+--crm works on the CRM sink's dead letters (crm.deadletter) instead of events.deadletter; its
+replays go to crm.replay, which only the crm-sink reads (storage is not touched again, and the
+sink's ledger keeps a replayed event from applying increments or activities twice).
 
 Replays are not recorded: replaying an entry again sends another copy (consumers deduplicate
 by eventId). A replayed message carries a dlq-replayed-from header naming its dead letter.
@@ -88,7 +92,7 @@ export function parseInvocation(argv: readonly string[]): Command {
 
   switch (command) {
     case 'list': {
-      allow('code', 'limit', 'json', 'show-values');
+      allow('code', 'limit', 'json', 'show-values', 'crm');
       if (rest.length > 0) throw new UsageError(`"list" takes no arguments (got ${rest.join(' ')})`);
       return {
         kind: 'list',
@@ -96,15 +100,18 @@ export function parseInvocation(argv: readonly string[]): Command {
         limit: limit(values.limit),
         json: values.json === true,
         showValues: values['show-values'] === true,
+        ...(values.crm === true ? { crm: true as const } : {}),
       };
     }
     case 'replay': {
-      allow('offset', 'code', 'yes', 'json');
+      allow('offset', 'code', 'yes', 'json', 'crm');
+      const crm = values.crm === true ? { crm: true as const } : {};
       const offsets = [...(values.offset ?? []), ...rest];
       if (values.code !== undefined && offsets.length > 0) throw new UsageError('replay takes either --offset or --code, not both');
-      if (values.code !== undefined) return { kind: 'replay', selection: { code: code(values.code) }, yes: values.yes === true, json: values.json === true };
+      if (values.code !== undefined)
+        return { kind: 'replay', selection: { code: code(values.code) }, yes: values.yes === true, json: values.json === true, ...crm };
       if (values.offset === undefined) throw new UsageError('replay needs --offset <partition>/<offset> or --code <code>');
-      return { kind: 'replay', selection: { positions: positions(offsets) }, yes: values.yes === true, json: values.json === true };
+      return { kind: 'replay', selection: { positions: positions(offsets) }, yes: values.yes === true, json: values.json === true, ...crm };
     }
     default:
       throw new UsageError(`unknown command "${command}"`);
@@ -123,6 +130,7 @@ function parseCliArgs(argv: readonly string[]) {
       yes: { type: 'boolean', short: 'y' },
       json: { type: 'boolean' },
       'show-values': { type: 'boolean' },
+      crm: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -192,7 +200,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
   const logger = createLogger({ service: 'deadletters', level: config.LOG_LEVEL, destination: { write: (line: string) => io.stderr(line) } });
   const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-deadletters`, logger });
-  const ctx: Context = { kafka, logger, io, prefix: config.KAFKA_TOPIC_PREFIX, topic: topicName(config.KAFKA_TOPIC_PREFIX, 'deadLetters') };
+  const prefix = config.KAFKA_TOPIC_PREFIX;
+  const ctx: Context = command.crm
+    ? { kafka, logger, io, prefix, topic: topicName(prefix, 'crmDeadLetters'), replayTopic: topicName(prefix, 'crmReplay') }
+    : { kafka, logger, io, prefix, topic: topicName(prefix, 'deadLetters') };
   try {
     return command.kind === 'list' ? await list(ctx, command) : await replay(ctx, command);
   } catch (err) {
@@ -207,6 +218,8 @@ interface Context {
   io: CliIo;
   prefix: string;
   topic: string;
+  /** Where replays go instead of each letter's source topic (CRM dead letters: crm.replay). */
+  replayTopic?: string;
 }
 
 async function list(ctx: Context, command: Extract<Command, { kind: 'list' }>): Promise<number> {
@@ -253,6 +266,9 @@ async function replay(ctx: Context, command: Extract<Command, { kind: 'replay' }
     io.stderr('nothing was replayed\n');
     return 1;
   }
+
+  // The source topic still had to be one of the deployment's (checked above); only the target changes.
+  if (ctx.replayTopic !== undefined) plan.byTopic = new Map([[ctx.replayTopic, entries]]);
 
   for (const [origin, again] of earlierReplays(entries, read, ctx.topic)) {
     io.stderr(`warning: ${origin} was replayed before and failed again (as ${again.map(entryPosition).join(', ')}); replaying it sends another copy\n`);

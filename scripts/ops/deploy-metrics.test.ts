@@ -72,7 +72,7 @@ describe('checkQueries', () => {
   });
 
   it('fails a metric no service exports, a misspelt one, or a histogram suffix on a counter', () => {
-    expect(check('rate(ingest_crm_calls_total[5m])')).toEqual(['test: ingest_crm_calls_total is not exported by any service']);
+    expect(check('rate(ingest_crm_no_such_metric_total[5m])')).toEqual(['test: ingest_crm_no_such_metric_total is not exported by any service']);
     expect(check('sum(rate(ingest_events_accept_total[5m]))')).toEqual(['test: ingest_events_accept_total is not exported by any service']);
     expect(check('ingest_dead_letters_total_bucket')).toHaveLength(1);
   });
@@ -173,10 +173,15 @@ describe('Grafana dashboards', () => {
     }
   });
 
-  it('CRM sync has no query yet (the sink exports nothing), only the text saying so', () => {
+  it('CRM sync queries the crm-sink’s calls, outcomes, lag and dead letters', () => {
     const crm = readDashboard(files.find((f) => f.endsWith('crm-sync.json')) ?? '');
-    expect(allPanels(crm).flatMap((p) => p.targets ?? [])).toEqual([]);
-    expect(allPanels(crm).map((p) => p.type)).toEqual(['text']);
+    const exprs = allPanels(crm).flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    for (const metric of ['ingest_crm_calls_total', 'ingest_crm_sync_outcomes_total', 'ingest_crm_sync_lag_seconds_bucket', 'ingest_dead_letters_total']) {
+      expect(
+        exprs.some((e) => e?.includes(metric)),
+        metric,
+      ).toBe(true);
+    }
   });
 
   it('fails a dashboard that queries a metric nobody exports (also inside a collapsed row and in a variable)', () => {
@@ -184,12 +189,16 @@ describe('Grafana dashboards', () => {
       uid: 'x',
       title: 'x',
       panels: [
-        { type: 'row', title: 'r', panels: [{ type: 'timeseries', title: 'CRM calls', targets: [{ refId: 'A', expr: 'rate(ingest_crm_calls_total[5m])' }] }] },
+        {
+          type: 'row',
+          title: 'r',
+          panels: [{ type: 'timeseries', title: 'CRM calls', targets: [{ refId: 'A', expr: 'rate(ingest_crm_no_such_metric_total[5m])' }] }],
+        },
       ],
       templating: { list: [{ name: 'route', type: 'query', query: { query: 'label_values(ingest_http_requests_totl, route)' } }] },
     };
     expect(checkQueries(dashboardQueries(bad, join(REPO_ROOT, 'bad.json')), exported)).toEqual([
-      'bad.json: panel "CRM calls" (A): ingest_crm_calls_total is not exported by any service',
+      'bad.json: panel "CRM calls" (A): ingest_crm_no_such_metric_total is not exported by any service',
       'bad.json: variable $route: ingest_http_requests_totl is not exported by any service',
     ]);
   });

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig, REPO_ROOT, TOPICS } from '@ingest/shared';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { CrmSinkConfigSchema } from '../../services/crm-sink/src/config.js';
 import { GatewayConfigSchema } from '../../services/gateway/src/config.js';
 import { ProcessorConfigSchema } from '../../services/processor/src/config.js';
 import { K8S_DIR, loadManifests, type Manifest, validateManifest } from './k8s-manifests.js';
@@ -50,20 +51,23 @@ const deployment = (name: string) => named('Deployment', name) as unknown as Wor
 const config = named('ConfigMap', 'ingest-config') as unknown as { data: Record<string, string> };
 
 describe('schema validation', () => {
-  it('finds the manifests: namespace, config, setup job, gateway and processor', () => {
+  it('finds the manifests: namespace, config, setup job, gateway, processor and crm-sink', () => {
     expect(loadProblems).toEqual([]);
     expect(manifests.map((m) => `${m.doc.kind}/${m.doc.metadata?.name}`).sort()).toEqual(
       [
         'ConfigMap/ingest-config',
+        'Deployment/crm-sink',
         'Deployment/gateway',
         'Deployment/processor',
         'HorizontalPodAutoscaler/gateway',
         'Job/ingest-setup',
         'Namespace/ingest',
+        'PodDisruptionBudget/crm-sink',
         'PodDisruptionBudget/gateway',
         'PodDisruptionBudget/processor',
         'Secret/ingest-secrets',
         'Service/gateway',
+        'Service/crm-sink-metrics',
         'Service/gateway-metrics',
         'Service/processor-metrics',
       ].sort(),
@@ -136,6 +140,7 @@ describe('configuration', () => {
     ...Object.keys({ ...CommonConfig, ...KafkaConfig, ...ClickHouseConfig, ...RedisConfig }),
     ...Object.keys(GatewayConfigSchema.properties),
     ...Object.keys(ProcessorConfigSchema.properties),
+    ...Object.keys(CrmSinkConfigSchema.properties),
     // scripts/setup.ts defines these two in its own schema.
     'KAFKA_REPLICATION_FACTOR',
     'CLICKHOUSE_MIGRATIONS_DIR',
@@ -181,7 +186,7 @@ describe('configuration', () => {
   });
 
   it('every pod takes its configuration from the ConfigMap and names its SERVICE', () => {
-    const expected: Record<string, string> = { gateway: 'gateway', processor: 'processor', 'ingest-setup': 'setup' };
+    const expected: Record<string, string> = { gateway: 'gateway', processor: 'processor', 'crm-sink': 'crm-sink', 'ingest-setup': 'setup' };
     for (const w of workloads) {
       const [c] = w.spec.template.spec.containers;
       expect(c?.envFrom, w.metadata.name).toEqual([{ configMapRef: { name: 'ingest-config' } }]);
@@ -197,6 +202,7 @@ describe('workloads', () => {
   it.each([
     ['gateway', 'GATEWAY_OPS_PORT', 3100],
     ['processor', 'PROCESSOR_OPS_PORT', 3101],
+    ['crm-sink', 'CRM_SINK_OPS_PORT', 3102],
   ] as const)('%s: /readyz and /healthz probes on the ops port (%s)', (name, variable, ops) => {
     const c = deployment(name).spec.template.spec.containers[0] as Container;
     expect(Number(config.data[variable])).toBe(ops);
@@ -231,7 +237,7 @@ describe('workloads', () => {
 
   it('every workload runs the same image, and stops within its grace period', () => {
     expect(new Set(workloads.flatMap((w) => w.spec.template.spec.containers.map((c) => c.image))).size).toBe(1);
-    for (const name of ['gateway', 'processor']) {
+    for (const name of ['gateway', 'processor', 'crm-sink']) {
       expect((deployment(name).spec.template.spec.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(Number(config.data.SHUTDOWN_TIMEOUT_MS));
     }
   });
@@ -252,7 +258,7 @@ describe('workloads', () => {
       ofKind('PodDisruptionBudget')
         .map((p) => p.doc.metadata?.name)
         .sort(),
-    ).toEqual(['gateway', 'processor']);
+    ).toEqual(['crm-sink', 'gateway', 'processor']);
     const hpa = named('HorizontalPodAutoscaler', 'gateway') as unknown as {
       spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; metrics: { resource: { name: string } }[] };
     };
@@ -275,7 +281,7 @@ describe('workloads', () => {
 });
 
 describe('Prometheus on Kubernetes (deploy/prometheus/prometheus-kubernetes.yml)', () => {
-  it('discovers the headless metrics Services of the manifests, on the ops ports, as jobs gateway and processor', () => {
+  it('discovers the headless metrics Services of the manifests, on the ops ports, as jobs gateway, processor and crm-sink', () => {
     const prom = parse(readFileSync(join(REPO_ROOT, 'deploy/prometheus/prometheus-kubernetes.yml'), 'utf8')) as {
       scrape_configs: { job_name: string; dns_sd_configs: { names: string[]; port: number }[] }[];
     };
@@ -283,6 +289,7 @@ describe('Prometheus on Kubernetes (deploy/prometheus/prometheus-kubernetes.yml)
     for (const [job, service, ops] of [
       ['gateway', 'gateway-metrics', 3100],
       ['processor', 'processor-metrics', 3101],
+      ['crm-sink', 'crm-sink-metrics', 3102],
     ] as const) {
       const svc = named('Service', service) as unknown as {
         metadata: { namespace: string };

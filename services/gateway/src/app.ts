@@ -7,6 +7,7 @@ import {
   type ControlPlane,
   createAllowance,
   createEventValidator,
+  createSyncStateStore,
   type JobStatusStore,
   type AccountJobsReader,
   type Logger,
@@ -106,14 +107,14 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
+  const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
   if (config.ADMIN_TOKEN) {
-    await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN }), { prefix: '/admin/v1' });
+    await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN, validateEvent: validate, now }), { prefix: '/admin/v1' });
   }
 
   const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
   const ingestMetrics = createIngestMetrics(deps.metrics);
   const jobs = createJobWriter({ producer: deps.producer, chunksTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobChunks'), statusStore: deps.jobStatus, now });
-  const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
   const keyUsage = createKeyUsage({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now });
 
   await app.register(
@@ -146,7 +147,12 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       );
       await v1.register(bulkRoutes({ jobs, allowance, metrics: ingestMetrics }));
       await v1.register(csvRoutes({ jobs, allowance, metrics: ingestMetrics }));
-      await v1.register(eventReadRoutes({ store: createClickHouseEventStore(deps.ch) }));
+      await v1.register(
+        eventReadRoutes({
+          store: createClickHouseEventStore(deps.ch),
+          syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
+        }),
+      );
       await v1.register(jobsRoutes({ statusStore: deps.jobStatus }));
       await v1.register(usageRoutes({ allowance }));
     },

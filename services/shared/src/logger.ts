@@ -19,6 +19,15 @@ const REDACT_PATHS = [
   '*.password',
   'token',
   '*.token',
+  // CRM credentials (issue 5): the secret fields of a CrmCredential, bare or inside a record.
+  'accessToken',
+  '*.accessToken',
+  'secret',
+  '*.secret',
+  'credential.accessToken',
+  'credential.secret',
+  '*.credential.accessToken',
+  '*.credential.secret',
   // Dashboard owners and sessions.
   'passwordHash',
   '*.passwordHash',

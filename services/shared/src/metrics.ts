@@ -38,6 +38,13 @@ export const METRIC_NAMES = {
   jobEventsProcessed: 'ingest_job_events_processed_total',
   jobsAbandoned: 'ingest_jobs_abandoned_total',
   consumerLag: 'ingest_consumer_lag_messages',
+  crmCalls: 'ingest_crm_calls_total',
+  crmCallDuration: 'ingest_crm_call_duration_seconds',
+  crmRetries: 'ingest_crm_retries_total',
+  crmRecordsCoalesced: 'ingest_crm_events_coalesced_total',
+  crmSyncLag: 'ingest_crm_sync_lag_seconds',
+  crmSyncOutcomes: 'ingest_crm_sync_outcomes_total',
+  crmPausedAccounts: 'ingest_crm_paused_accounts',
 } as const;
 
 /**

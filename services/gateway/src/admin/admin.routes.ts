@@ -12,15 +12,19 @@ import {
   CreatedApiKey,
   SetPlanBody,
 } from '@ingest/schemas';
-import { type ApiKeyRecord, AppError, type ControlPlane } from '@ingest/shared';
+import { type ApiKeyRecord, AppError, type ControlPlane, createEventValidator, type EventCheck } from '@ingest/shared';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
+import { crmRoutes } from './crm.routes.js';
 import { ownersRoutes } from './owners.routes.js';
 
 export interface AdminRoutesDeps {
   controlPlane: ControlPlane;
   /** Bearer token of the admin API; empty disables it (every admin path answers 404). */
   adminToken: string;
+  /** Event rules for CRM dry-runs; default: the standard ones. */
+  validateEvent?: (input: unknown, receivedAtMs: number) => EventCheck;
+  now?: () => number;
 }
 
 const UNAUTHORIZED_DETAIL = 'Send the admin token as `Authorization: Bearer <token>`.';
@@ -51,6 +55,8 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
     });
     const cp = deps.controlPlane;
     const tags = ['admin'];
+    // A child plugin: the token hook above guards the CRM routes too.
+    await app.register(crmRoutes({ controlPlane: cp, validateEvent: deps.validateEvent ?? createEventValidator(), now: deps.now ?? Date.now }));
     await app.register(ownersRoutes({ controlPlane: cp }));
 
     app.post<{ Body: CreateAccountBody }>(

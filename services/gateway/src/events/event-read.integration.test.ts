@@ -3,7 +3,7 @@
  * GET /v1/events/{eventId} reads what the pipeline stored: rows are inserted into the fixture's
  * `events` table exactly as the processor writes them (every column, epoch-second DateTimes).
  */
-import { createClickHouse, createJobStatusStore, createMetricsRegistry } from '@ingest/shared';
+import { createClickHouse, createJobStatusStore, createMetricsRegistry, createSyncStateStore } from '@ingest/shared';
 import { integrationEnv, testLogger } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../app.js';
@@ -96,6 +96,21 @@ describe('GET /v1/events/{eventId}', () => {
       sync: { state: 'pending' },
     });
     expect(res.headers['x-quota-limit']).toBe('50000');
+  });
+
+  it('shows the CRM sync state the crm-sink recorded for the event', async () => {
+    await gw.clickhouse.ch.insert('events', [row({ accountId, eventId: 'evt-sync-1' }), row({ accountId, eventId: 'evt-sync-2' })]);
+    const syncStates = createSyncStateStore({ redis: gw.redis, now: () => Date.UTC(2026, 0, 15, 10, 0, 9) });
+    await syncStates.record([
+      { accountId, eventId: 'evt-sync-1', state: 'failed', reason: 'Property "plan_tier" does not exist' },
+      { accountId, eventId: 'evt-sync-2', state: 'synced' },
+    ]);
+    expect((await get('evt-sync-1')).json().sync).toEqual({
+      state: 'failed',
+      reason: 'Property "plan_tier" does not exist',
+      updatedAt: '2026-01-15T10:00:09.000Z',
+    });
+    expect((await get('evt-sync-2')).json().sync).toEqual({ state: 'synced', updatedAt: '2026-01-15T10:00:09.000Z' });
   });
 
   it('answers null for a missing identity and job', async () => {

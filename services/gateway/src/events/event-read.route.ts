@@ -1,4 +1,5 @@
 import { EventIdParams, StoredEvent } from '@ingest/schemas';
+import type { EventSyncState, SyncStateStore } from '@ingest/shared';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import { ProblemError, problemResponses } from '../http/problem.js';
@@ -11,19 +12,26 @@ import type { EventStore, StoredEventRecord } from './event-store.js';
  * so a 404 right after sending is normal. "No such event" and "another account's event" get
  * the same answer: ids of other accounts cannot be probed.
  */
-export function eventReadRoutes(deps: { store: EventStore }): FastifyPluginAsync {
+export function eventReadRoutes(deps: { store: EventStore; syncStates: SyncStateStore }): FastifyPluginAsync {
   return async (app) => {
     // eventIds may be 255 characters: buildApp raises the router's maxParamLength for that.
     const handler = async (request: FastifyRequest, eventId: string): Promise<StoredEvent> => {
       const { account } = authOf(request);
-      const stored = await deps.store.findEvent(account.id, eventId);
+      const [stored, sync] = await Promise.all([
+        deps.store.findEvent(account.id, eventId),
+        // The sync state is a display: without Redis the event is still readable, shown as pending.
+        deps.syncStates.read(account.id, eventId).catch((err: unknown): EventSyncState => {
+          request.log.warn({ err: { message: (err as Error).message } }, 'CRM sync state unavailable');
+          return { state: 'pending' };
+        }),
+      ]);
       if (!stored) {
         throw new ProblemError(
           'notFound',
           `No event ${eventId} in this account. Events become readable a few seconds after they were accepted; retry shortly if you just sent it.`,
         );
       }
-      return toStoredEvent(stored);
+      return toStoredEvent(stored, sync);
     };
     const response = { 200: StoredEvent, ...problemResponses(400, 401, 404, 429, 503) };
 
@@ -44,7 +52,7 @@ export function eventReadRoutes(deps: { store: EventStore }): FastifyPluginAsync
   };
 }
 
-export function toStoredEvent(e: StoredEventRecord): StoredEvent {
+export function toStoredEvent(e: StoredEventRecord, sync: EventSyncState = { state: 'pending' }): StoredEvent {
   return {
     eventId: e.eventId,
     eventName: e.eventName,
@@ -55,6 +63,6 @@ export function toStoredEvent(e: StoredEventRecord): StoredEvent {
     properties: e.properties,
     source: e.source,
     jobId: e.jobId,
-    sync: { state: 'pending' },
+    sync,
   };
 }

@@ -43,6 +43,7 @@ export const PROBLEMS = {
   notFound: { status: 404, type: '/problems/not-found', title: 'Not found' },
   methodNotAllowed: { status: 405, type: '/problems/method-not-allowed', title: 'Method not allowed' },
   conflict: { status: 409, type: '/problems/conflict', title: 'Conflict' },
+  preconditionFailed: { status: 412, type: '/problems/precondition-failed', title: 'Precondition failed' },
   payloadTooLarge: { status: 413, type: '/problems/payload-too-large', title: 'Body too large' },
   unsupportedMediaType: { status: 415, type: '/problems/unsupported-media-type', title: 'Unsupported content type' },
   rateLimited: { status: 429, type: '/problems/rate-limited', title: 'Too many requests' },

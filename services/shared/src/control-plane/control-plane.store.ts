@@ -7,6 +7,8 @@ import type { Producer } from '../kafka/producer.js';
 import { topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
 import { generateApiKey, toBase62 } from './api-keys.js';
+import { createCrmConfigOps } from './crm-config.ops.js';
+import { applyCrmCredential, applyMappingVersion, createCredentialDecoder, createCrmConfigState, createMappingDecoder } from './crm-config.state.js';
 import { createEndOffsetsReader, createOffsetTracker } from '../kafka/offsets.js';
 import {
   applyAccount,
@@ -60,8 +62,10 @@ function newId(prefix: 'acc_' | 'key_' | 'own_'): string {
 export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const accountsTopic = topicName(deps.topicPrefix, 'controlAccounts');
   const keysTopic = topicName(deps.topicPrefix, 'controlApiKeys');
+  const mappingsTopic = topicName(deps.topicPrefix, 'controlMappings');
+  const credentialsTopic = topicName(deps.topicPrefix, 'controlCrmCredentials');
   const ownersTopic = topicName(deps.topicPrefix, 'controlOwners');
-  const topics = [accountsTopic, keysTopic, ownersTopic];
+  const topics = [accountsTopic, keysTopic, mappingsTopic, credentialsTopic, ownersTopic];
   const now = deps.now ?? (() => new Date());
   const writeTimeoutMs = deps.writeTimeoutMs ?? 10_000;
   const startTimeoutMs = deps.startTimeoutMs ?? 30_000;
@@ -71,6 +75,9 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const state = createControlPlaneState();
   const decodeAccount = createAccountDecoder();
   const decodeApiKey = createApiKeyDecoder();
+  const crm = createCrmConfigState();
+  const decodeMapping = createMappingDecoder();
+  const decodeCredential = createCredentialDecoder();
   const owners = createOwnersState();
   const decodeOwner = createOwnerDecoder();
   const offsets = createOffsetTracker();
@@ -83,6 +90,11 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     // A restarted member re-reads from the beginning: what was applied already is skipped, so a
     // replayed old record can never overwrite a newer one.
     if ((offsets.position(m.topic, m.partition) ?? -1n) >= next) return;
+    if (m.topic === mappingsTopic || m.topic === credentialsTopic) {
+      applyCrmMessage(m);
+      offsets.advance(m.topic, m.partition, next);
+      return;
+    }
     const decoded =
       m.topic === accountsTopic ? decodeAccount(m.key, m.value) : m.topic === ownersTopic ? decodeOwner(m.key, m.value) : decodeApiKey(m.key, m.value);
     if (!decoded.ok) {
@@ -98,6 +110,19 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       applyApiKey(state, decoded.id, decoded.value as ApiKeyRecord | null);
     }
     offsets.advance(m.topic, m.partition, next);
+  }
+
+  function applyCrmMessage(m: ConsumedMessage): void {
+    const where = { topic: m.topic, partition: m.partition, offset: m.offset };
+    if (m.topic === mappingsTopic) {
+      const decoded = decodeMapping(m.key, m.value);
+      if (!decoded.ok) log.warn({ ...where, code: decoded.code, reason: decoded.reason }, 'skipped invalid control plane record');
+      else if (applyMappingVersion(crm, decoded.id, decoded.value) === 'stale_version') log.debug(where, 'mapping record lost its version to an earlier one');
+      return;
+    }
+    const decoded = decodeCredential(m.key, m.value);
+    if (!decoded.ok) log.warn({ ...where, code: decoded.code, reason: decoded.reason }, 'skipped invalid control plane record');
+    else applyCrmCredential(crm, decoded.id, decoded.value);
   }
 
   const consumer = createBatchConsumer(deps.kafka, {
@@ -134,7 +159,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     }
   }
 
-  async function write(topic: string, id: string, value: Account | ApiKeyRecord | Owner): Promise<void> {
+  async function write(topic: string, id: string, value: object): Promise<void> {
     if (!running) throw new AppError('control_plane_not_started', 'the control plane is not running', { retryable: true });
     await deps.producer.send(topic, [{ key: id, value: JSON.stringify(value) }]);
     await barrier('read back its write');
@@ -195,6 +220,8 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     listApiKeys: (accountId) => listApiKeys(state, accountId),
     ownerByEmail: (email) => owners.byEmail.get(normaliseOwnerEmail(email)),
     listOwners: (accountId) => listOwners(owners, accountId),
+
+    ...createCrmConfigOps({ state: crm, mappingsTopic, credentialsTopic, barrier, write, requireAccount: account, now, log }),
 
     async createAccount(input) {
       const name = validName(input.name);

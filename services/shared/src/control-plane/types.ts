@@ -2,8 +2,9 @@ import type { CRM_TYPES, CrmMapping } from '@ingest/schemas';
 import type { Component } from '../lifecycle.js';
 
 /**
- * The control plane: accounts, plans and API keys (CRM mappings come later). Durable in
- * compacted Kafka topics (control.accounts, control.apikeys) and materialised in memory by
+ * The control plane: accounts, plans, API keys, CRM mapping versions and CRM credentials. Durable
+ * in compacted Kafka topics (control.accounts, control.apikeys, control.mappings,
+ * control.crm-credentials) and materialised in memory by
  * every service instance that needs it, as Kafka Connect and Schema Registry keep their state.
  */
 export const PLANS = ['free', 'pro', 'growth'] as const;
@@ -64,7 +65,7 @@ export interface ControlPlaneWriter {
   createOwner(accountId: string, email: string, passwordHash: string): Promise<Owner>;
 }
 
-export interface ControlPlane extends ControlPlaneReader, ControlPlaneWriter, Component {
+export interface ControlPlane extends ControlPlaneReader, ControlPlaneWriter, MappingReader, MappingWriter, CrmCredentialLister, Component {
   /** True once the state topics were read up to their end as of start(). */
   caughtUp(): boolean;
 }
@@ -105,7 +106,7 @@ export interface StoredMapping {
   version: number;
   mapping: CrmMapping;
   createdAt: string;
-  /** Who made the change: `admin` (operator token), `owner:<email>` (dashboard), `cli`. */
+  /** Who made the change: `admin` (operator token: the admin API and its CLI) or `owner:<email>` (dashboard). */
   author: string;
 }
 
@@ -117,8 +118,27 @@ export interface MappingReader {
   crmCredential(accountId: string, name: string): StoredCrmCredential | undefined;
 }
 
+export interface PutMappingOptions {
+  /**
+   * Optimistic concurrency (HTTP If-Match): the version the editor started from. The write is
+   * refused with `mapping_version_mismatch` when another version is current by then, also when
+   * another replica wins a race for the same version.
+   */
+  expectedVersion?: number;
+}
+
 export interface MappingWriter {
-  /** Validates (precise errors as AppError) and stores a new version; returns it. */
-  putMapping(accountId: string, mapping: unknown, author: string): Promise<StoredMapping>;
+  /**
+   * Validates (`mapping_invalid`: an InvalidMappingError listing every error with a JSON
+   * Pointer), then stores version latest+1 after reading the topic to its end; returns it.
+   * `account_not_found` for an unknown account.
+   */
+  putMapping(accountId: string, mapping: unknown, author: string, options?: PutMappingOptions): Promise<StoredMapping>;
   putCrmCredential(accountId: string, name: string, credential: CrmCredential): Promise<StoredCrmCredential>;
+}
+
+/** For the admin API and CLI, which show credentials without their secrets. */
+export interface CrmCredentialLister {
+  /** By name. Callers must not show `credential.accessToken`/`credential.secret`. */
+  listCrmCredentials(accountId: string): StoredCrmCredential[];
 }

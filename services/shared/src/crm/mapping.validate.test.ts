@@ -178,4 +178,14 @@ describe('mapping validator: semantic errors', () => {
       { field: '/rules/0/when/where/3/value', code: 'invalid_value' },
     ]);
   });
+
+  it('regression: actions that are not objects are refused instead of crashing the semantic checks (the discriminator let them through)', () => {
+    const doc = edit((d) => rule(d, 0).actions.push(null as unknown as Obj, [null, null] as unknown as Obj, 'set' as unknown as Obj));
+    const n = hubspot.rules[0]?.actions.length ?? 0;
+    expect(errorsOf(doc)).toEqual([
+      { field: `/rules/0/actions/${n}`, code: 'invalid_type' },
+      { field: `/rules/0/actions/${n + 1}`, code: 'invalid_type' },
+      { field: `/rules/0/actions/${n + 2}`, code: 'invalid_type' },
+    ]);
+  });
 });

@@ -67,6 +67,12 @@ export interface BatchConsumerOptions {
 export interface BatchConsumer extends Component {
   /** Partitions currently assigned to this member, per topic. */
   assignments(): Record<string, number[]>;
+  /**
+   * Commits `offset` (the next one to read) outside a batch, for handlers that finish work after
+   * their batch returned (they return `commitOffset: null`). Does nothing unless the partition is
+   * assigned to this member and the consumer runs; a commit refused after a rebalance rejects.
+   */
+  commit(topic: string, partition: number, offset: string): Promise<void>;
 }
 
 export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOptions): BatchConsumer {
@@ -152,6 +158,11 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
     },
     healthy: () => running && !crashed,
     assignments: () => assigned,
+    async commit(topic, partition, offset) {
+      if (!running || !consumer || options.commitOffsets === false) return;
+      if (!(assigned[topic] ?? []).includes(partition)) return;
+      await consumer.commitOffsets([{ topic, partition, offset }]);
+    },
   };
 }
 

@@ -55,6 +55,20 @@ export const TOPICS = {
     config: { 'retention.ms': String(30 * DAY_MS), 'cleanup.policy': 'delete', 'max.message.bytes': String(8 * 1024 * 1024) },
     purpose: 'messages that could not be processed, with the reason and their origin',
   },
+  crmDeadLetters: {
+    name: 'crm.deadletter',
+    partitions: 3,
+    config: { 'retention.ms': String(30 * DAY_MS), 'cleanup.policy': 'delete', 'max.message.bytes': String(8 * 1024 * 1024) },
+    purpose: 'events whose CRM write failed for good (after the retry budget, or refused by the CRM), with the reason and their origin',
+  },
+  crmReplay: {
+    // Replayed CRM dead letters go here, not back to events.unique: storage must not see them
+    // again, and only the crm-sink group reads this topic.
+    name: 'crm.replay',
+    partitions: 3,
+    config: { 'retention.ms': String(7 * DAY_MS), 'cleanup.policy': 'delete', 'max.message.bytes': String(4 * 1024 * 1024) },
+    purpose: 'CRM dead letters replayed by the deadletters CLI, consumed by the crm-sink only',
+  },
   controlAccounts: {
     name: 'control.accounts',
     partitions: 1,
@@ -77,7 +91,14 @@ export const TOPICS = {
     name: 'control.mappings',
     partitions: 1,
     config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
-    purpose: 'CRM mapping configuration versions, keyed by account (compacted)',
+    // Every version has its own key (<accountId>/<version>/<writeId>), so compaction keeps them all.
+    purpose: 'CRM mapping versions, one key per version (compacted, all versions kept)',
+  },
+  controlCrmCredentials: {
+    name: 'control.crm-credentials',
+    partitions: 1,
+    config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
+    purpose: 'CRM credentials, keyed by <accountId>/<name> (compacted)',
   },
 } as const satisfies Record<string, TopicSpec>;
 

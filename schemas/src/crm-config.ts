@@ -1,0 +1,174 @@
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { IngestEvent } from './ingest-event.js';
+import { CRM_OBJECTS, CRM_TYPES, CrmMapping } from './mapping.js';
+
+/**
+ * CRM mapping versions and CRM credentials (issue 5): the records of the compacted topics
+ * `control.mappings` and `control.crm-credentials`, and the admin API's bodies for them.
+ * Stored records tolerate unknown properties (a newer release may add one during a rolling
+ * deploy); request bodies are strict.
+ */
+const Timestamp = Type.String({ minLength: 1, maxLength: 64, description: 'ISO 8601 timestamp (UTC)' });
+const AccountId = Type.String({ minLength: 1, maxLength: 100 });
+const Author = Type.String({ minLength: 1, maxLength: 320, description: 'Who made the change: admin, cli or owner:<email>.' });
+const Version = Type.Integer({ minimum: 1, description: 'Version of the account mapping: 1, 2, 3, ...' });
+
+export const CREDENTIAL_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$';
+export const CredentialName = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: CREDENTIAL_NAME_PATTERN,
+  description: 'Name a mapping refers to in crm.credentialsRef: letters, digits, _ . - (at most 64).',
+});
+
+/** One mapping version in `control.mappings`, keyed `<accountId>/<version, 8 digits>/<writeId>`. */
+export const StoredMappingRecord = Type.Object({
+  accountId: AccountId,
+  version: Version,
+  /** Unique per write: two writers racing for one version get distinct keys, so compaction keeps both and every reader picks the first. */
+  writeId: Type.String({ pattern: '^[0-9a-f]{16}$' }),
+  mapping: Type.Object({}, { additionalProperties: true }),
+  createdAt: Timestamp,
+  author: Author,
+});
+export type StoredMappingRecord = Static<typeof StoredMappingRecord>;
+
+const HttpsOrHttpUrl = (description: string) => Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://[^\\s]+$', description });
+const Secret = (description: string) => Type.String({ minLength: 1, maxLength: 4096, description: `${description} Write-only: never shown again.` });
+const closed = <T extends Record<string, TSchema>>(properties: T) => Type.Object(properties, { additionalProperties: false });
+
+const hubspotFields = { baseUrl: Type.Optional(HttpsOrHttpUrl('API base URL (default https://api.hubapi.com).')) };
+const salesforceFields = {
+  instanceUrl: HttpsOrHttpUrl('Org instance URL, e.g. https://acme.my.salesforce.com.'),
+  apiVersion: Type.Optional(Type.String({ minLength: 1, maxLength: 16, pattern: '^v?[0-9]+\\.[0-9]+$' })),
+  contactExternalIdField: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z][A-Za-z0-9_]*$' })),
+  accountExternalIdField: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z][A-Za-z0-9_]*$' })),
+};
+const webhookFields = { url: HttpsOrHttpUrl('Where signed POSTs go.') };
+
+const credentialBranches = [
+  closed({ type: Type.Literal('hubspot'), accessToken: Secret('HubSpot private app token.'), ...hubspotFields }),
+  closed({ type: Type.Literal('salesforce'), accessToken: Secret('Salesforce OAuth access token.'), ...salesforceFields }),
+  closed({ type: Type.Literal('webhook'), secret: Secret('HMAC-SHA256 signing secret.'), ...webhookFields }),
+] as const;
+
+/** PUT .../crm/credentials/{name}: a credential with its secret. */
+export const CrmCredentialBody = Type.Unsafe<Static<(typeof credentialBranches)[number]>>({
+  $id: 'CrmCredentialBody',
+  // ajv's discriminator lets anything that is not an object pass; this refuses it.
+  type: 'object',
+  oneOf: [...credentialBranches],
+  discriminator: { propertyName: 'type' },
+  description: 'A CRM credential; the secret (accessToken or secret) is write-only.',
+});
+export type CrmCredentialBody = Static<typeof CrmCredentialBody>;
+
+/** One credential in `control.crm-credentials`, keyed `<accountId>/<name>`. */
+export const StoredCrmCredentialRecord = Type.Object({
+  accountId: AccountId,
+  name: CredentialName,
+  credential: Type.Object({ type: Type.Unsafe<(typeof CRM_TYPES)[number]>({ type: 'string', enum: [...CRM_TYPES] }) }, { additionalProperties: true }),
+  updatedAt: Timestamp,
+});
+export type StoredCrmCredentialRecord = Static<typeof StoredCrmCredentialRecord>;
+
+/**
+ * A credential as the admin API shows it: every field but the secret. The response serializer
+ * drops properties not listed here, so a secret cannot reach a response even by mistake.
+ */
+export const CrmCredentialView = Type.Object(
+  {
+    name: CredentialName,
+    type: Type.Unsafe<(typeof CRM_TYPES)[number]>({ type: 'string', enum: [...CRM_TYPES] }),
+    updatedAt: Timestamp,
+    baseUrl: Type.Optional(Type.String()),
+    instanceUrl: Type.Optional(Type.String()),
+    apiVersion: Type.Optional(Type.String()),
+    contactExternalIdField: Type.Optional(Type.String()),
+    accountExternalIdField: Type.Optional(Type.String()),
+    url: Type.Optional(Type.String()),
+  },
+  { $id: 'CrmCredentialView', additionalProperties: false },
+);
+export type CrmCredentialView = Static<typeof CrmCredentialView>;
+export const CrmCredentialList = Type.Object({ credentials: Type.Array(CrmCredentialView) }, { additionalProperties: false });
+
+export const StoredMappingView = Type.Object(
+  { accountId: AccountId, version: Version, mapping: CrmMapping, createdAt: Timestamp, author: Author },
+  { $id: 'StoredMappingView', additionalProperties: false },
+);
+export const MappingVersionSummary = Type.Object({ version: Version, createdAt: Timestamp, author: Author }, { additionalProperties: false });
+export const MappingVersionList = Type.Object(
+  { accountId: AccountId, versions: Type.Array(MappingVersionSummary, { description: 'Newest first.' }) },
+  { additionalProperties: false },
+);
+
+export const CrmAccountParams = Type.Object({ accountId: AccountId });
+export const MappingVersionParams = Type.Object({
+  accountId: AccountId,
+  version: Type.String({ pattern: '^[1-9][0-9]{0,8}$', description: 'A version number, 1 or more.' }),
+});
+export const CredentialParams = Type.Object({ accountId: AccountId, name: CredentialName });
+export type MappingVersionParams = Static<typeof MappingVersionParams>;
+export type CredentialParams = Static<typeof CredentialParams>;
+
+export const IF_MATCH_PATTERN = '^\\s*(\\*|(W/)?"?[1-9][0-9]{0,8}"?)\\s*$';
+export const IfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({ pattern: IF_MATCH_PATTERN, description: 'The version you edited as an entity tag ("3"), or *; 412 when another version is current.' }),
+  ),
+});
+
+/** The documented dry-run request; the route validates the envelope and then each part precisely. */
+export const DryRunRequest = Type.Object(
+  {
+    event: IngestEvent,
+    mapping: Type.Optional(CrmMapping),
+  },
+  { additionalProperties: false, description: 'An event as POST /v1/events accepts it, and optionally a draft mapping (default: the current one).' },
+);
+export const DryRunEnvelope = Type.Object(
+  { event: Type.Unknown(), mapping: Type.Optional(Type.Unknown()) },
+  { additionalProperties: false, required: ['event'] },
+);
+
+const Values = Type.Record(Type.String(), Type.Unknown());
+export const PlannedOperationSchema = Type.Object(
+  {
+    ruleId: Type.String(),
+    object: Type.Unsafe<(typeof CRM_OBJECTS)[number]>({ type: 'string', enum: [...CRM_OBJECTS] }),
+    key: Type.Union([Type.Object({ email: Type.String() }), Type.Object({ domain: Type.String() })]),
+    set: Values,
+    setOnce: Values,
+    increment: Type.Record(Type.String(), Type.Number()),
+    max: Type.Record(Type.String(), Type.Number()),
+    min: Type.Record(Type.String(), Type.Number()),
+    append: Type.Record(Type.String(), Type.Array(Type.Unknown())),
+    activity: Type.Optional(Type.Object({ type: Type.String(), title: Type.String(), occurredAt: Type.String() })),
+    skipped: Type.Array(
+      Type.Object({
+        field: Type.String(),
+        reason: Type.Unsafe<'missing_value' | 'not_a_number'>({ type: 'string', enum: ['missing_value', 'not_a_number'] }),
+        source: Type.String(),
+      }),
+    ),
+  },
+  { $id: 'PlannedOperation', description: 'One CRM upsert (and activity) the sink would make.' },
+);
+
+export const RULE_MISS_REASONS = ['event_name', 'condition', 'missing_identity'] as const;
+export const RuleOutcomeSchema = Type.Object({
+  ruleId: Type.String(),
+  matched: Type.Boolean(),
+  reason: Type.Optional(Type.Unsafe<(typeof RULE_MISS_REASONS)[number]>({ type: 'string', enum: [...RULE_MISS_REASONS] })),
+});
+export type RuleOutcome = Static<typeof RuleOutcomeSchema>;
+
+export const DryRunResult = Type.Object(
+  {
+    mappingVersion: Type.Union([Version, Type.Null()], { description: 'The stored version used, or null for a draft.' }),
+    operations: Type.Array(PlannedOperationSchema),
+    rules: Type.Array(RuleOutcomeSchema, { description: 'Every rule in mapping order, and why it did not match.' }),
+  },
+  { $id: 'DryRunResult', additionalProperties: false },
+);

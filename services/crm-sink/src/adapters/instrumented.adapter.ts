@@ -1,0 +1,52 @@
+import { Counter, Histogram } from 'prom-client';
+import { METRIC_NAMES, type Registry } from '@ingest/shared';
+import { type CrmAdapter, CrmError } from './adapter.js';
+
+export interface CrmCallMetrics {
+  calls: Counter<'adapter' | 'operation' | 'status'>;
+  duration: Histogram<'adapter' | 'operation'>;
+}
+
+export function createCrmCallMetrics(registry: Registry): CrmCallMetrics {
+  return {
+    calls: new Counter({
+      name: METRIC_NAMES.crmCalls,
+      help: 'CRM API calls by adapter, operation and outcome (ok or the CrmError kind)',
+      labelNames: ['adapter', 'operation', 'status'],
+      registers: [registry],
+    }),
+    duration: new Histogram({
+      name: METRIC_NAMES.crmCallDuration,
+      help: 'Seconds per CRM API call',
+      labelNames: ['adapter', 'operation'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+      registers: [registry],
+    }),
+  };
+}
+
+/** Counts and times every call of an adapter; the adapter itself stays free of metrics. */
+export function instrumentAdapter(adapter: CrmAdapter, metrics: CrmCallMetrics): CrmAdapter {
+  async function timed<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    const end = metrics.duration.startTimer({ adapter: adapter.type, operation });
+    try {
+      const result = await call();
+      metrics.calls.inc({ adapter: adapter.type, operation, status: 'ok' });
+      return result;
+    } catch (err) {
+      metrics.calls.inc({ adapter: adapter.type, operation, status: err instanceof CrmError ? err.kind : 'error' });
+      throw err;
+    } finally {
+      end();
+    }
+  }
+  return {
+    type: adapter.type,
+    maxBatchSize: adapter.maxBatchSize,
+    read: (object, keys, fields) => timed('read', () => adapter.read(object, keys, fields)),
+    upsert: (object, records) => timed('upsert', () => adapter.upsert(object, records)),
+    createActivities: (activities) => timed('activities', () => adapter.createActivities(activities)),
+    // Keeps the wrapped adapter's connection pool closable.
+    ...('close' in adapter && typeof adapter.close === 'function' ? { close: () => (adapter.close as () => Promise<void>)() } : {}),
+  };
+}

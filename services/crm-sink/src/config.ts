@@ -1,0 +1,42 @@
+import { CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { type Static, Type } from '@sinclair/typebox';
+
+const DAY_S = 24 * 3600;
+
+export const CrmSinkConfigSchema = Type.Object({
+  ...CommonConfig,
+  ...KafkaConfig,
+  ...RedisConfig,
+  CRM_SINK_OPS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3102 }),
+  CRM_SINK_OPS_HOST: Type.String({ default: '127.0.0.1' }),
+  CRM_SINK_GROUP: Type.String({ minLength: 1, default: 'crm-sink' }),
+  /** Partitions of events.unique and crm.replay handled at once per instance. */
+  CRM_SINK_PARTITIONS_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
+  /** Unfinished events a partition may hold (e.g. behind a paused account) before it stops fetching. */
+  CRM_SINK_MAX_UNFINISHED_PER_PARTITION: Type.Integer({ minimum: 1, default: 5_000 }),
+  /** Operations for one CRM record are gathered this long, then written as one upsert. */
+  CRM_COALESCE_WINDOW_MS: Type.Integer({ minimum: 0, default: 500 }),
+  /** An account's buffer is written early once it holds this many records. */
+  CRM_COALESCE_MAX_RECORDS: Type.Integer({ minimum: 1, default: 500 }),
+  /** CRM calls per second per account, and the burst; default fits HubSpot's 100 requests per 10 s. */
+  CRM_RATE_PER_SECOND: Type.Number({ exclusiveMinimum: 0, default: 9 }),
+  CRM_RATE_BURST: Type.Integer({ minimum: 1, default: 10 }),
+  /** Transient failures (5xx, timeouts): attempts per call, and the time after which no retry starts. */
+  CRM_RETRY_MAX_ATTEMPTS: Type.Integer({ minimum: 1, default: 8 }),
+  CRM_RETRY_BUDGET_MS: Type.Integer({ minimum: 0, default: 300_000 }),
+  CRM_RETRY_BASE_DELAY_MS: Type.Integer({ minimum: 1, default: 500 }),
+  CRM_RETRY_MAX_DELAY_MS: Type.Integer({ minimum: 1, default: 30_000 }),
+  /** How long applied (account, eventId, rule) are remembered; longer than Kafka retention plus any replay. */
+  CRM_LEDGER_TTL_SECONDS: Type.Integer({ minimum: 3600, default: 35 * DAY_S }),
+  /** How long an event's sync state stays readable through GET /v1/events/{eventId}. */
+  CRM_SYNC_STATE_TTL_SECONDS: Type.Integer({ minimum: 60, default: 30 * DAY_S }),
+  /** HTTP timeouts of the CRM clients. */
+  CRM_HTTP_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 5_000 }),
+  CRM_HTTP_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000 }),
+});
+
+export type CrmSinkConfig = Static<typeof CrmSinkConfigSchema>;
+
+export function loadCrmSinkConfig(env?: Record<string, string | undefined>): CrmSinkConfig {
+  return loadConfig(CrmSinkConfigSchema, env);
+}

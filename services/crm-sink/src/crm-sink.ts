@@ -1,0 +1,80 @@
+import {
+  type Component,
+  createDeadLetterSink,
+  createSyncStateStore,
+  type KafkaClient,
+  type Logger,
+  type MappingReader,
+  type Producer,
+  type Redis,
+  type Registry,
+  topicName,
+} from '@ingest/shared';
+import type { CreateAdapter } from './adapters/adapter.js';
+import { createCrmCallMetrics, instrumentAdapter } from './adapters/instrumented.adapter.js';
+import type { RateLimit, RetryPolicy } from './rate/account-limiter.js';
+import { createSharedTokenBuckets } from './rate/shared-token-bucket.js';
+import { createRecordStateStore } from './sync/record-state.store.js';
+import { createSinkConsumer } from './sync/sink.consumer.js';
+import { createSyncEngine } from './sync/sync.engine.js';
+import { createSyncMetrics } from './sync/sync.metrics.js';
+
+export interface CrmSinkDeps {
+  kafka: KafkaClient;
+  producer: Producer;
+  redis: Redis;
+  mappings: MappingReader;
+  createAdapter: CreateAdapter;
+  logger: Logger;
+  metrics: Registry;
+  topicPrefix: string;
+  groupId: string;
+  redisKeyPrefix?: string;
+  ledgerTtlSeconds: number;
+  syncStateTtlSeconds: number;
+  coalesceWindowMs: number;
+  coalesceMaxRecords: number;
+  rate: RateLimit;
+  retry: RetryPolicy;
+  maxUnfinishedPerPartition: number;
+  partitionsConsumedConcurrently?: number;
+}
+
+/** Assembles the sink; main.ts and the integration tests both call this. */
+export function createCrmSink(deps: CrmSinkDeps): Component {
+  const deadLetters = createDeadLetterSink(deps.producer, topicName(deps.topicPrefix, 'crmDeadLetters'), 'crm-sink', {
+    metrics: deps.metrics,
+    label: 'crm-sink',
+    logger: deps.logger,
+  });
+  const callMetrics = createCrmCallMetrics(deps.metrics);
+  const engine = createSyncEngine({
+    mappings: deps.mappings,
+    createAdapter: (credential) => instrumentAdapter(deps.createAdapter(credential), callMetrics),
+    store: createRecordStateStore({
+      redis: deps.redis,
+      keyPrefix: deps.redisKeyPrefix,
+      ledgerTtlSeconds: deps.ledgerTtlSeconds,
+      stateTtlSeconds: deps.ledgerTtlSeconds,
+    }),
+    syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, ttlSeconds: deps.syncStateTtlSeconds }),
+    deadLetters,
+    logger: deps.logger,
+    metrics: createSyncMetrics(deps.metrics),
+    coalesceWindowMs: deps.coalesceWindowMs,
+    coalesceMaxRecords: deps.coalesceMaxRecords,
+    rate: deps.rate,
+    retry: deps.retry,
+    tokenBucketOf: createSharedTokenBuckets({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, rate: deps.rate }),
+  });
+  return createSinkConsumer({
+    kafka: deps.kafka,
+    topics: [topicName(deps.topicPrefix, 'eventsUnique'), topicName(deps.topicPrefix, 'crmReplay')],
+    groupId: deps.groupId,
+    engine,
+    deadLetters,
+    logger: deps.logger,
+    maxUnfinishedPerPartition: deps.maxUnfinishedPerPartition,
+    partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
+  });
+}

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { CrmError } from '../adapters/adapter.js';
+import { createAccountLimiter, CrmCallFailed } from './account-limiter.js';
+
+const retry = { maxAttempts: 3, budgetMs: 60_000, baseDelayMs: 1, maxDelayMs: 5 };
+const rate = { ratePerSecond: 1000, burst: 1000 };
+
+function limiter(events: string[] = []) {
+  return createAccountLimiter({ rate, retry, events: { onRetry: (k) => events.push(`retry:${k}`), onPause: (p) => events.push(`pause:${p}`) } });
+}
+
+function failing(errors: unknown[]): () => Promise<string> {
+  return async () => {
+    const e = errors.shift();
+    if (e !== undefined) throw e;
+    return 'ok';
+  };
+}
+
+describe('account limiter', () => {
+  it('retries transient errors with backoff, then succeeds', async () => {
+    const events: string[] = [];
+    const result = await limiter(events).call(failing([new CrmError('transient', '503'), new CrmError('transient', '503')]), new AbortController().signal);
+    expect(result).toBe('ok');
+    expect(events).toEqual(['retry:transient', 'retry:transient']);
+  });
+
+  it('gives up after maxAttempts with the CRM’s message', async () => {
+    const call = failing([new CrmError('transient', 'HTTP 503 one'), new CrmError('transient', 'HTTP 503 two'), new CrmError('transient', 'HTTP 503 three')]);
+    const err = await limiter()
+      .call(call, new AbortController().signal)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CrmCallFailed);
+    expect(err).toMatchObject({ code: 'crm_retries_exhausted' });
+    expect((err as Error).message).toContain('HTTP 503 three');
+  });
+
+  it('fails permanent and auth errors at once', async () => {
+    await expect(limiter().call(failing([new CrmError('permanent', 'PROPERTY_DOESNT_EXIST')]), new AbortController().signal)).rejects.toMatchObject({
+      code: 'crm_permanent',
+      message: 'PROPERTY_DOESNT_EXIST',
+    });
+    await expect(limiter().call(failing([new CrmError('auth', 'expired token')]), new AbortController().signal)).rejects.toMatchObject({ code: 'crm_auth' });
+  });
+
+  it('pauses the account for Retry-After on a 429 without spending an attempt', async () => {
+    const events: string[] = [];
+    const l = limiter(events);
+    const started = Date.now();
+    const errors = [new CrmError('rate_limited', '429', 429, 150), new CrmError('transient', '503'), new CrmError('transient', '503')];
+    expect(await l.call(failing(errors), new AbortController().signal)).toBe('ok');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    expect(events).toEqual(['retry:rate_limited', 'pause:true', 'pause:false', 'retry:transient', 'retry:transient']);
+  });
+
+  it('stops waiting when aborted, without turning the wait into a failure', async () => {
+    const abort = new AbortController();
+    const pending = limiter().call(failing([new CrmError('rate_limited', '429', 429, 60_000)]), abort.signal);
+    setTimeout(() => abort.abort(), 20);
+    const err = await pending.catch((e: unknown) => e);
+    expect(err).not.toBeInstanceOf(CrmCallFailed);
+    expect((err as Error).name).toBe('AbortError');
+  });
+});

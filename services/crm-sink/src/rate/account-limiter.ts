@@ -1,0 +1,116 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CrmError } from '../adapters/adapter.js';
+import { fullJitterDelayMs } from './backoff.js';
+import { createTokenBucket, type TokenBucket } from './token-bucket.js';
+
+/**
+ * How one account's CRM calls are paced and retried. Each account has its own token bucket and
+ * its own pause (a 429's Retry-After), so a rate-limited or failing CRM holds back only the
+ * account it belongs to. Waits end early when `signal` aborts (the sink is stopping): the work
+ * then stays unfinished and uncommitted rather than being dead-lettered.
+ */
+export interface RetryPolicy {
+  /** Attempts of a call that fails with transient errors (5xx, timeouts), the first included. */
+  maxAttempts: number;
+  /** No retry starts after this long since the first attempt (429 waits count too). */
+  budgetMs: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export interface RateLimit {
+  ratePerSecond: number;
+  burst: number;
+}
+
+/** A call that failed for good: dead-letter its events with `code` and the CRM's `message`. */
+export class CrmCallFailed extends Error {
+  constructor(
+    readonly code: 'crm_permanent' | 'crm_auth' | 'crm_retries_exhausted',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CrmCallFailed';
+  }
+}
+
+export interface LimiterEvents {
+  onRetry(kind: 'rate_limited' | 'transient'): void;
+  onPause(paused: boolean): void;
+}
+
+export interface AccountLimiter {
+  /** Runs `call` within the account's rate limit, retrying per policy; throws CrmCallFailed or the abort. */
+  call<T>(call: () => Promise<T>, signal: AbortSignal): Promise<T>;
+  pausedUntilMs(): number;
+}
+
+const DEFAULT_RETRY_AFTER_MS = 1_000;
+
+export function createAccountLimiter(options: {
+  rate: RateLimit;
+  retry: RetryPolicy;
+  events: LimiterEvents;
+  /** Takes a token from a bucket shared by all replicas (ms to wait, 0 = taken); default: one in this process. */
+  takeToken?: () => Promise<number>;
+  now?: () => number;
+  random?: () => number;
+}): AccountLimiter {
+  const now = options.now ?? Date.now;
+  const bucket: TokenBucket = createTokenBucket({ ...options.rate, nowMs: now() });
+  const takeToken = options.takeToken ?? (async () => bucket.tryTake(now()));
+  let pausedUntil = 0;
+
+  async function acquire(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      signal.throwIfAborted();
+      const paused = pausedUntil - now();
+      if (paused > 0) {
+        await sleep(paused, undefined, { signal });
+        continue;
+      }
+      const wait = await takeToken();
+      if (wait === 0) return;
+      await sleep(wait, undefined, { signal });
+    }
+  }
+
+  return {
+    pausedUntilMs: () => pausedUntil,
+    async call(call, signal) {
+      const started = now();
+      let attempts = 0;
+      for (;;) {
+        await acquire(signal);
+        try {
+          return await call();
+        } catch (err) {
+          const e = err instanceof CrmError ? err : new CrmError('transient', err instanceof Error ? err.message : String(err));
+          if (e.kind === 'permanent') throw new CrmCallFailed('crm_permanent', e.message);
+          if (e.kind === 'auth') throw new CrmCallFailed('crm_auth', e.message);
+          const spent = now() - started;
+          if (e.kind === 'rate_limited') {
+            if (spent >= options.retry.budgetMs) throw new CrmCallFailed('crm_retries_exhausted', `still rate limited after ${spent} ms: ${e.message}`);
+            options.events.onRetry('rate_limited');
+            pausedUntil = Math.max(pausedUntil, now() + (e.retryAfterMs ?? DEFAULT_RETRY_AFTER_MS));
+            options.events.onPause(true);
+            try {
+              await sleep(Math.max(0, pausedUntil - now()), undefined, { signal });
+            } finally {
+              options.events.onPause(false);
+            }
+            continue;
+          }
+          attempts += 1;
+          if (attempts >= options.retry.maxAttempts || spent >= options.retry.budgetMs) {
+            throw new CrmCallFailed('crm_retries_exhausted', `gave up after ${attempts} attempts: ${e.message}`);
+          }
+          options.events.onRetry('transient');
+          await sleep(fullJitterDelayMs(attempts - 1, { baseMs: options.retry.baseDelayMs, capMs: options.retry.maxDelayMs }, options.random), undefined, {
+            signal,
+          });
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,166 @@
+import { ledgerKey } from '@ingest/shared';
+import type { ActivityWrite, CrmAdapter, CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
+import { type AccountLimiter, CrmCallFailed } from '../rate/account-limiter.js';
+import type { RecordBuffer } from './coalescer.js';
+import { buildRecordWrite, crmFieldOf, deltaOf, seedsFromCrm, stateFieldsOf } from './record-state.js';
+import type { RecordStateStore } from './record-state.store.js';
+
+/**
+ * Applies one account's coalesced records: seeds state fields seen for the first time from the
+ * CRM (one read per batch of records), applies each event-rule once through the ledger, upserts
+ * the absolute values in batches of the adapter's size, then creates the activities not created
+ * before. Returns why records failed; throws only for infrastructure failures (Redis) and the
+ * abort of a stopping sink, after which the whole flush may run again safely.
+ */
+export interface FlushEvent {
+  accountId: string;
+  eventId: string;
+}
+
+export interface RecordFailure {
+  code: string;
+  reason: string;
+}
+
+export interface FlushDeps {
+  adapter: CrmAdapter;
+  limiter: AccountLimiter;
+  store: RecordStateStore;
+  signal: AbortSignal;
+}
+
+const OBJECTS: readonly CrmObject[] = ['contact', 'company'];
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+async function guarded<T>(work: () => Promise<T>, onFailure: (f: RecordFailure) => void): Promise<T | undefined> {
+  try {
+    return await work();
+  } catch (err) {
+    if (!(err instanceof CrmCallFailed)) throw err;
+    onFailure({ code: err.code, reason: err.message });
+    return undefined;
+  }
+}
+
+/** Failures per record (`object\0key`); records not listed were synced. */
+export async function executeFlush<E extends FlushEvent>(
+  accountId: string,
+  records: readonly RecordBuffer<E>[],
+  deps: FlushDeps,
+): Promise<Map<RecordBuffer<E>, RecordFailure>> {
+  const failures = new Map<RecordBuffer<E>, RecordFailure>();
+  const { adapter, limiter, store, signal } = deps;
+  const size = Math.max(1, adapter.maxBatchSize);
+
+  for (const object of OBJECTS) {
+    const recs = records.filter((r) => r.object === object);
+    if (recs.length === 0) continue;
+
+    // 1. Which owned fields this sink has never held for each record: those are read from the CRM.
+    const missing = new Map<RecordBuffer<E>, string[]>();
+    for (const rec of recs) {
+      const needed = [...new Set(rec.ops.flatMap(({ op }) => stateFieldsOf(op)))];
+      const present = await store.present(accountId, object, rec.key, needed);
+      const absent = needed.filter((f) => !present.has(f));
+      if (absent.length > 0) missing.set(rec, absent);
+    }
+    const current = new Map<string, Record<string, PropertyValue>>();
+    for (const batch of chunks([...missing.keys()], size)) {
+      const fields = [...new Set(batch.flatMap((r) => (missing.get(r) ?? []).map(crmFieldOf)))];
+      const read = await guarded(
+        () =>
+          limiter.call(
+            () =>
+              adapter.read(
+                object,
+                batch.map((r) => r.key),
+                fields,
+              ),
+            signal,
+          ),
+        (f) => batch.forEach((r) => failures.set(r, f)),
+      );
+      for (const [key, values] of read ?? []) current.set(key, values);
+    }
+
+    // 2. Each event-rule once (ledger), in event order; the last state is the record's.
+    const writes = new Map<RecordBuffer<E>, RecordWrite>();
+    for (const rec of recs) {
+      if (failures.has(rec)) continue;
+      const seeds = seedsFromCrm(missing.get(rec) ?? [], current.get(rec.key));
+      let state: Record<string, string> = {};
+      for (const { op, event } of rec.ops) {
+        const delta = deltaOf(op);
+        if (delta.length === 0) continue;
+        state = (await store.apply(accountId, object, rec.key, ledgerKey(accountId, event.eventId, op.ruleId), seeds, delta)).state;
+      }
+      writes.set(
+        rec,
+        buildRecordWrite(
+          object,
+          rec.key,
+          rec.ops.map((o) => o.op),
+          state,
+        ),
+      );
+    }
+
+    // 3. Absolute values: repeating this after a crash or a replay changes nothing.
+    for (const batch of chunks([...writes.keys()], size)) {
+      const result = await guarded(
+        () =>
+          limiter.call(
+            () =>
+              adapter.upsert(
+                object,
+                batch.map((r) => writes.get(r) as RecordWrite),
+              ),
+            signal,
+          ),
+        (f) => batch.forEach((r) => failures.set(r, f)),
+      );
+      for (const failure of result?.failures ?? []) {
+        const rec = batch.find((r) => r.key === failure.key);
+        if (rec) failures.set(rec, { code: 'crm_record_rejected', reason: failure.message });
+      }
+    }
+
+    // 4. Activities, each once: the ledger key is their idempotency key, and created ones are marked.
+    const activities: { rec: RecordBuffer<E>; write: ActivityWrite }[] = [];
+    const planned = new Set<string>();
+    for (const rec of recs) {
+      if (failures.has(rec)) continue;
+      for (const { op, event } of rec.ops) {
+        const idempotencyKey = ledgerKey(accountId, event.eventId, op.ruleId);
+        // The same event twice in one flush (a replay meeting its redelivery) is one activity.
+        if (!op.activity || planned.has(idempotencyKey)) continue;
+        planned.add(idempotencyKey);
+        activities.push({ rec, write: { object, key: rec.key, ...op.activity, idempotencyKey } });
+      }
+    }
+    const done = await store.activitiesDone(activities.map((a) => a.write.idempotencyKey));
+    for (const batch of chunks(
+      activities.filter((a) => !done.has(a.write.idempotencyKey)),
+      size,
+    )) {
+      const result = await guarded(
+        () => limiter.call(() => adapter.createActivities(batch.map((a) => a.write)), signal),
+        (f) => batch.forEach((a) => failures.set(a.rec, f)),
+      );
+      if (!result) continue;
+      const refused = new Set<string>();
+      for (const failure of result.failures) {
+        refused.add(failure.key);
+        const item = batch.find((a) => a.write.idempotencyKey === failure.key || a.write.key === failure.key);
+        if (item) failures.set(item.rec, { code: 'crm_record_rejected', reason: failure.message });
+      }
+      await store.markActivitiesDone(batch.filter((a) => !refused.has(a.write.idempotencyKey) && !refused.has(a.write.key)).map((a) => a.write.idempotencyKey));
+    }
+  }
+  return failures;
+}

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { createOffsetTracker } from './offset-tracker.js';
+
+describe('offset tracker', () => {
+  it('commits only up to the lowest unfinished offset', () => {
+    const t = createOffsetTracker();
+    ['10', '11', '12', '13'].forEach((o) => t.add(o));
+    expect(t.committable()).toBe('10');
+    t.finish('11');
+    t.finish('13');
+    expect(t.committable()).toBe('10');
+    t.finish('10');
+    expect(t.committable()).toBe('12');
+    t.finish('12');
+    expect(t.committable()).toBe('14');
+    expect(t.unfinished()).toBe(0);
+  });
+
+  it('ignores offsets finished twice or never added', () => {
+    const t = createOffsetTracker();
+    t.add('5');
+    t.add('6');
+    t.finish('6');
+    t.finish('6');
+    t.finish('99');
+    expect(t.unfinished()).toBe(1);
+    expect(t.committable()).toBe('5');
+    expect(t.next()).toBe('7');
+  });
+
+  it('has nothing to commit before the first offset and handles 64-bit offsets', () => {
+    const t = createOffsetTracker();
+    expect(t.committable()).toBeUndefined();
+    t.add('9223372036854775806');
+    t.finish('9223372036854775806');
+    expect(t.committable()).toBe('9223372036854775807');
+  });
+
+  it('stays correct over many offsets (prefix compaction)', () => {
+    const t = createOffsetTracker();
+    for (let i = 0; i < 5000; i += 1) t.add(String(i));
+    for (let i = 4999; i >= 1; i -= 1) t.finish(String(i));
+    expect(t.committable()).toBe('0');
+    t.finish('0');
+    expect(t.committable()).toBe('5000');
+  });
+});

@@ -1,0 +1,121 @@
+import { AppError, type Redis } from '@ingest/shared';
+import type { CrmObject } from '../adapters/adapter.js';
+import type { RecordState, StateDelta } from './record-state.js';
+
+/**
+ * Redis side of the exactly-once effect: per (account, object, key) a hash of the fields the
+ * sink owns, and per (account, eventId, ruleId) a ledger key. One script per event-rule applies
+ * its delta and sets its ledger key atomically, or changes nothing when the key exists, so a
+ * redelivered or replayed event never increments or appends twice.
+ */
+export interface RecordStateStore {
+  /** Which of `fields` the record's hash has. */
+  present(accountId: string, object: CrmObject, key: string, fields: readonly string[]): Promise<Set<string>>;
+  /** Seeds absent fields, applies the delta once per ledger key; returns the hash afterwards. */
+  apply(
+    accountId: string,
+    object: CrmObject,
+    key: string,
+    ledgerKey: string,
+    seeds: StateDelta,
+    delta: StateDelta,
+  ): Promise<{ applied: boolean; state: RecordState }>;
+  /** The activities (by ledger key) already created. */
+  activitiesDone(ledgerKeys: readonly string[]): Promise<Set<string>>;
+  markActivitiesDone(ledgerKeys: readonly string[]): Promise<void>;
+}
+
+// KEYS: state hash, ledger key. ARGV: ledger ttl s, state ttl s, then kind/field/value triples.
+// HGET of a missing field is false in Lua, not nil. Numbers are written with %.17g: Lua's tostring would turn epoch milliseconds into 1.73e+12.
+// List items arrive JSON-encoded and are spliced into the stored JSON array as text, so no
+// number goes through cjson's 14-digit formatting.
+const APPLY = `
+local applied = 0
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  for i = 3, #ARGV, 3 do
+    local kind, field, value = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    if kind == 'seed' or kind == 'once' then
+      redis.call('HSETNX', KEYS[1], field, value)
+    elseif kind == 'inc' then
+      local current = tonumber(redis.call('HGET', KEYS[1], field) or '0') or 0
+      redis.call('HSET', KEYS[1], field, string.format('%.17g', current + tonumber(value)))
+    elseif kind == 'max' or kind == 'min' then
+      local raw = redis.call('HGET', KEYS[1], field)
+      local current = nil
+      if raw then current = tonumber(raw) end
+      local v = tonumber(value)
+      if current == nil or (kind == 'max' and v > current) or (kind == 'min' and v < current) then
+        redis.call('HSET', KEYS[1], field, string.format('%.17g', v))
+      end
+    elseif kind == 'app' then
+      local list = redis.call('HGET', KEYS[1], field)
+      if not list or list == '[]' then list = '[' .. value .. ']' else list = string.sub(list, 1, -2) .. ',' .. value .. ']' end
+      redis.call('HSET', KEYS[1], field, list)
+    end
+  end
+  redis.call('SET', KEYS[2], '1', 'EX', ARGV[1])
+  applied = 1
+end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return {applied, redis.call('HGETALL', KEYS[1])}
+`;
+
+export interface RecordStateStoreOptions {
+  redis: Redis;
+  keyPrefix?: string;
+  /** How long an applied (account, eventId, rule) is remembered: longer than any redelivery or replay. */
+  ledgerTtlSeconds: number;
+  /** Idle state expires after this long; the next touch seeds it again from the CRM, which holds the last written values. */
+  stateTtlSeconds: number;
+}
+
+export function createRecordStateStore(options: RecordStateStoreOptions): RecordStateStore {
+  const { redis } = options;
+  const prefix = options.keyPrefix ?? '';
+  const stateKey = (accountId: string, object: CrmObject, key: string) =>
+    `${prefix}crm:state:{${encodeURIComponent(accountId)}}:${object}:${encodeURIComponent(key)}`;
+  const ledger = (ledgerKey: string) => `${prefix}${ledgerKey}`;
+  const activityKey = (ledgerKey: string) => `${prefix}${ledgerKey}:activity`;
+
+  return {
+    async present(accountId, object, key, fields) {
+      if (fields.length === 0) return new Set();
+      const values = await withoutArguments(redis.hmget(stateKey(accountId, object, key), ...fields));
+      return new Set(fields.filter((_, i) => values[i] !== null));
+    },
+    async apply(accountId, object, key, ledgerKey, seeds, delta) {
+      const [applied, flat] = (await withoutArguments(
+        redis.eval(APPLY, 2, stateKey(accountId, object, key), ledger(ledgerKey), options.ledgerTtlSeconds, options.stateTtlSeconds, ...seeds, ...delta),
+      )) as [number, string[]];
+      const state: RecordState = {};
+      for (let i = 0; i + 1 < flat.length; i += 2) state[flat[i] as string] = flat[i + 1] as string;
+      return { applied: applied === 1, state };
+    },
+    async activitiesDone(ledgerKeys) {
+      if (ledgerKeys.length === 0) return new Set();
+      const values = await withoutArguments(redis.mget(...ledgerKeys.map(activityKey)));
+      return new Set(ledgerKeys.filter((_, i) => values[i] !== null));
+    },
+    async markActivitiesDone(ledgerKeys) {
+      if (ledgerKeys.length === 0) return;
+      const pipeline = redis.pipeline();
+      for (const k of ledgerKeys) pipeline.set(activityKey(k), '1', 'EX', options.ledgerTtlSeconds);
+      const results = (await withoutArguments(pipeline.exec())) ?? [];
+      const failed = results.find(([err]) => err !== null);
+      if (failed) throw new AppError('crm_state_unavailable', `marking activities failed: ${failed[0]?.message ?? 'unknown'}`, { retryable: true });
+    },
+  };
+}
+
+/**
+ * ioredis attaches the failed command with its arguments to its errors, and those arguments are
+ * event contents (emails in keys, property values): the error that leaves here carries only
+ * Redis's own message.
+ */
+async function withoutArguments<T>(command: Promise<T>): Promise<T> {
+  try {
+    return await command;
+  } catch (err) {
+    throw new AppError('crm_state_unavailable', `record state update failed: ${err instanceof Error ? err.message : String(err)}`, { retryable: true });
+  }
+}

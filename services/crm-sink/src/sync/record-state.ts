@@ -1,0 +1,126 @@
+import type { PlannedOperation } from '@ingest/shared';
+import type { CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
+
+/**
+ * The sink's own state of one CRM record, a Redis hash (see record-state.store.ts), and the pure
+ * functions around it. Fields are stored by kind:
+ * - `n:<field>`: the number of an increment/max/min field, as decimal text;
+ * - `l:<field>`: the JSON array of an append field;
+ * - `o:<field>`: a setOnce field, `{"v":value}` when an event set it, `{"crm":1}` when the CRM
+ *   already had a value the first time the sink looked (then the sink never writes it).
+ * The CRM receives absolute values computed from this state, so repeating a write changes
+ * nothing. A field is seeded from the CRM's current value the first time the sink touches it.
+ */
+export type RecordState = Record<string, string>;
+
+/** `kind, field, value` triples: the argument list of the apply script. */
+export type StateDelta = string[];
+
+export function stateFieldsOf(op: PlannedOperation): string[] {
+  return [
+    ...Object.keys(op.increment).map((f) => `n:${f}`),
+    ...Object.keys(op.max).map((f) => `n:${f}`),
+    ...Object.keys(op.min).map((f) => `n:${f}`),
+    ...Object.keys(op.append).map((f) => `l:${f}`),
+    ...Object.keys(op.setOnce).map((f) => `o:${f}`),
+  ];
+}
+
+export function crmFieldOf(stateField: string): string {
+  return stateField.slice(2);
+}
+
+/** The record's key as the CRM knows it: the email of a contact, the domain of a company. */
+export function recordKeyOf(op: PlannedOperation): string {
+  return 'email' in op.key ? op.key.email : op.key.domain;
+}
+
+/** Lists travel to CRMs as `;`-separated text (HubSpot multiple checkboxes, Salesforce multi-select picklists). */
+export const LIST_SEPARATOR = ';';
+
+/** A CRM value as a number: numbers as they are, numeric text, ISO 8601 date-times as epoch ms. */
+export function numberFromCrm(value: PropertyValue | undefined): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value !== 'string' || value.trim() === '') return undefined;
+  const n = Number(value);
+  if (Number.isFinite(n)) return n;
+  const ms = Date.parse(value);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+function isEmpty(value: PropertyValue | undefined): boolean {
+  return value === undefined || value === null || value === '';
+}
+
+/** Seeds for the state fields that are absent, from the CRM's current values; absent when the CRM has nothing usable. */
+export function seedsFromCrm(missing: readonly string[], current: Record<string, PropertyValue> | undefined): StateDelta {
+  const delta: StateDelta = [];
+  for (const stateField of missing) {
+    const value = current?.[crmFieldOf(stateField)];
+    if (stateField.startsWith('n:')) {
+      const n = numberFromCrm(value);
+      if (n !== undefined) delta.push('seed', stateField, String(n));
+    } else if (stateField.startsWith('l:')) {
+      if (!isEmpty(value)) {
+        const items = String(value)
+          .split(LIST_SEPARATOR)
+          .filter((s) => s !== '');
+        delta.push('seed', stateField, JSON.stringify(items));
+      }
+    } else if (!isEmpty(value)) {
+      delta.push('seed', stateField, '{"crm":1}');
+    }
+  }
+  return delta;
+}
+
+/** The non-idempotent part of one event-rule, applied once per ledger key. */
+export function deltaOf(op: PlannedOperation): StateDelta {
+  const delta: StateDelta = [];
+  for (const [f, by] of Object.entries(op.increment)) delta.push('inc', `n:${f}`, String(by));
+  for (const [f, v] of Object.entries(op.max)) delta.push('max', `n:${f}`, String(v));
+  for (const [f, v] of Object.entries(op.min)) delta.push('min', `n:${f}`, String(v));
+  for (const [f, values] of Object.entries(op.append)) for (const v of values) delta.push('app', `l:${f}`, JSON.stringify(v));
+  for (const [f, v] of Object.entries(op.setOnce)) delta.push('once', `o:${f}`, JSON.stringify({ v }));
+  return delta;
+}
+
+export function toPropertyValue(value: unknown): PropertyValue {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  return value === undefined ? null : JSON.stringify(value);
+}
+
+function listText(items: unknown[]): string {
+  return items.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(LIST_SEPARATOR);
+}
+
+/** The value a state field gives the CRM, or undefined when the sink must not write it. */
+function stateValue(stateField: string, raw: string | undefined): PropertyValue | undefined {
+  if (raw === undefined) return undefined;
+  if (stateField.startsWith('n:')) return Number(raw);
+  if (stateField.startsWith('l:')) {
+    const items = JSON.parse(raw) as unknown;
+    return listText(Array.isArray(items) ? items : []);
+  }
+  const once = JSON.parse(raw) as { v?: unknown; crm?: 1 };
+  return 'v' in once ? toPropertyValue(once.v) : undefined;
+}
+
+/**
+ * One upsert for a record: its operations in event order (a later set wins), each state field
+ * they touched with its absolute value from `state` (the hash after every operation applied).
+ */
+export function buildRecordWrite(object: CrmObject, key: string, ops: readonly PlannedOperation[], state: RecordState): RecordWrite {
+  const properties: Record<string, PropertyValue> = {};
+  for (const op of ops) {
+    for (const [f, v] of Object.entries(op.set)) properties[f] = toPropertyValue(v);
+    for (const stateField of stateFieldsOf(op)) {
+      const value = stateValue(stateField, state[stateField]);
+      const field = crmFieldOf(stateField);
+      if (value !== undefined) properties[field] = value;
+      else if (stateField.startsWith('o:')) delete properties[field];
+    }
+  }
+  return { object, key, properties };
+}

@@ -1,0 +1,39 @@
+import { Counter, Gauge, Histogram } from 'prom-client';
+import { METRIC_NAMES, type Registry } from '@ingest/shared';
+
+export interface SyncMetrics {
+  outcomes: Counter<'state'>;
+  retries: Counter<'kind'>;
+  coalesced: Counter;
+  lag: Histogram;
+  pausedAccounts: Gauge;
+}
+
+export function createSyncMetrics(registry: Registry): SyncMetrics {
+  return {
+    outcomes: new Counter({
+      name: METRIC_NAMES.crmSyncOutcomes,
+      help: 'Events by CRM sync outcome (synced, skipped, failed)',
+      labelNames: ['state'],
+      registers: [registry],
+    }),
+    retries: new Counter({
+      name: METRIC_NAMES.crmRetries,
+      help: 'CRM calls retried, by cause (rate_limited, transient)',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    coalesced: new Counter({
+      name: METRIC_NAMES.crmRecordsCoalesced,
+      help: 'Event-rule operations folded into an upsert that another operation of the same record already needed',
+      registers: [registry],
+    }),
+    lag: new Histogram({
+      name: METRIC_NAMES.crmSyncLag,
+      help: 'Seconds from the gateway accepting an event to its CRM effect being written',
+      buckets: [0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600],
+      registers: [registry],
+    }),
+    pausedAccounts: new Gauge({ name: METRIC_NAMES.crmPausedAccounts, help: 'Accounts whose CRM work waits for a Retry-After', registers: [registry] }),
+  };
+}

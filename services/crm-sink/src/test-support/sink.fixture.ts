@@ -1,0 +1,164 @@
+import type { CrmMapping, EventRecord } from '@ingest/schemas';
+import {
+  type Component,
+  createMetricsRegistry,
+  createProducer,
+  createRedis,
+  createSyncStateStore,
+  type EventSyncState,
+  type MappingReader,
+  type Producer,
+  type Redis,
+} from '@ingest/shared';
+import type { TopicKey } from '@ingest/shared';
+import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import type { CreateAdapter } from '../adapters/adapter.js';
+import { type CrmSinkDeps, createCrmSink } from '../crm-sink.js';
+
+/**
+ * What the crm-sink's integration tests share: topics under a fresh prefix, a Redis key prefix,
+ * a producer for events.unique, sinks built like main.ts builds them (small windows and retry
+ * delays), and the sync states to wait on. `cleanup` stops the sinks and removes what it made.
+ */
+export interface SinkFixture {
+  kafka: TestKafka;
+  producer: Producer;
+  redis: Redis;
+  redisKeyPrefix: string;
+  startSink(groupId: string, overrides?: Partial<CrmSinkDeps>): Promise<Component>;
+  event(accountId: string, eventName: string, email: string | null, properties: Record<string, unknown>, minute?: number, domain?: string | null): EventRecord;
+  produce(records: EventRecord[], topic?: string): Promise<void>;
+  states(records: EventRecord[]): Promise<EventSyncState[]>;
+  /** Waits until no event of `records` is pending any more. */
+  settled(records: EventRecord[], timeoutMs?: number): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+export const T0 = Date.UTC(2026, 10, 20, 12, 0, 0);
+
+export interface SinkFixtureOptions {
+  /** Where the sinks read mappings; can be set later (e.g. a control plane on the fixture's topics). */
+  mappings?: MappingReader;
+  createAdapter: CreateAdapter;
+  /** Topics besides the sink's own, e.g. the control plane's. */
+  extraTopics?: TopicKey[];
+}
+
+export async function createSinkFixture(options: SinkFixtureOptions): Promise<SinkFixture> {
+  const kafka = await createTestKafka(['eventsUnique', 'crmReplay', 'crmDeadLetters', ...(options.extraTopics ?? [])]);
+  const producer = createProducer(kafka.kafka);
+  const redisKeyPrefix = `t${uniqueSuffix()}:`;
+  const redis = createRedis({ url: integrationEnv().redisUrl });
+  await Promise.all([producer.connect(), redis.connect()]);
+  const sinks: Component[] = [];
+  const syncStates = createSyncStateStore({ redis, keyPrefix: redisKeyPrefix });
+  let seq = 0;
+
+  const fixture: SinkFixture = {
+    kafka,
+    producer,
+    redis,
+    redisKeyPrefix,
+    async startSink(groupId, overrides = {}) {
+      const sink = createCrmSink({
+        kafka: kafka.kafka,
+        producer,
+        redis,
+        mappings: overrides.mappings ?? (options.mappings as MappingReader),
+        createAdapter: options.createAdapter,
+        logger: testLogger(),
+        metrics: createMetricsRegistry('crm-sink-test'),
+        topicPrefix: kafka.prefix,
+        groupId,
+        redisKeyPrefix,
+        ledgerTtlSeconds: 3600,
+        syncStateTtlSeconds: 3600,
+        coalesceWindowMs: 300,
+        coalesceMaxRecords: 50,
+        rate: { ratePerSecond: 20, burst: 5 },
+        retry: { maxAttempts: 5, budgetMs: 30_000, baseDelayMs: 50, maxDelayMs: 400 },
+        maxUnfinishedPerPartition: 500,
+        partitionsConsumedConcurrently: 3,
+        ...overrides,
+      });
+      sinks.push(sink);
+      await sink.start();
+      return sink;
+    },
+    event(accountId, eventName, email, properties, minute = 0, domain = null) {
+      seq += 1;
+      return {
+        v: 1,
+        accountId,
+        eventId: `evt-${seq}`,
+        eventName,
+        email,
+        domain,
+        timestampMs: T0 + minute * 60_000,
+        receivedAtMs: Date.now(),
+        properties,
+        source: 'api',
+        jobId: null,
+      };
+    },
+    async produce(records, topic = kafka.topic('eventsUnique')) {
+      await producer.send(
+        topic,
+        records.map((r) => ({ key: `${r.accountId}:${r.email ?? r.domain ?? ''}`, value: JSON.stringify(r) })),
+      );
+    },
+    states: (records) => Promise.all(records.map((r) => syncStates.read(r.accountId, r.eventId))),
+    async settled(records, timeoutMs = 60_000) {
+      await waitFor(async () => (await fixture.states(records)).every((s) => s.state !== 'pending'), { description: 'sync states of every event', timeoutMs });
+    },
+    async cleanup() {
+      await Promise.allSettled(sinks.map((s) => s.stop()));
+      const keys = await redis.keys(`${redisKeyPrefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      await producer.disconnect();
+      await redis.close();
+      await kafka.cleanup();
+    },
+  };
+  return fixture;
+}
+
+/** A mapping with every kind of action, for the sink's tests. */
+export function everyKindMapping(credentialsRef: string): CrmMapping {
+  return {
+    version: 1,
+    crm: { type: 'hubspot', credentialsRef },
+    rules: [
+      {
+        id: 'signup',
+        when: { eventName: 'Signed Up' },
+        object: 'contact',
+        actions: [
+          { op: 'set', field: 'plan', from: { property: 'plan' } },
+          { op: 'setOnce', field: 'first_source', from: { property: 'source' } },
+          { op: 'min', field: 'first_seen_at', from: { event: 'timestamp' } },
+        ],
+        activity: { type: 'signup', title: 'Signed up on {{properties.plan}}' },
+      },
+      {
+        id: 'page',
+        when: { eventName: 'Page Viewed' },
+        object: 'contact',
+        actions: [
+          { op: 'increment', field: 'page_views' },
+          { op: 'max', field: 'last_seen_at', from: { event: 'timestamp' } },
+          { op: 'append', field: 'pages', from: { property: 'path' } },
+        ],
+      },
+      {
+        id: 'company-signup',
+        when: { eventName: 'Signed Up', where: [{ property: 'plan', op: 'neq', value: 'free' }] },
+        object: 'company',
+        actions: [
+          { op: 'set', field: 'plan', from: { property: 'plan' } },
+          { op: 'increment', field: 'paid_signups', by: 1 },
+        ],
+      },
+    ],
+  };
+}

@@ -1,0 +1,349 @@
+/**
+ * Real servers: Kafka (the control plane's compacted topics, from the local stack or a
+ * container; see scripts/test). The HTTP side runs in-process through fastify's inject.
+ */
+import type { CrmMapping, EventRecord } from '@ingest/schemas';
+import { planSync } from '@ingest/shared';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AdminTestStack, startAdminTestStack } from './admin.test-app.js';
+
+const TOKEN = 'admin-secret-token-for-crm-tests';
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+let stack: AdminTestStack;
+let app: FastifyInstance;
+
+beforeAll(async () => {
+  stack = await startAdminTestStack();
+  app = await stack.app(TOKEN);
+});
+
+afterAll(async () => {
+  await stack?.close();
+});
+
+const mapping = {
+  version: 1,
+  crm: { type: 'hubspot', credentialsRef: 'main' },
+  rules: [
+    {
+      id: 'signup',
+      when: { eventName: 'Signed Up', where: [{ property: 'plan', op: 'in', value: ['pro', 'team'] }] },
+      object: 'contact',
+      actions: [
+        { op: 'set', field: 'plan', from: { property: 'plan' } },
+        { op: 'setOnce', field: 'first_plan', from: { property: 'plan' } },
+        { op: 'increment', field: 'signups' },
+        { op: 'max', field: 'last_seen_at', from: { event: 'timestamp' } },
+        { op: 'append', field: 'events', from: { event: 'eventName' } },
+      ],
+      activity: { type: 'product_event', title: '{{eventName}} on {{properties.plan}}' },
+    },
+    { id: 'company', when: { eventName: 'Signed Up' }, object: 'company', actions: [{ op: 'set', field: 'active', from: { constant: true } }] },
+    { id: 'churn', when: { eventName: 'Churned' }, object: 'contact', actions: [{ op: 'set', field: 'churned', from: { constant: true } }] },
+  ],
+} satisfies CrmMapping;
+
+function expectProblem(res: LightMyRequestResponse, status: number, type: string): Record<string, unknown> {
+  expect(res.statusCode).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  const body = res.json() as Record<string, unknown>;
+  expect(body).toMatchObject({ status, type, title: expect.any(String), detail: expect.any(String), requestId: expect.any(String) });
+  return body;
+}
+
+async function newAccount(): Promise<string> {
+  return (await stack.controlPlane.createAccount({ name: 'CRM test', plan: 'pro' })).id;
+}
+
+const base = (accountId: string) => `/admin/v1/accounts/${accountId}/crm`;
+const putMapping = (accountId: string, payload: unknown, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'PUT', url: `${base(accountId)}/mapping`, headers: { ...auth, ...headers }, payload: payload as object });
+
+describe('CRM mapping admin API', () => {
+  it('stores versions (201, ETag), shows the current one and every version newest first', async () => {
+    const accountId = await newAccount();
+    expectProblem(await app.inject({ method: 'GET', url: `${base(accountId)}/mapping`, headers: auth }), 404, '/problems/not-found');
+
+    const first = await putMapping(accountId, mapping);
+    expect(first.statusCode).toBe(201);
+    expect(first.headers.etag).toBe('"1"');
+    expect(first.json()).toMatchObject({ accountId, version: 1, author: 'admin', mapping });
+    const second = await putMapping(accountId, { ...mapping, rules: mapping.rules.slice(0, 1) });
+    expect(second.json()).toMatchObject({ version: 2 });
+
+    const current = await app.inject({ method: 'GET', url: `${base(accountId)}/mapping`, headers: auth });
+    expect(current.statusCode).toBe(200);
+    expect(current.headers.etag).toBe('"2"');
+    expect(current.json()).toEqual(second.json());
+
+    const versions = await app.inject({ method: 'GET', url: `${base(accountId)}/mapping/versions`, headers: auth });
+    expect(versions.statusCode).toBe(200);
+    const list = versions.json() as { versions: { version: number; author: string; createdAt: string }[] };
+    expect(list.versions.map((v) => [v.version, v.author])).toEqual([
+      [2, 'admin'],
+      [1, 'admin'],
+    ]);
+    expect(list.versions.every((v) => !Number.isNaN(Date.parse(v.createdAt)))).toBe(true);
+
+    const one = await app.inject({ method: 'GET', url: `${base(accountId)}/mapping/versions/1`, headers: auth });
+    expect(one.statusCode).toBe(200);
+    expect(one.json()).toEqual(first.json());
+    expectProblem(await app.inject({ method: 'GET', url: `${base(accountId)}/mapping/versions/3`, headers: auth }), 404, '/problems/not-found');
+    expectProblem(await app.inject({ method: 'GET', url: `${base(accountId)}/mapping/versions/0`, headers: auth }), 400, '/problems/validation-error');
+  });
+
+  it('refuses an invalid document with 400 and every error as a JSON Pointer, storing nothing', async () => {
+    const accountId = await newAccount();
+    const bad = {
+      version: 1,
+      crm: { type: 'hubspot', credentialsRef: 'svc_live_abc' },
+      rules: [
+        { id: 'a', when: { eventName: 'x' }, object: 'contact', actions: [{ op: 'multiply', field: 'n' }] },
+        {
+          id: 'a',
+          when: { eventName: 'x', where: [{ property: 'p', op: 'gt', value: 'high' }] },
+          object: 'company',
+          actions: [{ op: 'increment', field: 'n' }],
+        },
+      ],
+      extra: true,
+    };
+    const body = expectProblem(await putMapping(accountId, bad), 400, '/problems/validation-error');
+    expect((body.errors as { field: string; code: string }[]).map((e) => [e.field, e.code])).toEqual([
+      ['/extra', 'unknown_field'],
+      ['/rules/0/actions/0/op', 'invalid_value'],
+    ]);
+
+    // Once the shape is right, the rules a schema cannot say are checked, again all at once.
+    const semantic = { ...bad, extra: undefined, rules: [bad.rules[1], bad.rules[1]] };
+    const body2 = expectProblem(await putMapping(accountId, JSON.parse(JSON.stringify(semantic))), 400, '/problems/validation-error');
+    expect((body2.errors as { field: string; code: string }[]).map((e) => [e.field, e.code])).toEqual([
+      ['/crm/credentialsRef', 'looks_like_secret'],
+      ['/rules/0/when/where/0/value', 'invalid_value'],
+      ['/rules/1/id', 'duplicate'],
+      ['/rules/1/when/where/0/value', 'invalid_value'],
+    ]);
+    expect(JSON.stringify(body2)).not.toContain('svc_live_abc');
+    expectProblem(
+      await app.inject({ method: 'PUT', url: `${base(accountId)}/mapping`, headers: { ...auth, 'content-type': 'application/json' }, payload: '[1]' }),
+      400,
+      '/problems/validation-error',
+    );
+    expect(stack.controlPlane.mappingVersions(accountId)).toEqual([]);
+  });
+
+  it('answers 404 for an unknown account on every route', async () => {
+    const accountId = 'acc_doesnotexist';
+    expectProblem(await putMapping(accountId, mapping), 404, '/problems/not-found');
+    for (const url of [
+      `${base(accountId)}/mapping`,
+      `${base(accountId)}/mapping/versions`,
+      `${base(accountId)}/mapping/versions/1`,
+      `${base(accountId)}/credentials`,
+    ]) {
+      expectProblem(await app.inject({ method: 'GET', url, headers: auth }), 404, '/problems/not-found');
+    }
+    const dryRun = await app.inject({
+      method: 'POST',
+      url: `${base(accountId)}/mapping/dry-run`,
+      headers: auth,
+      payload: { event: { eventName: 'x', email: 'a@b.co' } },
+    });
+    expectProblem(dryRun, 404, '/problems/not-found');
+    expectProblem(
+      await app.inject({ method: 'PUT', url: `${base(accountId)}/credentials/main`, headers: auth, payload: { type: 'hubspot', accessToken: 't' } }),
+      404,
+      '/problems/not-found',
+    );
+  });
+
+  it('honours If-Match: 412 with the current version when stale, 201 when current', async () => {
+    const accountId = await newAccount();
+    const noneYet = expectProblem(await putMapping(accountId, mapping, { 'if-match': '"1"' }), 412, '/problems/precondition-failed');
+    expect(noneYet.currentVersion).toBeNull();
+    expectProblem(await putMapping(accountId, mapping, { 'if-match': '*' }), 412, '/problems/precondition-failed');
+    await putMapping(accountId, mapping);
+    await putMapping(accountId, mapping);
+
+    const stale = expectProblem(await putMapping(accountId, mapping, { 'if-match': '"1"' }), 412, '/problems/precondition-failed');
+    expect(stale.currentVersion).toBe(2);
+    const malformed = expectProblem(await putMapping(accountId, mapping, { 'if-match': 'garbage' }), 400, '/problems/validation-error');
+    expect(malformed.errors).toEqual([expect.objectContaining({ field: '/headers/if-match', code: 'invalid_format' })]);
+    // A broken document hears that it is broken, not that it is stale.
+    expectProblem(await putMapping(accountId, { ...mapping, rules: [] }, { 'if-match': '"1"' }), 400, '/problems/validation-error');
+    expect(stack.controlPlane.currentMapping(accountId)?.version).toBe(2);
+
+    const ok = await putMapping(accountId, mapping, { 'if-match': '"2"' });
+    expect(ok.statusCode).toBe(201);
+    expect(ok.json()).toMatchObject({ version: 3 });
+    expect((await putMapping(accountId, mapping, { 'if-match': '*' })).statusCode).toBe(201);
+  });
+});
+
+describe('CRM dry-run', () => {
+  const sample = {
+    eventName: 'Signed Up',
+    email: '  Ada@Example.COM ',
+    domain: 'Example.com',
+    timestamp: '2026-11-20T10:00:00Z',
+    eventId: 'evt-1',
+    properties: { plan: 'pro' },
+  };
+  // The event as the gateway normalises it.
+  const record: EventRecord = {
+    v: 1,
+    accountId: '',
+    eventId: 'evt-1',
+    eventName: 'Signed Up',
+    email: 'ada@example.com',
+    domain: 'example.com',
+    timestampMs: Date.parse('2026-11-20T10:00:00Z'),
+    receivedAtMs: 0,
+    properties: { plan: 'pro' },
+    source: 'api',
+    jobId: null,
+  };
+
+  it('shows for a sample event exactly what planSync plans with the current mapping, and why each rule (mis)matched', async () => {
+    const accountId = await newAccount();
+    expectProblem(
+      await app.inject({ method: 'POST', url: `${base(accountId)}/mapping/dry-run`, headers: auth, payload: { event: sample } }),
+      404,
+      '/problems/not-found',
+    );
+    await putMapping(accountId, mapping);
+    const res = await app.inject({ method: 'POST', url: `${base(accountId)}/mapping/dry-run`, headers: auth, payload: { event: sample } });
+    expect(res.statusCode).toBe(200);
+    const body = res.json() as { mappingVersion: number; operations: unknown[]; rules: unknown[] };
+    expect(body.mappingVersion).toBe(1);
+    expect(body.operations).toEqual(planSync(mapping, { ...record, accountId }));
+    expect(body.operations).toHaveLength(2);
+    expect(body.rules).toEqual([
+      { ruleId: 'signup', matched: true },
+      { ruleId: 'company', matched: true },
+      { ruleId: 'churn', matched: false, reason: 'event_name' },
+    ]);
+  });
+
+  it('uses a draft instead of the current mapping (mappingVersion null)', async () => {
+    const accountId = await newAccount();
+    const draft = { ...mapping, rules: [mapping.rules[0]] };
+    const event = { ...sample, domain: undefined, properties: { plan: 'free' } };
+    const res = await app.inject({ method: 'POST', url: `${base(accountId)}/mapping/dry-run`, headers: auth, payload: { event, mapping: draft } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ mappingVersion: null, operations: [], rules: [{ ruleId: 'signup', matched: false, reason: 'condition' }] });
+  });
+
+  it('refuses an invalid event and an invalid draft together, with pointers into the request', async () => {
+    const accountId = await newAccount();
+    const payload = { event: { eventName: '', email: 'not-an-email' }, mapping: { ...mapping, crm: { type: 'hubspot' } } };
+    const body = expectProblem(
+      await app.inject({ method: 'POST', url: `${base(accountId)}/mapping/dry-run`, headers: auth, payload }),
+      400,
+      '/problems/validation-error',
+    );
+    const fields = (body.errors as { field: string }[]).map((e) => e.field);
+    expect(fields).toEqual(expect.arrayContaining(['/event/eventName', '/mapping/crm/credentialsRef']));
+    expect(fields.every((f) => f.startsWith('/event/') || f.startsWith('/mapping/'))).toBe(true);
+    const envelope = expectProblem(
+      await app.inject({ method: 'POST', url: `${base(accountId)}/mapping/dry-run`, headers: auth, payload: { evnt: {} } }),
+      400,
+      '/problems/validation-error',
+    );
+    expect((envelope.errors as { field: string; code: string }[]).map((e) => [e.field, e.code])).toEqual([
+      ['/event', 'required'],
+      ['/evnt', 'unknown_field'],
+    ]);
+  });
+});
+
+describe('CRM credentials admin API', () => {
+  it('stores credentials and never returns or echoes their secrets', async () => {
+    const accountId = await newAccount();
+    const secrets = ['pat-na1-SECRET-1', 'whsec_SECRET_2'];
+    const put = await app.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/main`,
+      headers: auth,
+      payload: { type: 'hubspot', accessToken: secrets[0], baseUrl: 'http://127.0.0.1:9999' },
+    });
+    expect(put.statusCode).toBe(200);
+    expect(put.json()).toEqual({ name: 'main', type: 'hubspot', baseUrl: 'http://127.0.0.1:9999', updatedAt: expect.any(String) });
+    await app.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/hooks`,
+      headers: auth,
+      payload: { type: 'webhook', url: 'https://example.com/h', secret: secrets[1] },
+    });
+
+    const list = await app.inject({ method: 'GET', url: `${base(accountId)}/credentials`, headers: auth });
+    expect(list.statusCode).toBe(200);
+    expect(list.json()).toEqual({
+      credentials: [
+        { name: 'hooks', type: 'webhook', url: 'https://example.com/h', updatedAt: expect.any(String) },
+        { name: 'main', type: 'hubspot', baseUrl: 'http://127.0.0.1:9999', updatedAt: expect.any(String) },
+      ],
+    });
+    for (const s of secrets) expect(put.payload + list.payload).not.toContain(s);
+    // The sink reads the secret from the control plane.
+    expect(stack.controlPlane.crmCredential(accountId, 'main')?.credential).toMatchObject({ accessToken: secrets[0] });
+  });
+
+  it('refuses an invalid credential with pointers, without echoing the secret', async () => {
+    const accountId = await newAccount();
+    const res = await app.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/sf`,
+      headers: auth,
+      payload: { type: 'salesforce', accessToken: 'SECRET-SF', instanceUrl: 'not a url', password: 'x' },
+    });
+    const body = expectProblem(res, 400, '/problems/validation-error');
+    expect((body.errors as { field: string }[]).map((e) => e.field).sort()).toEqual(['/instanceUrl', '/password']);
+    expect(res.payload).not.toContain('SECRET-SF');
+    expectProblem(
+      await app.inject({ method: 'PUT', url: `${base(accountId)}/credentials/bad%2Fname`, headers: auth, payload: { type: 'hubspot', accessToken: 't' } }),
+      400,
+      '/problems/validation-error',
+    );
+  });
+
+  it('regression: a body that is not an object (null, absent, an array item that is not an action) is a 400, not a 500', async () => {
+    const accountId = await newAccount();
+    const credentials = `${base(accountId)}/credentials/main`;
+    const json = { ...auth, 'content-type': 'application/json' };
+    expectProblem(await app.inject({ method: 'PUT', url: credentials, headers: auth }), 400, '/problems/validation-error');
+    expectProblem(await app.inject({ method: 'PUT', url: credentials, headers: json, payload: 'null' }), 400, '/problems/validation-error');
+    expectProblem(await app.inject({ method: 'PUT', url: `${base(accountId)}/mapping`, headers: json, payload: 'null' }), 400, '/problems/validation-error');
+    await putMapping(accountId, mapping);
+    const rule = { ...mapping.rules[1], actions: [[null, null], null] };
+    const body = expectProblem(
+      await app.inject({
+        method: 'POST',
+        url: `${base(accountId)}/mapping/dry-run`,
+        headers: auth,
+        payload: { event: { eventName: 'x', email: 'a@b.co' }, mapping: { ...mapping, rules: [rule] } },
+      }),
+      400,
+      '/problems/validation-error',
+    );
+    expect((body.errors as { field: string; code: string }[]).map((e) => [e.field, e.code])).toEqual([
+      ['/mapping/rules/0/actions/0', 'invalid_type'],
+      ['/mapping/rules/0/actions/1', 'invalid_type'],
+    ]);
+    expect(stack.controlPlane.listCrmCredentials(accountId)).toEqual([]);
+  });
+
+  it('answers 401 without the admin token', async () => {
+    const accountId = await newAccount();
+    for (const r of [
+      { method: 'GET', url: `${base(accountId)}/credentials` },
+      { method: 'GET', url: `${base(accountId)}/mapping` },
+      { method: 'PUT', url: `${base(accountId)}/mapping`, payload: mapping },
+    ] as const) {
+      expectProblem(await app.inject({ ...r, headers: { authorization: 'Bearer wrong' } }), 401, '/problems/unauthorized');
+    }
+    expect(stack.controlPlane.mappingVersions(accountId)).toEqual([]);
+  });
+});

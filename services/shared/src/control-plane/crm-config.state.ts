@@ -1,0 +1,138 @@
+import { type CrmMapping, StoredCrmCredentialRecord, StoredMappingRecord } from '@ingest/schemas';
+import type { TSchema } from '@sinclair/typebox';
+import { Ajv } from 'ajv';
+import type { Decoded } from './control-plane.state.js';
+import type { CrmCredential, StoredCrmCredential, StoredMapping } from './types.js';
+
+/**
+ * The materialised CRM configuration: mapping versions (`control.mappings`) and credentials
+ * (`control.crm-credentials`). Pure: the store feeds it decoded messages in offset order.
+ *
+ * Mapping versions are append-only history. Each version has its own key
+ * (`<accountId>/<version>/<writeId>`), so compaction keeps every version. Two writers that race
+ * for the same version write different keys; the record first in the (single-partition) log
+ * wins, on every instance and after every replay, and the other is ignored: this is what turns
+ * If-Match into a real compare-and-set across gateway replicas.
+ */
+export interface CrmConfigState {
+  /** accountId -> versions, oldest first. */
+  readonly mappings: Map<string, MappingEntry[]>;
+  /** accountId -> (credential name -> credential). */
+  readonly credentials: Map<string, Map<string, StoredCrmCredential>>;
+}
+
+export interface MappingEntry {
+  /** The message key that won this version. */
+  key: string;
+  stored: StoredMapping;
+}
+
+export function createCrmConfigState(): CrmConfigState {
+  return { mappings: new Map(), credentials: new Map() };
+}
+
+const VERSION_DIGITS = 8;
+
+export function mappingKey(accountId: string, version: number, writeId: string): string {
+  return `${accountId}/${String(version).padStart(VERSION_DIGITS, '0')}/${writeId}`;
+}
+
+export function credentialKey(accountId: string, name: string): string {
+  return `${accountId}/${name}`;
+}
+
+export type MappingApplied = 'applied' | 'stale_version' | 'ignored_tombstone';
+
+/**
+ * A version is taken by the first record that claims it; a record for a version at or below the
+ * newest one is a lost race and changes nothing. History is append-only: tombstones are ignored.
+ */
+export function applyMappingVersion(state: CrmConfigState, key: string, record: StoredMappingWithKey | null): MappingApplied {
+  if (record === null) return 'ignored_tombstone';
+  const versions = state.mappings.get(record.stored.accountId) ?? [];
+  const newest = versions.at(-1)?.stored.version ?? 0;
+  if (record.stored.version <= newest) return 'stale_version';
+  versions.push({ key, stored: record.stored });
+  state.mappings.set(record.stored.accountId, versions);
+  return 'applied';
+}
+
+export function applyCrmCredential(state: CrmConfigState, key: string, record: StoredCrmCredential | null): void {
+  if (record === null) {
+    // A tombstone's key is all there is: names have no `/`, so the last one separates them.
+    const at = key.lastIndexOf('/');
+    const ofAccount = state.credentials.get(key.slice(0, at));
+    ofAccount?.delete(key.slice(at + 1));
+    if (ofAccount?.size === 0) state.credentials.delete(key.slice(0, at));
+    return;
+  }
+  let ofAccount = state.credentials.get(record.accountId);
+  if (!ofAccount) {
+    ofAccount = new Map();
+    state.credentials.set(record.accountId, ofAccount);
+  }
+  ofAccount.set(record.name, record);
+}
+
+export function currentMapping(state: CrmConfigState, accountId: string): MappingEntry | undefined {
+  return state.mappings.get(accountId)?.at(-1);
+}
+
+export function mappingVersions(state: CrmConfigState, accountId: string): StoredMapping[] {
+  return (state.mappings.get(accountId) ?? []).map((e) => e.stored);
+}
+
+export function listCrmCredentials(state: CrmConfigState, accountId: string): StoredCrmCredential[] {
+  return [...(state.credentials.get(accountId)?.values() ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+export interface StoredMappingWithKey {
+  stored: StoredMapping;
+  writeId: string;
+}
+
+function createDecoder<S extends TSchema, W, T>(
+  schema: S,
+  expectedKey: (wire: W) => string,
+  pick: (wire: W) => T,
+): (key: Buffer | null, value: Buffer | null) => Decoded<T> {
+  const validate = new Ajv({ allErrors: false, strict: false }).compile(schema);
+  return (rawKey, value) => {
+    const id = rawKey?.toString('utf8') ?? '';
+    if (id === '') return { ok: false, code: 'missing_key', reason: 'message has no key' };
+    if (value === null) return { ok: true, id, value: null };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(value.toString('utf8'));
+    } catch {
+      // JSON.parse's message quotes the input, which may hold a secret: not logged.
+      return { ok: false, code: 'invalid_json', reason: 'value is not JSON' };
+    }
+    if (!validate(parsed)) {
+      const first = validate.errors?.[0];
+      return { ok: false, code: 'schema_mismatch', reason: `value ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}` };
+    }
+    const wire = parsed as W;
+    if (expectedKey(wire) !== id) return { ok: false, code: 'id_mismatch', reason: 'value does not belong to the message key' };
+    return { ok: true, id, value: pick(wire) };
+  };
+}
+
+// Factories: schemas compile on use, not at import time. The mapping document itself was
+// validated when written; it is kept as written so a newer release's additions survive.
+export const createMappingDecoder = () =>
+  createDecoder<typeof StoredMappingRecord, StoredMappingRecord, StoredMappingWithKey>(
+    StoredMappingRecord,
+    (r) => mappingKey(r.accountId, r.version, r.writeId),
+    (r) => ({
+      writeId: r.writeId,
+      stored: Object.freeze({ accountId: r.accountId, version: r.version, mapping: r.mapping as CrmMapping, createdAt: r.createdAt, author: r.author }),
+    }),
+  );
+
+export const createCredentialDecoder = () =>
+  createDecoder<typeof StoredCrmCredentialRecord, StoredCrmCredentialRecord, StoredCrmCredential>(
+    StoredCrmCredentialRecord,
+    (r) => credentialKey(r.accountId, r.name),
+    (r) => Object.freeze({ accountId: r.accountId, name: r.name, credential: r.credential as CrmCredential, updatedAt: r.updatedAt }),
+  );
