@@ -242,26 +242,31 @@ describe('sign-out', () => {
   });
 });
 
+/** A second gateway app on the fixture's clients, with its own settings. */
+async function appWith(settings: Record<string, string>) {
+  const env = integrationEnv();
+  const config = loadGatewayConfig({
+    KAFKA_BROKERS: env.kafkaBrokers,
+    REDIS_URL: env.redisUrl,
+    CLICKHOUSE_URL: env.clickhouseUrl,
+    KAFKA_TOPIC_PREFIX: gw.kafka.prefix,
+    ...settings,
+  });
+  return buildApp({
+    config,
+    logger: testLogger(),
+    metrics: createMetricsRegistry('dashboard-settings'),
+    producer: gw.producer,
+    redis: gw.redis,
+    controlPlane: gw.controlPlane,
+    jobStatus: createJobStatusStore({ redis: gw.redis, producer: gw.producer, progressTopic: gw.kafka.topic('jobProgress') }),
+    ch: gw.clickhouse.ch,
+  });
+}
+
 describe('session expiry', () => {
   it('refuses a session left unused for longer than DASHBOARD_SESSION_IDLE_SECONDS', async () => {
-    const env = integrationEnv();
-    const config = loadGatewayConfig({
-      KAFKA_BROKERS: env.kafkaBrokers,
-      REDIS_URL: env.redisUrl,
-      CLICKHOUSE_URL: env.clickhouseUrl,
-      KAFKA_TOPIC_PREFIX: gw.kafka.prefix,
-      DASHBOARD_SESSION_IDLE_SECONDS: '1',
-    });
-    const app = await buildApp({
-      config,
-      logger: testLogger(),
-      metrics: createMetricsRegistry('dashboard-expiry'),
-      producer: gw.producer,
-      redis: gw.redis,
-      controlPlane: gw.controlPlane,
-      jobStatus: createJobStatusStore({ redis: gw.redis, producer: gw.producer, progressTopic: gw.kafka.topic('jobProgress') }),
-      ch: gw.clickhouse.ch,
-    });
+    const app = await appWith({ DASHBOARD_SESSION_IDLE_SECONDS: '1' });
     try {
       const { email, password } = await createOwner(gw, a.accountId);
       const signedIn = await signInRequest(app, email, password);
@@ -274,6 +279,26 @@ describe('session expiry', () => {
         timeoutMs: 15_000,
         intervalMs: 2_000,
       });
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('rate limits', () => {
+  it("gives the dashboard its own budget: an address over the public API's limit still uses the dashboard, up to the dashboard's limit", async () => {
+    const app = await appWith({ RATE_LIMIT_PER_MINUTE: '2', DASHBOARD_RATE_LIMIT_PER_MINUTE: '4' });
+    try {
+      const { email, password } = await createOwner(gw, a.accountId);
+      const cookie = sessionCookieOf(await signInRequest(app, email, password));
+      const ip = randomClientIp();
+      const api = () => app.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${a.apiKey}` }, remoteAddress: ip });
+      const dashboard = () => app.inject({ method: 'GET', url: '/dashboard/api/keys', headers: { cookie }, remoteAddress: ip });
+      const apiStatuses = [(await api()).statusCode, (await api()).statusCode, (await api()).statusCode];
+      expect(apiStatuses).toEqual([200, 200, 429]);
+      const dashboardStatuses: number[] = [];
+      for (let i = 0; i < 5; i++) dashboardStatuses.push((await dashboard()).statusCode);
+      expect(dashboardStatuses).toEqual([200, 200, 200, 200, 429]);
     } finally {
       await app.close();
     }
