@@ -16,6 +16,7 @@ import { type ApiKeyRecord, AppError, type ControlPlane, createEventValidator, t
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import { crmRoutes } from './crm.routes.js';
+import { ownersRoutes } from './owners.routes.js';
 
 export interface AdminRoutesDeps {
   controlPlane: ControlPlane;
@@ -56,6 +57,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
     const tags = ['admin'];
     // A child plugin: the token hook above guards the CRM routes too.
     await app.register(crmRoutes({ controlPlane: cp, validateEvent: deps.validateEvent ?? createEventValidator(), now: deps.now ?? Date.now }));
+    await app.register(ownersRoutes({ controlPlane: cp }));
 
     app.post<{ Body: CreateAccountBody }>(
       '/accounts',

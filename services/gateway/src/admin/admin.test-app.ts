@@ -20,7 +20,7 @@ export interface AdminTestStack {
 }
 
 export async function startAdminTestStack(): Promise<AdminTestStack> {
-  const kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials']);
+  const kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners']);
   const producer = createProducer(kafka.kafka);
   await producer.connect();
   const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger: testLogger(), instanceId: 'admin-test' });
