@@ -16,6 +16,8 @@ import {
   type Producer,
   type Redis,
   syncStateKey,
+  TOPICS as ALL_TOPICS,
+  type TopicKey,
 } from '@ingest/shared';
 import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import { type FakeCall, type FakeCrm, type FakeRecord, startFakeCrm } from '../test-support/fake-crm.js';
@@ -53,7 +55,8 @@ export interface SinkRun {
   cleanup(): Promise<void>;
 }
 
-const TOPICS = ['eventsUnique', 'crmReplay', 'crmDeadLetters', 'controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials'] as const;
+// Every control-plane topic (the sink's control plane reads them all at start), whatever is added later.
+const TOPICS: TopicKey[] = ['eventsUnique', 'crmReplay', 'crmDeadLetters', ...(Object.keys(ALL_TOPICS) as TopicKey[]).filter((k) => k.startsWith('control'))];
 
 export async function createSinkRun(
   label: string,
@@ -62,7 +65,7 @@ export async function createSinkRun(
 ): Promise<SinkRun> {
   const token = `tok-${label}-${uniqueSuffix()}`;
   const crm = await startFakeCrm({ tokens: [token], onCall: options.onCall });
-  const kafka = await createTestKafka([...TOPICS]);
+  const kafka = await createTestKafka(TOPICS);
   const redis = createRedis({ url: integrationEnv().redisUrl });
   const producer: Producer = createProducer(kafka.kafka);
   await Promise.all([redis.connect(), producer.connect()]);
