@@ -3,6 +3,7 @@ import type { ActivityWrite, BatchResult, CrmAdapter, CrmObject, PropertyValue, 
 import type { CrmErrorDetail } from './crm-errors.js';
 import { type AdapterHttpOptions, type CrmHttpClient, type CrmRequest, assertBatchSize, createCrmHttpClient, unexpectedResponse } from './http.client.js';
 import {
+  HUBSPOT_DEFAULT_BASE_URL,
   HUBSPOT_MAX_BATCH_SIZE,
   HUBSPOT_OBJECTS,
   buildHubSpotNoteRequests,
@@ -10,10 +11,9 @@ import {
   buildHubSpotRecordIdRequests,
   buildHubSpotUpsertRequests,
   uniqueActivities,
-} from './hubspot.requests.js';
+} from '@ingest/shared';
 
 const CRM = 'HubSpot';
-export const HUBSPOT_DEFAULT_BASE_URL = 'https://api.hubapi.com';
 /** HubSpot's burst limit is per 10 s window; without a Retry-After, waiting out one window is enough. */
 const HUBSPOT_DEFAULT_RETRY_AFTER_MS = 10_000;
 
