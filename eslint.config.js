@@ -1,6 +1,7 @@
 // Lint rules (formatting is Prettier's job). typescript-eslint's recommended and stylistic
 // sets without type information: fast enough to run on every test run on 2 cores.
 import js from '@eslint/js';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -22,4 +23,6 @@ export default tseslint.config(
       '@typescript-eslint/no-empty-function': 'off',
     },
   },
+  // The dashboard web app runs in the browser (its own tsconfig adds the DOM types).
+  { files: ['services/gateway/web/**/*.{ts,tsx}'], languageOptions: { globals: globals.browser } },
 );

@@ -6,8 +6,8 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['services/*/src/**/*.test.ts', 'schemas/src/**/*.test.ts', 'scripts/**/*.test.ts'],
-          exclude: ['**/*.integration.test.ts', '**/*.chaos.test.ts', '**/node_modules/**'],
+          include: ['services/*/src/**/*.test.ts', 'services/gateway/web/src/**/*.test.ts', 'schemas/src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          exclude: ['**/*.integration.test.ts', '**/*.chaos.test.ts', '**/*.browser.test.ts', '**/node_modules/**'],
         },
       },
       {
@@ -19,6 +19,18 @@ export default defineConfig({
           hookTimeout: 120_000,
           // Real servers on a 2-core machine: a few files at a time, each isolated by prefix.
           maxWorkers: 3,
+        },
+      },
+      {
+        test: {
+          // The dashboard in headless Chromium against the real servers and an in-process gateway
+          // (and processor where needed). One file at a time: each drives a browser.
+          name: 'browser',
+          include: ['services/*/src/**/*.browser.test.ts'],
+          globalSetup: ['scripts/test/global-setup.ts'],
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
         },
       },
       {

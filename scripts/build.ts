@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+import { buildWeb, FIRST_LOAD_JS_BUDGET, firstLoadJsGzipBytes } from './web-build.js';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -46,3 +47,13 @@ console.log(
     .map(([name, e]) => `${name} -> ${e.outfile.slice(root.length)}`)
     .join(', ')} (external: ${external.length} packages)`,
 );
+
+await buildWeb();
+const web = firstLoadJsGzipBytes();
+console.log(
+  `built dashboard web app -> services/gateway/dist/web (first load: ${(web.bytes / 1024).toFixed(1)} KiB of JavaScript gzipped, budget ${FIRST_LOAD_JS_BUDGET / 1024} KiB)`,
+);
+if (web.bytes > FIRST_LOAD_JS_BUDGET) {
+  console.error('the dashboard first load is over its JavaScript budget');
+  process.exit(1);
+}

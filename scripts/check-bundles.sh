@@ -31,7 +31,8 @@ node dist/setup/main.js >"$logs/setup.log" 2>&1 || { echo "setup bundle failed:"
 check() {
   local name=$1 ops_var=$2 port
   port=$(free_port)
-  env "$ops_var=$port" GATEWAY_PORT="$(free_port)" node services/"$name"/dist/main.js >"$logs/$name.log" 2>&1 &
+  api_port=$(free_port)
+  env "$ops_var=$port" GATEWAY_PORT="$api_port" node services/"$name"/dist/main.js >"$logs/$name.log" 2>&1 &
   pids+=("$!")
   local deadline=$((SECONDS + 60))
   until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do
@@ -46,5 +47,8 @@ check() {
 }
 
 check gateway GATEWAY_OPS_PORT
+# The gateway bundle serves the dashboard's web app from services/gateway/dist/web, as in the image.
+curl -sf "http://127.0.0.1:$api_port/dashboard/" | grep -q '<div id="root">' || { echo "gateway bundle does not serve the dashboard web app"; exit 1; }
+echo "gateway bundle: dashboard web app served"
 check processor PROCESSOR_OPS_PORT
 check crm-sink CRM_SINK_OPS_PORT

@@ -2,14 +2,18 @@
  * The demo account of `npm start`: created once through the admin API and remembered in
  * .local/demo-account.json (an ignored, local-only file: it holds the demo key in plain text
  * so it can be printed on every start). Recreated when the account or key no longer works.
+ * The account also gets a dashboard owner whose password is kept there for the same reason.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 
 interface Demo {
   accountId: string;
   keyId: string;
   apiKey: string;
+  ownerEmail?: string;
+  ownerPassword?: string;
 }
 
 const adminUrl = process.env.ADMIN_URL ?? 'http://127.0.0.1:3000';
@@ -38,11 +42,25 @@ async function create(): Promise<Demo> {
   return { accountId: account.body.id, keyId: key.body.key.id, apiKey: key.body.apiKey };
 }
 
-let demo: Demo | undefined = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Demo) : undefined;
-if (!demo || !(await stillValid(demo))) {
-  demo = await create();
+/** The demo owner, created when the account has none we know the password of. Emails are unique across accounts, hence the account in it. */
+async function ensureOwner(demo: Demo): Promise<Demo> {
+  const owners = await admin<{ owners?: { email: string }[] }>('GET', `/accounts/${demo.accountId}/owners`);
+  if (demo.ownerEmail && demo.ownerPassword && (owners.body.owners ?? []).some((o) => o.email === demo.ownerEmail)) return demo;
+  const ownerEmail = `demo+${demo.accountId.slice(4).toLowerCase()}-${randomBytes(3).toString('hex')}@example.com`;
+  const ownerPassword = randomBytes(12).toString('base64url');
+  const created = await admin('POST', `/accounts/${demo.accountId}/owners`, { email: ownerEmail, password: ownerPassword });
+  if (created.status !== 201) throw new Error(`could not create the demo owner: ${JSON.stringify(created.body)}`);
+  return { ...demo, ownerEmail, ownerPassword };
+}
+
+const saved: Demo | undefined = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Demo) : undefined;
+let demo = saved && (await stillValid(saved)) ? saved : await create();
+demo = await ensureOwner(demo);
+if (demo !== saved) {
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
 }
 console.log(`DEMO_ACCOUNT_ID=${demo.accountId}`);
 console.log(`DEMO_API_KEY=${demo.apiKey}`);
+console.log(`DEMO_OWNER_EMAIL=${demo.ownerEmail ?? ''}`);
+console.log(`DEMO_OWNER_PASSWORD=${demo.ownerPassword ?? ''}`);

@@ -79,6 +79,10 @@ case "${1:-}" in
 esac
 
 ensure_node_modules
+if [[ ! -f services/gateway/dist/web/index.html ]]; then
+  step "dashboard web app (vite build)"
+  npx tsx scripts/build-web.ts
+fi
 step "local stack"
 bash scripts/stack.sh up
 step "topics and migrations"
@@ -90,6 +94,8 @@ step "demo account"
 demo=$(npx tsx scripts/demo-account.ts)
 DEMO_API_KEY=$(sed -n 's/^DEMO_API_KEY=//p' <<<"$demo")
 DEMO_ACCOUNT_ID=$(sed -n 's/^DEMO_ACCOUNT_ID=//p' <<<"$demo")
+DEMO_OWNER_EMAIL=$(sed -n 's/^DEMO_OWNER_EMAIL=//p' <<<"$demo")
+DEMO_OWNER_PASSWORD=$(sed -n 's/^DEMO_OWNER_PASSWORD=//p' <<<"$demo")
 
 cat <<SUMMARY
 
@@ -108,6 +114,10 @@ Try it:
   curl -s $GATEWAY_URL/v1/events -H 'Authorization: Bearer $DEMO_API_KEY' -H 'Content-Type: application/json' \\
     -d '{"events":[{"eventName":"Signed Up","email":"ada@example.com"}]}'
   curl -s '$CLICKHOUSE_URL/?query=SELECT+event_name,email+FROM+${CLICKHOUSE_DATABASE:-ingest}.events_dedup+FORMAT+PrettyCompact'
+Dashboard (API keys, usage, jobs):
+  $GATEWAY_URL/dashboard/
+  email    $DEMO_OWNER_EMAIL
+  password $DEMO_OWNER_PASSWORD
 Admin CLI (token in $STACK_DIR/admin-token):
   ADMIN_TOKEN=\$(cat $STACK_DIR/admin-token) npm run admin -- accounts list
 DEMO

@@ -21,6 +21,7 @@ npx prettier --check .
 
 step "typecheck (tsc --noEmit)"
 npx tsc -p tsconfig.json --noEmit
+npx tsc -p services/gateway/web/tsconfig.json
 
 step "production build (esbuild bundles), and each bundle starts"
 npm run --silent build
@@ -39,6 +40,10 @@ npx vitest run --project unit --reporter=default --reporter=json --outputFile.js
 
 step "integration tests (real Kafka, ClickHouse, Redis)"
 npx vitest run --project integration --reporter=default --reporter=json --outputFile.json="$results/integration.json"
+
+step "browser tests (dashboard in headless Chromium, real servers)"
+ensure_apt_tool chromium chromium
+npx vitest run --project browser --reporter=default --reporter=json --outputFile.json="$results/browser.json"
 
 step "API fuzzing (schemathesis, from /v1/openapi.json)"
 bash scripts/fuzz/run.sh
@@ -61,4 +66,4 @@ ELAPSED=$((SECONDS - started)) node -e '
   }
   console.log(`\nall checks passed in ${process.env.ELAPSED}s`);
   console.log(`tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
-' "$results/unit.json" "$results/integration.json" "$results/chaos.json"
+' "$results/unit.json" "$results/integration.json" "$results/browser.json" "$results/chaos.json"

@@ -5,3 +5,5 @@ export * from './job-chunk.js';
 export * from './stored-event.js';
 export * from './mapping.js';
 export * from './crm-config.js';
+export * from './owners.js';
+export * from './dashboard.js';

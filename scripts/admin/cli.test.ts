@@ -201,3 +201,39 @@ describe('runCli', () => {
     expect(out()).toContain('keys revoke <accountId> <keyId>');
   });
 });
+
+describe('owners commands', () => {
+  const owner = { id: 'own_1', accountId: 'acc_1', email: 'ada@example.com', createdAt: '2026-01-01T00:00:00.000Z' };
+
+  it('parses owners create and list', () => {
+    expect(parseInvocation(['owners', 'create', 'acc_1', 'ada@example.com']).command).toEqual({
+      kind: 'owners create',
+      accountId: 'acc_1',
+      email: 'ada@example.com',
+      passwordStdin: false,
+    });
+    expect(parseInvocation(['owners', 'create', 'acc_1', 'ada@example.com', '--password-stdin']).command).toMatchObject({ passwordStdin: true });
+    expect(parseInvocation(['owners', 'list', 'acc_1']).command).toEqual({ kind: 'owners list', accountId: 'acc_1' });
+    expect(() => parseInvocation(['owners', 'create', 'acc_1'])).toThrow(UsageError);
+  });
+
+  it('sends no password when none is given (the API generates one) and prints the generated one once', async () => {
+    const { io, calls, out } = fakeIo({ ADMIN_TOKEN: 'tok' }, () => jsonResponse(201, { owner, password: 'generated-password-1' }));
+    expect(await runCli(['owners', 'create', 'acc_1', 'ada@example.com'], io)).toBe(0);
+    expect(calls[0]?.url).toBe('http://127.0.0.1:3000/admin/v1/accounts/acc_1/owners');
+    expect(JSON.parse(String(calls[0]?.init.body))).toEqual({ email: 'ada@example.com' });
+    expect(out()).toContain('password: generated-password-1');
+  });
+
+  it('takes the password from OWNER_PASSWORD or from stdin', async () => {
+    const fromEnv = fakeIo({ ADMIN_TOKEN: 'tok', OWNER_PASSWORD: 'from-the-environment' }, () => jsonResponse(201, { owner }));
+    expect(await runCli(['owners', 'create', 'acc_1', 'ada@example.com'], fromEnv.io)).toBe(0);
+    expect(JSON.parse(String(fromEnv.calls[0]?.init.body))).toEqual({ email: 'ada@example.com', password: 'from-the-environment' });
+    expect(fromEnv.out()).not.toContain('password:');
+
+    const fromStdin = fakeIo({ ADMIN_TOKEN: 'tok' }, () => jsonResponse(201, { owner }));
+    fromStdin.io.readStdin = async () => 'typed-into-stdin-123\n';
+    expect(await runCli(['owners', 'create', 'acc_1', 'ada@example.com', '--password-stdin'], fromStdin.io)).toBe(0);
+    expect(JSON.parse(String(fromStdin.calls[0]?.init.body))).toEqual({ email: 'ada@example.com', password: 'typed-into-stdin-123' });
+  });
+});

@@ -17,7 +17,10 @@ export type CoreCommand =
   | { kind: 'plan set'; accountId: string; plan: PlanId }
   | { kind: 'keys create'; accountId: string; name?: string }
   | { kind: 'keys list'; accountId: string }
-  | { kind: 'keys revoke'; accountId: string; keyId: string };
+  | { kind: 'keys revoke'; accountId: string; keyId: string }
+  /** `password` is filled by runCli from OWNER_PASSWORD or stdin; absent: the API generates one. */
+  | { kind: 'owners create'; accountId: string; email: string; passwordStdin: boolean; password?: string }
+  | { kind: 'owners list'; accountId: string };
 
 export type Command = { kind: 'help' } | CoreCommand | CrmCommand;
 
@@ -39,6 +42,9 @@ commands:
   keys create <accountId> [--name <name>]                  create an API key (shown once)
   keys list <accountId>                                    list an account's keys
   keys revoke <accountId> <keyId>                          revoke a key
+  owners create <accountId> <email> [--password-stdin]     create a dashboard owner; the password comes from
+                                                           OWNER_PASSWORD, stdin, or is generated and shown once
+  owners list <accountId>                                  list an account's dashboard owners
 ${CRM_USAGE}
   help                                                     this text
 
@@ -48,6 +54,7 @@ options:
 environment:
   ADMIN_URL    admin API base URL (default http://127.0.0.1:3000)
   ADMIN_TOKEN  admin bearer token (required)
+  OWNER_PASSWORD  password for "owners create" (at least 12 characters)
 ${CRM_ENV_USAGE}
 `;
 
@@ -112,6 +119,16 @@ export function parseInvocation(argv: readonly string[]): Invocation {
       const [accountId = '', keyId = ''] = args(['accountId', 'keyId']);
       return { command: { kind: 'keys revoke', accountId, keyId }, json };
     }
+    case 'owners create': {
+      allow();
+      const [accountId = '', email = ''] = args(['accountId', 'email']);
+      return { command: { kind: 'owners create', accountId, email, passwordStdin: values['password-stdin'] === true }, json };
+    }
+    case 'owners list': {
+      allow();
+      const [accountId = ''] = args(['accountId']);
+      return { command: { kind: 'owners list', accountId }, json };
+    }
     default: {
       const crm =
         group === 'mapping' || group === 'credentials'
@@ -137,6 +154,7 @@ function parseCliArgs(argv: readonly string[]) {
       'if-match': { type: 'string' },
       stdin: { type: 'boolean' },
       json: { type: 'boolean' },
+      'password-stdin': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -173,6 +191,14 @@ export function requestFor(command: CoreCommand): ApiRequest {
       return { method: 'GET', path: `${account(command.accountId)}/keys` };
     case 'keys revoke':
       return { method: 'POST', path: `${account(command.accountId)}/keys/${encodeURIComponent(command.keyId)}/revoke` };
+    case 'owners create':
+      return {
+        method: 'POST',
+        path: `${account(command.accountId)}/owners`,
+        body: { email: command.email, ...(command.password ? { password: command.password } : {}) },
+      };
+    case 'owners list':
+      return { method: 'GET', path: `${account(command.accountId)}/owners` };
   }
 }
 
@@ -181,7 +207,7 @@ export interface CliIo {
   fetch: typeof fetch;
   stdout(text: string): void;
   stderr(text: string): void;
-  /** Default: the file system and the process's stdin. */
+  /** Default: the file system and the process's stdin (also --password-stdin of owners create). */
   readFile?(path: string): Promise<string>;
   readStdin?(): Promise<string>;
 }
@@ -222,6 +248,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return 2;
   }
   const base = (io.env.ADMIN_URL || DEFAULT_ADMIN_URL).replace(/\/+$/, '');
+  if (command.kind === 'owners create') {
+    const fromStdin = command.passwordStdin ? (await (io.readStdin ?? (() => readAll(process.stdin)))()).replace(/\r?\n$/, '') : '';
+    const password = io.env.OWNER_PASSWORD || fromStdin;
+    if (password) command.password = password;
+  }
   let request: ApiRequest;
   try {
     request = await buildRequest(command, io);

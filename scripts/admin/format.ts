@@ -55,7 +55,25 @@ export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body:
       const key = body as KeyOut;
       return `revoked API key ${key.id} (${key.name}) of account ${key.accountId} at ${key.revokedAt ?? '?'}\n`;
     }
+    case 'owners create': {
+      const { owner, password } = body as { owner: OwnerOut; password?: string };
+      const lines = [`created dashboard owner ${owner.email} (${owner.id}) for account ${owner.accountId}`];
+      if (password) lines.push('', `  password: ${password}`, '', 'Hand this password over now: it will not be shown again.');
+      return `${lines.join('\n')}\n`;
+    }
+    case 'owners list': {
+      const { owners } = body as { owners: OwnerOut[] };
+      if (owners.length === 0) return 'no dashboard owners\n';
+      return table([['ID', 'EMAIL', 'CREATED'], ...owners.map((o) => [o.id, o.email, o.createdAt])]);
+    }
   }
+}
+
+interface OwnerOut {
+  id: string;
+  accountId: string;
+  email: string;
+  createdAt: string;
 }
 
 interface ProblemOut {

@@ -37,7 +37,7 @@ beforeAll(async () => {
   crm = await startFakeCrm({ tokens: [TOKEN] });
   fx = await createSinkFixture({
     createAdapter: (credential) => createAdapter(credential),
-    extraTopics: ['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials'],
+    extraTopics: ['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners'],
   });
   controlPlane = createControlPlane({ kafka: fx.kafka.kafka, producer: fx.producer, topicPrefix: fx.kafka.prefix, logger: testLogger() });
   await controlPlane.start();

@@ -10,6 +10,7 @@ import {
   createRecordStateReader,
   createSyncStateStore,
   type JobStatusStore,
+  type AccountJobsReader,
   type Logger,
   METRIC_NAMES,
   type Producer,
@@ -21,9 +22,11 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { Counter } from 'prom-client';
 import { adminRoutes } from './admin/admin.routes.js';
 import { createAuthHook } from './auth/auth.hook.js';
+import { createKeyUsage } from './auth/key-usage.js';
 import { bulkRoutes } from './bulk/bulk.route.js';
 import { type GatewayConfig, parseTrustProxy } from './config.js';
 import { csvRoutes } from './csv/csv.route.js';
+import { dashboardPlugin } from './dashboard/dashboard.plugin.js';
 import { eventReadRoutes } from './events/event-read.route.js';
 import { createClickHouseEventStore } from './events/event-store.js';
 import { eventsRoutes } from './events/events.route.js';
@@ -44,7 +47,7 @@ export interface GatewayDeps {
   producer: Producer;
   redis: Redis;
   controlPlane: ControlPlane;
-  jobStatus: JobStatusStore;
+  jobStatus: JobStatusStore & AccountJobsReader;
   /** Read-back of stored events; ingestion itself never waits for ClickHouse. */
   ch: ClickHouse;
   now?: () => number;
@@ -117,12 +120,13 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
   const ingestMetrics = createIngestMetrics(deps.metrics);
   const jobs = createJobWriter({ producer: deps.producer, chunksTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobChunks'), statusStore: deps.jobStatus, now });
+  const keyUsage = createKeyUsage({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now });
 
   await app.register(
     async (v1) => {
       // preParsing: after the rate limiter (route-level onRequest), so unauthenticated requests
       // are counted too, and before the body is read, so nobody unauthenticated makes us parse 16 MiB.
-      const authenticate = createAuthHook(deps.controlPlane);
+      const authenticate = createAuthHook(deps.controlPlane, keyUsage.touched);
       v1.addHook('preParsing', async (request, _reply, payload) => {
         await authenticate(request);
         return payload;
@@ -159,6 +163,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     },
     { prefix: '/v1' },
   );
+  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, ingestMetrics, now }), { prefix: '/dashboard' });
 
   return app;
 }

@@ -24,6 +24,27 @@ export const GatewayConfigSchema = Type.Object({
   ADMIN_TOKEN: Type.String({ default: '' }),
   /** Events whose timestamp is further in the future than this are rejected. */
   MAX_FUTURE_SKEW_MS: Type.Integer({ minimum: 0, default: 24 * 60 * 60 * 1000 }),
+  /**
+   * The dashboard's session cookie is `Secure` unless this is false. Browsers accept Secure
+   * cookies from http://localhost and http://127.0.0.1 (potentially trustworthy origins), so
+   * only plain-http access by another host name needs it off.
+   */
+  DASHBOARD_COOKIE_SECURE: Type.Boolean({ default: true }),
+  /** A dashboard session ends after this long without a request... */
+  DASHBOARD_SESSION_IDLE_SECONDS: Type.Integer({ minimum: 1, default: 30 * 60 }),
+  /** ...and this long after sign-in, whatever happens. */
+  DASHBOARD_SESSION_MAX_SECONDS: Type.Integer({ minimum: 1, default: 12 * 60 * 60 }),
+  /**
+   * Origins allowed to make state-changing dashboard requests (comma-separated, e.g.
+   * `https://ingest.example.com`). Empty: the request's own scheme and Host.
+   */
+  DASHBOARD_ORIGINS: Type.String({ default: '' }),
+  /** Dashboard requests per minute per client address (pages, assets and its API). */
+  DASHBOARD_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 600 }),
+  /** Sign-in attempts per minute per client address. */
+  DASHBOARD_SIGNIN_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 10 }),
+  /** Built web app (vite output); empty: services/gateway/dist/web next to the code. */
+  DASHBOARD_WEB_DIR: Type.String({ default: '' }),
 });
 
 export type GatewayConfig = Static<typeof GatewayConfigSchema>;

@@ -5,6 +5,8 @@ export * from './clickhouse/sql.js';
 export * from './config.js';
 export * from './control-plane/api-keys.js';
 export * from './control-plane/control-plane.store.js';
+export * from './control-plane/owner-password.js';
+export { normaliseOwnerEmail } from './control-plane/owners.state.js';
 export * from './control-plane/types.js';
 export * from './errors.js';
 export * from './events/event-record.decode.js';

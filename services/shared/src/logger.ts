@@ -28,6 +28,11 @@ const REDACT_PATHS = [
   'credential.secret',
   '*.credential.accessToken',
   '*.credential.secret',
+  // Dashboard owners and sessions.
+  'passwordHash',
+  '*.passwordHash',
+  'csrfToken',
+  '*.csrfToken',
 ];
 
 export interface LoggerOptions {

@@ -16,6 +16,7 @@ import { type ApiKeyRecord, AppError, type ControlPlane, createEventValidator, t
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import { crmRoutes } from './crm.routes.js';
+import { ownersRoutes } from './owners.routes.js';
 
 export interface AdminRoutesDeps {
   controlPlane: ControlPlane;
@@ -65,6 +66,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
         now: deps.now ?? Date.now,
       }),
     );
+    await app.register(ownersRoutes({ controlPlane: cp }));
 
     app.post<{ Body: CreateAccountBody }>(
       '/accounts',

@@ -24,7 +24,7 @@ export interface AdminTestStack {
 }
 
 export async function startAdminTestStack(options: { redisKeyPrefix?: string } = {}): Promise<AdminTestStack> {
-  const kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials']);
+  const kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners']);
   const producer = createProducer(kafka.kafka);
   const redis = createRedis({ url: integrationEnv().redisUrl });
   const redisKeyPrefix = options.redisKeyPrefix ?? `t${uniqueSuffix()}:`;

@@ -30,9 +30,11 @@ export function authenticate(controlPlane: ControlPlaneReader, authorization: st
   throw new ProblemError('unauthorized', UNAUTHORIZED_DETAIL, { headers: { 'www-authenticate': 'Bearer realm="api"' } });
 }
 
-export function createAuthHook(controlPlane: ControlPlaneReader) {
+/** `onKeyUsed` must be cheap and must not throw: it runs on every authenticated request. */
+export function createAuthHook(controlPlane: ControlPlaneReader, onKeyUsed: (keyId: string) => void = () => {}) {
   return async (request: FastifyRequest): Promise<void> => {
     request.auth = authenticate(controlPlane, request.headers.authorization);
+    onKeyUsed(request.auth.keyId);
   };
 }
 

@@ -37,6 +37,8 @@ export const PROBLEMS = {
   invalidJson: { status: 400, type: '/problems/invalid-json', title: 'Body is not valid JSON' },
   unauthorized: { status: 401, type: '/problems/unauthorized', title: 'Missing or invalid API key' },
   quotaExceeded: { status: 402, type: '/problems/quota-exceeded', title: 'Monthly event allowance exhausted' },
+  notSignedIn: { status: 401, type: '/problems/not-signed-in', title: 'Not signed in' },
+  signInFailed: { status: 401, type: '/problems/sign-in-failed', title: 'Email or password is wrong' },
   forbidden: { status: 403, type: '/problems/forbidden', title: 'Not allowed' },
   notFound: { status: 404, type: '/problems/not-found', title: 'Not found' },
   methodNotAllowed: { status: 405, type: '/problems/method-not-allowed', title: 'Method not allowed' },

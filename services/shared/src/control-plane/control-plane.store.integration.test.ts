@@ -15,7 +15,7 @@ let producer: Producer;
 const instances: ControlPlane[] = [];
 
 beforeAll(async () => {
-  kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials']);
+  kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners']);
   producer = createProducer(kafka.kafka);
   await producer.connect();
 });

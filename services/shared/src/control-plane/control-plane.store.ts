@@ -19,7 +19,8 @@ import {
   listAccounts,
   listApiKeys,
 } from './control-plane.state.js';
-import { type Account, type ApiKeyRecord, type ControlPlane, PLANS, type Plan } from './types.js';
+import { applyOwner, createOwnerDecoder, createOwnersState, listOwners, normaliseOwnerEmail } from './owners.state.js';
+import { type Account, type ApiKeyRecord, type ControlPlane, type Owner, PLANS, type Plan } from './types.js';
 
 export interface ControlPlaneDeps {
   kafka: KafkaClient;
@@ -40,7 +41,7 @@ export interface ControlPlaneDeps {
 const ID_BYTES = 14;
 const ID_CHARS = 20;
 
-function newId(prefix: 'acc_' | 'key_'): string {
+function newId(prefix: 'acc_' | 'key_' | 'own_'): string {
   return prefix + toBase62(randomBytes(ID_BYTES), ID_CHARS);
 }
 
@@ -63,7 +64,8 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const keysTopic = topicName(deps.topicPrefix, 'controlApiKeys');
   const mappingsTopic = topicName(deps.topicPrefix, 'controlMappings');
   const credentialsTopic = topicName(deps.topicPrefix, 'controlCrmCredentials');
-  const topics = [accountsTopic, keysTopic, mappingsTopic, credentialsTopic];
+  const ownersTopic = topicName(deps.topicPrefix, 'controlOwners');
+  const topics = [accountsTopic, keysTopic, mappingsTopic, credentialsTopic, ownersTopic];
   const now = deps.now ?? (() => new Date());
   const writeTimeoutMs = deps.writeTimeoutMs ?? 10_000;
   const startTimeoutMs = deps.startTimeoutMs ?? 30_000;
@@ -76,6 +78,8 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const crm = createCrmConfigState();
   const decodeMapping = createMappingDecoder();
   const decodeCredential = createCredentialDecoder();
+  const owners = createOwnersState();
+  const decodeOwner = createOwnerDecoder();
   const offsets = createOffsetTracker();
   const endOffsets = createEndOffsetsReader(deps.kafka);
   let running = false;
@@ -91,12 +95,15 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       offsets.advance(m.topic, m.partition, next);
       return;
     }
-    const decoded = m.topic === accountsTopic ? decodeAccount(m.key, m.value) : decodeApiKey(m.key, m.value);
+    const decoded =
+      m.topic === accountsTopic ? decodeAccount(m.key, m.value) : m.topic === ownersTopic ? decodeOwner(m.key, m.value) : decodeApiKey(m.key, m.value);
     if (!decoded.ok) {
       log.warn(
         { topic: m.topic, partition: m.partition, offset: m.offset, code: decoded.code, reason: decoded.reason },
         'skipped invalid control plane record',
       );
+    } else if (m.topic === ownersTopic) {
+      applyOwner(owners, decoded.id, decoded.value as Owner | null);
     } else if (m.topic === accountsTopic) {
       applyAccount(state, decoded.id, decoded.value as Account | null);
     } else {
@@ -211,6 +218,8 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     listAccounts: () => listAccounts(state),
     apiKeyByHash: (hash) => state.keysByHash.get(hash),
     listApiKeys: (accountId) => listApiKeys(state, accountId),
+    ownerByEmail: (email) => owners.byEmail.get(normaliseOwnerEmail(email)),
+    listOwners: (accountId) => listOwners(owners, accountId),
 
     ...createCrmConfigOps({ state: crm, mappingsTopic, credentialsTopic, barrier, write, requireAccount: account, now, log }),
 
@@ -264,6 +273,19 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       await write(keysTopic, keyId, revoked);
       log.info({ accountId, keyId }, 'api key revoked');
       return revoked;
+    },
+
+    async createOwner(accountId, email, passwordHash) {
+      const normalised = normaliseOwnerEmail(email);
+      if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(normalised) || normalised.length > 254)
+        throw new AppError('invalid_email', 'email must be an address such as ada@example.com');
+      await barrier('catch up before the write');
+      account(accountId);
+      if (owners.byEmail.has(normalised)) throw new AppError('owner_exists', `an owner with this email exists already`);
+      const owner: Owner = { id: newId('own_'), accountId, email: normalised, passwordHash, createdAt: now().toISOString() };
+      await write(ownersTopic, normalised, owner);
+      log.info({ accountId, ownerId: owner.id }, 'owner created');
+      return owner;
     },
   };
 }

@@ -34,12 +34,25 @@ export interface ApiKeyRecord {
   lastUsedAt?: string | null;
 }
 
+/** A person who signs in to the dashboard of one account. Stored in `control.owners`, keyed by email. */
+export interface Owner {
+  id: string;
+  accountId: string;
+  /** Trimmed and lower-cased. */
+  email: string;
+  /** scrypt hash with its parameters and salt (owner-password.ts); never the password. */
+  passwordHash: string;
+  createdAt: string;
+}
+
 export interface ControlPlaneReader {
   accountById(accountId: string): Account | undefined;
   listAccounts(): Account[];
   /** The key record whose hash matches, revoked or not; callers check `revokedAt`. */
   apiKeyByHash(hash: string): ApiKeyRecord | undefined;
   listApiKeys(accountId: string): ApiKeyRecord[];
+  ownerByEmail(email: string): Owner | undefined;
+  listOwners(accountId: string): Owner[];
 }
 
 export interface ControlPlaneWriter {
@@ -48,6 +61,8 @@ export interface ControlPlaneWriter {
   /** Returns the plain key once; only its hash is kept. */
   createApiKey(accountId: string, name: string): Promise<{ record: ApiKeyRecord; plaintext: string }>;
   revokeApiKey(accountId: string, keyId: string): Promise<ApiKeyRecord>;
+  /** `passwordHash` from hashPassword(); an email already taken is refused (owner_exists). */
+  createOwner(accountId: string, email: string, passwordHash: string): Promise<Owner>;
 }
 
 export interface ControlPlane extends ControlPlaneReader, ControlPlaneWriter, MappingReader, MappingWriter, CrmCredentialLister, Component {

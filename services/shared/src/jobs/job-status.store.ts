@@ -13,6 +13,12 @@ export interface JobStatusStore {
   put(status: JobStatus): Promise<void>;
 }
 
+/** The per-account job index (written by every put); the dashboard lists jobs with it. */
+export interface AccountJobsReader {
+  /** The account's jobs, newest first (by creation), at most `limit`. */
+  listForAccount(accountId: string, limit: number): Promise<JobStatus[]>;
+}
+
 export interface JobStatusStoreDeps {
   redis: Redis;
   producer: Producer;
@@ -28,7 +34,15 @@ export function jobStatusKey(jobId: string, prefix = ''): string {
   return `${prefix}job:${jobId}`;
 }
 
-export function createJobStatusStore(deps: JobStatusStoreDeps): JobStatusStore {
+/** Per-account index of job ids, scored by creation time (ms). */
+export function accountJobsKey(accountId: string, prefix = ''): string {
+  return `${prefix}jobs:account:${accountId}`;
+}
+
+/** An account keeps its newest jobs listed; older ones stay readable by id until their TTL. */
+const INDEX_MAX = 1_000;
+
+export function createJobStatusStore(deps: JobStatusStoreDeps): JobStatusStore & AccountJobsReader {
   const ttl = deps.ttlSeconds ?? THIRTY_DAYS_S;
   const isJobStatus = new Ajv({ strict: false }).compile<JobStatus>(JobStatus);
   return {
@@ -41,7 +55,29 @@ export function createJobStatusStore(deps: JobStatusStoreDeps): JobStatusStore {
     async put(status) {
       const value = JSON.stringify(status);
       await deps.producer.send(deps.progressTopic, [{ key: status.jobId, value }]);
-      await deps.redis.set(jobStatusKey(status.jobId, deps.keyPrefix), value, 'EX', ttl);
+      const index = accountJobsKey(status.accountId, deps.keyPrefix);
+      // Every put re-adds the job with the same score: idempotent, and an index lost with Redis
+      // is rebuilt by the next progress write of each live job.
+      await deps.redis
+        .multi()
+        .set(jobStatusKey(status.jobId, deps.keyPrefix), value, 'EX', ttl)
+        .zadd(index, Date.parse(status.createdAt) || 0, status.jobId)
+        .zremrangebyrank(index, 0, -(INDEX_MAX + 1))
+        .expire(index, ttl)
+        .exec();
+    },
+    async listForAccount(accountId, limit) {
+      const ids = await deps.redis.zrevrange(accountJobsKey(accountId, deps.keyPrefix), 0, Math.max(0, limit - 1));
+      if (ids.length === 0) return [];
+      const values = await deps.redis.mget(...ids.map((id) => jobStatusKey(id, deps.keyPrefix)));
+      const jobs: JobStatus[] = [];
+      for (const raw of values) {
+        if (raw === null) continue;
+        const parsed: unknown = JSON.parse(raw);
+        // The index is per account, but the status is checked too: a job is only ever shown to its account.
+        if (isJobStatus(parsed) && parsed.accountId === accountId) jobs.push(parsed);
+      }
+      return jobs;
     },
   };
 }

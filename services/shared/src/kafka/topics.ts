@@ -81,6 +81,12 @@ export const TOPICS = {
     config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
     purpose: 'API key hashes and revocations, keyed by key id (compacted)',
   },
+  controlOwners: {
+    name: 'control.owners',
+    partitions: 1,
+    config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
+    purpose: 'dashboard owners (email, scrypt password hash, account), keyed by email (compacted)',
+  },
   controlMappings: {
     name: 'control.mappings',
     partitions: 1,

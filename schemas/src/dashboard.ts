@@ -1,0 +1,40 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { ApiKeyViewSchema, NAME_MAX_LENGTH } from './control-plane.js';
+
+/**
+ * The dashboard's JSON API (/dashboard/api), used by the web app in services/gateway/web.
+ * Not part of the public v1 contract: hidden from the OpenAPI document.
+ */
+export const SignInBody = Type.Object(
+  { email: Type.String({ minLength: 1, maxLength: 254 }), password: Type.String({ minLength: 1, maxLength: 256 }) },
+  { additionalProperties: false },
+);
+
+export const SessionView = Type.Object({
+  email: Type.String(),
+  account: Type.Object({ id: Type.String(), name: Type.String(), plan: Type.String() }),
+  /** Send back as X-CSRF-Token on every state-changing request. */
+  csrfToken: Type.String(),
+});
+
+export const DashboardKeyList = Type.Object({ keys: Type.Array(ApiKeyViewSchema) });
+export const DashboardCreateKeyBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH }) }, { additionalProperties: false });
+export const DashboardKeyIdParams = Type.Object({ keyId: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_]+$' }) });
+
+export const DashboardUsage = Type.Object({
+  plan: Type.String(),
+  limit: Type.Integer(),
+  used: Type.Integer(),
+  remaining: Type.Integer(),
+  periodStart: Type.String(),
+  periodEnd: Type.String(),
+  /** The last 90 UTC days, oldest first, every day present (0 when none). */
+  daily: Type.Array(Type.Object({ day: Type.String(), events: Type.Integer() })),
+});
+
+export type SignInBody = Static<typeof SignInBody>;
+export type SessionView = Static<typeof SessionView>;
+export type DashboardKeyList = Static<typeof DashboardKeyList>;
+export type DashboardCreateKeyBody = Static<typeof DashboardCreateKeyBody>;
+export type DashboardKeyIdParams = Static<typeof DashboardKeyIdParams>;
+export type DashboardUsage = Static<typeof DashboardUsage>;

@@ -1,0 +1,82 @@
+import cookie from '@fastify/cookie';
+import type { AccountJobsReader, Allowance, ClickHouse, ControlPlane, JobStatusStore, Redis } from '@ingest/shared';
+import type { FastifyPluginAsync } from 'fastify';
+import type { KeyUsage } from '../auth/key-usage.js';
+import type { IngestMetrics } from '../events/ingest-metrics.js';
+import type { JobWriter } from '../jobs/job-writer.js';
+import type { GatewayConfig } from '../config.js';
+import { ProblemError } from '../http/problem.js';
+import { jobsRoutes } from './jobs.routes.js';
+import { keysRoutes } from './keys.routes.js';
+import { routeLimits } from './route-options.js';
+import { createSessionGuard } from './session.guard.js';
+import { sessionRoutes } from './session.routes.js';
+import { createSessionStore } from './session.store.js';
+import { usageRoutes } from './usage.routes.js';
+import { defaultWebDir } from './web-dir.js';
+import { webRoutes } from './web.routes.js';
+
+export interface DashboardDeps {
+  config: GatewayConfig;
+  controlPlane: ControlPlane;
+  redis: Redis;
+  allowance: Allowance;
+  jobStatus: JobStatusStore & AccountJobsReader;
+  ch: ClickHouse;
+  keyUsage: KeyUsage;
+  /** The gateway's job writer and ingest metrics: CSV uploads share the API's code path. */
+  jobs: JobWriter;
+  ingestMetrics: IngestMetrics;
+  now: () => number;
+}
+
+/**
+ * The account owner's dashboard, served by the gateway under /dashboard: the web app's pages
+ * and assets, and its JSON API under /dashboard/api (session cookie + CSRF token; see
+ * session.guard.ts). Hidden from the public OpenAPI document.
+ */
+export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
+  return async (app) => {
+    const { config } = deps;
+    const limits = routeLimits(config.DASHBOARD_RATE_LIMIT_PER_MINUTE, config.DASHBOARD_SIGNIN_LIMIT_PER_MINUTE);
+    await app.register(cookie);
+
+    await app.register(
+      async (api) => {
+        const sessions = createSessionStore({
+          redis: deps.redis,
+          keyPrefix: config.REDIS_KEY_PREFIX,
+          idleSeconds: config.DASHBOARD_SESSION_IDLE_SECONDS,
+          maxSeconds: config.DASHBOARD_SESSION_MAX_SECONDS,
+          now: deps.now,
+        });
+        const allowedOrigins = config.DASHBOARD_ORIGINS.split(',')
+          .map((o) => o.trim())
+          .filter(Boolean);
+        const guard = createSessionGuard({ sessions, controlPlane: deps.controlPlane, allowedOrigins });
+        api.addHook('preParsing', async (request, reply, payload) => {
+          await guard(request, reply);
+          return payload;
+        });
+        await api.register(
+          sessionRoutes({
+            controlPlane: deps.controlPlane,
+            sessions,
+            cookieSecure: config.DASHBOARD_COOKIE_SECURE,
+            maxSeconds: config.DASHBOARD_SESSION_MAX_SECONDS,
+            limits,
+          }),
+        );
+        await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits }));
+        await api.register(usageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
+        await api.register(jobsRoutes({ statusStore: deps.jobStatus, jobs: deps.jobs, allowance: deps.allowance, metrics: deps.ingestMetrics, limits }));
+        api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {
+          throw new ProblemError('notFound', `No dashboard API route for ${request.method} ${request.url.split('?')[0]}.`);
+        });
+      },
+      { prefix: '/api' },
+    );
+
+    await app.register(webRoutes({ webDir: config.DASHBOARD_WEB_DIR || defaultWebDir(), limits }));
+  };
+}

@@ -1,0 +1,50 @@
+import { type ApiKeyView, DashboardCreateKeyBody, DashboardKeyIdParams, DashboardKeyList, CreatedApiKey } from '@ingest/schemas';
+import type { ApiKeyRecord, ControlPlane } from '@ingest/shared';
+import type { FastifyPluginAsync } from 'fastify';
+import { toProblem } from '../admin/admin.routes.js';
+import type { KeyUsage } from '../auth/key-usage.js';
+import { dashboardOf } from './session.guard.js';
+import type { RouteLimits } from './route-options.js';
+
+/** The signed-in owner's API keys: list (with last use), create (plaintext once), revoke. */
+export function keysRoutes(deps: { controlPlane: ControlPlane; keyUsage: KeyUsage; limits: RouteLimits }): FastifyPluginAsync {
+  return async (app) => {
+    const cp = deps.controlPlane;
+
+    app.get('/keys', { ...deps.limits.api, schema: { hide: true, response: { 200: DashboardKeyList } } }, async (request) => {
+      const { account } = dashboardOf(request);
+      const keys = cp.listApiKeys(account.id);
+      const lastUsed = await deps.keyUsage.lastUsed(keys.map((k) => k.id));
+      // Newest first: the key just created is at the top.
+      return { keys: keys.map((k) => toView(k, lastUsed.get(k.id) ?? null)).reverse() };
+    });
+
+    app.post<{ Body: DashboardCreateKeyBody }>(
+      '/keys',
+      { ...deps.limits.api, bodyLimit: 4096, schema: { hide: true, body: DashboardCreateKeyBody, response: { 201: CreatedApiKey } } },
+      async (request, reply) => {
+        const { account, session } = dashboardOf(request);
+        const { record, plaintext } = await cp.createApiKey(account.id, request.body.name).catch((err: unknown) => Promise.reject(toProblem(err)));
+        request.log.info({ accountId: account.id, keyId: record.id, ownerId: session.ownerId }, 'dashboard: api key created');
+        return reply.code(201).send({ apiKey: plaintext, key: toView(record, null) });
+      },
+    );
+
+    app.post<{ Params: DashboardKeyIdParams }>(
+      '/keys/:keyId/revoke',
+      { ...deps.limits.api, schema: { hide: true, params: DashboardKeyIdParams } },
+      async (request) => {
+        const { account, session } = dashboardOf(request);
+        // The account comes from the session: another account's key id is simply not found.
+        const record = await cp.revokeApiKey(account.id, request.params.keyId).catch((err: unknown) => Promise.reject(toProblem(err)));
+        request.log.info({ accountId: account.id, keyId: record.id, ownerId: session.ownerId }, 'dashboard: api key revoked');
+        return toView(record, (await deps.keyUsage.lastUsed([record.id])).get(record.id) ?? null);
+      },
+    );
+  };
+}
+
+function toView(record: ApiKeyRecord, lastUsedAt: string | null): ApiKeyView {
+  const { hash: _hash, ...view } = record;
+  return { ...view, lastUsedAt };
+}

@@ -1,0 +1,72 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Redis } from '@ingest/shared';
+
+/**
+ * Dashboard sessions in Redis, so any gateway replica serves any signed-in owner. The cookie
+ * holds a random 32-byte id; Redis holds only its SHA-256, so a leaked Redis dump signs no one
+ * in. A session ends after `idleSeconds` without use (the key's TTL, renewed on use) and
+ * `maxSeconds` after sign-in whatever happens.
+ */
+export interface Session {
+  accountId: string;
+  ownerId: string;
+  email: string;
+  csrfToken: string;
+  createdAtMs: number;
+}
+
+export interface SessionStore {
+  create(owner: { accountId: string; ownerId: string; email: string }): Promise<{ token: string; session: Session }>;
+  /** The live session of a cookie value, its idle timer renewed; undefined when unknown or expired. */
+  get(token: string): Promise<Session | undefined>;
+  destroy(token: string): Promise<void>;
+}
+
+export interface SessionStoreDeps {
+  redis: Redis;
+  keyPrefix?: string;
+  idleSeconds: number;
+  maxSeconds: number;
+  now?: () => number;
+}
+
+const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+export function createSessionStore(deps: SessionStoreDeps): SessionStore {
+  const now = deps.now ?? Date.now;
+  const keyOf = (token: string) => `${deps.keyPrefix ?? ''}dashboard:session:${createHash('sha256').update(token).digest('hex')}`;
+  const ttlMs = (createdAtMs: number) => Math.min(deps.idleSeconds * 1000, createdAtMs + deps.maxSeconds * 1000 - now());
+
+  return {
+    async create(owner) {
+      const token = randomBytes(32).toString('base64url');
+      const session: Session = { ...owner, csrfToken: randomBytes(32).toString('base64url'), createdAtMs: now() };
+      await deps.redis.set(keyOf(token), JSON.stringify(session), 'PX', ttlMs(session.createdAtMs));
+      return { token, session };
+    },
+    async get(token) {
+      if (!TOKEN_PATTERN.test(token)) return undefined;
+      const key = keyOf(token);
+      const raw = await deps.redis.get(key);
+      if (raw === null) return undefined;
+      const session = JSON.parse(raw) as Session;
+      const remaining = ttlMs(session.createdAtMs);
+      if (remaining <= 0) {
+        await deps.redis.del(key);
+        return undefined;
+      }
+      await deps.redis.pexpire(key, remaining);
+      return session;
+    },
+    async destroy(token) {
+      if (TOKEN_PATTERN.test(token)) await deps.redis.del(keyOf(token));
+    },
+  };
+}
+
+/** Constant-time check of the CSRF header against the session's token. */
+export function csrfTokenMatches(session: Session, header: string | string[] | undefined): boolean {
+  if (typeof header !== 'string' || header.length === 0) return false;
+  const digest = (v: string) => createHash('sha256').update(v).digest();
+  return timingSafeEqual(digest(header), digest(session.csrfToken));
+}

@@ -1,0 +1,25 @@
+import { DashboardUsage } from '@ingest/schemas';
+import type { Allowance, ClickHouse } from '@ingest/shared';
+import type { FastifyPluginAsync } from 'fastify';
+import { dashboardOf } from './session.guard.js';
+import type { RouteLimits } from './route-options.js';
+import { dailyUsage } from './usage-history.js';
+
+/** This month's allowance (as GET /v1/usage) and the daily history of the last 90 days. */
+export function usageRoutes(deps: { allowance: Allowance; ch: ClickHouse; limits: RouteLimits; now: () => number }): FastifyPluginAsync {
+  return async (app) => {
+    app.get('/usage', { ...deps.limits.api, schema: { hide: true, response: { 200: DashboardUsage } } }, async (request) => {
+      const { account } = dashboardOf(request);
+      const [state, daily] = await Promise.all([deps.allowance.state(account), dailyUsage(deps.ch, account.id, deps.now())]);
+      return {
+        plan: account.plan,
+        limit: state.limit,
+        used: state.used,
+        remaining: state.remaining,
+        periodStart: state.period.start.toISOString(),
+        periodEnd: state.period.end.toISOString(),
+        daily,
+      };
+    });
+  };
+}

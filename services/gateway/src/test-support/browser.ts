@@ -1,0 +1,27 @@
+/**
+ * Headless Chromium (Debian package `chromium`, installed by scripts/test.sh) driven by
+ * playwright-core, for the `browser` vitest project. Screenshots go to the ignored
+ * .local/test-artifacts/screenshots.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from '@ingest/shared';
+import { type Browser, chromium, type Page } from 'playwright-core';
+
+export const CHROMIUM_PATH = '/usr/bin/chromium';
+export const SCREENSHOT_DIR = join(REPO_ROOT, '.local/test-artifacts/screenshots');
+
+export async function launchChromium(): Promise<Browser> {
+  if (!existsSync(CHROMIUM_PATH)) throw new Error(`browser tests need ${CHROMIUM_PATH}: apt-get install chromium (scripts/test.sh installs it)`);
+  return chromium.launch({
+    executablePath: CHROMIUM_PATH,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+}
+
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const path = join(SCREENSHOT_DIR, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}

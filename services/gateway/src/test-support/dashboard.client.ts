@@ -1,0 +1,66 @@
+/**
+ * A dashboard user for plain-HTTP tests: an owner created through the control plane, signed in
+ * through the real sign-in route, with its cookie and CSRF token sent the way the web app does.
+ */
+import { hashPassword } from '@ingest/shared';
+import { uniqueSuffix } from '@ingest/shared/testing';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { type GatewayFixture, randomClientIp } from './gateway.fixture.js';
+
+export const DASHBOARD_HOST = 'dashboard.test';
+export const DASHBOARD_ORIGIN = `http://${DASHBOARD_HOST}`;
+
+export interface DashboardUser {
+  email: string;
+  password: string;
+  accountId: string;
+  cookie: string;
+  csrfToken: string;
+  /** A request with the session cookie, this dashboard's Origin and (unless overridden) the CSRF token. */
+  request(options: Omit<InjectOptions, 'headers'> & { headers?: Record<string, string | undefined> }): Promise<LightMyRequestResponse>;
+}
+
+export async function createOwner(gw: GatewayFixture, accountId: string): Promise<{ email: string; password: string }> {
+  const email = `owner-${uniqueSuffix()}@example.com`;
+  const password = `pw-${uniqueSuffix()}-long-enough`;
+  await gw.controlPlane.createOwner(accountId, email, await hashPassword(password));
+  return { email, password };
+}
+
+export function signInRequest(app: FastifyInstance, email: string, password: string, remoteAddress = randomClientIp()) {
+  return app.inject({
+    method: 'POST',
+    url: '/dashboard/api/session',
+    headers: { host: DASHBOARD_HOST, origin: DASHBOARD_ORIGIN, 'content-type': 'application/json' },
+    payload: { email, password },
+    remoteAddress,
+  });
+}
+
+export function sessionCookieOf(response: LightMyRequestResponse): string {
+  const cookie = response.cookies.find((c) => c.name === 'ingest_dashboard');
+  if (!cookie) throw new Error(`no session cookie in the sign-in response (${response.statusCode})`);
+  return `${cookie.name}=${cookie.value}`;
+}
+
+export async function signedInOwner(gw: GatewayFixture, accountId: string): Promise<DashboardUser> {
+  const { email, password } = await createOwner(gw, accountId);
+  const response = await signInRequest(gw.app, email, password);
+  if (response.statusCode !== 200) throw new Error(`sign-in failed: ${response.statusCode} ${response.body}`);
+  const cookie = sessionCookieOf(response);
+  const csrfToken = (response.json() as { csrfToken: string }).csrfToken;
+  const remoteAddress = randomClientIp();
+  return {
+    email,
+    password,
+    accountId,
+    cookie,
+    csrfToken,
+    request: (options) => {
+      // A header given as undefined is left out (e.g. a request without Origin).
+      const merged = { host: DASHBOARD_HOST, origin: DASHBOARD_ORIGIN, cookie, 'x-csrf-token': csrfToken, ...options.headers };
+      const headers = Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined));
+      return gw.app.inject({ remoteAddress, ...options, headers });
+    },
+  };
+}

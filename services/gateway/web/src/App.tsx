@@ -1,0 +1,98 @@
+import { useCallback, useEffect, useState } from 'react';
+import { api } from './api';
+import { JobsPage } from './pages/JobsPage';
+import { KeysPage } from './pages/KeysPage';
+import { SignInPage } from './pages/SignInPage';
+import { UsagePage } from './pages/UsagePage';
+import type { SessionView } from './types';
+
+/** Pages by path under /dashboard/. Mappings and the event debugger come later: shown, not linked. */
+const PAGES = [
+  { path: 'keys', label: 'API keys' },
+  { path: 'usage', label: 'Usage' },
+  { path: 'jobs', label: 'Jobs' },
+  { path: 'mappings', label: 'CRM mapping', soon: true },
+  { path: 'events', label: 'Event debugger', soon: true },
+] as const;
+
+function currentPage(): string {
+  const rest = window.location.pathname.replace(/^\/dashboard\/?/, '').split('/')[0] ?? '';
+  return PAGES.some((p) => p.path === rest && !('soon' in p)) ? rest : 'keys';
+}
+
+export function App() {
+  const [session, setSession] = useState<SessionView | null | undefined>(undefined);
+  const [page, setPage] = useState(currentPage);
+
+  useEffect(() => {
+    api.session().then(setSession, () => setSession(null));
+    const onPop = () => setPage(currentPage());
+    window.addEventListener('popstate', onPop);
+    return () => window.removeEventListener('popstate', onPop);
+  }, []);
+
+  useEffect(() => {
+    const label = PAGES.find((p) => p.path === page)?.label ?? '';
+    document.title = session ? `${label} · Event ingestion dashboard` : 'Sign in · Event ingestion dashboard';
+  }, [page, session]);
+
+  const navigate = useCallback((path: string) => {
+    window.history.pushState(null, '', `/dashboard/${path}`);
+    setPage(path);
+    document.getElementById('main')?.focus();
+  }, []);
+
+  if (session === undefined) return <p className="loading">Loading…</p>;
+  if (session === null) return <SignInPage onSignedIn={setSession} />;
+
+  const signOut = async () => {
+    await api.signOut().catch(() => undefined);
+    setSession(null);
+  };
+
+  return (
+    <div className="shell">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <span className="brand">Event ingestion</span>
+        <span className="who">
+          {session.account.name} · {session.email}
+        </span>
+        <button type="button" className="link" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <nav aria-label="Dashboard">
+        <ul>
+          {PAGES.map((p) => (
+            <li key={p.path}>
+              {'soon' in p ? (
+                <span className="soon" aria-disabled="true">
+                  {p.label} <small>(soon)</small>
+                </span>
+              ) : (
+                <a
+                  href={`/dashboard/${p.path}`}
+                  aria-current={page === p.path ? 'page' : undefined}
+                  onClick={(e) => {
+                    e.preventDefault();
+                    navigate(p.path);
+                  }}
+                >
+                  {p.label}
+                </a>
+              )}
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main id="main" tabIndex={-1}>
+        {page === 'keys' && <KeysPage />}
+        {page === 'usage' && <UsagePage />}
+        {page === 'jobs' && <JobsPage />}
+      </main>
+    </div>
+  );
+}

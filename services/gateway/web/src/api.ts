@@ -1,0 +1,62 @@
+import type { CreatedApiKeyView, DashboardUsage, JobReceipt, JobView, KeyView, SessionView } from './types';
+
+/** A problem+json answer of the dashboard API, with its fields for messages next to inputs. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly errors: { field?: string; message: string }[] = [],
+  ) {
+    super(message);
+  }
+}
+
+let csrfToken = '';
+
+async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = {};
+  if (body !== undefined && !(body instanceof FormData)) headers['content-type'] = 'application/json';
+  if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
+  const response = await fetch(`/dashboard/api${path}`, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    body: body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body),
+  });
+  if (response.status === 204) return undefined as T;
+  const data: unknown = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const problem = data as { detail?: string; title?: string; errors?: { field?: string; message: string }[] };
+    throw new ApiError(response.status, problem.detail ?? problem.title ?? `Request failed (${response.status})`, problem.errors);
+  }
+  return data as T;
+}
+
+export const api = {
+  async session(): Promise<SessionView | null> {
+    try {
+      const s = await call<SessionView>('GET', '/session');
+      csrfToken = s.csrfToken;
+      return s;
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) return null;
+      throw err;
+    }
+  },
+  async signIn(email: string, password: string): Promise<SessionView> {
+    const s = await call<SessionView>('POST', '/session', { email, password });
+    csrfToken = s.csrfToken;
+    return s;
+  },
+  signOut: () => call<void>('DELETE', '/session'),
+  keys: () => call<{ keys: KeyView[] }>('GET', '/keys'),
+  createKey: (name: string) => call<CreatedApiKeyView>('POST', '/keys', { name }),
+  revokeKey: (keyId: string) => call<KeyView>('POST', `/keys/${encodeURIComponent(keyId)}/revoke`),
+  usage: () => call<DashboardUsage>('GET', '/usage'),
+  jobs: () => call<{ jobs: JobView[] }>('GET', '/jobs'),
+  uploadCsv: (file: File) => {
+    const form = new FormData();
+    form.append('file', file, file.name);
+    return call<JobReceipt>('POST', '/jobs/csv', form);
+  },
+};

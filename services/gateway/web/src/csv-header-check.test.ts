@@ -1,0 +1,19 @@
+import { describe, expect, it } from 'vitest';
+import { csvHeaderProblems } from './csv-header-check';
+
+describe("the browser's CSV header check", () => {
+  it('accepts the spec header with extra property columns', () => {
+    expect(csvHeaderProblems(['event_name', 'timestamp', 'email', 'domain', 'plan'])).toEqual([]);
+    expect(csvHeaderProblems([' event_name ', 'timestamp', 'domain'])).toEqual([]);
+  });
+
+  it('names every problem: missing columns, no identity column, duplicates, empty names', () => {
+    expect(csvHeaderProblems(['email', 'email', ''])).toEqual([
+      'The header has no event_name column.',
+      'The header has no timestamp column.',
+      'The column name “email” appears more than once.',
+      'Column 3 has no name.',
+    ]);
+    expect(csvHeaderProblems(['event_name', 'timestamp'])).toEqual(['The header needs an email or a domain column (or both).']);
+  });
+});

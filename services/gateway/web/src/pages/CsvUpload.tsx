@@ -1,0 +1,124 @@
+import Papa from 'papaparse';
+import { type ChangeEvent, type FormEvent, useState } from 'react';
+import { api, ApiError } from '../api';
+import { csvHeaderProblems } from '../csv-header-check';
+
+const PREVIEW_ROWS = 5;
+const MAX_BYTES = 50 * 1000 * 1000;
+
+interface Preview {
+  file: File;
+  header: string[];
+  rows: string[][];
+  problems: string[];
+}
+
+/** Picks a CSV, previews its first rows, checks its header, then starts the job. */
+export function CsvUpload({ onStarted }: { onStarted: () => void }) {
+  const [preview, setPreview] = useState<Preview | null>(null);
+  const [message, setMessage] = useState('');
+  const [serverErrors, setServerErrors] = useState<string[]>([]);
+  const [busy, setBusy] = useState(false);
+
+  const choose = (e: ChangeEvent<HTMLInputElement>) => {
+    const file = e.target.files?.[0];
+    setMessage('');
+    setServerErrors([]);
+    setPreview(null);
+    if (!file) return;
+    if (file.size > MAX_BYTES) {
+      setPreview({ file, header: [], rows: [], problems: ['The file is larger than 50 MB.'] });
+      return;
+    }
+    // Only the first rows are read: a 50 MB file is not loaded into the page.
+    Papa.parse<string[]>(file, {
+      preview: PREVIEW_ROWS + 1,
+      skipEmptyLines: 'greedy',
+      complete: (result) => {
+        const [header = [], ...rows] = result.data;
+        if (header[0]) header[0] = header[0].replace(/^\uFEFF/, '');
+        setPreview({ file, header, rows, problems: header.length === 0 ? ['The file is empty.'] : csvHeaderProblems(header) });
+      },
+      error: (err) => setPreview({ file, header: [], rows: [], problems: [`The file could not be read: ${err.message}`] }),
+    });
+  };
+
+  const start = async (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const form = e.currentTarget;
+    if (!preview || preview.problems.length > 0) return;
+    setBusy(true);
+    try {
+      const receipt = await api.uploadCsv(preview.file);
+      setMessage(`Job ${receipt.jobId} queued with ${receipt.totalEvents} rows.`);
+      setPreview(null);
+      form.reset();
+      onStarted();
+    } catch (err) {
+      setMessage(err instanceof Error ? err.message : 'The upload failed.');
+      setServerErrors(err instanceof ApiError ? err.errors.map((x) => x.message) : []);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form className="upload" onSubmit={start} aria-labelledby="upload-title">
+      <h2 id="upload-title">Upload a CSV</h2>
+      <p className="hint" id="csv-help">
+        Columns: event_name, timestamp (ISO 8601), email and/or domain; other columns become properties. At most 10,000 rows and 50 MB.
+      </p>
+      <label htmlFor="csv-file">CSV file</label>{' '}
+      <input id="csv-file" name="file" type="file" accept=".csv,text/csv" onChange={choose} aria-describedby="csv-help" />
+      {preview && preview.problems.length > 0 && (
+        <ul className="error" role="alert" aria-label="Problems in the file">
+          {preview.problems.map((p) => (
+            <li key={p}>{p}</li>
+          ))}
+        </ul>
+      )}
+      {preview && preview.header.length > 0 && (
+        <div className="table-wrap">
+          <table className="preview">
+            <caption>First rows of {preview.file.name}</caption>
+            <thead>
+              <tr>
+                {preview.header.map((h, i) => (
+                  <th key={i} scope="col">
+                    {h}
+                  </th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              {preview.rows.map((row, r) => (
+                <tr key={r}>
+                  {preview.header.map((_, c) => (
+                    <td key={c}>{row[c] ?? ''}</td>
+                  ))}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <p>
+        <button type="submit" disabled={!preview || preview.problems.length > 0 || busy}>
+          {busy ? 'Uploading…' : 'Start job'}
+        </button>
+      </p>
+      {message && (
+        <div role="status" className={serverErrors.length > 0 ? 'error' : 'notice'}>
+          <p>{message}</p>
+          {serverErrors.length > 0 && (
+            <ul>
+              {serverErrors.map((m, i) => (
+                <li key={i}>{m}</li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+    </form>
+  );
+}

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { generatePassword, hashPassword, verifyPassword } from './owner-password.js';
+
+describe('owner passwords', () => {
+  it('hash with scrypt and a per-user salt, and verify only the right password', async () => {
+    const a = await hashPassword('correct horse battery staple');
+    const b = await hashPassword('correct horse battery staple');
+    expect(a).toMatch(/^scrypt\$32768\$8\$1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]{44}$/);
+    expect(a).not.toBe(b);
+    expect(await verifyPassword('correct horse battery staple', a)).toBe(true);
+    expect(await verifyPassword('correct horse battery stapl', a)).toBe(false);
+    expect(await verifyPassword('', a)).toBe(false);
+  });
+
+  it('treats malformed or absurd stored hashes as a mismatch instead of throwing', async () => {
+    for (const stored of ['', 'plain', 'scrypt$1$1$1$$', 'scrypt$1073741824$8$1$c2FsdA==$AAAA', 'bcrypt$x$y$z$a$b']) {
+      expect(await verifyPassword('anything', stored)).toBe(false);
+    }
+  });
+
+  it('generates 120-bit passwords', () => {
+    const p = generatePassword();
+    expect(p).toMatch(/^[A-Za-z0-9_-]{20}$/);
+    expect(generatePassword()).not.toBe(p);
+  });
+});
