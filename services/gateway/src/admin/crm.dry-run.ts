@@ -41,9 +41,11 @@ function defaultCredential(type: CrmMapping['crm']['type']): CrmCredential {
 }
 
 function baseUrlOf(credential: CrmCredential): string | undefined {
-  if (credential.type === 'hubspot') return credential.baseUrl ?? HUBSPOT_DEFAULT_BASE_URL;
+  if (credential.type === 'hubspot')
+    return URL.canParse(credential.baseUrl ?? HUBSPOT_DEFAULT_BASE_URL) ? (credential.baseUrl ?? HUBSPOT_DEFAULT_BASE_URL) : undefined;
   const url = credential.type === 'salesforce' ? credential.instanceUrl : credential.url;
-  return url === '' ? undefined : url;
+  // A stored URL the schema let through but URL cannot parse: show paths relative, never a 500.
+  return URL.canParse(url) ? url : undefined;
 }
 
 export async function dryRun(input: DryRunInput): Promise<DryRunResult> {
