@@ -164,11 +164,63 @@ export const RuleOutcomeSchema = Type.Object({
 });
 export type RuleOutcome = Static<typeof RuleOutcomeSchema>;
 
+export const CREDENTIAL_STATUSES = ['stored', 'missing', 'mismatch'] as const;
+export const DRY_RUN_NOTE_CODES = [
+  'crm_values_assumed_empty',
+  'already_applied',
+  'activity_already_created',
+  'record_id_placeholder',
+  'record_refused',
+  'sent_at_is_send_time',
+  'credential_missing',
+  'credential_mismatch',
+] as const;
+
+/** One HTTP call as the sink's adapter sends it; headers (the credential, the webhook signature) are never shown. */
+export const DryRunCall = Type.Object(
+  {
+    method: Type.Unsafe<'GET' | 'POST' | 'PATCH'>({ type: 'string', enum: ['GET', 'POST', 'PATCH'] }),
+    path: Type.String({ description: "Path and query on the CRM's host, as the CRM receives them (webhook: the URL's own path)." }),
+    body: Type.Optional(Type.Unknown({ description: 'The JSON body; absent for GET.' })),
+  },
+  { $id: 'DryRunCall', additionalProperties: false },
+);
+
+export const DryRunNote = Type.Object(
+  {
+    code: Type.Unsafe<(typeof DRY_RUN_NOTE_CODES)[number]>({ type: 'string', enum: [...DRY_RUN_NOTE_CODES] }),
+    message: Type.String(),
+    object: Type.Optional(Type.Unsafe<(typeof CRM_OBJECTS)[number]>({ type: 'string', enum: [...CRM_OBJECTS] })),
+    key: Type.Optional(Type.String()),
+    ruleId: Type.Optional(Type.String()),
+    fields: Type.Optional(Type.Array(Type.String())),
+  },
+  { $id: 'DryRunNote', additionalProperties: false, description: 'What the calls assume or leave out, e.g. CRM values only a read would tell.' },
+);
+
 export const DryRunResult = Type.Object(
   {
     mappingVersion: Type.Union([Version, Type.Null()], { description: 'The stored version used, or null for a draft.' }),
+    eventId: Type.String({ description: "The event's id (generated when the sample has none): part of every ledger and activity key." }),
     operations: Type.Array(PlannedOperationSchema),
     rules: Type.Array(RuleOutcomeSchema, { description: 'Every rule in mapping order, and why it did not match.' }),
+    crm: Type.Object(
+      {
+        type: Type.Unsafe<(typeof CRM_TYPES)[number]>({ type: 'string', enum: [...CRM_TYPES] }),
+        credentialsRef: Type.String(),
+        credential: Type.Unsafe<(typeof CREDENTIAL_STATUSES)[number]>({
+          type: 'string',
+          enum: [...CREDENTIAL_STATUSES],
+          description: 'stored: calls built with it; missing/mismatch: the sink would dead-letter the event, calls shown with the defaults of crm.type.',
+        }),
+      },
+      { additionalProperties: false },
+    ),
+    calls: Type.Array(DryRunCall, {
+      description: "The HTTP calls the sink would make for this event alone, in order, given the account's current sink state; nothing is written.",
+    }),
+    notes: Type.Array(DryRunNote),
   },
   { $id: 'DryRunResult', additionalProperties: false },
 );
+export type DryRunResult = Static<typeof DryRunResult>;

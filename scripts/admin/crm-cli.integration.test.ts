@@ -79,7 +79,11 @@ describe('admin CLI: CRM commands against the admin API', () => {
       mappingVersion: 2,
       rules: [{ ruleId: 'seen', matched: true }],
       operations: [{ ruleId: 'seen', key: { email: 'ada@example.com' }, max: { last_seen_at: Date.parse('2026-11-20T10:00:00Z') } }],
+      calls: expect.any(Array),
+      notes: expect.any(Array),
     });
+    const text = await cli(['mapping', 'dry-run', accountId, event]);
+    expect(text.stdout).toMatch(/^calls to \w+ \(credential \S+: \w+\) \(\d+\):$/m);
   });
 
   it('refuses an invalid mapping file with the errors and their pointers', async () => {

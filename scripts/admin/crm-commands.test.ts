@@ -125,6 +125,32 @@ describe('admin CLI: CRM output', () => {
       table,
     );
     expect(dry).toContain('mapping: draft\nrules:\n  matched  r1\n  skipped  r2 (condition)\noperations (1):');
+    const withCalls = formatCrmSuccess(
+      { kind: 'mapping dry-run', accountId: 'a', eventFile: 'e' },
+      {
+        mappingVersion: 2,
+        operations: [],
+        rules: [],
+        crm: { type: 'salesforce', credentialsRef: 'sf', credential: 'stored' },
+        calls: [
+          { method: 'GET', path: '/services/data/v60.0/query?q=SELECT' },
+          { method: 'PATCH', path: '/services/data/v60.0/composite/sobjects/Contact/Ingest_Email__c', body: { allOrNone: false } },
+        ],
+        notes: [{ code: 'crm_values_assumed_empty', message: 'the sink first reads Logins__c' }],
+      },
+      table,
+    );
+    expect(withCalls).toContain(
+      [
+        'calls to salesforce (credential sf: stored) (2):',
+        '  GET /services/data/v60.0/query?q=SELECT',
+        '  PATCH /services/data/v60.0/composite/sobjects/Contact/Ingest_Email__c',
+        '    {"allOrNone":false}',
+        'notes:',
+        '  crm_values_assumed_empty: the sink first reads Logins__c',
+        '',
+      ].join('\n'),
+    );
     const creds = formatCrmSuccess(
       { kind: 'credentials list', accountId: 'a' },
       { credentials: [{ name: 'hooks', type: 'webhook', url: 'https://example.com/h', updatedAt: 'T' }] },

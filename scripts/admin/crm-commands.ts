@@ -233,6 +233,15 @@ interface CredentialOut {
   url?: string;
 }
 
+interface DryRunOut {
+  mappingVersion: number | null;
+  operations: unknown[];
+  rules: { ruleId: string; matched: boolean; reason?: string }[];
+  crm?: { type: string; credentialsRef: string; credential: string };
+  calls?: { method: string; path: string; body?: unknown }[];
+  notes?: { code: string; message: string }[];
+}
+
 export function formatCrmSuccess(command: CrmCommand, body: unknown, table: (rows: string[][]) => string): string {
   switch (command.kind) {
     case 'mapping put': {
@@ -249,10 +258,16 @@ export function formatCrmSuccess(command: CrmCommand, body: unknown, table: (row
       return table([['VERSION', 'AUTHOR', 'CREATED'], ...versions.map((v) => [String(v.version), v.author, v.createdAt])]);
     }
     case 'mapping dry-run': {
-      const result = body as { mappingVersion: number | null; operations: unknown[]; rules: { ruleId: string; matched: boolean; reason?: string }[] };
+      const result = body as DryRunOut;
       const lines = [`mapping: ${result.mappingVersion === null ? 'draft' : `version ${result.mappingVersion}`}`, 'rules:'];
       for (const r of result.rules) lines.push(`  ${r.matched ? 'matched' : 'skipped'}  ${r.ruleId}${r.reason ? ` (${r.reason})` : ''}`);
       lines.push(`operations (${result.operations.length}):`, JSON.stringify(result.operations, null, 2));
+      // Older gateways answer without calls; the output then ends with the operations, as before.
+      if (result.calls === undefined) return `${lines.join('\n')}\n`;
+      const crm = result.crm ? ` to ${result.crm.type} (credential ${result.crm.credentialsRef}: ${result.crm.credential})` : '';
+      lines.push(`calls${crm} (${result.calls.length}):`);
+      for (const c of result.calls) lines.push(`  ${c.method} ${c.path}`, ...(c.body === undefined ? [] : [`    ${JSON.stringify(c.body)}`]));
+      if ((result.notes ?? []).length > 0) lines.push('notes:', ...(result.notes ?? []).map((n) => `  ${n.code}: ${n.message}`));
       return `${lines.join('\n')}\n`;
     }
     case 'credentials put': {

@@ -7,6 +7,7 @@ import {
   type ControlPlane,
   createAllowance,
   createEventValidator,
+  createRecordStateReader,
   createSyncStateStore,
   type JobStatusStore,
   type AccountJobsReader,
@@ -109,7 +110,11 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
 
   const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
   if (config.ADMIN_TOKEN) {
-    await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN, validateEvent: validate, now }), { prefix: '/admin/v1' });
+    // The sink's key prefix is the same REDIS_KEY_PREFIX, so the dry-run reads the state the sink applies events to.
+    const recordStates = createRecordStateReader({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
+    await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN, validateEvent: validate, recordStates, now }), {
+      prefix: '/admin/v1',
+    });
   }
 
   const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });

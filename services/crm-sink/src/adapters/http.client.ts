@@ -1,13 +1,8 @@
 import { Pool } from 'undici';
-import { CrmError } from './adapter.js';
+import { CrmError, type CrmRequest, requestTarget } from '@ingest/shared';
 import { type CrmErrorDetail, classifyHttpFailure, classifyNetworkError, safeMessage } from './crm-errors.js';
 
-/** One HTTP call as the pure request builders describe it; `path` is relative to the base URL. */
-export interface CrmRequest {
-  method: 'GET' | 'POST' | 'PATCH';
-  path: string;
-  body?: unknown;
-}
+export type { CrmRequest } from '@ingest/shared';
 
 export interface CrmResponse {
   status: number;
@@ -72,7 +67,6 @@ function parseJson(text: string): unknown {
  */
 export function createCrmHttpClient(options: CrmHttpOptions): CrmHttpClient {
   const base = new URL(options.baseUrl);
-  const basePath = base.pathname.replace(/\/+$/, '');
   const pool = new Pool(base.origin, {
     connections: options.connections ?? 4,
     connect: { timeout: options.connectTimeoutMs ?? 5_000 },
@@ -90,8 +84,8 @@ export function createCrmHttpClient(options: CrmHttpOptions): CrmHttpClient {
     let retryAfter: string | string[] | undefined;
     const startedAt = performance.now();
     try {
-      // An empty path is the base URL itself, query string included (a webhook URL may carry one).
-      const path = request.path === '' ? `${base.pathname}${base.search}` : `${basePath}${request.path}`;
+      // The same target the dry-run shows (an empty path is the base URL itself, query included).
+      const path = requestTarget(options.baseUrl, request.path);
       const response = await pool.request({ method: request.method, path, headers, body: body ?? null });
       status = response.statusCode;
       retryAfter = response.headers['retry-after'];
@@ -120,9 +114,4 @@ export function assertBatchSize(crm: string, size: number, maxBatchSize: number)
   if (size > maxBatchSize) throw new Error(`${crm} adapter: a batch of ${size} exceeds the limit of ${maxBatchSize}; split batches before calling`);
 }
 
-/** Consecutive slices of at most `size` items. */
-export function chunk<T>(items: readonly T[], size: number): T[][] {
-  const chunks: T[][] = [];
-  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
-  return chunks;
-}
+export { chunk } from '@ingest/shared';

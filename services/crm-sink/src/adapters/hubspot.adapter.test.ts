@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
 import { CrmError, type RecordWrite } from './adapter.js';
 import { createHubSpotAdapter, hubspotBatchFailures } from './hubspot.adapter.js';
-import { buildHubSpotUpsertRequests } from './hubspot.requests.js';
+import { buildHubSpotUpsertRequests } from '@ingest/shared';
 
 const TOKEN = 'hs-token-account-a';
 const OTHER = 'hs-token-account-b';

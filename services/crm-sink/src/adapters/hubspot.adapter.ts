@@ -4,6 +4,7 @@ import type { CrmErrorDetail } from './crm-errors.js';
 import { type AdapterHttpOptions, type CrmHttpClient, type CrmRequest, assertBatchSize, createCrmHttpClient, unexpectedResponse } from './http.client.js';
 import {
   HUBSPOT_ACTIVITY_KEY_PROPERTY,
+  HUBSPOT_DEFAULT_BASE_URL,
   HUBSPOT_MAX_BATCH_SIZE,
   HUBSPOT_OBJECTS,
   buildHubSpotNoteKeyReadRequest,
@@ -12,10 +13,9 @@ import {
   buildHubSpotRecordIdRequests,
   buildHubSpotUpsertRequests,
   uniqueActivities,
-} from './hubspot.requests.js';
+} from '@ingest/shared';
 
 const CRM = 'HubSpot';
-export const HUBSPOT_DEFAULT_BASE_URL = 'https://api.hubapi.com';
 /** HubSpot's burst limit is per 10 s window; without a Retry-After, waiting out one window is enough. */
 const HUBSPOT_DEFAULT_RETRY_AFTER_MS = 10_000;
 

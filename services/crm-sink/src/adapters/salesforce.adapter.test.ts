@@ -4,7 +4,7 @@ import { type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
 import { parseSoqlInQuery } from '../test-support/fake-soql.js';
 import { type ActivityWrite, CrmError, type RecordWrite } from './adapter.js';
 import { createSalesforceAdapter } from './salesforce.adapter.js';
-import { buildSalesforceReadRequests, salesforceTarget, soqlString } from './salesforce.requests.js';
+import { buildSalesforceReadRequests, salesforceTarget, soqlString } from '@ingest/shared';
 
 const TOKEN = 'sf-session-00D000000000001';
 let crm: FakeCrm;

@@ -9,7 +9,7 @@ import {
   buildSalesforceReadRequests,
   buildSalesforceUpsertRequests,
   salesforceTarget,
-} from './salesforce.requests.js';
+} from '@ingest/shared';
 
 const CRM = 'Salesforce';
 /** Salesforce sends no Retry-After; its limits are per rolling day, so back off for a minute. */

@@ -1,7 +1,7 @@
 import { type CrmCredential, WEBHOOK_SIGNATURE_HEADER, signWebhook } from '@ingest/shared';
 import type { ActivityWrite, BatchResult, CrmAdapter, CrmObject, PropertyValue, RecordWrite } from './adapter.js';
 import { type AdapterHttpOptions, type CrmRequest, assertBatchSize, createCrmHttpClient } from './http.client.js';
-import { WEBHOOK_MAX_BATCH_SIZE, buildWebhookActivityRequests, buildWebhookUpsertRequests } from './webhook.requests.js';
+import { WEBHOOK_MAX_BATCH_SIZE, buildWebhookActivityRequests, buildWebhookUpsertRequests } from '@ingest/shared';
 
 const CRM = 'Webhook';
 /** A 429 from a customer's endpoint without Retry-After: back off briefly. */

@@ -1,6 +1,4 @@
-import type { PlannedOperation } from '@ingest/shared';
-import type { CrmObject } from '../adapters/adapter.js';
-import { recordKeyOf } from './record-state.js';
+import { type CrmObject, type PlannedOperation, recordKeyOf } from '@ingest/shared';
 
 /**
  * Gathers planned operations per CRM record for a short window, so many events for one contact

@@ -1,8 +1,7 @@
-import { ledgerKey } from '@ingest/shared';
+import { buildRecordWrite, crmFieldOf, deltaOf, ledgerKey, seedsFromCrm, stateFieldsOf } from '@ingest/shared';
 import type { ActivityWrite, CrmAdapter, CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
 import { type AccountLimiter, CrmCallFailed } from '../rate/account-limiter.js';
 import type { RecordBuffer } from './coalescer.js';
-import { buildRecordWrite, crmFieldOf, deltaOf, seedsFromCrm, stateFieldsOf } from './record-state.js';
 import type { RecordStateStore } from './record-state.store.js';
 
 /**

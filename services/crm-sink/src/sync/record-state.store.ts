@@ -1,6 +1,14 @@
-import { AppError, type Redis } from '@ingest/shared';
-import type { CrmObject } from '../adapters/adapter.js';
-import type { RecordState, StateDelta } from './record-state.js';
+import {
+  AppError,
+  type CrmObject,
+  createRecordStateReader,
+  type RecordState,
+  type RecordStateReader,
+  type Redis,
+  recordStateKeys,
+  type StateDelta,
+  withoutArguments,
+} from '@ingest/shared';
 
 /**
  * Redis side of the exactly-once effect: per (account, object, key) a hash of the fields the
@@ -8,9 +16,7 @@ import type { RecordState, StateDelta } from './record-state.js';
  * its delta and sets its ledger key atomically, or changes nothing when the key exists, so a
  * redelivered or replayed event never increments or appends twice.
  */
-export interface RecordStateStore {
-  /** Which of `fields` the record's hash has. */
-  present(accountId: string, object: CrmObject, key: string, fields: readonly string[]): Promise<Set<string>>;
+export interface RecordStateStore extends Pick<RecordStateReader, 'present' | 'activitiesDone'> {
   /** Seeds absent fields, applies the delta once per ledger key; returns the hash afterwards. */
   apply(
     accountId: string,
@@ -20,11 +26,10 @@ export interface RecordStateStore {
     seeds: StateDelta,
     delta: StateDelta,
   ): Promise<{ applied: boolean; state: RecordState }>;
-  /** The activities (by ledger key) already created. */
-  activitiesDone(ledgerKeys: readonly string[]): Promise<Set<string>>;
   markActivitiesDone(ledgerKeys: readonly string[]): Promise<void>;
 }
 
+// The dry-run (@ingest/shared sync.preview.ts, simulateApply) mirrors this script in memory; change both together.
 // KEYS: state hash, ledger key. ARGV: ledger ttl s, state ttl s, then kind/field/value triples.
 // HGET of a missing field is false in Lua, not nil. Numbers are written with %.17g: Lua's tostring would turn epoch milliseconds into 1.73e+12.
 // List items arrive JSON-encoded and are spliced into the stored JSON array as text, so no
@@ -71,51 +76,28 @@ export interface RecordStateStoreOptions {
 
 export function createRecordStateStore(options: RecordStateStoreOptions): RecordStateStore {
   const { redis } = options;
-  const prefix = options.keyPrefix ?? '';
-  const stateKey = (accountId: string, object: CrmObject, key: string) =>
-    `${prefix}crm:state:{${encodeURIComponent(accountId)}}:${object}:${encodeURIComponent(key)}`;
-  const ledger = (ledgerKey: string) => `${prefix}${ledgerKey}`;
-  const activityKey = (ledgerKey: string) => `${prefix}${ledgerKey}:activity`;
+  // Keys and reads are the shared ones the gateway's dry-run uses, so both see the same state.
+  const keys = recordStateKeys(options.keyPrefix);
+  const reader = createRecordStateReader({ redis, keyPrefix: options.keyPrefix });
 
   return {
-    async present(accountId, object, key, fields) {
-      if (fields.length === 0) return new Set();
-      const values = await withoutArguments(redis.hmget(stateKey(accountId, object, key), ...fields));
-      return new Set(fields.filter((_, i) => values[i] !== null));
-    },
+    present: reader.present,
+    activitiesDone: reader.activitiesDone,
     async apply(accountId, object, key, ledgerKey, seeds, delta) {
       const [applied, flat] = (await withoutArguments(
-        redis.eval(APPLY, 2, stateKey(accountId, object, key), ledger(ledgerKey), options.ledgerTtlSeconds, options.stateTtlSeconds, ...seeds, ...delta),
+        redis.eval(APPLY, 2, keys.state(accountId, object, key), keys.ledger(ledgerKey), options.ledgerTtlSeconds, options.stateTtlSeconds, ...seeds, ...delta),
       )) as [number, string[]];
       const state: RecordState = {};
       for (let i = 0; i + 1 < flat.length; i += 2) state[flat[i] as string] = flat[i + 1] as string;
       return { applied: applied === 1, state };
     },
-    async activitiesDone(ledgerKeys) {
-      if (ledgerKeys.length === 0) return new Set();
-      const values = await withoutArguments(redis.mget(...ledgerKeys.map(activityKey)));
-      return new Set(ledgerKeys.filter((_, i) => values[i] !== null));
-    },
     async markActivitiesDone(ledgerKeys) {
       if (ledgerKeys.length === 0) return;
       const pipeline = redis.pipeline();
-      for (const k of ledgerKeys) pipeline.set(activityKey(k), '1', 'EX', options.ledgerTtlSeconds);
+      for (const k of ledgerKeys) pipeline.set(keys.activity(k), '1', 'EX', options.ledgerTtlSeconds);
       const results = (await withoutArguments(pipeline.exec())) ?? [];
       const failed = results.find(([err]) => err !== null);
       if (failed) throw new AppError('crm_state_unavailable', `marking activities failed: ${failed[0]?.message ?? 'unknown'}`, { retryable: true });
     },
   };
-}
-
-/**
- * ioredis attaches the failed command with its arguments to its errors, and those arguments are
- * event contents (emails in keys, property values): the error that leaves here carries only
- * Redis's own message.
- */
-async function withoutArguments<T>(command: Promise<T>): Promise<T> {
-  try {
-    return await command;
-  } catch (err) {
-    throw new AppError('crm_state_unavailable', `record state update failed: ${err instanceof Error ? err.message : String(err)}`, { retryable: true });
-  }
 }

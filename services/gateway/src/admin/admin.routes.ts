@@ -12,7 +12,7 @@ import {
   CreatedApiKey,
   SetPlanBody,
 } from '@ingest/schemas';
-import { type ApiKeyRecord, AppError, type ControlPlane, createEventValidator, type EventCheck } from '@ingest/shared';
+import { type ApiKeyRecord, AppError, type ControlPlane, createEventValidator, type EventCheck, type RecordStateReader } from '@ingest/shared';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import { crmRoutes } from './crm.routes.js';
@@ -24,6 +24,8 @@ export interface AdminRoutesDeps {
   adminToken: string;
   /** Event rules for CRM dry-runs; default: the standard ones. */
   validateEvent?: (input: unknown, receivedAtMs: number) => EventCheck;
+  /** The crm-sink's record state (read-only), for CRM dry-runs. */
+  recordStates: RecordStateReader;
   now?: () => number;
 }
 
@@ -56,7 +58,14 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
     const cp = deps.controlPlane;
     const tags = ['admin'];
     // A child plugin: the token hook above guards the CRM routes too.
-    await app.register(crmRoutes({ controlPlane: cp, validateEvent: deps.validateEvent ?? createEventValidator(), now: deps.now ?? Date.now }));
+    await app.register(
+      crmRoutes({
+        controlPlane: cp,
+        validateEvent: deps.validateEvent ?? createEventValidator(),
+        recordStates: deps.recordStates,
+        now: deps.now ?? Date.now,
+      }),
+    );
     await app.register(ownersRoutes({ controlPlane: cp }));
 
     app.post<{ Body: CreateAccountBody }>(

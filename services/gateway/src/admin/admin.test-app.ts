@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type ControlPlane, createControlPlane, createProducer, type Producer } from '@ingest/shared';
-import { createTestKafka, type TestKafka, testLogger } from '@ingest/shared/testing';
+import { type ControlPlane, createControlPlane, createProducer, createRecordStateReader, createRedis, type Producer, type Redis } from '@ingest/shared';
+import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix } from '@ingest/shared/testing';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { registerErrorHandling } from '../http/error-handler.js';
 import { registerJsonBodyParser } from '../http/json-body.js';
@@ -8,21 +8,27 @@ import { adminRoutes } from './admin.routes.js';
 
 /**
  * For tests only: the admin API on a minimal fastify app (same body parser, error handling and
- * ajv options as buildApp) over a real control plane on real Kafka, under a fresh topic prefix.
+ * ajv options as buildApp) over a real control plane on real Kafka, under a fresh topic prefix,
+ * and real Redis for the CRM dry-run's reads of the sink's state (a fresh key prefix unless the
+ * test shares a sink's).
  */
 export interface AdminTestStack {
   kafka: TestKafka;
   producer: Producer;
   controlPlane: ControlPlane;
+  redis: Redis;
+  redisKeyPrefix: string;
   /** A new app over the same control plane, e.g. with another token. */
   app(adminToken: string): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
 
-export async function startAdminTestStack(): Promise<AdminTestStack> {
+export async function startAdminTestStack(options: { redisKeyPrefix?: string } = {}): Promise<AdminTestStack> {
   const kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners']);
   const producer = createProducer(kafka.kafka);
-  await producer.connect();
+  const redis = createRedis({ url: integrationEnv().redisUrl });
+  const redisKeyPrefix = options.redisKeyPrefix ?? `t${uniqueSuffix()}:`;
+  await Promise.all([producer.connect(), redis.connect()]);
   const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger: testLogger(), instanceId: 'admin-test' });
   await controlPlane.start();
   const apps: FastifyInstance[] = [];
@@ -30,6 +36,8 @@ export async function startAdminTestStack(): Promise<AdminTestStack> {
     kafka,
     producer,
     controlPlane,
+    redis,
+    redisKeyPrefix,
     async app(adminToken) {
       const app = Fastify({
         loggerInstance: testLogger() as FastifyBaseLogger,
@@ -39,7 +47,9 @@ export async function startAdminTestStack(): Promise<AdminTestStack> {
       });
       registerJsonBodyParser(app);
       registerErrorHandling(app);
-      await app.register(adminRoutes({ controlPlane, adminToken }), { prefix: '/admin/v1' });
+      await app.register(adminRoutes({ controlPlane, adminToken, recordStates: createRecordStateReader({ redis, keyPrefix: redisKeyPrefix }) }), {
+        prefix: '/admin/v1',
+      });
       await app.ready();
       apps.push(app);
       return app;
@@ -48,6 +58,10 @@ export async function startAdminTestStack(): Promise<AdminTestStack> {
       await Promise.allSettled(apps.map((a) => a.close()));
       await controlPlane.stop();
       await producer.disconnect();
+      // Keys under a prefix the stack made are its own; a shared prefix is cleaned by its owner.
+      const keys = options.redisKeyPrefix === undefined ? await redis.keys(`${redisKeyPrefix}*`) : [];
+      if (keys.length > 0) await redis.del(...keys);
+      await redis.close();
       await kafka.cleanup();
     },
   };

@@ -18,10 +18,9 @@ import {
 import {
   type ControlPlane,
   type EventCheck,
-  explainRules,
   InvalidConfigError,
   MappingVersionMismatchError,
-  planSync,
+  type RecordStateReader,
   type StoredCrmCredential,
   type StoredMapping,
   toEventRecord,
@@ -32,11 +31,14 @@ import { Ajv } from 'ajv';
 import type { FastifyPluginAsync, FastifyReply, FastifySchemaCompiler } from 'fastify';
 import { type FieldError, ProblemError, problemResponses } from '../http/problem.js';
 import { toProblem } from './admin.routes.js';
+import { dryRun } from './crm.dry-run.js';
 
 export interface CrmRoutesDeps {
   controlPlane: ControlPlane;
   /** The same event rules as POST /v1/events, so a dry-run sees the event the sink would. */
   validateEvent: (input: unknown, receivedAtMs: number) => EventCheck;
+  /** The crm-sink's record state and ledgers (Redis, same key prefix), read-only: the dry-run shows calls for the current state. */
+  recordStates: RecordStateReader;
   now: () => number;
 }
 
@@ -145,7 +147,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       {
         validatorCompiler: handlerValidatesBody,
         schema: {
-          summary: 'Show which CRM operations an event would cause (with the current mapping or a draft)',
+          summary: 'Show the CRM operations and exact HTTP calls an event would cause now (current mapping or a draft); writes nothing',
           tags,
           params: CrmAccountParams,
           body: DryRunRequest,
@@ -173,7 +175,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
         if (mapping === undefined) throw new ProblemError('notFound', `Account ${accountId} has no CRM mapping yet; send a draft as \`mapping\`.`);
         const record = toEventRecord(check.event, { accountId, receivedAtMs, source: 'api', jobId: null });
         request.log.info({ accountId, mappingVersion: current?.version ?? null }, 'admin: crm dry-run');
-        return { mappingVersion: current?.version ?? null, operations: planSync(mapping, record), rules: explainRules(mapping, record) };
+        return dryRun({ accountId, mapping, mappingVersion: current?.version ?? null, record, mappings: cp, reader: deps.recordStates, now: deps.now });
       },
     );
 

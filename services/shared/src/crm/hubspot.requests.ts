@@ -1,10 +1,10 @@
-import type { ActivityWrite, CrmObject, PropertyValue, RecordWrite } from './adapter.js';
-import { type CrmRequest, chunk } from './http.client.js';
+import { type ActivityWrite, type CrmObject, type CrmRequest, type PropertyValue, type RecordWrite, chunk } from './crm-writes.js';
 
 /**
  * Pure builders of the HubSpot CRM v3 calls. The adapter sends exactly these, and a dry-run
  * shows them, so what a dry-run prints is what the sink does.
  */
+export const HUBSPOT_DEFAULT_BASE_URL = 'https://api.hubapi.com';
 export const HUBSPOT_MAX_BATCH_SIZE = 100;
 /** A custom note property with "unique value" set: HubSpot answers 409 to a second note with the same key. */
 export const HUBSPOT_ACTIVITY_KEY_PROPERTY = 'ingest_activity_key';

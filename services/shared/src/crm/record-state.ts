@@ -1,5 +1,5 @@
-import type { PlannedOperation } from '@ingest/shared';
-import type { CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
+import type { PlannedOperation } from './mapping.plan.js';
+import type { CrmObject, PropertyValue, RecordWrite } from './crm-writes.js';
 
 /**
  * The sink's own state of one CRM record, a Redis hash (see record-state.store.ts), and the pure
@@ -123,4 +123,36 @@ export function buildRecordWrite(object: CrmObject, key: string, ops: readonly P
     }
   }
   return { object, key, properties };
+}
+
+/**
+ * What the sink's apply script (crm-sink record-state.store.ts, Lua in Redis) makes of `state`
+ * for one event-rule whose ledger key is not set yet: seeds and setOnce values only where the
+ * field is absent, increments, max/min, list items spliced in as JSON text. For the dry-run,
+ * which must not write. Numbers are kept as JS text rather than Lua's %.17g; both parse to the
+ * same double, and the CRM only ever sees the parsed number (buildRecordWrite).
+ */
+export function simulateApply(state: RecordState, seeds: StateDelta, delta: StateDelta): RecordState {
+  const next: RecordState = { ...state };
+  const args = [...seeds, ...delta];
+  // Lua's tonumber: nil for anything that is not a number (the script never stores such text).
+  const num = (raw: string | undefined) => (raw === undefined || raw.trim() === '' || !Number.isFinite(Number(raw)) ? undefined : Number(raw));
+  for (let i = 0; i + 2 < args.length; i += 3) {
+    const kind = args[i] as string;
+    const field = args[i + 1] as string;
+    const value = args[i + 2] as string;
+    if (kind === 'seed' || kind === 'once') {
+      if (!Object.hasOwn(next, field)) next[field] = value;
+    } else if (kind === 'inc') {
+      next[field] = String((num(next[field]) ?? 0) + Number(value));
+    } else if (kind === 'max' || kind === 'min') {
+      const current = num(next[field]);
+      const v = Number(value);
+      if (current === undefined || (kind === 'max' && v > current) || (kind === 'min' && v < current)) next[field] = String(v);
+    } else if (kind === 'app') {
+      const list = next[field];
+      next[field] = list === undefined || list === '[]' ? `[${value}]` : `${list.slice(0, -1)},${value}]`;
+    }
+  }
+  return next;
 }

@@ -1,6 +1,5 @@
-import type { CrmCredential } from '@ingest/shared';
-import { CrmError, type ActivityWrite, type CrmObject, type RecordWrite } from './adapter.js';
-import { type CrmRequest, chunk } from './http.client.js';
+import type { CrmCredential } from '../control-plane/types.js';
+import { type ActivityWrite, CrmError, type CrmObject, type CrmRequest, type RecordWrite, chunk } from './crm-writes.js';
 
 /**
  * Pure builders of the Salesforce REST calls (sObject Collections upsert, SOQL query). The

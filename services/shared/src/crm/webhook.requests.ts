@@ -1,5 +1,4 @@
-import type { ActivityWrite, CrmObject, RecordWrite } from './adapter.js';
-import { type CrmRequest, chunk } from './http.client.js';
+import { type ActivityWrite, type CrmObject, type CrmRequest, type RecordWrite, chunk } from './crm-writes.js';
 
 /** Pure builders of the webhook deliveries; the signature is added when a delivery is sent. */
 export const WEBHOOK_MAX_BATCH_SIZE = 100;

@@ -1,4 +1,4 @@
-import type { PlannedOperation } from '@ingest/shared';
+import type { PlannedOperation } from './mapping.plan.js';
 import { describe, expect, it } from 'vitest';
 import { buildRecordWrite, deltaOf, numberFromCrm, seedsFromCrm, stateFieldsOf } from './record-state.js';
 
