@@ -158,7 +158,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     },
     { prefix: '/v1' },
   );
-  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, ingestMetrics, now }), { prefix: '/dashboard' });
+  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, ingestMetrics, validateEvent: validate, now }), { prefix: '/dashboard' });
 
   return app;
 }

@@ -1,5 +1,5 @@
 import cookie from '@fastify/cookie';
-import type { AccountJobsReader, Allowance, ClickHouse, ControlPlane, JobStatusStore, Redis } from '@ingest/shared';
+import type { AccountJobsReader, Allowance, ClickHouse, ControlPlane, EventCheck, JobStatusStore, Redis } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import type { KeyUsage } from '../auth/key-usage.js';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
@@ -8,6 +8,7 @@ import type { GatewayConfig } from '../config.js';
 import { ProblemError } from '../http/problem.js';
 import { jobsRoutes } from './jobs.routes.js';
 import { keysRoutes } from './keys.routes.js';
+import { mappingRoutes } from './mapping.routes.js';
 import { routeLimits } from './route-options.js';
 import { createSessionGuard } from './session.guard.js';
 import { sessionRoutes } from './session.routes.js';
@@ -27,6 +28,8 @@ export interface DashboardDeps {
   /** The gateway's job writer and ingest metrics: CSV uploads share the API's code path. */
   jobs: JobWriter;
   ingestMetrics: IngestMetrics;
+  /** The public API's event rules: a mapping dry-run sees the event the sink would. */
+  validateEvent: (input: unknown, receivedAtMs: number) => EventCheck;
   now: () => number;
 }
 
@@ -70,6 +73,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
         await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits }));
         await api.register(usageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
         await api.register(jobsRoutes({ statusStore: deps.jobStatus, jobs: deps.jobs, allowance: deps.allowance, metrics: deps.ingestMetrics, limits }));
+        await api.register(mappingRoutes({ controlPlane: deps.controlPlane, validateEvent: deps.validateEvent, limits, now: deps.now }));
         api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {
           throw new ProblemError('notFound', `No dashboard API route for ${request.method} ${request.url.split('?')[0]}.`);
         });
