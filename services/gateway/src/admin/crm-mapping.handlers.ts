@@ -81,7 +81,11 @@ export function prepareDryRun(
 
 /** The planned operations and every rule's outcome. Writes nothing. */
 export function dryRunResult(prepared: PreparedDryRun) {
-  return { mappingVersion: prepared.mappingVersion, operations: planSync(prepared.mapping, prepared.record), rules: explainRules(prepared.mapping, prepared.record) };
+  return {
+    mappingVersion: prepared.mappingVersion,
+    operations: planSync(prepared.mapping, prepared.record),
+    rules: explainRules(prepared.mapping, prepared.record),
+  };
 }
 
 /**
