@@ -3,6 +3,7 @@
  * mapping and event debugger APIs of the dashboard take the account from the session only,
  * refuse writes without CSRF protection and answer bad input with a precise 4xx.
  */
+import { createSyncStateStore } from '@ingest/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture } from '../test-support/gateway.fixture.js';
 import { type DashboardUser, signedInOwner } from '../test-support/dashboard.client.js';
@@ -127,5 +128,83 @@ describe('CRM mapping API', () => {
   it('refuses the API without a session', async () => {
     const anonymous = await gw.app.inject({ method: 'GET', url: '/dashboard/api/mapping', headers: { host: 'dashboard.test' } });
     expect(anonymous.statusCode).toBe(401);
+  });
+});
+
+/** A row of the `events` table as the processor writes it (services/processor/src/storage/event-row.ts). */
+function row(accountId: string, eventId: string, eventName: string, email: string, domain: string, receivedAtMs: number, insertedAtMs = Date.now()) {
+  return {
+    account_id: accountId,
+    event_id: eventId,
+    event_name: eventName,
+    email,
+    domain,
+    event_time: Math.floor(receivedAtMs / 1000),
+    event_time_ms: receivedAtMs,
+    received_at: Math.floor(receivedAtMs / 1000),
+    received_at_ms: receivedAtMs,
+    properties: JSON.stringify({ plan: 'pro' }),
+    source: 'api',
+    job_id: '',
+    inserted_at: Math.floor(insertedAtMs / 1000),
+  };
+}
+
+describe('event debugger API', () => {
+  const now = Date.now();
+  beforeAll(async () => {
+    await gw.clickhouse.ch.insert('events', [
+      row(a.accountId, 'evt-a-1', 'Signed Up', 'ada@acme.io', 'acme.io', now - 5_000),
+      row(a.accountId, 'evt-a-2', 'Upgraded', 'grace@navy.mil', '', now - 3_000),
+      row(a.accountId, "evt-a-3'; DROP TABLE events --", "Quote ' \\ name", 'x@example.com', '', now - 1_000),
+      row(a.accountId, 'evt-a-old', 'Signed Up', 'old@acme.io', '', now - 8 * 24 * 3600_000),
+      row(b.accountId, 'evt-b-1', 'Signed Up', 'ada@acme.io', 'acme.io', now - 2_000),
+    ]);
+    // A redelivered copy not merged yet: a second part with the same event.
+    await gw.clickhouse.ch.insert('events', [row(a.accountId, 'evt-a-1', 'Signed Up', 'ada@acme.io', 'acme.io', now - 5_000, now + 1_000)]);
+    await createSyncStateStore({ redis: gw.redis }).record([
+      { accountId: a.accountId, eventId: 'evt-a-2', state: 'failed', reason: 'Property "seats" does not exist' },
+    ]);
+  });
+
+  const list = (user: DashboardUser, query = '') => user.request({ method: 'GET', url: `/dashboard/api/events${query}` });
+
+  it("lists the session account's events of the last 7 days, newest first, each once, with the sync state", async () => {
+    const response = await list(a.user);
+    expect(response.statusCode).toBe(200);
+    const events = response.json().events as { eventId: string; copies: number; sync: { state: string; reason?: string } }[];
+    expect(events.map((e) => e.eventId)).toEqual(["evt-a-3'; DROP TABLE events --", 'evt-a-2', 'evt-a-1']);
+    expect(events[2]).toMatchObject({ eventName: 'Signed Up', email: 'ada@acme.io', domain: 'acme.io', copies: 2, sync: { state: 'pending' } });
+    expect(events[1]?.sync).toMatchObject({ state: 'failed', reason: 'Property "seats" does not exist' });
+
+    const others = (await list(b.user)).json().events as { eventId: string }[];
+    expect(others.map((e) => e.eventId)).toEqual(['evt-b-1']);
+  });
+
+  it('filters by event name and by email or domain on the server, with any text safely escaped', async () => {
+    const byName = (await list(a.user, '?name=upgr')).json().events as { eventId: string }[];
+    expect(byName.map((e) => e.eventId)).toEqual(['evt-a-2']);
+    const byDomain = (await list(a.user, '?identity=ACME.IO')).json().events as { eventId: string }[];
+    expect(byDomain.map((e) => e.eventId)).toEqual(['evt-a-1']);
+    const quoted = (await list(a.user, `?name=${encodeURIComponent("Quote ' \\")}`)).json().events as { eventId: string }[];
+    expect(quoted.map((e) => e.eventId)).toEqual(["evt-a-3'; DROP TABLE events --"]);
+    const injection = await list(a.user, `?identity=${encodeURIComponent("' OR 1=1 --")}`);
+    expect(injection.statusCode).toBe(200);
+    expect(injection.json().events).toEqual([]);
+    // b's filter never reaches a's events.
+    expect(((await list(b.user, '?name=Upgraded')).json().events as unknown[]).length).toBe(0);
+  });
+
+  it('answers a bad filter with a precise 400, and reads one event of the own account only', async () => {
+    const tooLong = await list(a.user, `?name=${'x'.repeat(201)}`);
+    expect(tooLong.statusCode).toBe(400);
+    expect(tooLong.headers['content-type']).toContain('application/problem+json');
+    expect((await list(a.user, '?account=other')).statusCode).toBe(400);
+
+    const mine = await a.user.request({ method: 'GET', url: '/dashboard/api/events/evt-a-2' });
+    expect(mine.statusCode).toBe(200);
+    expect(mine.json()).toMatchObject({ eventId: 'evt-a-2', properties: { plan: 'pro' }, sync: { state: 'failed' } });
+    const theirs = await a.user.request({ method: 'GET', url: '/dashboard/api/events/evt-b-1' });
+    expect(theirs.statusCode).toBe(404);
   });
 });

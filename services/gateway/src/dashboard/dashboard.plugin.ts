@@ -1,11 +1,22 @@
 import cookie from '@fastify/cookie';
-import type { AccountJobsReader, Allowance, ClickHouse, ControlPlane, EventCheck, JobStatusStore, Redis } from '@ingest/shared';
+import {
+  type AccountJobsReader,
+  type Allowance,
+  type ClickHouse,
+  type ControlPlane,
+  createSyncStateStore,
+  type EventCheck,
+  type JobStatusStore,
+  type Redis,
+} from '@ingest/shared';
+import { createClickHouseEventStore } from '../events/event-store.js';
 import type { FastifyPluginAsync } from 'fastify';
 import type { KeyUsage } from '../auth/key-usage.js';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import type { GatewayConfig } from '../config.js';
 import { ProblemError } from '../http/problem.js';
+import { eventsRoutes } from './events.routes.js';
 import { jobsRoutes } from './jobs.routes.js';
 import { keysRoutes } from './keys.routes.js';
 import { mappingRoutes } from './mapping.routes.js';
@@ -73,6 +84,14 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
         await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits }));
         await api.register(usageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
         await api.register(jobsRoutes({ statusStore: deps.jobStatus, jobs: deps.jobs, allowance: deps.allowance, metrics: deps.ingestMetrics, limits }));
+        await api.register(
+          eventsRoutes({
+            store: createClickHouseEventStore(deps.ch),
+            syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
+            limits,
+            now: deps.now,
+          }),
+        );
         await api.register(mappingRoutes({ controlPlane: deps.controlPlane, validateEvent: deps.validateEvent, limits, now: deps.now }));
         api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {
           throw new ProblemError('notFound', `No dashboard API route for ${request.method} ${request.url.split('?')[0]}.`);

@@ -1,4 +1,16 @@
-import type { CreatedApiKeyView, DashboardUsage, DryRunView, JobReceipt, JobView, KeyView, MappingVersionView, SessionView, StoredMappingView } from './types';
+import type {
+  CreatedApiKeyView,
+  DashboardUsage,
+  DebuggerEvent,
+  DryRunView,
+  StoredEventView,
+  JobReceipt,
+  JobView,
+  KeyView,
+  MappingVersionView,
+  SessionView,
+  StoredMappingView,
+} from './types';
 
 /** A problem+json answer of the dashboard API, with its fields for messages next to inputs. */
 export class ApiError extends Error {
@@ -66,5 +78,13 @@ export const api = {
   /** `editedVersion`: the version the edit started from (If-Match), null for the first one. */
   saveMapping: (mapping: unknown, editedVersion: number | null) =>
     call<StoredMappingView>('PUT', '/mapping', mapping, editedVersion === null ? {} : { 'if-match': `"${editedVersion}"` }),
+  events: (filter: { name: string; identity: string }) => {
+    const query = new URLSearchParams();
+    if (filter.name.trim()) query.set('name', filter.name.trim());
+    if (filter.identity.trim()) query.set('identity', filter.identity.trim());
+    const qs = query.toString();
+    return call<{ limit: number; events: DebuggerEvent[] }>('GET', `/events${qs ? `?${qs}` : ''}`);
+  },
+  event: (eventId: string) => call<StoredEventView>('GET', `/events/${encodeURIComponent(eventId)}`),
   dryRun: (event: unknown, mapping?: unknown) => call<DryRunView>('POST', '/mapping/dry-run', mapping === undefined ? { event } : { event, mapping }),
 };

@@ -1,6 +1,6 @@
 // The dashboard API's shapes, derived from the JSON Schemas in schemas/ (type-only import:
 // nothing of TypeBox reaches the bundle).
-import type { ApiKeyView, BulkJobReceipt, CrmMapping, DashboardUsage, JobStatus, SessionView } from '@ingest/schemas';
+import type { ApiKeyView, BulkJobReceipt, CrmMapping, DashboardUsage, JobStatus, SessionView, StoredEvent } from '@ingest/schemas';
 
 export type { DashboardUsage, SessionView };
 export type KeyView = ApiKeyView;
@@ -26,3 +26,6 @@ export interface StoredMappingView extends MappingVersionView {
   accountId: string;
   mapping: CrmMapping;
 }
+export type StoredEventView = StoredEvent;
+/** A row of the event debugger: the stored event, its sync state, and its copies in the table. */
+export type DebuggerEvent = StoredEvent & { copies: number };
