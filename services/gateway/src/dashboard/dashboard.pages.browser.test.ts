@@ -21,6 +21,7 @@ let page: Page;
 let baseUrl: string;
 let processor: Component[] = [];
 let accountId: string;
+let apiKey: string;
 const email = `pages-${uniqueSuffix()}@example.com`;
 const password = `pages-${uniqueSuffix()}-password`;
 
@@ -45,6 +46,7 @@ beforeAll(async () => {
   for (const part of processor) await part.start();
   const created = await gw.newAccount('free');
   accountId = created.account.id;
+  apiKey = created.apiKey;
   await gw.controlPlane.createOwner(created.account.id, email, await hashPassword(password));
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -148,5 +150,58 @@ describe('CRM mapping page', () => {
     await page.getByRole('button', { name: 'Dry-run' }).click();
     await result.getByText('1 planned operation (version 3)').waitFor();
     await screenshot(page, 'mapping-dry-run');
+  });
+});
+
+const send = async (events: Record<string, unknown>[]) => {
+  const response = await fetch(`${baseUrl}/v1/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ events }),
+  });
+  expect(response.status).toBe(202);
+};
+
+describe('event debugger page', () => {
+  it('shows events sent with an API key as they arrive, filters them and opens one', async () => {
+    await page.getByRole('link', { name: 'Event debugger' }).click();
+    await page.getByRole('heading', { name: 'Event debugger' }).waitFor();
+    await page.getByText('No events stored in the last 7 days').waitFor();
+
+    await send([
+      { eventName: 'Signed Up', email: 'ada@example.com', eventId: 'pages-evt-1', properties: { plan: 'pro' } },
+      { eventName: 'Invited Teammate', email: 'grace@navy.mil', domain: 'navy.mil', eventId: 'pages-evt-2' },
+    ]);
+    // No reload: the page polls.
+    const rows = page.getByRole('table', { name: 'Latest events, newest first' }).getByRole('row');
+    await expect.poll(() => rows.count(), { timeout: 30_000 }).toBe(3);
+    await send([{ eventName: 'Upgraded', email: 'ada@example.com', eventId: 'pages-evt-3' }]);
+    await expect.poll(() => rows.count(), { timeout: 30_000 }).toBe(4);
+    // Newest first; a second copy of an event is not listed twice.
+    await send([{ eventName: 'Upgraded', email: 'ada@example.com', eventId: 'pages-evt-3' }]);
+    expect(await rows.nth(1).textContent()).toContain('Upgraded');
+    expect(await rows.nth(1).textContent()).toContain('stored once');
+    expect(await rows.nth(1).textContent()).toContain('pending');
+    await screenshot(page, 'events-live');
+
+    await page.getByLabel('Email or domain').fill('navy.mil');
+    await page.getByLabel('Email or domain').press('Enter');
+    await expect.poll(() => rows.count()).toBe(2);
+    expect(await rows.nth(1).textContent()).toContain('Invited Teammate');
+    await page.getByLabel('Email or domain').fill('');
+    await page.getByLabel('Event name').fill('sign');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await expect.poll(async () => (await rows.allTextContents()).slice(1)).toEqual([expect.stringContaining('Signed Up')]);
+    await screenshot(page, 'events-filtered');
+
+    await page.getByRole('button', { name: 'Details of Signed Up pages-evt-1' }).click();
+    const dialog = page.getByRole('dialog', { name: /Signed Up · pages-evt-1/ });
+    await dialog.waitFor();
+    const stored = await dialog.getByLabel('The stored event').textContent();
+    expect(stored).toContain('"plan": "pro"');
+    expect(stored).toContain('"state": "pending"');
+    await screenshot(page, 'events-detail');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
   });
 });
