@@ -9,6 +9,7 @@ import {
   createEventValidator,
   createSyncStateStore,
   type JobStatusStore,
+  type KafkaClient,
   type AccountJobsReader,
   type Logger,
   METRIC_NAMES,
@@ -49,6 +50,8 @@ export interface GatewayDeps {
   jobStatus: JobStatusStore & AccountJobsReader;
   /** Read-back of stored events; ingestion itself never waits for ClickHouse. */
   ch: ClickHouse;
+  /** For the dashboard's dead letters (read and replay); without it they answer 503. */
+  kafka?: KafkaClient;
   now?: () => number;
 }
 

@@ -3,7 +3,7 @@
  * mapping and event debugger APIs of the dashboard take the account from the session only,
  * refuse writes without CSRF protection and answer bad input with a precise 4xx.
  */
-import { createSyncStateStore } from '@ingest/shared';
+import { createSyncStateStore, readDeadLetters, REPLAYED_FROM_HEADER, toDeadLetterMessage } from '@ingest/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture } from '../test-support/gateway.fixture.js';
 import { type DashboardUser, signedInOwner } from '../test-support/dashboard.client.js';
@@ -206,5 +206,84 @@ describe('event debugger API', () => {
     expect(mine.json()).toMatchObject({ eventId: 'evt-a-2', properties: { plan: 'pro' }, sync: { state: 'failed' } });
     const theirs = await a.user.request({ method: 'GET', url: '/dashboard/api/events/evt-b-1' });
     expect(theirs.statusCode).toBe(404);
+  });
+});
+
+describe('dead letters', () => {
+  /** A letter as the processors write it: the original message (key `<account>:<eventId>`, the event as JSON) plus dlq-* headers. */
+  const letter = (accountId: string, eventId: string, sourceTopic: string, code: string) =>
+    toDeadLetterMessage('storage', {
+      message: {
+        topic: sourceTopic,
+        partition: 0,
+        offset: '7',
+        key: Buffer.from(`${accountId}:${eventId}`),
+        value: Buffer.from(JSON.stringify({ accountId, eventId, eventName: 'Signed Up' })),
+        headers: {},
+        timestamp: Date.now(),
+      },
+      code,
+      reason: `${code} for ${eventId}`,
+    });
+
+  beforeAll(async () => {
+    await gw.producer.send(gw.kafka.topic('deadLetters'), [
+      letter(a.accountId, 'dl-a-1', gw.kafka.topic('eventsRaw'), 'schema_mismatch'),
+      letter(b.accountId, 'dl-b-1', gw.kafka.topic('eventsRaw'), 'schema_mismatch'),
+      // Key and value disagree: nobody's.
+      { ...letter(a.accountId, 'dl-forged', gw.kafka.topic('eventsRaw'), 'forged'), key: `${b.accountId}:dl-forged` },
+    ]);
+    await gw.producer.send(gw.kafka.topic('crmDeadLetters'), [letter(a.accountId, 'dl-a-crm', gw.kafka.topic('eventsUnique'), 'crm_rejected')]);
+  });
+
+  type Letter = { topic: string; position: string; code: string; reason: string; eventId: string };
+  const listOf = async (user: DashboardUser) => {
+    const response = await user.request({ method: 'GET', url: '/dashboard/api/deadletters' });
+    expect(response.statusCode).toBe(200);
+    return response.json().entries as Letter[];
+  };
+
+  it('lists only the dead letters of the session account, from both topics, with their reason', async () => {
+    const mine = await listOf(a.user);
+    expect(mine.map((e) => [e.topic, e.eventId, e.code]).sort()).toEqual([
+      ['crm', 'dl-a-crm', 'crm_rejected'],
+      ['events', 'dl-a-1', 'schema_mismatch'],
+    ]);
+    expect(mine.find((e) => e.eventId === 'dl-a-1')?.reason).toBe('schema_mismatch for dl-a-1');
+    expect((await listOf(b.user)).map((e) => e.eventId)).toEqual(['dl-b-1']);
+  });
+
+  it("refuses a replay without CSRF protection, and another account's letter is not found", async () => {
+    const theirs = (await listOf(b.user))[0];
+    const replay = (user: DashboardUser, body: unknown, headers: Record<string, string | undefined> = {}) =>
+      user.request({ method: 'POST', url: '/dashboard/api/deadletters/replay', payload: body as Record<string, unknown>, headers: { ...json, ...headers } });
+    const mine = (await listOf(a.user)).find((e) => e.eventId === 'dl-a-1');
+    expect((await replay(a.user, { topic: 'events', position: mine?.position }, { 'x-csrf-token': undefined })).statusCode).toBe(403);
+    expect((await replay(a.user, { topic: 'events', position: mine?.position }, { origin: 'https://evil.example' })).statusCode).toBe(403);
+    expect((await replay(a.user, { topic: 'events', position: theirs?.position })).statusCode).toBe(404);
+    const bad = await replay(a.user, { topic: 'nowhere', position: '0/x' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.headers['content-type']).toContain('application/problem+json');
+  });
+
+  it('replays the selected letter to its source topic (CRM letters to crm.replay), marked with where it came from', async () => {
+    const mine = await listOf(a.user);
+    const eventsLetter = mine.find((e) => e.eventId === 'dl-a-1');
+    const crmLetter = mine.find((e) => e.eventId === 'dl-a-crm');
+    const replay = (body: unknown) =>
+      a.user.request({ method: 'POST', url: '/dashboard/api/deadletters/replay', payload: body as Record<string, unknown>, headers: json });
+    const first = await replay({ topic: 'events', position: eventsLetter?.position });
+    expect(first.statusCode).toBe(200);
+    expect(first.json()).toMatchObject({ to: 'events.raw', replayed: { eventId: 'dl-a-1' } });
+    const second = await replay({ topic: 'crm', position: crmLetter?.position });
+    expect(second.json()).toMatchObject({ to: 'crm.replay', replayed: { eventId: 'dl-a-crm' } });
+
+    const replayedOf = (topic: string) => readDeadLetters(gw.kafka.kafka, topic, { limit: 100, filter: (e) => e.headers[REPLAYED_FROM_HEADER] !== undefined });
+    const raw = await replayedOf(gw.kafka.topic('eventsRaw'));
+    expect(raw.map((e) => [e.key?.toString(), e.headers[REPLAYED_FROM_HEADER]])).toEqual([
+      [`${a.accountId}:dl-a-1`, `${gw.kafka.topic('deadLetters')}/${eventsLetter?.position}`],
+    ]);
+    const crm = await replayedOf(gw.kafka.topic('crmReplay'));
+    expect(crm.map((e) => e.key?.toString())).toEqual([`${a.accountId}:dl-a-crm`]);
   });
 });

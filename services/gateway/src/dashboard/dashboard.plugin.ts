@@ -7,6 +7,8 @@ import {
   createSyncStateStore,
   type EventCheck,
   type JobStatusStore,
+  type KafkaClient,
+  type Producer,
   type Redis,
 } from '@ingest/shared';
 import { createClickHouseEventStore } from '../events/event-store.js';
@@ -16,6 +18,7 @@ import type { IngestMetrics } from '../events/ingest-metrics.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import type { GatewayConfig } from '../config.js';
 import { ProblemError } from '../http/problem.js';
+import { deadLettersRoutes } from './deadletters.routes.js';
 import { eventsRoutes } from './events.routes.js';
 import { jobsRoutes } from './jobs.routes.js';
 import { keysRoutes } from './keys.routes.js';
@@ -41,6 +44,9 @@ export interface DashboardDeps {
   ingestMetrics: IngestMetrics;
   /** The public API's event rules: a mapping dry-run sees the event the sink would. */
   validateEvent: (input: unknown, receivedAtMs: number) => EventCheck;
+  /** Dead letters are read with it (a throwaway consumer group) and replayed through the producer. */
+  kafka?: KafkaClient;
+  producer: Producer;
   now: () => number;
 }
 
@@ -92,6 +98,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             now: deps.now,
           }),
         );
+        await api.register(deadLettersRoutes({ kafka: deps.kafka, producer: deps.producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, limits }));
         await api.register(mappingRoutes({ controlPlane: deps.controlPlane, validateEvent: deps.validateEvent, limits, now: deps.now }));
         api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {
           throw new ProblemError('notFound', `No dashboard API route for ${request.method} ${request.url.split('?')[0]}.`);
