@@ -5,7 +5,7 @@
  * compares versions, dry-runs a sample event; sends events with an API key and watches them
  * arrive in the debugger, filters them and opens one.
  */
-import { type Component, createMetricsRegistry, hashPassword } from '@ingest/shared';
+import { type Component, createMetricsRegistry, hashPassword, toDeadLetterMessage } from '@ingest/shared';
 import { testLogger, uniqueSuffix } from '@ingest/shared/testing';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -203,5 +203,37 @@ describe('event debugger page', () => {
     await screenshot(page, 'events-detail');
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'hidden' });
+  });
+});
+
+describe('dead letters on the event debugger page', () => {
+  it('lists the account dead letter with its reason and replays it after a confirmation', async () => {
+    await gw.producer.send(gw.kafka.topic('deadLetters'), [
+      toDeadLetterMessage('storage', {
+        message: {
+          topic: gw.kafka.topic('eventsRaw'),
+          partition: 0,
+          offset: '3',
+          key: Buffer.from(`${accountId}:pages-dead-1`),
+          value: Buffer.from(JSON.stringify({ accountId, eventId: 'pages-dead-1', eventName: 'Broken Event' })),
+          headers: {},
+          timestamp: Date.now(),
+        },
+        code: 'schema_mismatch',
+        reason: 'properties must be an object',
+      }),
+    ]);
+    await page.getByRole('button', { name: 'Refresh dead letters' }).click();
+    const row = page.getByRole('row', { name: /Broken Event/ });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('schema_mismatch properties must be an object');
+
+    await row.getByRole('button', { name: 'Replay Broken Event pages-dead-1' }).click();
+    const dialog = page.getByRole('dialog', { name: /Replay Broken Event/ });
+    await dialog.waitFor();
+    await screenshot(page, 'events-dead-letter-replay-dialog');
+    await dialog.getByRole('button', { name: 'Replay' }).click();
+    await page.getByRole('status').filter({ hasText: 'Replayed Broken Event pages-dead-1 to events.raw' }).waitFor();
+    await screenshot(page, 'events-dead-letters');
   });
 });

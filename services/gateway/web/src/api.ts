@@ -1,6 +1,7 @@
 import type {
   CreatedApiKeyView,
   DashboardUsage,
+  DeadLetterView,
   DebuggerEvent,
   DryRunView,
   StoredEventView,
@@ -86,5 +87,8 @@ export const api = {
     return call<{ limit: number; events: DebuggerEvent[] }>('GET', `/events${qs ? `?${qs}` : ''}`);
   },
   event: (eventId: string) => call<StoredEventView>('GET', `/events/${encodeURIComponent(eventId)}`),
+  deadLetters: () => call<{ entries: DeadLetterView[]; truncated: boolean }>('GET', '/deadletters'),
+  replayDeadLetter: (letter: Pick<DeadLetterView, 'topic' | 'position'>) =>
+    call<{ replayed: DeadLetterView; to: string }>('POST', '/deadletters/replay', { topic: letter.topic, position: letter.position }),
   dryRun: (event: unknown, mapping?: unknown) => call<DryRunView>('POST', '/mapping/dry-run', mapping === undefined ? { event } : { event, mapping }),
 };

@@ -29,3 +29,17 @@ export interface StoredMappingView extends MappingVersionView {
 export type StoredEventView = StoredEvent;
 /** A row of the event debugger: the stored event, its sync state, and its copies in the table. */
 export type DebuggerEvent = StoredEvent & { copies: number };
+/** A dead letter of the account (events.deadletter or crm.deadletter). */
+export interface DeadLetterView {
+  topic: 'events' | 'crm';
+  position: string;
+  code: string;
+  reason: string;
+  failedAt: string;
+  consumer: string;
+  sourceTopic: string;
+  eventId: string | null;
+  eventName: string | null;
+  valueBytes: number;
+  replayedFrom: string | null;
+}

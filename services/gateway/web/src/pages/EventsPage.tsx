@@ -1,5 +1,6 @@
 import { type FormEvent, useCallback, useEffect, useRef, useState } from 'react';
 import { api } from '../api';
+import { DeadLetters } from './DeadLetters';
 import type { DebuggerEvent, StoredEventView } from '../types';
 
 const POLL_MS = 2_000;
@@ -178,6 +179,7 @@ export function EventsPage() {
           </button>
         </div>
       </dialog>
+      <DeadLetters />
     </section>
   );
 }
