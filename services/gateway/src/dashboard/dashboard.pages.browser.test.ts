@@ -111,6 +111,12 @@ describe('CRM mapping page', () => {
     const conflict = page.getByRole('alert').filter({ hasText: 'changed since you started editing' });
     await conflict.waitFor();
     expect(await conflict.textContent()).toContain('Version 3 is now current (you edited version 2)');
+    // The history already shows the version that won, by its author; the editor keeps the owner's text.
+    await page
+      .getByRole('row', { name: /^3\s*current/ })
+      .getByText('admin')
+      .waitFor();
+    expect(await editor().inputValue()).toContain('"signup_count"');
     await screenshot(page, 'mapping-conflict');
     await conflict.getByRole('button', { name: 'Load version 3' }).click();
     await conflict.waitFor({ state: 'hidden' });

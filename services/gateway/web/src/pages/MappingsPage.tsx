@@ -121,6 +121,8 @@ export function MappingsPage() {
         const currentVersion = err.extensions.currentVersion;
         setConflict(typeof currentVersion === 'number' ? currentVersion : null);
         setErrors([]);
+        // The history shows the version that won; the editor keeps the owner's text.
+        await load(false);
       } else {
         setErrors(toMessages(err, { mapping: '' }));
         setProblem((err as Error).message);
@@ -158,7 +160,7 @@ export function MappingsPage() {
           />
           <div className="actions">
             <button type="submit" disabled={saving}>
-              {editedVersion === null ? 'Save version 1' : `Save as version ${(current?.version ?? editedVersion) + 1}`}
+              {editedVersion === null ? 'Save version 1' : `Save as version ${editedVersion + 1}`}
             </button>
             <button type="button" className="secondary" onClick={() => void load(true)}>
               Discard changes
