@@ -114,7 +114,7 @@ Try it:
   curl -s $GATEWAY_URL/v1/events -H 'Authorization: Bearer $DEMO_API_KEY' -H 'Content-Type: application/json' \\
     -d '{"events":[{"eventName":"Signed Up","email":"ada@example.com"}]}'
   curl -s '$CLICKHOUSE_URL/?query=SELECT+event_name,email+FROM+${CLICKHOUSE_DATABASE:-ingest}.events_dedup+FORMAT+PrettyCompact'
-Dashboard (API keys, usage, jobs):
+Dashboard (API keys, usage, jobs, CRM mapping, event debugger):
   $GATEWAY_URL/dashboard/
   email    $DEMO_OWNER_EMAIL
   password $DEMO_OWNER_PASSWORD

@@ -10,6 +10,7 @@ import {
   createRecordStateReader,
   createSyncStateStore,
   type JobStatusStore,
+  type KafkaClient,
   type AccountJobsReader,
   type Logger,
   METRIC_NAMES,
@@ -50,6 +51,8 @@ export interface GatewayDeps {
   jobStatus: JobStatusStore & AccountJobsReader;
   /** Read-back of stored events; ingestion itself never waits for ClickHouse. */
   ch: ClickHouse;
+  /** For the dashboard's dead letters (read and replay); without it they answer 503. */
+  kafka?: KafkaClient;
   now?: () => number;
 }
 
@@ -163,7 +166,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     },
     { prefix: '/v1' },
   );
-  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, ingestMetrics, now }), { prefix: '/dashboard' });
+  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, ingestMetrics, validateEvent: validate, now }), { prefix: '/dashboard' });
 
   return app;
 }

@@ -31,7 +31,7 @@ const jobStatus = createJobStatusStore({
 });
 
 await Promise.all([producer.connect(), redis.connect()]);
-const app = await buildApp({ config, logger, metrics, producer, redis, controlPlane, jobStatus, ch });
+const app = await buildApp({ config, logger, metrics, producer, redis, controlPlane, jobStatus, ch, kafka });
 const http = httpServerComponent(app, config.GATEWAY_HOST, config.GATEWAY_PORT);
 const ops = createOpsServer({
   host: config.GATEWAY_OPS_HOST,

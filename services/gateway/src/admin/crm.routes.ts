@@ -7,7 +7,6 @@ import {
   CrmCredentialView as CrmCredentialViewSchema,
   CrmMapping,
   CredentialParams,
-  DryRunEnvelope,
   DryRunRequest,
   DryRunResult,
   IfMatchHeaders,
@@ -15,23 +14,19 @@ import {
   MappingVersionParams,
   StoredMappingView,
 } from '@ingest/schemas';
+import type { ControlPlane, EventCheck, RecordStateReader, StoredCrmCredential } from '@ingest/shared';
+import type { FastifyPluginAsync } from 'fastify';
+import { ProblemError, problemResponses } from '../http/problem.js';
 import {
-  type ControlPlane,
-  type EventCheck,
-  InvalidConfigError,
-  MappingVersionMismatchError,
-  type RecordStateReader,
-  type StoredCrmCredential,
-  type StoredMapping,
-  toEventRecord,
-  validateMapping,
-} from '@ingest/shared';
-import type { TSchema } from '@sinclair/typebox';
-import { Ajv } from 'ajv';
-import type { FastifyPluginAsync, FastifyReply, FastifySchemaCompiler } from 'fastify';
-import { type FieldError, ProblemError, problemResponses } from '../http/problem.js';
-import { toProblem } from './admin.routes.js';
-import { dryRun } from './crm.dry-run.js';
+  bodyValidatedByHandler,
+  dryRunResult,
+  mapErrors,
+  mappingVersion,
+  mappingVersionSummaries,
+  prepareDryRun,
+  storeMapping,
+  withVersionTag,
+} from './crm-mapping.handlers.js';
 
 export interface CrmRoutesDeps {
   controlPlane: ControlPlane;
@@ -78,13 +73,9 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       },
       async (request, reply) => {
         const { accountId } = request.params;
-        // Unknown account, then the document, then If-Match: a broken request hears what is broken
-        // before whether it is stale. The store checks all three again after reading to the end.
+        // Unknown account, then the document, then If-Match.
         requireAccount(cp, accountId);
-        const check = validateMapping(request.body);
-        if (!check.ok) throw mappingInvalid(check.errors);
-        const expectedVersion = expectedVersionOf(cp, accountId, request.headers['if-match']);
-        const stored = await mapErrors(() => cp.putMapping(accountId, check.mapping, AUTHOR, { expectedVersion }));
+        const stored = await storeMapping(cp, accountId, request.body, AUTHOR, request.headers['if-match']);
         request.log.info({ accountId, version: stored.version }, 'admin: crm mapping stored');
         return withVersionTag(reply, stored).code(201).send(stored);
       },
@@ -122,8 +113,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       async (request) => {
         const { accountId } = request.params;
         requireAccount(cp, accountId);
-        const versions = cp.mappingVersions(accountId).map(({ version, createdAt, author }) => ({ version, createdAt, author }));
-        return { accountId, versions: versions.reverse() };
+        return { accountId, versions: mappingVersionSummaries(cp, accountId) };
       },
     );
 
@@ -136,8 +126,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
         const { accountId } = request.params;
         const version = Number(request.params.version);
         requireAccount(cp, accountId);
-        const found = cp.mappingVersions(accountId).find((v) => v.version === version);
-        if (!found) throw new ProblemError('notFound', `Account ${accountId} has no CRM mapping version ${version}.`);
+        const found = mappingVersion(cp, accountId, version);
         return withVersionTag(reply, found).send(found);
       },
     );
@@ -157,25 +146,9 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       async (request) => {
         const { accountId } = request.params;
         requireAccount(cp, accountId);
-        const body = checkEnvelope(request.body);
-        const receivedAtMs = deps.now();
-        const errors: FieldError[] = [];
-        const check = deps.validateEvent(body.event, receivedAtMs);
-        if (!check.ok) errors.push(...check.errors.map((e) => ({ field: `/event${e.field}`, code: e.code, message: e.message })));
-        let draft: StoredMapping['mapping'] | undefined;
-        if (body.mapping !== undefined) {
-          const mappingCheck = validateMapping(body.mapping);
-          if (mappingCheck.ok) draft = mappingCheck.mapping;
-          else errors.push(...mappingCheck.errors.map((e) => ({ field: `/mapping${e.field}`, code: e.code, message: e.message })));
-        }
-        if (errors.length > 0 || !check.ok) throw new ProblemError('validation', 'The event or the draft mapping is invalid.', { errors });
-
-        const current = draft === undefined ? cp.currentMapping(accountId) : undefined;
-        const mapping = draft ?? current?.mapping;
-        if (mapping === undefined) throw new ProblemError('notFound', `Account ${accountId} has no CRM mapping yet; send a draft as \`mapping\`.`);
-        const record = toEventRecord(check.event, { accountId, receivedAtMs, source: 'api', jobId: null });
-        request.log.info({ accountId, mappingVersion: current?.version ?? null }, 'admin: crm dry-run');
-        return dryRun({ accountId, mapping, mappingVersion: current?.version ?? null, record, mappings: cp, reader: deps.recordStates, now: deps.now });
+        const prepared = prepareDryRun({ controlPlane: cp, validateEvent: deps.validateEvent, now: deps.now }, accountId, request.body);
+        request.log.info({ accountId, mappingVersion: prepared.mappingVersion }, 'admin: crm dry-run');
+        return dryRunResult(prepared, { mappings: cp, reader: deps.recordStates, now: deps.now });
       },
     );
 
@@ -218,70 +191,6 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
   };
 }
 
-/**
- * The documented body schema stays in OpenAPI, but the route lets the body through: the control
- * plane's validator (or the dry-run's) gives precise, complete errors. Params and headers are
- * validated as usual.
- */
-function bodyValidatedByHandler(): FastifySchemaCompiler<unknown> {
-  const ajv = new Ajv({ allErrors: true, strict: false, removeAdditional: false, coerceTypes: false, useDefaults: false });
-  return ({ schema, httpPart }) => (httpPart === 'body' ? () => true : ajv.compile(schema as TSchema));
-}
-
-let validateDryRunEnvelope: ReturnType<Ajv['compile']> | undefined;
-
-function checkEnvelope(body: unknown): { event: unknown; mapping?: unknown } {
-  validateDryRunEnvelope ??= new Ajv({ allErrors: true, strict: false }).compile(DryRunEnvelope);
-  if (validateDryRunEnvelope(body)) return body as { event: unknown; mapping?: unknown };
-  const errors = (validateDryRunEnvelope.errors ?? []).map((e) => {
-    if (e.keyword === 'required') return { field: `/${String(e.params.missingProperty)}`, code: 'required', message: 'is required' };
-    if (e.keyword === 'additionalProperties')
-      return { field: `/${String(e.params.additionalProperty)}`, code: 'unknown_field', message: 'is not a known field' };
-    return { field: e.instancePath || '/', code: 'invalid_type', message: e.message ?? 'is invalid' };
-  });
-  throw new ProblemError('validation', 'The request body must be an object with `event` and optionally `mapping`.', { errors });
-}
-
-/**
- * `"3"`, `W/"3"` or `3` name version 3; `*` means "whatever is current, as long as one is". The
- * header's schema (IF_MATCH_PATTERN) has refused anything else with 400 already.
- */
-function expectedVersionOf(cp: ControlPlane, accountId: string, ifMatch: string | undefined): number | undefined {
-  if (ifMatch === undefined) return undefined;
-  const value = ifMatch.trim();
-  if (value === '*') {
-    const current = cp.currentMapping(accountId)?.version;
-    if (current === undefined) throw preconditionFailed(null, value);
-    return current;
-  }
-  return Number(/[0-9]+/.exec(value)?.[0]);
-}
-
-function mappingInvalid(errors: FieldError[]): ProblemError {
-  return new ProblemError('validation', `The mapping document is invalid: ${errors.length} error(s).`, {
-    errors: errors.map((e) => ({ ...e, field: e.field === '' ? '/' : e.field })),
-  });
-}
-
-function preconditionFailed(current: number | null, ifMatch: string): ProblemError {
-  const now = current === null ? 'there is no mapping yet' : `version ${current} is current`;
-  return new ProblemError(
-    'preconditionFailed',
-    `If-Match ${ifMatch.slice(0, 40)} does not match: ${now}. Read the current version and apply your change to it.`,
-    {
-      extensions: { currentVersion: current },
-    },
-  );
-}
-
-function withVersionTag(reply: FastifyReply, stored: StoredMapping): FastifyReply {
-  return reply.header('etag', `"${stored.version}"`);
-}
-
-function requireAccount(cp: ControlPlane, accountId: string): void {
-  if (!cp.accountById(accountId)) throw new ProblemError('notFound', `Account ${accountId} does not exist.`);
-}
-
 /** Non-secret fields by allow-list, so a secret field added later stays hidden by default. */
 function toCredentialView(stored: StoredCrmCredential): CrmCredentialView {
   const c = stored.credential;
@@ -297,18 +206,6 @@ function toCredentialView(stored: StoredCrmCredential): CrmCredentialView {
   return view;
 }
 
-async function mapErrors<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof InvalidConfigError) {
-      if (err.code === 'mapping_invalid') throw mappingInvalid(err.errors);
-      throw new ProblemError('validation', `The credential is invalid: ${err.errors.length} error(s).`, {
-        errors: err.errors.map((e) => ({ ...e, field: e.field === '' ? '/' : e.field })),
-        cause: err,
-      });
-    }
-    if (err instanceof MappingVersionMismatchError) throw preconditionFailed(err.currentVersion, `"${err.expectedVersion}"`);
-    throw toProblem(err);
-  }
+function requireAccount(cp: ControlPlane, accountId: string): void {
+  if (!cp.accountById(accountId)) throw new ProblemError('notFound', `Account ${accountId} does not exist.`);
 }

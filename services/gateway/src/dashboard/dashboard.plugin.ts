@@ -1,13 +1,29 @@
 import cookie from '@fastify/cookie';
-import type { AccountJobsReader, Allowance, ClickHouse, ControlPlane, JobStatusStore, Redis } from '@ingest/shared';
+import {
+  type AccountJobsReader,
+  type Allowance,
+  type ClickHouse,
+  type ControlPlane,
+  createRecordStateReader,
+  createSyncStateStore,
+  type EventCheck,
+  type JobStatusStore,
+  type KafkaClient,
+  type Producer,
+  type Redis,
+} from '@ingest/shared';
+import { createClickHouseEventStore } from '../events/event-store.js';
 import type { FastifyPluginAsync } from 'fastify';
 import type { KeyUsage } from '../auth/key-usage.js';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import type { GatewayConfig } from '../config.js';
 import { ProblemError } from '../http/problem.js';
+import { deadLettersRoutes } from './deadletters.routes.js';
+import { eventsRoutes } from './events.routes.js';
 import { jobsRoutes } from './jobs.routes.js';
 import { keysRoutes } from './keys.routes.js';
+import { mappingRoutes } from './mapping.routes.js';
 import { routeLimits } from './route-options.js';
 import { createSessionGuard } from './session.guard.js';
 import { sessionRoutes } from './session.routes.js';
@@ -27,6 +43,11 @@ export interface DashboardDeps {
   /** The gateway's job writer and ingest metrics: CSV uploads share the API's code path. */
   jobs: JobWriter;
   ingestMetrics: IngestMetrics;
+  /** The public API's event rules: a mapping dry-run sees the event the sink would. */
+  validateEvent: (input: unknown, receivedAtMs: number) => EventCheck;
+  /** Dead letters are read with it (a throwaway consumer group) and replayed through the producer. */
+  kafka?: KafkaClient;
+  producer: Producer;
   now: () => number;
 }
 
@@ -70,6 +91,24 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
         await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits }));
         await api.register(usageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
         await api.register(jobsRoutes({ statusStore: deps.jobStatus, jobs: deps.jobs, allowance: deps.allowance, metrics: deps.ingestMetrics, limits }));
+        await api.register(
+          eventsRoutes({
+            store: createClickHouseEventStore(deps.ch),
+            syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
+            limits,
+            now: deps.now,
+          }),
+        );
+        await api.register(deadLettersRoutes({ kafka: deps.kafka, producer: deps.producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, limits }));
+        await api.register(
+          mappingRoutes({
+            controlPlane: deps.controlPlane,
+            recordStates: createRecordStateReader({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
+            validateEvent: deps.validateEvent,
+            limits,
+            now: deps.now,
+          }),
+        );
         api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {
           throw new ProblemError('notFound', `No dashboard API route for ${request.method} ${request.url.split('?')[0]}.`);
         });

@@ -1,5 +1,5 @@
 import type { EventSource } from '@ingest/schemas';
-import { AppError, type ClickHouse, ident, sql } from '@ingest/shared';
+import { AppError, type ClickHouse, ident, raw, sql } from '@ingest/shared';
 
 /** An event as the pipeline stored it (the `events` table), in API terms. */
 export interface StoredEventRecord {
@@ -18,6 +18,23 @@ export interface StoredEventRecord {
 export interface EventStore {
   /** The event of this account with this id, or undefined (also when it belongs to another account). */
   findEvent(accountId: string, eventId: string): Promise<StoredEventRecord | undefined>;
+  /** The account's most recently received events, newest first, each once (the dashboard's event debugger). */
+  recentEvents(accountId: string, options: RecentEventsOptions): Promise<RecentEvent[]>;
+}
+
+export interface RecentEventsOptions {
+  limit: number;
+  /** Received at or after this time. */
+  sinceMs: number;
+  /** Event names containing this text (case-insensitive). */
+  name?: string;
+  /** Emails or domains containing this text (case-insensitive). */
+  identity?: string;
+}
+
+export interface RecentEvent extends StoredEventRecord {
+  /** Rows of this event in the table before merging: more than 1 when a redelivered copy is not merged away yet (reads count it once). */
+  copies: number;
 }
 
 /** The columns `findEvent` reads; Int64 columns arrive as strings. */
@@ -60,6 +77,43 @@ export function createClickHouseEventStore(ch: ClickHouse, options: { table?: st
       const row = rows[0];
       return row ? fromRow(row) : undefined;
     },
+    async recentEvents(accountId, options) {
+      // Deduplicated the argMax way (18.16-safe, see clickhouse-compat.md): one row per eventId,
+      // its latest copy, and how many copies the table still holds. Aliases differ from column names.
+      const filters = [
+        options.name ? sql`AND positionCaseInsensitive(event_name, ${options.name}) > 0` : '',
+        options.identity ? sql`AND (positionCaseInsensitive(email, ${options.identity}) > 0 OR positionCaseInsensitive(domain, ${options.identity}) > 0)` : '',
+      ];
+      const rows = await ch.query<Record<string, unknown>>(
+        sql`SELECT event_id,
+            argMax(event_name, inserted_at) AS latest_name, argMax(email, inserted_at) AS latest_email, argMax(domain, inserted_at) AS latest_domain,
+            argMax(event_time_ms, inserted_at) AS latest_time_ms, max(received_at_ms) AS latest_received_ms,
+            argMax(properties, inserted_at) AS latest_properties, argMax(source, inserted_at) AS latest_source, argMax(job_id, inserted_at) AS latest_job_id,
+            count() AS copies
+          FROM ${table}
+          WHERE account_id = ${accountId} AND received_at >= ${new Date(options.sinceMs)} ${raw(filters.join(' '))}
+          GROUP BY event_id
+          ORDER BY latest_received_ms DESC, event_id
+          LIMIT ${options.limit}
+          SETTINGS max_execution_time = ${MAX_EXECUTION_SECONDS}`,
+      );
+      return rows.map((r) => ({ ...fromRow(renamed(r)), copies: Number(r.copies) }));
+    },
+  };
+}
+
+/** The aliased columns of recentEvents back to the names fromRow knows. */
+function renamed(r: Record<string, unknown>): EventRowOut {
+  return {
+    event_id: String(r.event_id),
+    event_name: String(r.latest_name),
+    email: String(r.latest_email),
+    domain: String(r.latest_domain),
+    event_time_ms: r.latest_time_ms as string,
+    received_at_ms: r.latest_received_ms as string,
+    properties: String(r.latest_properties),
+    source: r.latest_source as EventSource,
+    job_id: String(r.latest_job_id),
   };
 }
 

@@ -74,7 +74,17 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
   const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
   await controlPlane.start();
   const jobStatus = createJobStatusStore({ redis, producer, progressTopic: kafka.topic('jobProgress') });
-  const app = await buildApp({ config, logger, metrics: createMetricsRegistry('gateway-test'), producer, redis, controlPlane, jobStatus, ch: clickhouse.ch });
+  const app = await buildApp({
+    config,
+    logger,
+    metrics: createMetricsRegistry('gateway-test'),
+    producer,
+    redis,
+    controlPlane,
+    jobStatus,
+    ch: clickhouse.ch,
+    kafka: kafka.kafka,
+  });
   await app.ready();
   const replicas: { app: FastifyInstance; controlPlane: ControlPlane }[] = [];
 

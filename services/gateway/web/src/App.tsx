@@ -1,18 +1,20 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api } from './api';
+import { EventsPage } from './pages/EventsPage';
 import { JobsPage } from './pages/JobsPage';
 import { KeysPage } from './pages/KeysPage';
+import { MappingsPage } from './pages/MappingsPage';
 import { SignInPage } from './pages/SignInPage';
 import { UsagePage } from './pages/UsagePage';
 import type { SessionView } from './types';
 
-/** Pages by path under /dashboard/. Mappings and the event debugger come later: shown, not linked. */
+/** Pages by path under /dashboard/; a page marked `soon` is shown, not linked. */
 const PAGES = [
   { path: 'keys', label: 'API keys' },
   { path: 'usage', label: 'Usage' },
   { path: 'jobs', label: 'Jobs' },
-  { path: 'mappings', label: 'CRM mapping', soon: true },
-  { path: 'events', label: 'Event debugger', soon: true },
+  { path: 'mappings', label: 'CRM mapping' },
+  { path: 'events', label: 'Event debugger' },
 ] as const;
 
 function currentPage(): string {
@@ -92,6 +94,8 @@ export function App() {
         {page === 'keys' && <KeysPage />}
         {page === 'usage' && <UsagePage />}
         {page === 'jobs' && <JobsPage />}
+        {page === 'mappings' && <MappingsPage />}
+        {page === 'events' && <EventsPage />}
       </main>
     </div>
   );

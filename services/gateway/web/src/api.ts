@@ -1,4 +1,17 @@
-import type { CreatedApiKeyView, DashboardUsage, JobReceipt, JobView, KeyView, SessionView } from './types';
+import type {
+  CreatedApiKeyView,
+  DashboardUsage,
+  DeadLetterView,
+  DebuggerEvent,
+  DryRunView,
+  StoredEventView,
+  JobReceipt,
+  JobView,
+  KeyView,
+  MappingVersionView,
+  SessionView,
+  StoredMappingView,
+} from './types';
 
 /** A problem+json answer of the dashboard API, with its fields for messages next to inputs. */
 export class ApiError extends Error {
@@ -6,6 +19,7 @@ export class ApiError extends Error {
     readonly status: number,
     message: string,
     readonly errors: { field?: string; message: string }[] = [],
+    readonly extensions: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -13,8 +27,8 @@ export class ApiError extends Error {
 
 let csrfToken = '';
 
-async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = {};
+async function call<T>(method: string, path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<T> {
+  const headers: Record<string, string> = { ...extraHeaders };
   if (body !== undefined && !(body instanceof FormData)) headers['content-type'] = 'application/json';
   if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
   const response = await fetch(`/dashboard/api${path}`, {
@@ -26,8 +40,8 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
   if (response.status === 204) return undefined as T;
   const data: unknown = await response.json().catch(() => ({}));
   if (!response.ok) {
-    const problem = data as { detail?: string; title?: string; errors?: { field?: string; message: string }[] };
-    throw new ApiError(response.status, problem.detail ?? problem.title ?? `Request failed (${response.status})`, problem.errors);
+    const problem = data as { detail?: string; title?: string; errors?: { field?: string; message: string }[] } & Record<string, unknown>;
+    throw new ApiError(response.status, problem.detail ?? problem.title ?? `Request failed (${response.status})`, problem.errors, problem);
   }
   return data as T;
 }
@@ -59,4 +73,22 @@ export const api = {
     form.append('file', file, file.name);
     return call<JobReceipt>('POST', '/jobs/csv', form);
   },
+  mapping: () => call<{ current: StoredMappingView | null }>('GET', '/mapping'),
+  mappingVersions: () => call<{ versions: MappingVersionView[] }>('GET', '/mapping/versions'),
+  mappingVersion: (version: number) => call<StoredMappingView>('GET', `/mapping/versions/${version}`),
+  /** `editedVersion`: the version the edit started from (If-Match), null for the first one. */
+  saveMapping: (mapping: unknown, editedVersion: number | null) =>
+    call<StoredMappingView>('PUT', '/mapping', mapping, editedVersion === null ? {} : { 'if-match': `"${editedVersion}"` }),
+  events: (filter: { name: string; identity: string }) => {
+    const query = new URLSearchParams();
+    if (filter.name.trim()) query.set('name', filter.name.trim());
+    if (filter.identity.trim()) query.set('identity', filter.identity.trim());
+    const qs = query.toString();
+    return call<{ limit: number; events: DebuggerEvent[] }>('GET', `/events${qs ? `?${qs}` : ''}`);
+  },
+  event: (eventId: string) => call<StoredEventView>('GET', `/events/${encodeURIComponent(eventId)}`),
+  deadLetters: () => call<{ entries: DeadLetterView[]; truncated: boolean }>('GET', '/deadletters'),
+  replayDeadLetter: (letter: Pick<DeadLetterView, 'topic' | 'position'>) =>
+    call<{ replayed: DeadLetterView; to: string }>('POST', '/deadletters/replay', { topic: letter.topic, position: letter.position }),
+  dryRun: (event: unknown, mapping?: unknown) => call<DryRunView>('POST', '/mapping/dry-run', mapping === undefined ? { event } : { event, mapping }),
 };

@@ -1,6 +1,6 @@
 // The dashboard API's shapes, derived from the JSON Schemas in schemas/ (type-only import:
 // nothing of TypeBox reaches the bundle).
-import type { ApiKeyView, BulkJobReceipt, DashboardUsage, JobStatus, SessionView } from '@ingest/schemas';
+import type { ApiKeyView, BulkJobReceipt, CrmMapping, DashboardUsage, JobStatus, SessionView, StoredEvent } from '@ingest/schemas';
 
 export type { DashboardUsage, SessionView };
 export type KeyView = ApiKeyView;
@@ -10,3 +10,36 @@ export interface CreatedApiKeyView {
 }
 export type JobView = JobStatus;
 export type JobReceipt = BulkJobReceipt;
+export interface MappingVersionView {
+  version: number;
+  createdAt: string;
+  author: string;
+}
+/** The dry-run answer: rendered field by field, so fields added later (e.g. exact HTTP calls) show up too. */
+export interface DryRunView {
+  mappingVersion: number | null;
+  operations: unknown[];
+  rules: { ruleId: string; matched: boolean; reason?: string }[];
+  [field: string]: unknown;
+}
+export interface StoredMappingView extends MappingVersionView {
+  accountId: string;
+  mapping: CrmMapping;
+}
+export type StoredEventView = StoredEvent;
+/** A row of the event debugger: the stored event, its sync state, and its copies in the table. */
+export type DebuggerEvent = StoredEvent & { copies: number };
+/** A dead letter of the account (events.deadletter or crm.deadletter). */
+export interface DeadLetterView {
+  topic: 'events' | 'crm';
+  position: string;
+  code: string;
+  reason: string;
+  failedAt: string;
+  consumer: string;
+  sourceTopic: string;
+  eventId: string | null;
+  eventName: string | null;
+  valueBytes: number;
+  replayedFrom: string | null;
+}

@@ -29,6 +29,8 @@ export interface SyncStateStore {
   /** One round trip for many events; resolves when Redis has them all. */
   record(updates: readonly SyncStateUpdate[]): Promise<void>;
   read(accountId: string, eventId: string): Promise<EventSyncState>;
+  /** Many events of one account in one round trip (MGET), in the order given. */
+  readMany(accountId: string, eventIds: readonly string[]): Promise<EventSyncState[]>;
 }
 
 export const DEFAULT_SYNC_STATE_TTL_SECONDS = 30 * 24 * 3600;
@@ -59,6 +61,11 @@ export function createSyncStateStore(deps: { redis: Redis; keyPrefix?: string; t
     async read(accountId, eventId) {
       const raw = await deps.redis.get(syncStateKey(prefix, accountId, eventId));
       return raw === null ? { state: 'pending' } : parseState(raw);
+    },
+    async readMany(accountId, eventIds) {
+      if (eventIds.length === 0) return [];
+      const raws = await deps.redis.mget(...eventIds.map((id) => syncStateKey(prefix, accountId, id)));
+      return raws.map((raw) => (raw === null ? { state: 'pending' as const } : parseState(raw)));
     },
   };
 }

@@ -3,6 +3,7 @@ import type { ConsumedMessage } from './consumer.js';
 import { toDeadLetterMessage } from './dead-letter.js';
 import {
   type DeadLetterEntry,
+  deadLetterAccountId,
   earlierReplays,
   entryPosition,
   matchesSelection,
@@ -152,5 +153,21 @@ describe('replay', () => {
     const failedAgain: DeadLetterEntry = toDeadLetterEntry(letter(2, '9', 'invalid_json', source({ headers: { [REPLAYED_FROM_HEADER]: `${DLQ}/0/5` } })));
     const found = earlierReplays([original, other], [original, other, failedAgain], DLQ);
     expect([...found.entries()].map(([origin, es]) => [origin, es.map(entryPosition)])).toEqual([['0/5', ['2/9']]]);
+  });
+});
+
+describe('deadLetterAccountId', () => {
+  const of = (key: string | null, value: string | null) =>
+    deadLetterAccountId({ key: key === null ? null : Buffer.from(key), value: value === null ? null : Buffer.from(value) });
+  it('takes the account from the value and the key, which must agree', () => {
+    expect(of('acc_1:evt', JSON.stringify({ accountId: 'acc_1' }))).toBe('acc_1');
+    expect(of('acc_1:evt', JSON.stringify({ accountId: 'acc_2' }))).toBeUndefined();
+    expect(of(null, JSON.stringify({ accountId: 'acc_3' }))).toBe('acc_3');
+  });
+  it('falls back to the key for a value that is not JSON, and is undefined without either', () => {
+    expect(of('acc_1:evt', '{not json')).toBe('acc_1');
+    expect(of('job-key', '{not json')).toBeUndefined();
+    expect(of(null, null)).toBeUndefined();
+    expect(of(':evt', null)).toBeUndefined();
   });
 });

@@ -194,3 +194,28 @@ export function earlierReplays(selected: readonly DeadLetterEntry[], all: readon
   }
   return byOrigin;
 }
+
+/**
+ * The account a dead letter belongs to: the `accountId` of its JSON value (events and CRM
+ * records carry one) and the `<accountId>:` its key starts with (how the gateway and the job
+ * runner key events). When both are present they must agree; a letter with neither, or with
+ * two different accounts, belongs to nobody (only the operator's CLI sees it).
+ */
+export function deadLetterAccountId(entry: Pick<DeadLetterEntry, 'key' | 'value'>): string | undefined {
+  let fromValue: string | undefined;
+  if (entry.value !== null && entry.value.length > 0) {
+    try {
+      const parsed = JSON.parse(entry.value.toString('utf8')) as unknown;
+      if (typeof parsed === 'object' && parsed !== null && typeof (parsed as { accountId?: unknown }).accountId === 'string') {
+        fromValue = (parsed as { accountId: string }).accountId;
+      }
+    } catch {
+      // not JSON (e.g. an invalid_json letter): the key may still tell
+    }
+  }
+  const key = entry.key?.toString('utf8') ?? '';
+  const fromKey = key.includes(':') ? key.slice(0, key.indexOf(':')) : undefined;
+  if (fromValue !== undefined && fromKey !== undefined && fromValue !== fromKey) return undefined;
+  const account = fromValue ?? fromKey;
+  return account === '' ? undefined : account;
+}
