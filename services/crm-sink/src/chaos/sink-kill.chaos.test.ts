@@ -311,8 +311,8 @@ describe('crm-sink killed with SIGKILL mid-flush', () => {
         ...killed,
         produced: chaos.produced.length,
         committed: chaos.produced.length - uncommitted.length,
-        appliedUncommitted: await chaos.countKeys(ledgerKeys),
-        notesUnmarked: noteKeys.length - (await chaos.countKeys(noteKeys, ':activity')),
+        appliedUncommitted: await chaos.countKeys(ledgerKeys, 'ledger'),
+        notesUnmarked: noteKeys.length - (await chaos.countKeys(noteKeys, 'activity')),
       };
       kills.push(report);
       note(

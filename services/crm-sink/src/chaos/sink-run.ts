@@ -13,6 +13,7 @@ import {
   type ControlPlane,
   type EventSyncState,
   ledgerKey,
+  recordStateKeys,
   type Producer,
   type Redis,
   syncStateKey,
@@ -46,8 +47,8 @@ export interface SinkRun {
   committed(): Promise<Map<number, number>>;
   /** Events produced so far whose offset is at or above their partition's commit. */
   uncommitted(): Promise<Produced[]>;
-  /** How many of these ledger keys (account-scoped, as the sink writes them) exist; `suffix` e.g. ':activity'. */
-  countKeys(keys: string[], suffix?: string): Promise<number>;
+  /** How many of these ledger keys have their Redis ledger (or activity) mark, under the keys the sink writes. */
+  countKeys(keys: string[], kind: 'ledger' | 'activity'): Promise<number>;
   ledgerKeyOf(eventId: string, ruleId: string): string;
   syncStates(): Promise<EventSyncState[]>;
   /** Every event finished (not pending) and every offset committed. */
@@ -118,10 +119,11 @@ export async function createSinkRun(
       const committed = await run.committed();
       return produced.filter((e) => e.offset >= Math.max(0, committed.get(e.partition) ?? -1));
     },
-    async countKeys(keys, suffix = '') {
+    async countKeys(keys, kind) {
+      const redisKey = recordStateKeys(redisKeyPrefix)[kind];
       let n = 0;
       for (let i = 0; i < keys.length; i += 500) {
-        const values = await redis.mget(...keys.slice(i, i + 500).map((k) => `${redisKeyPrefix}${k}${suffix}`));
+        const values = await redis.mget(...keys.slice(i, i + 500).map(redisKey));
         n += values.filter((v) => v !== null).length;
       }
       return n;

@@ -17,11 +17,21 @@ export interface RecordStateKeys {
   activity(ledgerKey: string): string;
 }
 
+/**
+ * `crm:<account>:<event>:<rule>` as `crm:{<account>}:<event>:<rule>`: the account becomes the
+ * Redis Cluster hash tag, as in the state key, so the apply script's two keys share a slot. The
+ * parts of a ledger key are URI-encoded, so its first `:`-separated part after `crm` is the account.
+ */
+function accountTagged(ledgerKey: string): string {
+  const [namespace, account, ...rest] = ledgerKey.split(':');
+  return `${namespace}:{${account}}:${rest.join(':')}`;
+}
+
 export function recordStateKeys(keyPrefix = ''): RecordStateKeys {
   return {
     state: (accountId, object, key) => `${keyPrefix}crm:state:{${encodeURIComponent(accountId)}}:${object}:${encodeURIComponent(key)}`,
-    ledger: (ledgerKey) => `${keyPrefix}${ledgerKey}`,
-    activity: (ledgerKey) => `${keyPrefix}${ledgerKey}:activity`,
+    ledger: (ledgerKey) => `${keyPrefix}${accountTagged(ledgerKey)}`,
+    activity: (ledgerKey) => `${keyPrefix}${accountTagged(ledgerKey)}:activity`,
   };
 }
 
