@@ -8,15 +8,14 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Component, createMetricsRegistry, hashPassword } from '@ingest/shared';
-import { testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { type Component, hashPassword } from '@ingest/shared';
+import { uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../../../scripts/web-build.js';
 import { launchChromium, screenshot } from '../test-support/browser.js';
 import { createGatewayFixture, type GatewayFixture } from '../test-support/gateway.fixture.js';
-// Test-only: the processor's job runner must run for a job to complete (its own e2e test imports the gateway the same way).
-import { createProcessor } from '../../../processor/src/processor.js';
+import { startProcessorFor } from '../test-support/in-process-processor.js';
 
 let gw: GatewayFixture;
 let browser: Browser;
@@ -31,21 +30,7 @@ beforeAll(async () => {
   await ensureWebBuilt();
   gw = await createGatewayFixture();
   baseUrl = await gw.app.listen({ host: '127.0.0.1', port: 0 });
-  processor = createProcessor({
-    kafka: gw.kafka.kafka,
-    producer: gw.producer,
-    ch: gw.clickhouse.ch,
-    redis: gw.redis,
-    logger: testLogger(),
-    metrics: createMetricsRegistry('browser-processor'),
-    topicPrefix: gw.kafka.prefix,
-    jobsGroupId: `jobs-${uniqueSuffix()}`,
-    storageGroupId: `storage-${uniqueSuffix()}`,
-    dedupeGroupId: `dedupe-${uniqueSuffix()}`,
-    dedupeWindowMs: 7 * 24 * 3600 * 1000,
-    partitionsConsumedConcurrently: 3,
-  });
-  for (const part of processor) await part.start();
+  processor = await startProcessorFor(gw, 'browser-processor');
   const { account } = await gw.newAccount('free');
   accountId = account.id;
   await gw.controlPlane.createOwner(account.id, email, await hashPassword(password));

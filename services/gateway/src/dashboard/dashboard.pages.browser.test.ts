@@ -5,15 +5,14 @@
  * compares versions, dry-runs a sample event; sends events with an API key and watches them
  * arrive in the debugger, filters them and opens one.
  */
-import { type Component, createMetricsRegistry, hashPassword, toDeadLetterMessage } from '@ingest/shared';
-import { testLogger, uniqueSuffix } from '@ingest/shared/testing';
+import { type Component, hashPassword, toDeadLetterMessage } from '@ingest/shared';
+import { uniqueSuffix } from '@ingest/shared/testing';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../../../scripts/web-build.js';
 import { launchChromium, screenshot } from '../test-support/browser.js';
 import { createGatewayFixture, type GatewayFixture } from '../test-support/gateway.fixture.js';
-// Test-only: the processor stores the events the debugger reads (its own e2e test imports the gateway the same way).
-import { createProcessor } from '../../../processor/src/processor.js';
+import { startProcessorFor } from '../test-support/in-process-processor.js';
 
 let gw: GatewayFixture;
 let browser: Browser;
@@ -29,21 +28,7 @@ beforeAll(async () => {
   await ensureWebBuilt();
   gw = await createGatewayFixture();
   baseUrl = await gw.app.listen({ host: '127.0.0.1', port: 0 });
-  processor = createProcessor({
-    kafka: gw.kafka.kafka,
-    producer: gw.producer,
-    ch: gw.clickhouse.ch,
-    redis: gw.redis,
-    logger: testLogger(),
-    metrics: createMetricsRegistry('pages-processor'),
-    topicPrefix: gw.kafka.prefix,
-    jobsGroupId: `jobs-${uniqueSuffix()}`,
-    storageGroupId: `storage-${uniqueSuffix()}`,
-    dedupeGroupId: `dedupe-${uniqueSuffix()}`,
-    dedupeWindowMs: 7 * 24 * 3600 * 1000,
-    partitionsConsumedConcurrently: 3,
-  });
-  for (const part of processor) await part.start();
+  processor = await startProcessorFor(gw, 'pages-processor');
   const created = await gw.newAccount('free');
   accountId = created.account.id;
   apiKey = created.apiKey;
