@@ -110,7 +110,11 @@ describe('storage consumer against real Kafka and ClickHouse', () => {
     const second = startStorage(groupId);
     await second.consumer.start();
     try {
-      await waitFor(async () => (await countRows(accountId)) === 80 || undefined, { description: '80 rows in ClickHouse' });
+      // ClickHouse can show the rows a moment before the writer's await returns and counts them:
+      // wait for both, then require exactly the 30 new ones.
+      await waitFor(async () => ((await countRows(accountId)) === 80 && (await second.rowsInserted()) >= 30) || undefined, {
+        description: '80 rows in ClickHouse, counted by the second consumer',
+      });
       // Only the 30 new events were consumed: nothing before the committed offsets came back.
       expect(await second.rowsInserted()).toBe(30);
     } finally {
