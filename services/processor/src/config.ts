@@ -12,6 +12,12 @@ export const ProcessorConfigSchema = Type.Object({
   PROCESSOR_DEDUPE_GROUP: Type.String({ minLength: 1, default: 'processor-dedupe' }),
   /** How long a repeated (account, eventId) is recognised after its first receipt. */
   DEDUPE_WINDOW_MS: Type.Integer({ minimum: 60_000, default: 7 * 24 * 60 * 60 * 1000 }),
+  /**
+   * Memory bound of dedupe: first-seen marks held per assigned partition of events.raw (about
+   * 35 bytes each). When a partition holds more, its oldest marks are dropped and the window is
+   * shorter for them; the idempotent sinks absorb a repeat that passes (README, "Dedupe").
+   */
+  DEDUPE_MAX_MARKS_PER_PARTITION: Type.Integer({ minimum: 1_000, default: 2_000_000 }),
   PROCESSOR_JOBS_GROUP: Type.String({ minLength: 1, default: 'processor-jobs' }),
   /** A job's chunks without a seal for this long (by Kafka timestamps) are dropped as abandoned. */
   PROCESSOR_JOB_SEAL_TIMEOUT_MS: Type.Integer({ minimum: 1_000, default: 600_000 }),

@@ -45,6 +45,7 @@ const parts = createProcessor({
   storageGroupId: config.PROCESSOR_STORAGE_GROUP,
   dedupeGroupId: config.PROCESSOR_DEDUPE_GROUP,
   dedupeWindowMs: config.DEDUPE_WINDOW_MS,
+  dedupeMaxMarksPerPartition: config.DEDUPE_MAX_MARKS_PER_PARTITION,
   partitionsConsumedConcurrently: config.PROCESSOR_PARTITIONS_CONCURRENCY,
 });
 // Pipeline order: what the reconciler waits for before it trusts ClickHouse's counts

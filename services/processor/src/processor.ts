@@ -28,6 +28,7 @@ export interface ProcessorDeps {
   storageGroupId: string;
   dedupeGroupId: string;
   dedupeWindowMs: number;
+  dedupeMaxMarksPerPartition?: number;
   partitionsConsumedConcurrently: number;
   jobsGroupId: string;
   redisKeyPrefix?: string;
@@ -54,6 +55,7 @@ export function createProcessor(deps: ProcessorDeps): Component[] {
     logger: deps.logger,
     metrics: deps.metrics,
     windowMs: deps.dedupeWindowMs,
+    maxMarksPerPartition: deps.dedupeMaxMarksPerPartition,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
   const deadLetters = createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-storage', {

@@ -24,6 +24,8 @@ export const METRIC_NAMES = {
   dedupeHits: 'ingest_dedupe_hits_total',
   dedupeUnique: 'ingest_dedupe_unique_events_total',
   dedupeMarks: 'ingest_dedupe_marks',
+  dedupeMarkBytes: 'ingest_dedupe_mark_bytes',
+  dedupeEvictedMarks: 'ingest_dedupe_evicted_marks_total',
   dedupeRestoredMarks: 'ingest_dedupe_restored_marks_total',
   httpRequests: 'ingest_http_requests_total',
   httpRequestDuration: 'ingest_http_request_duration_seconds',

@@ -1,46 +1,83 @@
 import { describe, expect, it } from 'vitest';
-import { createDedupeWindow, dedupeKey } from './dedupe-window.js';
+import { createDedupeWindow, dedupeKey, fingerprint } from './dedupe-window.js';
 
 const DAY = 24 * 3600 * 1000;
+const fp = (eventId: string) => fingerprint('acc_1', eventId);
 
 describe('dedupe window', () => {
   it('reports a key as seen within the window and not after it', () => {
     const w = createDedupeWindow(7 * DAY);
-    w.mark('k', 0);
-    expect(w.seen('k', 1)).toBe(true);
-    expect(w.seen('k', 7 * DAY - 1)).toBe(true);
-    expect(w.seen('k', 7 * DAY)).toBe(false);
-    expect(w.seen('other', 1)).toBe(false);
+    w.mark(fp('k'), 0);
+    expect(w.seen(fp('k'), 1)).toBe(true);
+    expect(w.seen(fp('k'), 7 * DAY - 1)).toBe(true);
+    expect(w.seen(fp('k'), 7 * DAY)).toBe(false);
+    expect(w.seen(fp('other'), 1)).toBe(false);
   });
 
   it('keeps the earliest mark when marks are replayed out of order', () => {
     const w = createDedupeWindow(10);
-    w.mark('k', 5);
-    w.mark('k', 3);
-    w.mark('k', 8);
-    expect(w.seen('k', 12)).toBe(true);
-    expect(w.seen('k', 13)).toBe(false);
+    w.mark(fp('k'), 5);
+    w.mark(fp('k'), 3);
+    w.mark(fp('k'), 8);
+    expect(w.seen(fp('k'), 12)).toBe(true);
+    expect(w.seen(fp('k'), 13)).toBe(false);
+    expect(w.size).toBe(1);
   });
 
   it('starts a new window when a mark comes after the old one expired', () => {
     const w = createDedupeWindow(10);
-    w.mark('k', 0);
-    w.mark('k', 12);
-    expect(w.seen('k', 15)).toBe(true);
-    expect(w.seen('k', 22)).toBe(false);
+    w.mark(fp('k'), 0);
+    w.mark(fp('k'), 12);
+    expect(w.seen(fp('k'), 15)).toBe(true);
+    expect(w.seen(fp('k'), 22)).toBe(false);
   });
 
   it('sweeps expired marks only', () => {
-    const w = createDedupeWindow(10);
-    w.mark('old', 0);
-    w.mark('new', 5);
-    expect(w.sweep(12)).toBe(1);
+    const w = createDedupeWindow(80);
+    w.mark(fp('old'), 0);
+    w.mark(fp('new'), 50);
+    expect(w.sweep(85)).toBe(1);
     expect(w.size).toBe(1);
-    expect(w.seen('new', 12)).toBe(true);
+    expect(w.seen(fp('new'), 85)).toBe(true);
+    expect(w.seen(fp('old'), 79)).toBe(false);
   });
 
-  it('builds the same key as the events.raw message key', () => {
+  it('keeps a renewed mark until its new window ends, even in an old segment', () => {
+    const w = createDedupeWindow(80);
+    w.mark(fp('k'), 0);
+    w.mark(fp('k'), 100); // a new window, recorded in the segment of time 0
+    w.sweep(150);
+    expect(w.seen(fp('k'), 170)).toBe(true);
+  });
+
+  it('tells apart many keys and grows its tables without losing any', () => {
+    const w = createDedupeWindow(7 * DAY);
+    for (let i = 0; i < 50_000; i++) w.mark(fp(`e${i}`), i);
+    expect(w.size).toBe(50_000);
+    let seen = 0;
+    for (let i = 0; i < 50_000; i++) if (w.seen(fp(`e${i}`), 60_000)) seen++;
+    let unseen = 0;
+    for (let i = 50_000; i < 100_000; i++) if (!w.seen(fp(`e${i}`), 60_000)) unseen++;
+    expect([seen, unseen]).toEqual([50_000, 50_000]);
+    // Bounded: 24 bytes a slot at a load of at least 35% after growth.
+    expect(w.bytes).toBeLessThan(50_000 * 24 * 3);
+  });
+
+  it('holds at most maxMarks, dropping the oldest marks first', () => {
+    const w = createDedupeWindow(7 * DAY, { maxMarks: 8_000 });
+    for (let i = 0; i < 20_000; i++) w.mark(fp(`e${i}`), i);
+    expect(w.size).toBeLessThanOrEqual(8_000);
+    expect(w.size).toBeGreaterThanOrEqual(7_000);
+    expect(w.evicted).toBe(20_000 - w.size);
+    expect(w.seen(fp('e19999'), 20_000)).toBe(true);
+    expect(w.seen(fp('e0'), 20_000)).toBe(false);
+  });
+
+  it('builds fingerprints from the same key as the events.raw message key', () => {
     // Account ids are acc_ + base62 (no colon), so the first colon separates the two parts.
     expect(dedupeKey('acc_1', 'a:b')).toBe('acc_1:a:b');
+    expect(fingerprint('acc_1', 'a:b')).toHaveLength(16);
+    expect(fingerprint('acc_1', 'a:b').equals(fingerprint('acc_1', 'a:b'))).toBe(true);
+    expect(fingerprint('acc_1', 'a:b').equals(fingerprint('acc_2', 'a:b'))).toBe(false);
   });
 });

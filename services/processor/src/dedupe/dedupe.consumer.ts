@@ -14,7 +14,8 @@ import {
 } from '@ingest/shared';
 import { Counter, Gauge } from 'prom-client';
 import { createEventRecordDecoder } from '../storage/event-record.decode.js';
-import { createDedupeWindow, type DedupeWindow, dedupeKey } from './dedupe-window.js';
+import { decodeMarks, encodeMarks, type Mark } from './changelog-marks.js';
+import { createDedupeWindow, type DedupeWindow, fingerprint } from './dedupe-window.js';
 
 export interface DedupeConsumerDeps {
   kafka: KafkaClient;
@@ -27,6 +28,8 @@ export interface DedupeConsumerDeps {
   logger: Logger;
   metrics: Registry;
   windowMs: number;
+  /** Memory bound: marks held per partition; beyond it the oldest are dropped (see README). */
+  maxMarksPerPartition?: number;
   partitionsConsumedConcurrently?: number;
   now?: () => number;
 }
@@ -64,12 +67,19 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
   const hits = new Counter({ name: METRIC_NAMES.dedupeHits, help: 'Repeated events dropped by dedupe', registers: [deps.metrics] });
   const passed = new Counter({ name: METRIC_NAMES.dedupeUnique, help: 'First-seen events passed to events.unique', registers: [deps.metrics] });
   const marks = new Gauge({ name: METRIC_NAMES.dedupeMarks, help: 'First-seen marks held in memory', registers: [deps.metrics] });
+  const markBytes = new Gauge({ name: METRIC_NAMES.dedupeMarkBytes, help: 'Bytes of memory the first-seen marks take', registers: [deps.metrics] });
+  const evictedMarks = new Counter({
+    name: METRIC_NAMES.dedupeEvictedMarks,
+    help: 'Marks dropped before their window ended because a partition held its maximum',
+    registers: [deps.metrics],
+  });
+  const windowOptions = { maxMarks: deps.maxMarksPerPartition, onEvict: (count: number) => evictedMarks.inc(count) };
   const restored = new Counter({ name: METRIC_NAMES.dedupeRestoredMarks, help: 'Marks read back from the changelog on assignment', registers: [deps.metrics] });
 
   async function restore(partitions: number[]): Promise<void> {
     if (partitions.length === 0) return;
     const started = Date.now();
-    const fresh = new Map(partitions.map((p) => [p, createDedupeWindow(deps.windowMs)]));
+    const fresh = new Map(partitions.map((p) => [p, createDedupeWindow(deps.windowMs, windowOptions)]));
     let count = 0;
     await readTopicToEnd(deps.kafka, {
       topic: deps.changelogTopic,
@@ -77,8 +87,8 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
       logger: deps.logger,
       onMessage: (m) => {
         const window = fresh.get(m.partition);
-        for (const [key, firstSeenMs] of decodeMarks(m.value)) {
-          window?.mark(key, firstSeenMs);
+        for (const [fp, firstSeenMs] of decodeMarks(m.value)) {
+          window?.mark(fp, firstSeenMs);
           count++;
         }
       },
@@ -124,7 +134,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
     handleBatch: async (messages, ctx) => {
       const window = await windowOf(ctx.partition);
       const unique: OutgoingMessage[] = [];
-      const fresh: [string, number][] = [];
+      const fresh: Mark[] = [];
       // Marks of this batch, applied to the window only once they are durable.
       const inBatch = createDedupeWindow(deps.windowMs);
       const letters: DeadLetter[] = [];
@@ -137,14 +147,14 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
           continue;
         }
         const record = result.record;
-        const key = dedupeKey(record.accountId, record.eventId);
-        if (inBatch.seen(key, record.receivedAtMs) || window.seen(key, record.receivedAtMs)) {
+        const fp = fingerprint(record.accountId, record.eventId);
+        if (inBatch.seen(fp, record.receivedAtMs) || window.seen(fp, record.receivedAtMs)) {
           duplicates++;
           continue;
         }
-        inBatch.mark(key, record.receivedAtMs);
+        inBatch.mark(fp, record.receivedAtMs);
         unique.push({ key: identityKey(record), value: message.value ?? '' });
-        fresh.push([key, record.receivedAtMs]);
+        fresh.push([fp, record.receivedAtMs]);
       }
 
       try {
@@ -160,7 +170,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
         await deps.producer.settled();
         throw err;
       }
-      for (const [key, firstSeenMs] of fresh) window.mark(key, firstSeenMs);
+      for (const [fp, firstSeenMs] of fresh) window.mark(fp, firstSeenMs);
       await deps.deadLetters.publish(letters);
       hits.inc(duplicates);
       passed.inc(unique.length);
@@ -169,33 +179,10 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
         batchesSinceSweep = 0;
         for (const w of windows.values()) w.sweep(now());
       }
-      marks.set([...windows.values()].reduce((sum, w) => sum + w.size, 0));
+      const held = [...windows.values()];
+      marks.set(held.reduce((sum, w) => sum + w.size, 0));
+      markBytes.set(held.reduce((sum, w) => sum + w.bytes, 0));
     },
   });
   return consumer;
-}
-
-/**
- * Marks travel in batches, not one message per event: a batch's first-seen marks are one (or a
- * few) changelog messages, keyed by partition and first offset. The changelog is kept by time
- * (8 days) rather than compacted, since each key is marked once per window anyway.
- */
-const MARKS_PER_MESSAGE = 2_000;
-
-export function encodeMarks(marks: readonly [string, number][], partition: number, firstOffset: string): OutgoingMessage[] {
-  const out: OutgoingMessage[] = [];
-  for (let i = 0; i < marks.length; i += MARKS_PER_MESSAGE) {
-    out.push({ key: `${partition}:${firstOffset}:${i}`, value: JSON.stringify({ v: 1, marks: marks.slice(i, i + MARKS_PER_MESSAGE) }), partition });
-  }
-  return out;
-}
-
-export function decodeMarks(value: Buffer | null): [string, number][] {
-  try {
-    const parsed = JSON.parse(value?.toString() ?? 'null') as { v?: unknown; marks?: unknown };
-    if (parsed?.v !== 1 || !Array.isArray(parsed.marks)) return [];
-    return parsed.marks.filter((m): m is [string, number] => Array.isArray(m) && typeof m[0] === 'string' && Number.isFinite(m[1]));
-  } catch {
-    return [];
-  }
 }
