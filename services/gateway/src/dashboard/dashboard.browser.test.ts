@@ -11,11 +11,11 @@ import { join } from 'node:path';
 import { type Component, hashPassword } from '@ingest/shared';
 import { uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../../../scripts/web-build.js';
 import { launchChromium, screenshot } from '../test-support/browser.js';
 import { createGatewayFixture, type GatewayFixture } from '../test-support/gateway.fixture.js';
-import { startProcessorFor } from '../test-support/in-process-processor.js';
+import { describePipeline, startProcessorFor } from '../test-support/in-process-processor.js';
 
 let gw: GatewayFixture;
 let browser: Browser;
@@ -36,6 +36,13 @@ beforeAll(async () => {
   await gw.controlPlane.createOwner(account.id, email, await hashPassword(password));
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+});
+
+// Pages that wait for stored events fail with the pipeline's state, not only a timeout.
+beforeEach(({ onTestFailed }) => {
+  onTestFailed(async () => {
+    console.error(await describePipeline(gw, 'browser-processor'));
+  });
 });
 
 afterAll(async () => {

@@ -8,11 +8,11 @@
 import { type Component, hashPassword, toDeadLetterMessage } from '@ingest/shared';
 import { uniqueSuffix } from '@ingest/shared/testing';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../../../scripts/web-build.js';
 import { launchChromium, screenshot } from '../test-support/browser.js';
 import { createGatewayFixture, type GatewayFixture } from '../test-support/gateway.fixture.js';
-import { startProcessorFor } from '../test-support/in-process-processor.js';
+import { describePipeline, startProcessorFor } from '../test-support/in-process-processor.js';
 
 let gw: GatewayFixture;
 let browser: Browser;
@@ -40,6 +40,13 @@ beforeAll(async () => {
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'API keys' }).waitFor();
+});
+
+// Pages that wait for stored events fail with the pipeline's state, not only a timeout.
+beforeEach(({ onTestFailed }) => {
+  onTestFailed(async () => {
+    console.error(await describePipeline(gw, 'pages-processor'));
+  });
 });
 
 afterAll(async () => {

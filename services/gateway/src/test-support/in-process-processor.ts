@@ -1,5 +1,7 @@
-import { type Component, createMetricsRegistry } from '@ingest/shared';
-import { testLogger, uniqueSuffix } from '@ingest/shared/testing';
+import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Component, createLogger, createMetricsRegistry, REPO_ROOT } from '@ingest/shared';
+import { uniqueSuffix } from '@ingest/shared/testing';
 // Test-only: the processor (job runner, dedupe, storage) stores what a dashboard page reads; the
 // processor's own e2e test imports the gateway the same way.
 import { createProcessor } from '../../../processor/src/processor.js';
@@ -10,12 +12,17 @@ import type { GatewayFixture } from './gateway.fixture.js';
  * consumer groups of its own. Started here; the caller stops the returned parts in order.
  */
 export async function startProcessorFor(gw: GatewayFixture, name: string): Promise<Component[]> {
+  // Its log goes to a file (ids only, like every log): a page that waits in vain for stored
+  // events can then be explained from .local/test-artifacts/logs.
+  const logDir = join(REPO_ROOT, '.local/test-artifacts/logs');
+  mkdirSync(logDir, { recursive: true });
+  const logger = createLogger({ service: name, level: 'info', destination: createWriteStream(join(logDir, `${name}.log`)) });
   const parts = createProcessor({
     kafka: gw.kafka.kafka,
     producer: gw.producer,
     ch: gw.clickhouse.ch,
     redis: gw.redis,
-    logger: testLogger(),
+    logger,
     metrics: createMetricsRegistry(name),
     topicPrefix: gw.kafka.prefix,
     jobsGroupId: `jobs-${uniqueSuffix()}`,
@@ -26,4 +33,31 @@ export async function startProcessorFor(gw: GatewayFixture, name: string): Promi
   });
   for (const part of parts) await part.start();
   return parts;
+}
+
+/**
+ * What a failed wait for stored events needs to be explained: the rows ClickHouse holds per
+ * table and the end of the in-process processor's log. Register it with `onTestFailed`.
+ */
+export async function describePipeline(gw: GatewayFixture, name: string): Promise<string> {
+  const counts = await Promise.all(
+    ['events', 'usage_hourly'].map(async (table) => {
+      try {
+        const [row] = await gw.clickhouse.ch.query<{ n: string }>(`SELECT count() AS n FROM ${table}`);
+        return `${table}: ${row?.n ?? '?'} rows`;
+      } catch (err) {
+        return `${table}: ${(err as Error).message}`;
+      }
+    }),
+  );
+  let log: string;
+  try {
+    log = readFileSync(join(REPO_ROOT, '.local/test-artifacts/logs', `${name}.log`), 'utf8')
+      .split('\n')
+      .slice(-40)
+      .join('\n');
+  } catch (err) {
+    log = (err as Error).message;
+  }
+  return `ClickHouse ${gw.clickhouse.ch.database}: ${counts.join(', ')}\nlast lines of ${name}.log:\n${log}`;
 }
