@@ -8,6 +8,11 @@ export const ProcessorConfigSchema = Type.Object({
   ...RedisConfig,
   PROCESSOR_OPS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3101 }),
   PROCESSOR_OPS_HOST: Type.String({ default: '127.0.0.1' }),
+  /**
+   * Stages this instance runs, comma-separated (default all). Node runs one thread per process,
+   * so on a machine with N cores, N processes with different stages (or the same) use them all.
+   */
+  PROCESSOR_STAGES: Type.String({ default: 'jobs,dedupe,storage', pattern: '^(jobs|dedupe|storage)(,(jobs|dedupe|storage))*$' }),
   PROCESSOR_STORAGE_GROUP: Type.String({ minLength: 1, default: 'processor-storage' }),
   PROCESSOR_DEDUPE_GROUP: Type.String({ minLength: 1, default: 'processor-dedupe' }),
   /** How long a repeated (account, eventId) is recognised after its first receipt. */

@@ -14,7 +14,7 @@ import {
 } from '@ingest/shared';
 import { loadProcessorConfig } from './config.js';
 import { createUsageReconciler } from './metering/usage.reconciler.js';
-import { createProcessor } from './processor.js';
+import { createProcessor, type ProcessorStage } from './processor.js';
 
 const config = loadProcessorConfig();
 const logger = createLogger({ service: 'processor', level: config.LOG_LEVEL });
@@ -28,6 +28,7 @@ const topic = (key: Parameters<typeof topicName>[1]) => topicName(config.KAFKA_T
 
 await Promise.all([producer.connect(), redis.connect()]);
 const parts = createProcessor({
+  stages: config.PROCESSOR_STAGES.split(',') as ProcessorStage[],
   kafka,
   producer,
   ch,

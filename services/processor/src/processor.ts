@@ -17,7 +17,13 @@ import { createJobRunner } from './jobs/job.runner.js';
 import { createClickHouseWriter } from './storage/clickhouse.writer.js';
 import { createStorageConsumer } from './storage/storage.consumer.js';
 
+/** The consumer groups a processor can run; each replica runs all of them unless told otherwise. */
+export const PROCESSOR_STAGES = ['jobs', 'dedupe', 'storage'] as const;
+export type ProcessorStage = (typeof PROCESSOR_STAGES)[number];
+
 export interface ProcessorDeps {
+  /** Which stages this instance runs (default all): dedupe and storage can scale apart. */
+  stages?: readonly ProcessorStage[];
   kafka: KafkaClient;
   producer: Producer;
   ch: ClickHouse;
@@ -42,9 +48,17 @@ export interface ProcessorDeps {
 
 /** Assembles the processor's parts; main.ts and the integration tests both call this. */
 export function createProcessor(deps: ProcessorDeps): Component[] {
-  const writer = createClickHouseWriter({ ch: deps.ch, table: 'events', logger: deps.logger, metrics: deps.metrics });
   const deadLetterTopic = topicName(deps.topicPrefix, 'deadLetters');
-  const dedupe = createDedupeConsumer({
+  const build: Record<ProcessorStage, () => Component> = {
+    dedupe: () => createDedupe(deps, deadLetterTopic),
+    jobs: () => createJobs(deps, deadLetterTopic),
+    storage: () => createStorage(deps, deadLetterTopic),
+  };
+  return [...new Set(deps.stages ?? PROCESSOR_STAGES)].map((stage) => build[stage]());
+}
+
+function createDedupe(deps: ProcessorDeps, deadLetterTopic: string): Component {
+  return createDedupeConsumer({
     kafka: deps.kafka,
     producer: deps.producer,
     rawTopic: topicName(deps.topicPrefix, 'eventsRaw'),
@@ -58,13 +72,11 @@ export function createProcessor(deps: ProcessorDeps): Component[] {
     maxMarksPerPartition: deps.dedupeMaxMarksPerPartition,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
-  const deadLetters = createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-storage', {
-    metrics: deps.metrics,
-    label: 'storage',
-    logger: deps.logger,
-  });
+}
+
+function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
   const allowance = createAllowance({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix });
-  const jobs = createJobRunner({
+  return createJobRunner({
     kafka: deps.kafka,
     producer: deps.producer,
     chunksTopic: topicName(deps.topicPrefix, 'jobChunks'),
@@ -87,7 +99,16 @@ export function createProcessor(deps: ProcessorDeps): Component[] {
     onJobFinished: (status) => allowance.settleJob(status.accountId, status.jobId, Date.parse(status.createdAt)),
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
-  const storage = createStorageConsumer({
+}
+
+function createStorage(deps: ProcessorDeps, deadLetterTopic: string): Component {
+  const writer = createClickHouseWriter({ ch: deps.ch, table: 'events', logger: deps.logger, metrics: deps.metrics });
+  const deadLetters = createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-storage', {
+    metrics: deps.metrics,
+    label: 'storage',
+    logger: deps.logger,
+  });
+  return createStorageConsumer({
     kafka: deps.kafka,
     topic: topicName(deps.topicPrefix, 'eventsUnique'),
     groupId: deps.storageGroupId,
@@ -99,5 +120,4 @@ export function createProcessor(deps: ProcessorDeps): Component[] {
     batchMaxRows: deps.storageBatchMaxRows,
     batchMaxWaitMs: deps.storageBatchMaxWaitMs,
   });
-  return [jobs, dedupe, storage];
 }
