@@ -2,6 +2,7 @@ import type { EventRecord } from '@ingest/schemas';
 import {
   type BatchConsumer,
   createBatchConsumer,
+  createConsumerStageMetrics,
   type DeadLetter,
   type DeadLetterSink,
   type KafkaClient,
@@ -65,6 +66,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
   const passed = new Counter({ name: METRIC_NAMES.dedupeUnique, help: 'First-seen events passed to events.unique', registers: [deps.metrics] });
   const marks = new Gauge({ name: METRIC_NAMES.dedupeMarks, help: 'First-seen marks held in memory', registers: [deps.metrics] });
   const restored = new Counter({ name: METRIC_NAMES.dedupeRestoredMarks, help: 'Marks read back from the changelog on assignment', registers: [deps.metrics] });
+  const stage = createConsumerStageMetrics(deps.metrics, 'dedupe', ['ok', 'duplicate', 'dead_letter']);
 
   async function restore(partitions: number[]): Promise<void> {
     if (partitions.length === 0) return;
@@ -121,7 +123,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
     // Smaller fetches keep each produce request (and kafkajs's per-request work) moderate.
     maxBytesPerPartition: 1024 * 1024,
-    handleBatch: async (messages, ctx) => {
+    handleBatch: stage.instrument(async (messages, ctx) => {
       const window = await windowOf(ctx.partition);
       const unique: OutgoingMessage[] = [];
       const fresh: [string, number][] = [];
@@ -164,13 +166,16 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
       await deps.deadLetters.publish(letters);
       hits.inc(duplicates);
       passed.inc(unique.length);
+      stage.handled('ok', unique.length);
+      stage.handled('duplicate', duplicates);
+      stage.handled('dead_letter', letters.length);
 
       if (++batchesSinceSweep >= 500) {
         batchesSinceSweep = 0;
         for (const w of windows.values()) w.sweep(now());
       }
       marks.set([...windows.values()].reduce((sum, w) => sum + w.size, 0));
-    },
+    }),
   });
   return consumer;
 }
