@@ -47,3 +47,4 @@ export * from './crm/request-planner.js';
 export * from './crm/record-state.js';
 export * from './crm/record-state.reader.js';
 export * from './crm/sync.preview.js';
+export * from './events/event-metrics.js';
