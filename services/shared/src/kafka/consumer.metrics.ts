@@ -10,14 +10,16 @@ export const CONSUMER_STAGES = ['dedupe', 'storage', 'jobs', 'crm-sink'] as cons
 export type ConsumerStage = (typeof CONSUMER_STAGES)[number];
 
 /**
- * What became of a message once its batch's effects are durable: passed on or stored (`ok`),
- * dropped as a repeat (`duplicate`), moved to a dead-letter topic (`dead_letter`).
+ * What became of a message once its batch's handler finished: passed on, stored, buffered or
+ * handed over (`ok`), dropped as a repeat (`duplicate`), moved to a dead-letter topic
+ * (`dead_letter`). Delivery is at least once, so a batch delivered again after a crash or a
+ * rebalance is counted again: this is work done, not unique messages.
  */
 export const MESSAGE_OUTCOMES = ['ok', 'duplicate', 'dead_letter'] as const;
 export type MessageOutcome = (typeof MESSAGE_OUTCOMES)[number];
 
 export interface ConsumerStageMetrics {
-  /** Counts `n` messages of a batch whose effects are durable. */
+  /** Counts `n` messages of a batch, once the handler has done their work (not for a batch that throws). */
   handled(outcome: MessageOutcome, n?: number): void;
   /** Times every batch and counts the ones that throw (nothing of them is committed). */
   instrument(handler: BatchHandler): BatchHandler;
@@ -38,7 +40,7 @@ export function createConsumerStageMetrics(registry: Registry, consumer: Consume
     (registry.getSingleMetric(METRIC_NAMES.consumerMessages) as Counter<StageLabels | 'outcome'> | undefined) ??
     new Counter<StageLabels | 'outcome'>({
       name: METRIC_NAMES.consumerMessages,
-      help: 'Messages handled by a consumer stage, by outcome (ok, duplicate, dead_letter), counted once their effects are durable',
+      help: 'Messages handled by a consumer stage, by outcome (ok, duplicate, dead_letter); re-deliveries count again',
       labelNames: ['consumer', 'outcome'],
       registers: [registry],
     });
