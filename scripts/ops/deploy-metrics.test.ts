@@ -184,6 +184,46 @@ describe('Grafana dashboards', () => {
     }
   });
 
+  it('show accept -> stored and accept -> synced at p50 and p99, and accepted, rejected and deduplicated in one panel', () => {
+    const exprsOf = (name: string) => {
+      const dashboard = readDashboard(files.find((f) => f.endsWith(`${name}.json`)) ?? '');
+      return allPanels(dashboard).map((p) => (p.targets ?? []).map((t) => t.expr ?? ''));
+    };
+    const quantiles = (panels: string[][], metric: string) =>
+      new Set(panels.flat().flatMap((e) => (e.includes(`${metric}_bucket`) ? [/histogram_quantile\((0\.\d+)/.exec(e)?.[1]] : [])));
+    for (const name of ['pipeline', 'overview']) {
+      expect(quantiles(exprsOf(name), 'ingest_event_stored_latency_seconds'), name).toEqual(new Set(['0.5', '0.99']));
+    }
+    for (const name of ['crm-sync', 'overview']) {
+      expect([...quantiles(exprsOf(name), 'ingest_crm_sync_lag_seconds')], name).toEqual(expect.arrayContaining(['0.5', '0.99']));
+    }
+    for (const name of ['pipeline', 'overview']) {
+      const sideBySide = exprsOf(name).some((panel) =>
+        ['ingest_events_accepted_total', 'ingest_events_rejected_total', 'ingest_dedupe_hits_total'].every((m) => panel.some((e) => e.includes(m))),
+      );
+      expect(sideBySide, name).toBe(true);
+    }
+    const pipeline = exprsOf('pipeline').flat();
+    for (const metric of [
+      'ingest_consumer_messages_total',
+      'ingest_consumer_batch_failures_total',
+      'ingest_consumer_batch_duration_seconds_bucket',
+      'ingest_usage_reconcile_runs_total',
+      'ingest_usage_reconciled_accounts_total',
+      'ingest_usage_reconcile_last_success_timestamp_seconds',
+    ]) {
+      expect(
+        pipeline.some((e) => e.includes(metric)),
+        metric,
+      ).toBe(true);
+    }
+    expect(
+      exprsOf('gateway')
+        .flat()
+        .some((e) => e.includes('ingest_control_plane_records')),
+    ).toBe(true);
+  });
+
   it('fails a dashboard that queries a metric nobody exports (also inside a collapsed row and in a variable)', () => {
     const bad = {
       uid: 'x',

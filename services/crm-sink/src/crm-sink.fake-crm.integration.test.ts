@@ -126,6 +126,8 @@ describe('crm-sink with the HubSpot adapter and the fake CRM', () => {
     expect(await value('ingest_crm_retries_total', { kind: 'rate_limited' })).toBe(1);
     expect(await value('ingest_crm_retries_total', { kind: 'transient' })).toBe(2);
     expect(await value('ingest_crm_paused_accounts', {})).toBe(0);
+    expect(await value('ingest_consumer_messages_total', { consumer: 'crm-sink', outcome: 'ok' })).toBeGreaterThanOrEqual(1000 + slow.length + fast.length);
+    expect(await value('ingest_consumer_batch_failures_total', { consumer: 'crm-sink' })).toBe(0);
     expect(await value('ingest_crm_sync_outcomes_total', { state: 'synced' })).toBe(1000 + slow.length + fast.length);
     const lag = await metrics.getSingleMetric('ingest_crm_sync_lag_seconds')?.get();
     expect(lag?.values.find((v) => (v as { metricName?: string }).metricName === 'ingest_crm_sync_lag_seconds_count')?.value).toBe(

@@ -74,6 +74,7 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
     engine,
     deadLetters,
     logger: deps.logger,
+    metrics: deps.metrics,
     maxUnfinishedPerPartition: deps.maxUnfinishedPerPartition,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });

@@ -20,7 +20,7 @@ const metrics = createMetricsRegistry('crm-sink');
 const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-crm-sink`, logger });
 const producer = createProducer(kafka);
 const redis = createRedis({ url: config.REDIS_URL });
-const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, instanceId: 'crm-sink' });
+const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics, instanceId: 'crm-sink' });
 
 await Promise.all([producer.connect(), redis.connect()]);
 const sink = createCrmSink({

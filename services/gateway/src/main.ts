@@ -21,7 +21,7 @@ const metrics = createMetricsRegistry('gateway');
 const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-gateway`, logger });
 const producer = createProducer(kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
 const redis = createRedis({ url: config.REDIS_URL });
-const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger });
+const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics });
 const ch = createClickHouseFromConfig(config);
 const jobStatus = createJobStatusStore({
   redis,

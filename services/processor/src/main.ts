@@ -67,6 +67,7 @@ if (config.USAGE_RECONCILE_INTERVAL_MS > 0) {
       allowance: createAllowanceReconciler(redis, config.REDIS_KEY_PREFIX),
       stages,
       logger,
+      metrics,
       intervalMs: config.USAGE_RECONCILE_INTERVAL_MS,
     }),
   );

@@ -106,8 +106,15 @@ describe('HTTP to ClickHouse', () => {
     // Without FINAL too: the retry never reached the table (dedupe dropped it).
     const rows = await gw.clickhouse.ch.query<{ event_id: string }>(`SELECT event_id FROM events WHERE account_id = '${account.id}' ORDER BY event_id`);
     expect(rows.map((r) => r.event_id).sort()).toEqual(['e2e-1', generatedId].sort());
-    const [usage] = await gw.clickhouse.ch.query<{ n: string }>(`SELECT uniqExactMerge(events) AS n FROM usage_hourly WHERE account_id = '${account.id}'`);
-    expect(Number(usage?.n)).toBe(2);
+    // The materialized view's part can become visible a moment after the events rows: poll.
+    const usage = await waitFor(
+      async () => {
+        const [row] = await gw.clickhouse.ch.query<{ n: string }>(`SELECT uniqExactMerge(events) AS n FROM usage_hourly WHERE account_id = '${account.id}'`);
+        return Number(row?.n) >= 2 ? Number(row?.n) : undefined;
+      },
+      { description: 'both events in usage_hourly', timeoutMs: 10_000 },
+    );
+    expect(usage).toBe(2);
   });
 
   it('runs a bulk job to completion with exact counts, its events stored once', async () => {

@@ -1,4 +1,5 @@
 import { Counter, Histogram } from 'prom-client';
+import { CRM_TYPES } from '@ingest/schemas';
 import { METRIC_NAMES, type Registry } from '@ingest/shared';
 import { type CrmAdapter, CrmError } from './adapter.js';
 
@@ -7,8 +8,10 @@ export interface CrmCallMetrics {
   duration: Histogram<'adapter' | 'operation'>;
 }
 
+const OPERATIONS = ['read', 'upsert', 'activities'] as const;
+
 export function createCrmCallMetrics(registry: Registry): CrmCallMetrics {
-  return {
+  const metrics: CrmCallMetrics = {
     calls: new Counter({
       name: METRIC_NAMES.crmCalls,
       help: 'CRM API calls by adapter, operation and outcome (ok or the CrmError kind)',
@@ -23,6 +26,14 @@ export function createCrmCallMetrics(registry: Registry): CrmCallMetrics {
       registers: [registry],
     }),
   };
+  // Every adapter and operation starts at zero (status ok; the error kinds appear when they happen).
+  for (const adapter of CRM_TYPES) {
+    for (const operation of OPERATIONS) {
+      metrics.calls.inc({ adapter, operation, status: 'ok' }, 0);
+      metrics.duration.zero({ adapter, operation });
+    }
+  }
+  return metrics;
 }
 
 /** Counts and times every call of an adapter; the adapter itself stays free of metrics. */

@@ -4,11 +4,13 @@ import {
   type Component,
   type ConsumedMessage,
   createBatchConsumer,
+  createConsumerStageMetrics,
   createEventRecordDecoder,
   type DeadLetter,
   type DeadLetterSink,
   type KafkaClient,
   type Logger,
+  type Registry,
 } from '@ingest/shared';
 import { createOffsetTracker, type OffsetTracker } from './offset-tracker.js';
 import type { SinkEvent, SyncEngine } from './sync.engine.js';
@@ -29,6 +31,7 @@ export interface SinkConsumerDeps {
   /** For messages that are not event records (they cannot be synced, ever). */
   deadLetters: DeadLetterSink;
   logger: Logger;
+  metrics: Registry;
   maxUnfinishedPerPartition: number;
   partitionsConsumedConcurrently?: number;
 }
@@ -41,6 +44,7 @@ export function createSinkConsumer(deps: SinkConsumerDeps): Component {
   const trackers = new Map<string, OffsetTracker>();
   const committed = new Map<string, string>();
   const committing = new Map<string, Promise<void>>();
+  const stage = createConsumerStageMetrics(deps.metrics, 'crm-sink', ['ok', 'dead_letter']);
 
   // Commits are serialised per partition and only move forward.
   function commit(topic: string, partition: number, tracker: OffsetTracker): Promise<void> {
@@ -83,7 +87,7 @@ export function createSinkConsumer(deps: SinkConsumerDeps): Component {
     topics: deps.topics,
     logger: deps.logger,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 4,
-    handleBatch: async (messages, ctx) => {
+    handleBatch: stage.instrument(async (messages, ctx) => {
       const tracker = trackerFor(messages, ctx);
       const events: SinkEvent[] = [];
       const letters: DeadLetter[] = [];
@@ -106,6 +110,9 @@ export function createSinkConsumer(deps: SinkConsumerDeps): Component {
       await deps.deadLetters.publish(letters);
       for (const l of letters) tracker.finish(l.message.offset);
       await deps.engine.submit(events);
+      // `ok`: handed to the sync engine, whose own outcomes are ingest_crm_sync_outcomes_total.
+      stage.handled('ok', events.length);
+      stage.handled('dead_letter', letters.length);
       await commit(ctx.topic, ctx.partition, tracker);
       while (tracker.unfinished() >= deps.maxUnfinishedPerPartition && ctx.shouldContinue()) {
         await ctx.heartbeat();
@@ -113,7 +120,7 @@ export function createSinkConsumer(deps: SinkConsumerDeps): Component {
       }
       // Commits happen above and as work finishes, never for the batch as a whole.
       return { commitOffset: null };
-    },
+    }),
   });
 
   return {

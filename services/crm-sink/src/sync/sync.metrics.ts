@@ -10,7 +10,7 @@ export interface SyncMetrics {
 }
 
 export function createSyncMetrics(registry: Registry): SyncMetrics {
-  return {
+  const metrics: SyncMetrics = {
     outcomes: new Counter({
       name: METRIC_NAMES.crmSyncOutcomes,
       help: 'Events by CRM sync outcome (synced, skipped, failed)',
@@ -30,10 +30,14 @@ export function createSyncMetrics(registry: Registry): SyncMetrics {
     }),
     lag: new Histogram({
       name: METRIC_NAMES.crmSyncLag,
-      help: 'Seconds from the gateway accepting an event to its CRM effect being written',
+      help: 'Seconds from the gateway accepting an event to its CRM effect being written (accept -> synced)',
       buckets: [0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600],
       registers: [registry],
     }),
     pausedAccounts: new Gauge({ name: METRIC_NAMES.crmPausedAccounts, help: 'Accounts whose CRM work waits for a Retry-After', registers: [registry] }),
   };
+  // Known label values start at zero, so rate() and the alerts see them from the first scrape.
+  for (const state of ['synced', 'skipped', 'failed']) metrics.outcomes.inc({ state }, 0);
+  for (const kind of ['rate_limited', 'transient']) metrics.retries.inc({ kind }, 0);
+  return metrics;
 }

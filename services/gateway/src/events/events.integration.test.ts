@@ -3,6 +3,7 @@
  * spec and DESIGN.md section 1 say: auth, envelope limits, per-event validation with partial
  * acceptance, the 202 receipt only after Kafka has the events, and precise problem bodies.
  */
+import { sampleValue } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type EventRecord, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
 
@@ -68,6 +69,15 @@ describe('POST /v1/events', () => {
   });
 
   it('accepts the valid part of a batch and rejects the rest with precise per-event errors', async () => {
+    const counted = async () => {
+      const text = await gw.metrics.metrics();
+      return {
+        accepted: sampleValue(text, 'ingest_events_accepted_total', { source: 'api' }) ?? 0,
+        required: sampleValue(text, 'ingest_events_rejected_total', { source: 'api', code: 'required' }) ?? 0,
+        invalidType: sampleValue(text, 'ingest_events_rejected_total', { source: 'api', code: 'invalid_type' }) ?? 0,
+      };
+    };
+    const before = await counted();
     const res = await post({
       events: [
         { eventName: 'ok', email: 'a@b.io' },
@@ -89,6 +99,17 @@ describe('POST /v1/events', () => {
       [4, '/events/4', 'invalid_type'],
     ]);
     expect(body.errors[1].eventId).toBe('bad-1');
+    // Counted by source (api: this route) and the code of each rejected event's first error.
+    const after = await counted();
+    expect({
+      accepted: after.accepted - before.accepted,
+      required: after.required - before.required,
+      invalidType: after.invalidType - before.invalidType,
+    }).toEqual({
+      accepted: 1,
+      required: 1,
+      invalidType: 1,
+    });
   });
 
   it('answers 400 with the errors and accepts nothing when no event is valid', async () => {

@@ -118,7 +118,7 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
         }
 
         errors.sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
-        deps.metrics.accepted.inc({ route: ROUTE }, accepted.length);
+        deps.metrics.accepted.inc({ source: 'api' }, accepted.length);
         countRejections(deps.metrics, errors);
         request.log.info({ accountId: account.id, accepted: accepted.length, rejected: request.body.events.length - accepted.length }, 'events accepted');
         return reply.code(202).send({
@@ -139,6 +139,6 @@ function countRejections(metrics: IngestMetrics, errors: FieldError[]): void {
   for (const e of errors) {
     if (e.index === undefined || seen.has(e.index)) continue;
     seen.add(e.index);
-    metrics.rejected.inc({ route: ROUTE, code: e.code });
+    metrics.rejected.inc({ source: 'api', code: e.code });
   }
 }

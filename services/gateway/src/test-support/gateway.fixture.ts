@@ -17,6 +17,7 @@ import {
   type Plan,
   type Producer,
   type Redis,
+  type Registry,
   type TopicKey,
   TOPICS as TOPIC_SPECS,
 } from '@ingest/shared';
@@ -44,6 +45,8 @@ export interface GatewayFixture {
   redis: Redis;
   producer: Producer;
   controlPlane: ControlPlane;
+  /** The main app's metrics registry (what its /metrics serves). */
+  metrics: Registry;
   /** Another gateway replica: its own app and control plane, the same Kafka topics and Redis. */
   replica(): Promise<FastifyInstance>;
   /** Creates an account with a fresh key. */
@@ -74,10 +77,11 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
   const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
   await controlPlane.start();
   const jobStatus = createJobStatusStore({ redis, producer, progressTopic: kafka.topic('jobProgress') });
+  const metrics = createMetricsRegistry('gateway-test');
   const app = await buildApp({
     config,
     logger,
-    metrics: createMetricsRegistry('gateway-test'),
+    metrics,
     producer,
     redis,
     controlPlane,
@@ -95,6 +99,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
     redis,
     producer,
     controlPlane,
+    metrics,
     async replica() {
       const replicaControlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
       await replicaControlPlane.start();

@@ -2,6 +2,7 @@ import type { EventRecord } from '@ingest/schemas';
 import {
   type BatchConsumer,
   createBatchConsumer,
+  createConsumerStageMetrics,
   type DeadLetter,
   type DeadLetterSink,
   type KafkaClient,
@@ -75,6 +76,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
   });
   const windowOptions = { maxMarks: deps.maxMarksPerPartition, onEvict: (count: number) => evictedMarks.inc(count) };
   const restored = new Counter({ name: METRIC_NAMES.dedupeRestoredMarks, help: 'Marks read back from the changelog on assignment', registers: [deps.metrics] });
+  const stage = createConsumerStageMetrics(deps.metrics, 'dedupe', ['ok', 'duplicate', 'dead_letter']);
 
   async function restore(partitions: number[]): Promise<void> {
     if (partitions.length === 0) return;
@@ -131,7 +133,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
     // Smaller fetches keep each produce request (and kafkajs's per-request work) moderate.
     maxBytesPerPartition: 1024 * 1024,
-    handleBatch: async (messages, ctx) => {
+    handleBatch: stage.instrument(async (messages, ctx) => {
       const window = await windowOf(ctx.partition);
       const unique: OutgoingMessage[] = [];
       const fresh: Mark[] = [];
@@ -174,6 +176,9 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
       await deps.deadLetters.publish(letters);
       hits.inc(duplicates);
       passed.inc(unique.length);
+      stage.handled('ok', unique.length);
+      stage.handled('duplicate', duplicates);
+      stage.handled('dead_letter', letters.length);
 
       if (++batchesSinceSweep >= 500) {
         batchesSinceSweep = 0;
@@ -182,7 +187,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
       const held = [...windows.values()];
       marks.set(held.reduce((sum, w) => sum + w.size, 0));
       markBytes.set(held.reduce((sum, w) => sum + w.bytes, 0));
-    },
+    }),
   });
   return consumer;
 }

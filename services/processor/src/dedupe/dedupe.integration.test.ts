@@ -5,7 +5,7 @@
  */
 import type { EventRecord } from '@ingest/schemas';
 import { AppError, type BatchConsumer, committedOffsets, createDeadLetterSink, createMetricsRegistry, createProducer, type Producer } from '@ingest/shared';
-import { createTestKafka, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { createTestKafka, sampleValue, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDedupeConsumer } from './dedupe.consumer.js';
 
@@ -48,7 +48,11 @@ async function sendRaw(records: EventRecord[]): Promise<void> {
   );
 }
 
-function startDedupe(groupId: string, windowMs = 7 * DAY, output: Producer = producer): { consumer: BatchConsumer; metric: (name: string) => Promise<number> } {
+function startDedupe(
+  groupId: string,
+  windowMs = 7 * DAY,
+  output: Producer = producer,
+): { consumer: BatchConsumer; metric: (name: string) => Promise<number>; metricsText: () => Promise<string> } {
   const metrics = createMetricsRegistry('dedupe-test');
   const consumer = createDedupeConsumer({
     kafka: kafka.kafka,
@@ -64,7 +68,7 @@ function startDedupe(groupId: string, windowMs = 7 * DAY, output: Producer = pro
     partitionsConsumedConcurrently: 3,
   });
   const metric = async (name: string) => (await metrics.getSingleMetric(name)?.get())?.values.reduce((s, v) => s + v.value, 0) ?? 0;
-  return { consumer, metric };
+  return { consumer, metric, metricsText: () => metrics.metrics() };
 }
 
 /** Collects events.unique for one account (a fresh group reads the topic from the start). */
@@ -113,6 +117,11 @@ describe('dedupe consumer', () => {
       await waitFor(() => out.seen.length >= 150 || undefined, { description: '150 unique events' });
       await sendRaw(ids.slice(100, 120).map((id) => record(accountId, id)));
       await waitFor(async () => (await first.metric('ingest_dedupe_hits_total')) === 50 || undefined, { description: '50 dedupe hits' });
+      // The stage's messages by outcome, counted with the dedupe counters once the batch is durable.
+      const text = await first.metricsText();
+      expect(sampleValue(text, 'ingest_consumer_messages_total', { consumer: 'dedupe', outcome: 'duplicate' })).toBe(50);
+      expect(sampleValue(text, 'ingest_consumer_messages_total', { consumer: 'dedupe', outcome: 'ok' })).toBe(150);
+      expect(sampleValue(text, 'ingest_consumer_batch_failures_total', { consumer: 'dedupe' })).toBe(0);
     } finally {
       await first.consumer.stop();
     }

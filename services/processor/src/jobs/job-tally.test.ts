@@ -76,6 +76,19 @@ describe('JobTally (bulk)', () => {
     expect(errors.at(-1)?.field).toBe('/events/49/domain');
   });
 
+  it('counts every rejected event under the code of its first error, also past the first 100 errors', () => {
+    const tally = new JobTally({ jobId: 'job-1', accountId: 'acc_1', source: 'bulk' }, validate);
+    const items: JobChunkItem[] = Array.from({ length: 120 }, (_, index) => ({
+      index,
+      event: { eventName: 'x', email: 'not-an-email', domain: 'not a domain' },
+    }));
+    items.push({ index: 120, event: null, error: { code: 'too_large', message: 'the event is too large' } });
+    items.push({ index: 121, event: { eventName: 'ok', email: 'a@b.io', eventId: 'fine' } });
+    tally.addChunk(chunk(0, items));
+    expect(Object.fromEntries(tally.rejectionCodes())).toEqual({ invalid_format: 120, too_large: 1 });
+    expect(tally.counts().rejected).toBe(121);
+  });
+
   it('gives an event without an id the same id on every run', () => {
     const run = () =>
       new JobTally({ jobId: 'job-1', accountId: 'acc_1', source: 'bulk' }, validate).addChunk(

@@ -33,6 +33,8 @@ export interface JobCounts {
  */
 export class JobTally {
   private readonly acceptedIds = new Set<string>();
+  /** Rejected events by the code of their first error (all of them, unlike `errors`). */
+  private readonly codes = new Map<string, number>();
   private readonly state: JobCounts = { processed: 0, accepted: 0, rejected: 0, duplicates: 0, errors: [] };
 
   constructor(
@@ -42,6 +44,10 @@ export class JobTally {
 
   counts(): JobCounts {
     return { ...this.state, errors: [...this.state.errors] };
+  }
+
+  rejectionCodes(): ReadonlyMap<string, number> {
+    return new Map(this.codes);
   }
 
   /** Folds one chunk in; returns the records to write, one per newly accepted eventId. */
@@ -73,6 +79,8 @@ export class JobTally {
 
   private reject(errors: JobError[]): void {
     this.state.rejected += 1;
+    const code = errors[0]?.code ?? 'invalid';
+    this.codes.set(code, (this.codes.get(code) ?? 0) + 1);
     for (const e of errors) {
       if (this.state.errors.length >= MAX_JOB_ERRORS) return;
       this.state.errors.push(e);

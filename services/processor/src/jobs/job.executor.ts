@@ -50,13 +50,16 @@ export function createJobExecutor(
 ): (sealed: JobSealed, chunks: ReadonlyMap<number, JobChunk>, control: JobControl) => Promise<JobRunOutcome> {
   const iso = (ms: number) => new Date(ms).toISOString();
 
-  async function finished(status: JobStatus, startMs: number): Promise<void> {
+  /** `rejectionCodes`: the job's rejected events by the code of their first error. */
+  async function finished(status: JobStatus, startMs: number, rejectionCodes: ReadonlyMap<string, number> = new Map()): Promise<void> {
     const labels = { source: status.source, status: status.status };
     deps.metrics.finished.inc(labels);
     deps.metrics.duration.observe(labels, Math.max(0, deps.now() - startMs) / 1000);
     deps.metrics.events.inc({ source: status.source, outcome: 'accepted' }, status.accepted);
     deps.metrics.events.inc({ source: status.source, outcome: 'rejected' }, status.rejected);
     deps.metrics.events.inc({ source: status.source, outcome: 'duplicate' }, status.duplicates);
+    deps.metrics.outcomes.accepted.inc({ source: status.source }, status.accepted);
+    for (const [code, n] of rejectionCodes) deps.metrics.outcomes.rejected.inc({ source: status.source, code }, n);
     await deps.onJobFinished?.(status);
   }
 
@@ -102,7 +105,7 @@ export function createJobExecutor(
     await deps.statusStore.put(status);
     const { processed, accepted, rejected, duplicates } = status;
     log.info({ totalEvents: status.totalEvents, processed, accepted, rejected, duplicates, durationMs: deps.now() - startMs }, 'job completed');
-    await finished(status, startMs);
+    await finished(status, startMs, tally.rejectionCodes());
     return 'finished';
   };
 }

@@ -1,4 +1,4 @@
-import { METRIC_NAMES, type Registry } from '@ingest/shared';
+import { createEventOutcomeMetrics, type EventOutcomeMetrics, METRIC_NAMES, type Registry } from '@ingest/shared';
 import { Counter, Histogram } from 'prom-client';
 
 export interface JobMetrics {
@@ -10,10 +10,17 @@ export interface JobMetrics {
   events: Counter<'source' | 'outcome'>;
   /** labels: source */
   abandoned: Counter<'source'>;
+  /**
+   * ingest_events_accepted_total / ingest_events_rejected_total for source bulk and csv, the
+   * gateway's counters of POST /v1/events continued: counted once per finished job.
+   */
+  outcomes: EventOutcomeMetrics;
 }
 
+const SOURCES = ['bulk', 'csv'] as const;
+
 export function createJobMetrics(registry: Registry): JobMetrics {
-  return {
+  const metrics: JobMetrics = {
     finished: new Counter({
       name: METRIC_NAMES.jobsFinished,
       help: 'Bulk and CSV jobs finished, by final status',
@@ -39,5 +46,16 @@ export function createJobMetrics(registry: Registry): JobMetrics {
       labelNames: ['source'],
       registers: [registry],
     }),
+    outcomes: createEventOutcomeMetrics(registry, SOURCES),
   };
+  // Every known label combination starts at zero, so rate() and the alerts see it from the first scrape.
+  for (const source of SOURCES) {
+    metrics.abandoned.inc({ source }, 0);
+    for (const status of ['completed', 'failed']) {
+      metrics.finished.inc({ source, status }, 0);
+      metrics.duration.zero({ source, status });
+    }
+    for (const outcome of ['accepted', 'rejected', 'duplicate']) metrics.events.inc({ source, outcome }, 0);
+  }
+  return metrics;
 }

@@ -109,6 +109,16 @@ describe('job runner: bulk jobs', () => {
 
     expect(await metric(METRIC_NAMES.jobsFinished, { source: 'bulk', status: 'completed' })).toBeGreaterThanOrEqual(1);
     expect(await metric(METRIC_NAMES.jobEventsProcessed, { source: 'bulk', outcome: 'duplicate' })).toBeGreaterThanOrEqual(35);
+    // The job's events count as accepted/rejected under the gateway's metric names, by source and first error code.
+    expect(await metric(METRIC_NAMES.eventsAccepted, { source: 'bulk' })).toBe(993);
+    expect(await metric(METRIC_NAMES.eventsRejected, { source: 'bulk', code: 'invalid_format' })).toBe(172);
+    expect(await metric(METRIC_NAMES.eventsRejected, { source: 'bulk', code: 'invalid_type' })).toBe(1);
+    expect(await metric(METRIC_NAMES.eventsAccepted, { source: 'csv' })).toBe(0);
+    // Three chunks and the seal, counted once their batch is done.
+    await waitFor(async () => ((await metric(METRIC_NAMES.consumerMessages, { consumer: 'jobs', outcome: 'ok' })) >= 4 ? true : undefined), {
+      description: 'the job runner counted its messages',
+    });
+    expect(await metric(METRIC_NAMES.consumerBatchFailures, { consumer: 'jobs' })).toBe(0);
   });
 
   it('shows live progress while a job of several chunks runs', async () => {
@@ -170,7 +180,7 @@ describe('job runner: CSV jobs', () => {
     ]);
     await job.writeChunk([row(5, 8, { properties: { [longKey]: 'v' } }), row(6, 9, { eventName: '' }), row(7, 10, {})]);
     const queued = await job.seal(8);
-    const { runner } = await fx.startRunner();
+    const { runner, metric } = await fx.startRunner();
     try {
       const status = await fx.waitForStatus(queued.jobId, isFinished, 'the csv job finished');
       expect(status).toMatchObject({ status: 'completed', source: 'csv', totalEvents: 8, processed: 8, accepted: 2, rejected: 5, duplicates: 1 });
@@ -184,6 +194,10 @@ describe('job runner: CSV jobs', () => {
       const records = await fx.rawRecords(queued.jobId);
       expect(records.map((r) => r.eventId).sort()).toEqual(['csv-10', 'csv-2']);
       expect(records.every((r) => r.source === 'csv' && r.accountId === account.id)).toBe(true);
+      expect(await metric(METRIC_NAMES.eventsAccepted, { source: 'csv' })).toBe(2);
+      expect(await metric(METRIC_NAMES.eventsRejected, { source: 'csv' })).toBe(5);
+      expect(await metric(METRIC_NAMES.eventsRejected, { source: 'csv', code: 'column_count' })).toBe(1);
+      expect(await metric(METRIC_NAMES.eventsRejected, { source: 'csv', code: 'invalid_format' })).toBe(2);
     } finally {
       await runner.stop();
     }

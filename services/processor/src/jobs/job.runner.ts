@@ -5,6 +5,7 @@ import {
   type BatchResult,
   type ConsumedMessage,
   createBatchConsumer,
+  createConsumerStageMetrics,
   type DeadLetter,
   type DeadLetterSink,
   type JobStatusStore,
@@ -71,6 +72,7 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
     metrics,
     ...(deps.onJobFinished ? { onJobFinished: deps.onJobFinished } : {}),
   });
+  const stage = createConsumerStageMetrics(deps.metrics, 'jobs', ['ok', 'dead_letter']);
   const partitions = new Map<string, PartitionJobs>();
 
   /** The state for a batch: kept when the batch continues it, rebuilt when it does not. */
@@ -131,6 +133,9 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
     }
 
     await deps.deadLetters.publish(letters);
+    // A message is a chunk, seal or abort; the job's events are counted as accepted/rejected.
+    stage.handled('ok', messages.length - letters.length);
+    stage.handled('dead_letter', letters.length);
     state.endBatch(BigInt(messages[messages.length - 1]?.offset ?? first.offset) + 1n, newestMs);
     const commit = state.commitOffset();
     return commit === undefined ? {} : { commitOffset: commit.toString() };
@@ -154,6 +159,6 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
     // A chunk message may be up to the topic's 8 MiB; a fetch must be able to hold one.
     maxBytesPerPartition: 10 * 1024 * 1024,
-    handleBatch,
+    handleBatch: stage.instrument(handleBatch),
   });
 }

@@ -16,7 +16,16 @@ import {
   quotaKeys,
   quotaPeriod,
 } from '@ingest/shared';
-import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix } from '@ingest/shared/testing';
+import {
+  createTestClickHouse,
+  createTestKafka,
+  integrationEnv,
+  sampleValue,
+  type TestClickHouse,
+  type TestKafka,
+  testLogger,
+  uniqueSuffix,
+} from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProcessor } from '../processor.js';
 import { createUsageReconciler } from './usage.reconciler.js';
@@ -107,10 +116,12 @@ describe('usage reconciler', () => {
     await allowanceThen.reserveCount(ghost, 3, 'job-ghost');
     expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(8);
 
+    const metrics = createMetricsRegistry('processor');
     const reconciler = createUsageReconciler({
       kafka: kafka.kafka,
       ch: clickhouse.ch,
       allowance: createAllowanceReconciler(redis, keyPrefix),
+      metrics,
       // It waits for these groups to have passed everything on: no polling of ClickHouse here.
       stages: [
         { groupId: dedupeGroupId, topic: kafka.topic('eventsRaw') },
@@ -138,20 +149,36 @@ describe('usage reconciler', () => {
     // Running again changes nothing.
     await reconciler.runOnce();
     expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(7);
+
+    const text = await metrics.metrics();
+    expect(sampleValue(text, 'ingest_usage_reconcile_runs_total', { outcome: 'reconciled' })).toBe(3);
+    expect(sampleValue(text, 'ingest_usage_reconcile_runs_total', { outcome: 'failed' })).toBe(0);
+    // Both accounts (a and the ghost) in each of the three rounds.
+    expect(sampleValue(text, 'ingest_usage_reconciled_accounts_total')).toBe(6);
+    expect(sampleValue(text, 'ingest_usage_reconcile_last_success_timestamp_seconds')).toBe(NOW / 1000);
   });
 
   it('skips a round while the pipeline has not stored everything yet', async () => {
+    const metrics = createMetricsRegistry('processor');
+    let clock = NOW;
     const reconciler = createUsageReconciler({
       kafka: kafka.kafka,
       ch: clickhouse.ch,
       allowance: createAllowanceReconciler(redis, keyPrefix),
+      metrics,
       // A group that never consumed a topic with messages in it.
       stages: [{ groupId: `idle-${uniqueSuffix()}`, topic: kafka.topic('eventsRaw') }],
       logger: testLogger(),
       intervalMs: 60_000,
       catchUpTimeoutMs: 500,
-      now: () => NOW,
+      now: () => clock,
     });
-    expect(await reconciler.runOnce()).toEqual({ skipped: 'pipeline has not caught up' });
+    clock = NOW + 60_000;
+    expect(await reconciler.runOnce()).toEqual({ skipped: 'pipeline has not caught up', outcome: 'pipeline_behind' });
+    const text = await metrics.metrics();
+    expect(sampleValue(text, 'ingest_usage_reconcile_runs_total', { outcome: 'pipeline_behind' })).toBe(1);
+    expect(sampleValue(text, 'ingest_usage_reconcile_runs_total', { outcome: 'reconciled' })).toBe(0);
+    // A skipped round is not a success: the age keeps counting from the start.
+    expect(sampleValue(text, 'ingest_usage_reconcile_last_success_timestamp_seconds')).toBe(NOW / 1000);
   });
 });

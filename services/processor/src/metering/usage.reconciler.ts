@@ -1,5 +1,16 @@
-import { type AllowanceReconciler, type ClickHouse, type Component, hourOf, type KafkaClient, type Logger, quotaPeriod, sql } from '@ingest/shared';
+import {
+  type AllowanceReconciler,
+  type ClickHouse,
+  type Component,
+  hourOf,
+  type KafkaClient,
+  type Logger,
+  quotaPeriod,
+  type Registry,
+  sql,
+} from '@ingest/shared';
 import { type PipelineStage, waitForPipeline } from './pipeline-progress.js';
+import { createUsageReconcilerMetrics, type ReconcileOutcome } from './usage.metrics.js';
 
 export interface UsageReconcilerDeps {
   kafka: KafkaClient;
@@ -8,6 +19,7 @@ export interface UsageReconcilerDeps {
   /** In pipeline order: the job runner, dedupe, storage. */
   stages: PipelineStage[];
   logger: Logger;
+  metrics: Registry;
   intervalMs: number;
   /** How long after an hour starts before it counts as "before T" (gateway sends take ≤ 5 s). */
   settleMs?: number;
@@ -15,7 +27,7 @@ export interface UsageReconcilerDeps {
   now?: () => number;
 }
 
-export type ReconcileResult = { reconciled: number; fromHour: number } | { skipped: string };
+export type ReconcileResult = { reconciled: number; fromHour: number } | { skipped: string; outcome: Exclude<ReconcileOutcome, 'reconciled' | 'failed'> };
 
 /**
  * Makes the gateway's allowance counters exact. Usage is the number of unique events received
@@ -30,16 +42,38 @@ export function createUsageReconciler(deps: UsageReconcilerDeps): Component & { 
   const log = deps.logger.child({ component: 'usage-reconciler' });
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> = Promise.resolve();
+  const metrics = createUsageReconcilerMetrics(deps.metrics);
+  // Until a first round ends, staleness counts from the start (an alert must not fire at boot).
+  metrics.lastSuccess.set(now() / 1000);
 
   async function runOnce(): Promise<ReconcileResult> {
+    let result: ReconcileResult;
+    try {
+      result = await reconcile();
+    } catch (err) {
+      metrics.runs.inc({ outcome: 'failed' });
+      throw err;
+    }
+    if ('skipped' in result) {
+      metrics.runs.inc({ outcome: result.outcome });
+      if (result.outcome === 'nothing_to_do') metrics.lastSuccess.set(now() / 1000);
+    } else {
+      metrics.runs.inc({ outcome: 'reconciled' });
+      metrics.accounts.inc(result.reconciled);
+      metrics.lastSuccess.set(now() / 1000);
+    }
+    return result;
+  }
+
+  async function reconcile(): Promise<ReconcileResult> {
     const at = now();
     const period = quotaPeriod(at);
     let fromMs = Math.floor(at / 3_600_000) * 3_600_000;
     if (at - fromMs < settleMs) fromMs -= 3_600_000;
-    if (fromMs <= period.start.getTime()) return { skipped: 'no complete hour in this month yet' };
+    if (fromMs <= period.start.getTime()) return { skipped: 'no complete hour in this month yet', outcome: 'nothing_to_do' };
 
     if (!(await waitForPipeline(deps.kafka, deps.stages, { timeoutMs: deps.catchUpTimeoutMs ?? 30_000 }))) {
-      return { skipped: 'pipeline has not caught up' };
+      return { skipped: 'pipeline has not caught up', outcome: 'pipeline_behind' };
     }
     const rows = await deps.ch.query<{ account_id: string; n: string }>(
       sql`SELECT account_id, uniqExactMerge(events) AS n FROM usage_hourly WHERE hour >= ${period.start} AND hour < ${new Date(fromMs)} GROUP BY account_id`,

@@ -57,6 +57,11 @@ export function createClickHouseWriter(deps: ClickHouseWriterDeps): ClickHouseWr
     buckets: [1, 10, 100, 500, 1_000, 5_000, 10_000, 50_000],
     registers: [deps.metrics],
   });
+  // This writer's series start at zero, so rate() and the insert-failure alert work from the first scrape.
+  rowsInserted.inc({ table }, 0);
+  for (const retryable of ['true', 'false']) failures.inc({ table, retryable }, 0);
+  duration.zero({ table });
+  batchRows.zero({ table });
 
   return {
     async write(rows, ctx) {

@@ -2,6 +2,7 @@ import {
   type BatchConsumer,
   type ConsumedMessage,
   createBatchConsumer,
+  createConsumerStageMetrics,
   type DeadLetter,
   type DeadLetterSink,
   type KafkaClient,
@@ -45,6 +46,7 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
     buckets: [0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900],
     registers: [deps.metrics],
   });
+  const stage = createConsumerStageMetrics(deps.metrics, 'storage', ['ok', 'dead_letter']);
   const batcher = createInsertBatcher({ writer: deps.writer, maxRows: deps.batchMaxRows ?? 10_000, maxWaitMs: deps.batchMaxWaitMs ?? 1_000 });
   const now = deps.now ?? Date.now;
 
@@ -66,12 +68,14 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
     topics: [deps.topic],
     logger: deps.logger,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
-    handleBatch: async (messages, ctx) => {
+    handleBatch: stage.instrument(async (messages, ctx) => {
       const { rows, letters } = split(messages);
       await batcher.add(rows, ctx);
       const storedAtMs = now();
       for (const row of rows) storedLatency.observe(Math.max(0, storedAtMs - row.received_at_ms) / 1000);
       await deps.deadLetters.publish(letters);
-    },
+      stage.handled('ok', rows.length);
+      stage.handled('dead_letter', letters.length);
+    }),
   });
 }

@@ -15,7 +15,16 @@ import {
   DEAD_LETTER_HEADERS,
   type Producer,
 } from '@ingest/shared';
-import { createTestClickHouse, createTestKafka, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import {
+  createTestClickHouse,
+  createTestKafka,
+  sampleValue,
+  type TestClickHouse,
+  type TestKafka,
+  testLogger,
+  uniqueSuffix,
+  waitFor,
+} from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClickHouseWriter } from './clickhouse.writer.js';
 import { createStorageConsumer } from './storage.consumer.js';
@@ -59,7 +68,12 @@ async function produce(accountId: string, from: number, to: number): Promise<voi
   );
 }
 
-function startStorage(groupId: string): { consumer: BatchConsumer; rowsInserted: () => Promise<number>; storedLatencyCount: () => Promise<number> } {
+function startStorage(groupId: string): {
+  consumer: BatchConsumer;
+  rowsInserted: () => Promise<number>;
+  storedLatencyCount: () => Promise<number>;
+  metricsText: () => Promise<string>;
+} {
   const metrics = createMetricsRegistry('processor-test');
   const logger = testLogger();
   const writer = createClickHouseWriter({ ch: clickhouse.ch, table: 'events', logger, metrics });
@@ -82,7 +96,7 @@ function startStorage(groupId: string): { consumer: BatchConsumer; rowsInserted:
     const count = metric?.values.find((v) => (v as { metricName?: string }).metricName === 'ingest_event_stored_latency_seconds_count');
     return count?.value ?? 0;
   };
-  return { consumer, rowsInserted, storedLatencyCount };
+  return { consumer, rowsInserted, storedLatencyCount, metricsText: () => metrics.metrics() };
 }
 
 async function countRows(accountId: string): Promise<number> {
@@ -105,6 +119,12 @@ describe('storage consumer against real Kafka and ClickHouse', () => {
     expect([...offsets.values()].reduce((sum, o) => sum + Math.max(0, Number(o)), 0)).toBe(50);
     expect(await first.rowsInserted()).toBe(50);
     expect(await first.storedLatencyCount()).toBe(50);
+    // The stage's RED metrics: every message stored, batches timed, none failed.
+    const text = await first.metricsText();
+    expect(sampleValue(text, 'ingest_consumer_messages_total', { consumer: 'storage', outcome: 'ok' })).toBe(50);
+    expect(sampleValue(text, 'ingest_consumer_messages_total', { consumer: 'storage', outcome: 'dead_letter' })).toBe(0);
+    expect(sampleValue(text, 'ingest_consumer_batch_duration_seconds_count', { consumer: 'storage' })).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(text, 'ingest_consumer_batch_failures_total', { consumer: 'storage' })).toBe(0);
 
     await produce(accountId, 50, 80);
     const second = startStorage(groupId);

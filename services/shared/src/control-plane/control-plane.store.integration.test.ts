@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../errors.js';
 import { createProducer, type Producer } from '../kafka/producer.js';
-import { createTestKafka, type TestKafka, testLogger, waitFor } from '../testing/index.js';
+import { createMetricsRegistry, type Registry } from '../metrics.js';
+import { createTestKafka, sampleValue, type TestKafka, testLogger, waitFor } from '../testing/index.js';
 import { hashApiKey } from './api-keys.js';
 import { createControlPlane } from './control-plane.store.js';
 import type { Account, ControlPlane } from './types.js';
@@ -26,7 +27,7 @@ afterAll(async () => {
   await kafka?.cleanup();
 });
 
-async function startInstance(instanceId: string, options: { startTimeoutMs?: number; topicPrefix?: string } = {}): Promise<ControlPlane> {
+async function startInstance(instanceId: string, options: { startTimeoutMs?: number; topicPrefix?: string; metrics?: Registry } = {}): Promise<ControlPlane> {
   const cp = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger: testLogger(), instanceId, ...options });
   instances.push(cp);
   await cp.start();
@@ -45,9 +46,10 @@ async function expectAppError(promise: Promise<unknown>, code: string): Promise<
 describe('control plane store', () => {
   let a: ControlPlane;
   let b: ControlPlane;
+  const aMetrics = createMetricsRegistry('gateway');
 
   beforeAll(async () => {
-    [a, b] = await Promise.all([startInstance('a'), startInstance('b')]);
+    [a, b] = await Promise.all([startInstance('a', { metrics: aMetrics }), startInstance('b')]);
   });
 
   it('starts caught up on empty topics', () => {
@@ -73,6 +75,12 @@ describe('control plane store', () => {
     const inB = await waitFor(() => b.apiKeyByHash(record.hash), { description: 'key in B' });
     expect(inB).toEqual(record);
     expect(b.listApiKeys(account.id)).toEqual([record]);
+
+    // A's metrics show what it holds and how fresh its newest record is (Kafka time).
+    const text = await aMetrics.metrics();
+    expect(sampleValue(text, 'ingest_control_plane_records', { kind: 'accounts' })).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(text, 'ingest_control_plane_records', { kind: 'api_keys' })).toBe(a.listApiKeys(account.id).length);
+    expect(sampleValue(text, 'ingest_control_plane_last_applied_timestamp_seconds')).toBeGreaterThan(Date.now() / 1000 - 120);
   });
 
   it('lets B write right after a record was written elsewhere (B reads to the end before validating)', async () => {

@@ -6,6 +6,8 @@ import { type ConsumedMessage, createBatchConsumer } from '../kafka/consumer.js'
 import type { Producer } from '../kafka/producer.js';
 import { topicName } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
+import type { Registry } from '../metrics.js';
+import { registerControlPlaneMetrics } from './control-plane.metrics.js';
 import { generateApiKey, toBase62 } from './api-keys.js';
 import { createCrmConfigOps } from './crm-config.ops.js';
 import { applyCrmCredential, applyMappingVersion, createCredentialDecoder, createCrmConfigState, createMappingDecoder } from './crm-config.state.js';
@@ -28,6 +30,8 @@ export interface ControlPlaneDeps {
   producer: Producer;
   topicPrefix: string;
   logger: Logger;
+  /** When given, the state's size and freshness are exported (control-plane.metrics.ts). */
+  metrics?: Registry;
   /** Names this instance's consumer group (a random suffix keeps it unique anyway). */
   instanceId?: string;
   /** Bound on a write becoming visible in this instance's own state. */
@@ -84,12 +88,26 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const endOffsets = createEndOffsetsReader(deps.kafka);
   let running = false;
   let caughtUp = false;
+  let lastAppliedMs: number | undefined;
+  if (deps.metrics) {
+    registerControlPlaneMetrics(deps.metrics, {
+      records: () => ({
+        accounts: state.accounts.size,
+        api_keys: state.keys.size,
+        mappings: [...crm.mappings.values()].reduce((n, versions) => n + versions.length, 0),
+        crm_credentials: [...crm.credentials.values()].reduce((n, byName) => n + byName.size, 0),
+        owners: owners.byEmail.size,
+      }),
+      lastAppliedMs: () => lastAppliedMs,
+    });
+  }
 
   function applyMessage(m: ConsumedMessage): void {
     const next = BigInt(m.offset) + 1n;
     // A restarted member re-reads from the beginning: what was applied already is skipped, so a
     // replayed old record can never overwrite a newer one.
     if ((offsets.position(m.topic, m.partition) ?? -1n) >= next) return;
+    lastAppliedMs = Math.max(lastAppliedMs ?? 0, m.timestamp);
     if (m.topic === mappingsTopic || m.topic === credentialsTopic) {
       applyCrmMessage(m);
       offsets.advance(m.topic, m.partition, next);

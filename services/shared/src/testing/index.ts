@@ -2,3 +2,4 @@ export * from './env.js';
 export * from './fixtures.js';
 export * from './wait.js';
 export * from './ports.js';
+export * from './metrics-text.js';
