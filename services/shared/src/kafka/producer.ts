@@ -1,7 +1,8 @@
-import { CompressionTypes, type Producer as KafkaJsProducer, Partitioners } from 'kafkajs';
+import { CompressionTypes, type Producer as KafkaJsProducer } from 'kafkajs';
 import { AppError } from '../errors.js';
 import type { KafkaClient } from './client.js';
 import { createSendCoalescer } from './send-coalescer.js';
+import { fastDefaultPartitioner } from './partitioner.js';
 
 export interface OutgoingMessage {
   key: string | Buffer | null;
@@ -49,8 +50,8 @@ export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}
     maxInFlightRequests: 1,
     allowAutoTopicCreation: false,
     // The murmur2 partitioner of the Java client: keys land on the same partitions whichever
-    // client (or language) produced them.
-    createPartitioner: Partitioners.DefaultPartitioner,
+    // client (or language) produced them. kafkajs's DefaultPartitioner, in fast arithmetic.
+    createPartitioner: fastDefaultPartitioner,
     // Bounded on purpose (kafkajs warns that this weakens its idempotence): an unbounded retry
     // would hold HTTP requests while Kafka is down. A send that gives up is reported as
     // "maybe written"; downstream dedupe by eventId absorbs a copy that did get through.
