@@ -11,6 +11,7 @@ export * from './control-plane/types.js';
 export * from './errors.js';
 export * from './events/event-record.decode.js';
 export * from './events/identity.js';
+export * from './events/raw-event-message.js';
 export * from './events/timestamp.js';
 export * from './events/validate-event.js';
 export * from './jobs/job-status.store.js';

@@ -1,5 +1,5 @@
 import { type EventRecord, EventsEnvelope, EventsReceipt, EventsRequest } from '@ingest/schemas';
-import { type Allowance, type EventCheck, isRetryable, type Producer, toEventRecord } from '@ingest/shared';
+import { type Allowance, type EventCheck, isRetryable, type Producer, rawEventMessage, toEventRecord } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
@@ -99,7 +99,7 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
         try {
           await deps.producer.send(
             deps.rawTopic,
-            toWrite.map((r) => ({ key: `${r.accountId}:${r.eventId}`, value: JSON.stringify(r) })),
+            toWrite.map(rawEventMessage),
           );
           end();
         } catch (err) {

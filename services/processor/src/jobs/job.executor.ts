@@ -1,5 +1,5 @@
 import type { EventRecord, JobChunk, JobSealed, JobStatus } from '@ingest/schemas';
-import type { JobStatusStore, Logger, Producer } from '@ingest/shared';
+import { type JobStatusStore, type Logger, type Producer, rawEventMessage } from '@ingest/shared';
 import type { JobMetrics } from './job.metrics.js';
 import { baseStatus, checkComplete, completedStatus, failedStatus, isFinal, processingStatus } from './job-status.transitions.js';
 import { JobTally, type ValidateEvent } from './job-tally.js';
@@ -13,10 +13,7 @@ export interface RawEventsOutput {
 export function createRawEventsOutput(producer: Producer, rawTopic: string): RawEventsOutput {
   return {
     write: (records) =>
-      producer.send(
-        rawTopic,
-        records.map((r) => ({ key: `${r.accountId}:${r.eventId}`, value: JSON.stringify(r) })),
-      ),
+      producer.send(rawTopic, records.map(rawEventMessage)),
   };
 }
 
