@@ -62,4 +62,31 @@ describe('insert batcher', () => {
     await Promise.all([batcher.add(rows(1), ctx(false)), batcher.add(rows(1), ctx(true))]);
     expect(seen?.shouldContinue()).toBe(true);
   });
+
+  it('counts queued rows until their insert finished, and lets callers wait for room', async () => {
+    const w = recordingWriter();
+    const batcher = createInsertBatcher({ writer: w.writer, maxRows: 10, maxWaitMs: 10_000 });
+    const first = batcher.add(rows(10), ctx());
+    const second = batcher.add(rows(6), ctx());
+    expect(batcher.queuedRows).toBe(16);
+    let roomAt = -1;
+    const room = batcher.waitForRoom(10).then(() => (roomAt = batcher.queuedRows));
+    await first;
+    await room;
+    expect(roomAt).toBe(6);
+    await batcher.drain();
+    await second;
+    expect(batcher.queuedRows).toBe(0);
+    expect(w.inserts).toEqual([10, 6]);
+  });
+
+  it('drain sends what is gathered at once and waits for it', async () => {
+    const w = recordingWriter();
+    const batcher = createInsertBatcher({ writer: w.writer, maxRows: 1_000, maxWaitMs: 60_000 });
+    const added = batcher.add(rows(3), ctx());
+    await batcher.drain();
+    expect(w.inserts).toEqual([3]);
+    await expect(added).resolves.toBeUndefined();
+    await expect(batcher.waitForRoom(1)).resolves.toBeUndefined();
+  });
 });

@@ -8,6 +8,12 @@ import type { ClickHouseWriter, WriteContext } from './clickhouse.writer.js';
  */
 export interface InsertBatcher {
   add(rows: readonly Record<string, unknown>[], ctx: WriteContext): Promise<void>;
+  /** Rows added whose insert has not finished yet (waiting or running). */
+  readonly queuedRows: number;
+  /** Resolves once fewer than `limit` rows are queued: backpressure for callers that do not await add(). */
+  waitForRoom(limit: number): Promise<void>;
+  /** Sends what is gathered now and resolves when every insert started so far has finished. */
+  drain(): Promise<void>;
 }
 
 interface Waiter {
@@ -26,6 +32,19 @@ export function createInsertBatcher(options: { writer: ClickHouseWriter; maxRows
   let timer: NodeJS.Timeout | undefined;
   // One insert at a time: while it runs, the next batch fills up.
   let flushing: Promise<void> = Promise.resolve();
+  let queuedRows = 0;
+  const roomWaiters: { limit: number; resolve(): void }[] = [];
+
+  function released(count: number): void {
+    queuedRows -= count;
+    for (let i = roomWaiters.length - 1; i >= 0; i--) {
+      const waiter = roomWaiters[i] as (typeof roomWaiters)[number];
+      if (queuedRows < waiter.limit) {
+        roomWaiters.splice(i, 1);
+        waiter.resolve();
+      }
+    }
+  }
 
   function flushSoon(): void {
     if (timer) clearTimeout(timer);
@@ -50,17 +69,31 @@ export function createInsertBatcher(options: { writer: ClickHouseWriter; maxRows
       for (const w of batch.waiters) w.resolve();
     } catch (err) {
       for (const w of batch.waiters) w.reject(err);
+    } finally {
+      released(batch.rows.length);
     }
   }
 
   return {
     add(rows, ctx) {
       return new Promise<void>((resolve, reject) => {
-        pending.rows.push(...rows);
+        queuedRows += rows.length;
+        for (const row of rows) pending.rows.push(row);
         pending.waiters.push({ ctx, resolve, reject });
         if (pending.rows.length >= options.maxRows) flushSoon();
         else timer ??= setTimeout(flushSoon, options.maxWaitMs);
       });
+    },
+    get queuedRows() {
+      return queuedRows;
+    },
+    waitForRoom(limit) {
+      if (queuedRows < limit) return Promise.resolve();
+      return new Promise<void>((resolve) => roomWaiters.push({ limit, resolve }));
+    },
+    async drain() {
+      flushSoon();
+      await flushing;
     },
   };
 }

@@ -1,5 +1,6 @@
 import {
   type BatchConsumer,
+  type BatchContext,
   type ConsumedMessage,
   createBatchConsumer,
   createConsumerStageMetrics,
@@ -34,8 +35,16 @@ export interface StorageConsumerDeps {
 /**
  * events.unique -> ClickHouse `events`, in inserts of up to 10,000 rows or 1 s gathered across
  * partitions. Offsets are committed only after both the insert and the dead letters of the batch
- * are durable; a crash in between re-delivers the batch, and the
- * ReplacingMergeTree table absorbs the repeated rows.
+ * are durable; a crash in between re-delivers the batch, and the ReplacingMergeTree table
+ * absorbs the repeated rows.
+ *
+ * Handlers do not wait for their insert: kafkajs fetches again only once every batch of a fetch
+ * is handled, so waiting would leave the consumer idle during each insert and each insert idle
+ * during each fetch. A batch's offset is committed when its insert succeeded (inserts run one at
+ * a time, in order), and handlers wait only while two inserts' worth of rows are queued.
+ * An insert that fails stops all later commits and restarts the consumer, which reads the lost
+ * rows again from the committed offsets; every rejoin (restart or rebalance) starts a session
+ * whose reads begin at the committed offsets, and commits of an older session are dropped.
  */
 export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer {
   const decode = createEventRecordDecoder();
@@ -47,7 +56,9 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
     registers: [deps.metrics],
   });
   const stage = createConsumerStageMetrics(deps.metrics, 'storage', ['ok', 'dead_letter']);
-  const batcher = createInsertBatcher({ writer: deps.writer, maxRows: deps.batchMaxRows ?? 10_000, maxWaitMs: deps.batchMaxWaitMs ?? 1_000 });
+  const maxRows = deps.batchMaxRows ?? 10_000;
+  const batcher = createInsertBatcher({ writer: deps.writer, maxRows, maxWaitMs: deps.batchMaxWaitMs ?? 1_000 });
+  const log = deps.logger.child({ component: 'storage' });
   const now = deps.now ?? Date.now;
 
   function split(messages: ConsumedMessage[]): { rows: EventRow[]; letters: DeadLetter[] } {
@@ -62,20 +73,58 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
     return { rows, letters };
   }
 
-  return createBatchConsumer(deps.kafka, {
+  let session = 0;
+  let failure: unknown;
+  const commits = new Set<Promise<void>>();
+
+  function afterInsert(rows: EventRow[], ctx: BatchContext, nextOffset: string, batchSession: number): Promise<void> {
+    return batcher.add(rows, ctx).then(
+      async () => {
+        const storedAtMs = now();
+        for (const row of rows) storedLatency.observe(Math.max(0, storedAtMs - row.received_at_ms) / 1000);
+        if (failure !== undefined || batchSession !== session) return; // read again from the committed offset
+        await consumer.commit(ctx.topic, ctx.partition, nextOffset).catch((err: unknown) => {
+          // The rows are stored; a lost commit only means they are read and stored again.
+          log.warn({ err, partition: ctx.partition }, 'offset commit after insert failed');
+        });
+      },
+      (err: unknown) => {
+        if (failure !== undefined) return;
+        failure = err;
+        log.error({ err, partition: ctx.partition }, 'clickhouse insert failed; reading again from the committed offsets');
+        void consumer.restart('clickhouse insert failed');
+      },
+    );
+  }
+
+  const consumer: BatchConsumer = createBatchConsumer(deps.kafka, {
     name: 'storage-consumer',
     groupId: deps.groupId,
     topics: [deps.topic],
     logger: deps.logger,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
+    onGroupJoin: () => {
+      session++;
+      failure = undefined;
+    },
+    beforeDisconnect: async () => {
+      await batcher.drain();
+      await Promise.allSettled([...commits]);
+    },
     handleBatch: stage.instrument(async (messages, ctx) => {
+      // After a failed insert nothing more is stored or committed until the restart re-reads.
+      if (failure !== undefined) return { commitOffset: null };
       const { rows, letters } = split(messages);
-      await batcher.add(rows, ctx);
-      const storedAtMs = now();
-      for (const row of rows) storedLatency.observe(Math.max(0, storedAtMs - row.received_at_ms) / 1000);
       await deps.deadLetters.publish(letters);
+      const nextOffset = (BigInt(messages.at(-1)?.offset ?? '0') + 1n).toString();
+      const committed = afterInsert(rows, ctx, nextOffset, session);
+      commits.add(committed);
+      void committed.finally(() => commits.delete(committed));
       stage.handled('ok', rows.length);
       stage.handled('dead_letter', letters.length);
+      await batcher.waitForRoom(2 * maxRows);
+      return { commitOffset: null };
     }),
   });
+  return consumer;
 }

@@ -6,9 +6,11 @@
  */
 import type { EventRecord } from '@ingest/schemas';
 import {
+  AppError,
   type BatchConsumer,
   committedOffsets,
   createBatchConsumer,
+  createEndOffsetsReader,
   createDeadLetterSink,
   createMetricsRegistry,
   createProducer,
@@ -26,7 +28,7 @@ import {
   waitFor,
 } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClickHouseWriter } from './clickhouse.writer.js';
+import { type ClickHouseWriter, createClickHouseWriter } from './clickhouse.writer.js';
 import { createStorageConsumer } from './storage.consumer.js';
 
 let kafka: TestKafka;
@@ -68,7 +70,10 @@ async function produce(accountId: string, from: number, to: number): Promise<voi
   );
 }
 
-function startStorage(groupId: string): {
+function startStorage(
+  groupId: string,
+  wrap: (writer: ClickHouseWriter) => ClickHouseWriter = (writer) => writer,
+): {
   consumer: BatchConsumer;
   rowsInserted: () => Promise<number>;
   storedLatencyCount: () => Promise<number>;
@@ -76,7 +81,7 @@ function startStorage(groupId: string): {
 } {
   const metrics = createMetricsRegistry('processor-test');
   const logger = testLogger();
-  const writer = createClickHouseWriter({ ch: clickhouse.ch, table: 'events', logger, metrics });
+  const writer = wrap(createClickHouseWriter({ ch: clickhouse.ch, table: 'events', logger, metrics }));
   const consumer = createStorageConsumer({
     kafka: kafka.kafka,
     topic: kafka.topic('eventsUnique'),
@@ -207,6 +212,43 @@ describe('storage consumer against real Kafka and ClickHouse', () => {
       expect(byCode.unknown_version?.[DEAD_LETTER_HEADERS.sourcePartition]).toMatch(/^\d+$/);
     } finally {
       await Promise.all([storage.consumer.stop(), dlqReader.stop()]);
+    }
+  });
+
+  it('reads again what a refused insert held: the consumer restarts at its committed offsets and skips nothing', async () => {
+    const accountId = `acc_${uniqueSuffix()}`;
+    const groupId = `storage-${uniqueSuffix()}`;
+    await produce(accountId, 0, 40);
+    let refused = 0;
+    // The first insert is refused for good (not a retryable outage): commits stop, and with no
+    // further traffic only the restart can bring its rows back.
+    const storage = startStorage(groupId, (real) => ({
+      async write(rows, ctx) {
+        if (refused === 0 && rows.length > 0) {
+          refused++;
+          throw new AppError('insert_refused', 'refused once by the test', { retryable: false });
+        }
+        return real.write(rows, ctx);
+      },
+    }));
+    await storage.consumer.start();
+    try {
+      await waitFor(async () => (await countRows(accountId)) === 40 || undefined, { description: 'all 40 rows stored after the refusal', timeoutMs: 60_000 });
+      expect(refused).toBe(1);
+      // The group read the topic from its start (earlier tests' events too): committed offsets
+      // must reach the end of every partition, none stuck before the refused rows.
+      const ends = createEndOffsetsReader(kafka.kafka);
+      await ends.connect();
+      const end = new Map((await ends.endOffsets([kafka.topic('eventsUnique')]).finally(() => ends.disconnect())).map((e) => [e.partition, String(e.high)]));
+      await waitFor(
+        async () => {
+          const offsets = await committedOffsets(kafka.kafka, groupId, kafka.topic('eventsUnique'));
+          return [...end].every(([partition, high]) => offsets.get(partition) === high) || undefined;
+        },
+        { description: 'offsets committed up to the end of every partition' },
+      );
+    } finally {
+      await storage.consumer.stop();
     }
   });
 });

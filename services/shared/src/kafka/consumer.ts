@@ -62,6 +62,13 @@ export interface BatchConsumerOptions {
    * committed offsets are left behind for groups that never come back.
    */
   commitOffsets?: boolean;
+  /** Told each time this member (re)joins its group: after a start, a rebalance or a crash restart. */
+  onGroupJoin?: () => void;
+  /**
+   * Awaited by stop() after the last batch handler returned and before the consumer leaves the
+   * group: a handler that finishes its work later (commitOffset: null) commits it here.
+   */
+  beforeDisconnect?: () => Promise<void>;
 }
 
 export interface BatchConsumer extends Component {
@@ -73,6 +80,11 @@ export interface BatchConsumer extends Component {
    * assigned to this member and the consumer runs; a commit refused after a rebalance rejects.
    */
   commit(topic: string, partition: number, offset: string): Promise<void>;
+  /**
+   * Leaves the group and joins again, so reading resumes at the committed offsets: for handlers
+   * whose later work failed after their batch returned. Does nothing once stop() was called.
+   */
+  restart(reason: string): Promise<void>;
 }
 
 export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOptions): BatchConsumer {
@@ -86,7 +98,12 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
   // commits once its own stop has begun, which would re-deliver work that is already done.
   const inFlight = new Set<Promise<unknown>>();
 
+  let stopRequested = false;
+  let restarting: Promise<void> | undefined;
+
   async function start(): Promise<void> {
+    stopping = false;
+    crashed = false;
     consumer = kafka.consumer({
       groupId: options.groupId,
       sessionTimeout: options.sessionTimeoutMs ?? 30_000,
@@ -101,6 +118,7 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       assigned = e.payload.memberAssignment;
       log.info({ assignment: assigned }, 'joined consumer group');
+      options.onGroupJoin?.();
     });
     consumer.on(consumer.events.CRASH, (e) => {
       crashed = !e.payload.restart;
@@ -145,16 +163,34 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
     });
   }
 
+  async function leave(): Promise<void> {
+    stopping = true;
+    // Handlers see shouldContinue() === false (retry loops give up, uncommitted); a batch
+    // that completes still commits because kafkajs is still running.
+    await Promise.allSettled([...inFlight]);
+    await options.beforeDisconnect?.().catch((err: unknown) => log.warn({ err }, 'work left unfinished at stop; it will be read again'));
+    running = false;
+    await consumer?.disconnect();
+  }
+
   return {
     name: options.name,
     start,
     async stop() {
-      stopping = true;
-      // Handlers see shouldContinue() === false (retry loops give up, uncommitted); a batch
-      // that completes still commits because kafkajs is still running.
-      await Promise.allSettled([...inFlight]);
-      running = false;
-      await consumer?.disconnect();
+      stopRequested = true;
+      await restarting;
+      await leave();
+    },
+    restart(reason) {
+      if (stopRequested) return Promise.resolve();
+      restarting ??= (async () => {
+        log.warn({ reason }, 'restarting the consumer to read again from the committed offsets');
+        await leave();
+        if (!stopRequested) await start();
+      })().finally(() => {
+        restarting = undefined;
+      });
+      return restarting;
     },
     healthy: () => running && !crashed,
     assignments: () => assigned,
