@@ -34,6 +34,8 @@ export const ProcessorConfigSchema = Type.Object({
   /** ClickHouse inserts: rows per insert and longest wait to fill one (freshness vs insert rate). */
   STORAGE_BATCH_MAX_ROWS: Type.Integer({ minimum: 1, default: 10_000 }),
   STORAGE_BATCH_MAX_WAIT_MS: Type.Integer({ minimum: 10, default: 1_000 }),
+  /** Inserts start at least this far apart (ClickHouse wants at most ~2 a second per table); under a backlog they grow instead. */
+  STORAGE_MIN_INSERT_INTERVAL_MS: Type.Integer({ minimum: 0, default: 500 }),
   /** Partitions of events.unique consumed at once per instance (all of them by default). */
   STORAGE_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 256, default: 12 }),
 });

@@ -43,6 +43,7 @@ const parts = createProcessor({
   storageConcurrency: config.STORAGE_CONCURRENCY,
   storageBatchMaxRows: config.STORAGE_BATCH_MAX_ROWS,
   storageBatchMaxWaitMs: config.STORAGE_BATCH_MAX_WAIT_MS,
+  storageMinInsertIntervalMs: config.STORAGE_MIN_INSERT_INTERVAL_MS,
   storageGroupId: config.PROCESSOR_STORAGE_GROUP,
   dedupeGroupId: config.PROCESSOR_DEDUPE_GROUP,
   dedupeWindowMs: config.DEDUPE_WINDOW_MS,

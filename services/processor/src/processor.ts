@@ -44,6 +44,7 @@ export interface ProcessorDeps {
   storageConcurrency?: number;
   storageBatchMaxRows?: number;
   storageBatchMaxWaitMs?: number;
+  storageMinInsertIntervalMs?: number;
 }
 
 /** Assembles the processor's parts; main.ts and the integration tests both call this. */
@@ -119,5 +120,6 @@ function createStorage(deps: ProcessorDeps, deadLetterTopic: string): Component 
     partitionsConsumedConcurrently: deps.storageConcurrency ?? 12,
     batchMaxRows: deps.storageBatchMaxRows,
     batchMaxWaitMs: deps.storageBatchMaxWaitMs,
+    minInsertIntervalMs: deps.storageMinInsertIntervalMs,
   });
 }

@@ -12,8 +12,7 @@ export interface RawEventsOutput {
 
 export function createRawEventsOutput(producer: Producer, rawTopic: string): RawEventsOutput {
   return {
-    write: (records) =>
-      producer.send(rawTopic, records.map(rawEventMessage)),
+    write: (records) => producer.send(rawTopic, records.map(rawEventMessage)),
   };
 }
 

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ClickHouseWriter, WriteContext } from './clickhouse.writer.js';
 import { createInsertBatcher } from './insert-batcher.js';
 
@@ -33,12 +33,40 @@ describe('insert batcher', () => {
     expect(done.sort()).toEqual(['a', 'b']);
   });
 
-  it('inserts at once when the size bound is reached, one insert at a time', async () => {
+  it('inserts at once when the size bound is reached, one insert at a time, taking what waits when it starts', async () => {
     const w = recordingWriter();
     const batcher = createInsertBatcher({ writer: w.writer, maxRows: 10, maxWaitMs: 10_000 });
-    await Promise.all([batcher.add(rows(6), ctx()), batcher.add(rows(6), ctx()), batcher.add(rows(10), ctx())]);
-    expect(w.inserts).toEqual([12, 10]);
+    const first = [batcher.add(rows(6), ctx()), batcher.add(rows(6), ctx()), batcher.add(rows(10), ctx())];
+    await new Promise((r) => setTimeout(r, 1)); // the first insert (22 rows) is running
+    await Promise.all([...first, batcher.add(rows(10), ctx())]);
+    expect(w.inserts).toEqual([22, 10]);
     expect(w.maxActive()).toBe(1);
+  });
+
+  it('starts inserts at least minIntervalMs apart; rows arriving meanwhile join the next insert', async () => {
+    vi.useFakeTimers();
+    try {
+      const starts: number[] = [];
+      const sizes: number[] = [];
+      const writer: ClickHouseWriter = {
+        async write(written) {
+          starts.push(Date.now());
+          sizes.push(written.length);
+        },
+      };
+      const batcher = createInsertBatcher({ writer, maxRows: 10, maxWaitMs: 1_000, minIntervalMs: 500 });
+      const a = batcher.add(rows(10), ctx()); // full: starts at once
+      await vi.advanceTimersByTimeAsync(0);
+      const b = batcher.add(rows(10), ctx()); // full too, but within 500 ms of the first
+      await vi.advanceTimersByTimeAsync(100);
+      const c = batcher.add(rows(5), ctx()); // joins b's insert
+      await vi.advanceTimersByTimeAsync(500);
+      await Promise.all([a, b, c]);
+      expect(sizes).toEqual([10, 15]);
+      expect((starts[1] ?? 0) - (starts[0] ?? 0)).toBeGreaterThanOrEqual(500);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('rejects every caller of a failed insert, so none of them commits', async () => {
@@ -67,6 +95,7 @@ describe('insert batcher', () => {
     const w = recordingWriter();
     const batcher = createInsertBatcher({ writer: w.writer, maxRows: 10, maxWaitMs: 10_000 });
     const first = batcher.add(rows(10), ctx());
+    await new Promise((r) => setTimeout(r, 1)); // its insert has taken the first 10
     const second = batcher.add(rows(6), ctx());
     expect(batcher.queuedRows).toBe(16);
     let roomAt = -1;

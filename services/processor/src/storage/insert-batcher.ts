@@ -27,9 +27,28 @@ interface PendingBatch {
   waiters: Waiter[];
 }
 
-export function createInsertBatcher(options: { writer: ClickHouseWriter; maxRows: number; maxWaitMs: number }): InsertBatcher {
+export interface InsertBatcherOptions {
+  writer: ClickHouseWriter;
+  /** An insert starts once this many rows wait... */
+  maxRows: number;
+  /** ...or once the oldest waiting row has waited this long. */
+  maxWaitMs: number;
+  /**
+   * ...but never sooner than this after the previous insert started (ClickHouse merges parts in
+   * the background and wants at most a couple of inserts per second per table). Rows arriving
+   * meanwhile join the insert, so under a backlog inserts grow instead of multiplying.
+   */
+  minIntervalMs?: number;
+  now?: () => number;
+}
+
+export function createInsertBatcher(options: InsertBatcherOptions): InsertBatcher {
+  const minIntervalMs = options.minIntervalMs ?? 0;
+  const now = options.now ?? Date.now;
   let pending: PendingBatch = { rows: [], waiters: [] };
   let timer: NodeJS.Timeout | undefined;
+  let flushRequested = false;
+  let lastStartMs = Number.NEGATIVE_INFINITY;
   // One insert at a time: while it runs, the next batch fills up.
   let flushing: Promise<void> = Promise.resolve();
   let queuedRows = 0;
@@ -46,13 +65,24 @@ export function createInsertBatcher(options: { writer: ClickHouseWriter; maxRows
     }
   }
 
+  /** Queues the next insert; it takes whatever is pending when it starts. */
   function flushSoon(): void {
+    if (flushRequested) return;
+    flushRequested = true;
+    flushing = flushing.then(takeAndInsert);
+  }
+
+  async function takeAndInsert(): Promise<void> {
+    const wait = lastStartMs + minIntervalMs - now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    flushRequested = false;
     if (timer) clearTimeout(timer);
     timer = undefined;
     const batch = pending;
     pending = { rows: [], waiters: [] };
     if (batch.waiters.length === 0) return;
-    flushing = flushing.then(() => insert(batch));
+    lastStartMs = now();
+    await insert(batch);
   }
 
   async function insert(batch: PendingBatch): Promise<void> {

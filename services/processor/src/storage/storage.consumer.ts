@@ -29,6 +29,8 @@ export interface StorageConsumerDeps {
   /** One insert gathers the batches of all partitions, up to this many rows or this long. */
   batchMaxRows?: number;
   batchMaxWaitMs?: number;
+  /** Inserts start at least this far apart; rows gathered meanwhile join (default 500 ms). */
+  minInsertIntervalMs?: number;
   now?: () => number;
 }
 
@@ -41,7 +43,8 @@ export interface StorageConsumerDeps {
  * Handlers do not wait for their insert: kafkajs fetches again only once every batch of a fetch
  * is handled, so waiting would leave the consumer idle during each insert and each insert idle
  * during each fetch. A batch's offset is committed when its insert succeeded (inserts run one at
- * a time, in order), and handlers wait only while two inserts' worth of rows are queued.
+ * a time, in order, at most two a second), and handlers wait only while four inserts' worth of
+ * rows are queued.
  * An insert that fails stops all later commits and restarts the consumer, which reads the lost
  * rows again from the committed offsets; every rejoin (restart or rebalance) starts a session
  * whose reads begin at the committed offsets, and commits of an older session are dropped.
@@ -57,7 +60,12 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
   });
   const stage = createConsumerStageMetrics(deps.metrics, 'storage', ['ok', 'dead_letter']);
   const maxRows = deps.batchMaxRows ?? 10_000;
-  const batcher = createInsertBatcher({ writer: deps.writer, maxRows, maxWaitMs: deps.batchMaxWaitMs ?? 1_000 });
+  const batcher = createInsertBatcher({
+    writer: deps.writer,
+    maxRows,
+    maxWaitMs: deps.batchMaxWaitMs ?? 1_000,
+    minIntervalMs: deps.minInsertIntervalMs ?? 500,
+  });
   const log = deps.logger.child({ component: 'storage' });
   const now = deps.now ?? Date.now;
 
@@ -76,17 +84,46 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
   let session = 0;
   let failure: unknown;
   const commits = new Set<Promise<void>>();
+  // One OffsetCommit per insert, not one per batch: at low load an insert holds hundreds of
+  // small batches, and kafkajs sends every commit as a request of its own (a burst of them
+  // after each insert clogged the coordinator connection in the benchmark).
+  const toCommit = new Map<string, { topic: string; partition: number; offset: bigint; session: number }>();
+  let committing: Promise<void> | undefined;
 
-  function afterInsert(rows: EventRow[], ctx: BatchContext, nextOffset: string, batchSession: number): Promise<void> {
+  function scheduleCommit(topic: string, partition: number, offset: bigint, batchSession: number): Promise<void> {
+    const key = `${topic}\u0000${partition}`;
+    const previous = toCommit.get(key);
+    if (!previous || previous.session !== batchSession || previous.offset < offset) toCommit.set(key, { topic, partition, offset, session: batchSession });
+    committing ??= flushCommits();
+    return committing;
+  }
+
+  async function flushCommits(): Promise<void> {
+    // The other batches of the same insert resolve in this turn of the event loop: wait for them.
+    try {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      while (toCommit.size > 0) {
+        const due = [...toCommit.values()].filter((c) => c.session === session && failure === undefined);
+        toCommit.clear();
+        if (due.length === 0) continue;
+        await consumer.commitMany(due.map(({ topic, partition, offset }) => ({ topic, partition, offset: offset.toString() }))).catch((err: unknown) => {
+          // The rows are stored; a lost commit only means they are read and stored again.
+          log.warn({ err, partitions: due.length }, 'offset commit after insert failed');
+        });
+      }
+    } finally {
+      // In the same turn as the last look at toCommit: a later schedule starts a new round.
+      committing = undefined;
+    }
+  }
+
+  function afterInsert(rows: EventRow[], ctx: BatchContext, nextOffset: bigint, batchSession: number): Promise<void> {
     return batcher.add(rows, ctx).then(
       async () => {
         const storedAtMs = now();
         for (const row of rows) storedLatency.observe(Math.max(0, storedAtMs - row.received_at_ms) / 1000);
         if (failure !== undefined || batchSession !== session) return; // read again from the committed offset
-        await consumer.commit(ctx.topic, ctx.partition, nextOffset).catch((err: unknown) => {
-          // The rows are stored; a lost commit only means they are read and stored again.
-          log.warn({ err, partition: ctx.partition }, 'offset commit after insert failed');
-        });
+        await scheduleCommit(ctx.topic, ctx.partition, nextOffset, batchSession);
       },
       (err: unknown) => {
         if (failure !== undefined) return;
@@ -116,13 +153,15 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
       if (failure !== undefined) return { commitOffset: null };
       const { rows, letters } = split(messages);
       await deps.deadLetters.publish(letters);
-      const nextOffset = (BigInt(messages.at(-1)?.offset ?? '0') + 1n).toString();
+      const nextOffset = BigInt(messages.at(-1)?.offset ?? '0') + 1n;
       const committed = afterInsert(rows, ctx, nextOffset, session);
       commits.add(committed);
       void committed.finally(() => commits.delete(committed));
       stage.handled('ok', rows.length);
       stage.handled('dead_letter', letters.length);
-      await batcher.waitForRoom(2 * maxRows);
+      // Memory bound: about four inserts' worth of rows wait, enough to fill the next insert
+      // while one runs at two inserts a second.
+      await batcher.waitForRoom(4 * maxRows);
       return { commitOffset: null };
     }),
   });

@@ -80,6 +80,8 @@ export interface BatchConsumer extends Component {
    * assigned to this member and the consumer runs; a commit refused after a rebalance rejects.
    */
   commit(topic: string, partition: number, offset: string): Promise<void>;
+  /** The same for several partitions in one OffsetCommit request; unassigned ones are left out. */
+  commitMany(offsets: readonly { topic: string; partition: number; offset: string }[]): Promise<void>;
   /**
    * Leaves the group and joins again, so reading resumes at the committed offsets: for handlers
    * whose later work failed after their batch returned. Does nothing once stop() was called.
@@ -163,6 +165,12 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
     });
   }
 
+  async function commitMany(offsets: readonly { topic: string; partition: number; offset: string }[]): Promise<void> {
+    if (!running || !consumer || options.commitOffsets === false) return;
+    const mine = offsets.filter(({ topic, partition }) => (assigned[topic] ?? []).includes(partition));
+    if (mine.length > 0) await consumer.commitOffsets(mine.map(({ topic, partition, offset }) => ({ topic, partition, offset })));
+  }
+
   async function leave(): Promise<void> {
     stopping = true;
     // Handlers see shouldContinue() === false (retry loops give up, uncommitted); a batch
@@ -194,11 +202,10 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
     },
     healthy: () => running && !crashed,
     assignments: () => assigned,
-    async commit(topic, partition, offset) {
-      if (!running || !consumer || options.commitOffsets === false) return;
-      if (!(assigned[topic] ?? []).includes(partition)) return;
-      await consumer.commitOffsets([{ topic, partition, offset }]);
+    commit(topic, partition, offset) {
+      return commitMany([{ topic, partition, offset }]);
     },
+    commitMany,
   };
 }
 
