@@ -13,15 +13,16 @@
 # themselves are covered by `promtool test rules`); this proves the expressions match the
 # series the services really export.
 #
-# Usage: bash scripts/ops/prometheus-live.sh   (GATEWAY_OPS / PROCESSOR_OPS override the targets)
-# Needs the local stack (Kafka, ClickHouse, Redis). When no gateway and processor answer on the
-# ops ports (npm start not running), it starts its own pair on a topic prefix of its own.
+# Usage: bash scripts/ops/prometheus-live.sh   (GATEWAY_OPS / PROCESSOR_OPS / CRM_SINK_OPS override
+# the targets). Needs the local stack (Kafka, ClickHouse, Redis). When the services do not answer
+# on their ops ports (npm start not running), it starts its own on a topic prefix of its own.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cd "$ROOT"
 
 GATEWAY_OPS="${GATEWAY_OPS:-127.0.0.1:3100}"
 PROCESSOR_OPS="${PROCESSOR_OPS:-127.0.0.1:3101}"
+CRM_SINK_OPS="${CRM_SINK_OPS:-127.0.0.1:3102}"
 DEADLINE_S="${DEADLINE_S:-90}"
 
 ensure_apt_tool prometheus prometheus
@@ -73,14 +74,17 @@ start_service() { # name, extra env...
   pids+=($!)
 }
 
-if ! curl -fsS -o /dev/null "http://$GATEWAY_OPS/metrics" || ! curl -fsS -o /dev/null "http://$PROCESSOR_OPS/metrics"; then
-  echo "no services answer on $GATEWAY_OPS and $PROCESSOR_OPS: starting our own gateway and processor (topic prefix $own_prefix)"
+answers() { curl -fsS -o /dev/null "http://$1/metrics"; }
+if ! answers "$GATEWAY_OPS" || ! answers "$PROCESSOR_OPS" || ! answers "$CRM_SINK_OPS"; then
+  echo "the services do not all answer on $GATEWAY_OPS, $PROCESSOR_OPS and $CRM_SINK_OPS: starting our own gateway, processor and crm-sink (topic prefix $own_prefix)"
   npx tsx scripts/ops/live-fixture.ts topics "$own_prefix"
   GATEWAY_OPS="127.0.0.1:$(free_port)"
   PROCESSOR_OPS="127.0.0.1:$(free_port)"
+  CRM_SINK_OPS="127.0.0.1:$(free_port)"
   start_service gateway GATEWAY_PORT="$(free_port)" GATEWAY_OPS_PORT="${GATEWAY_OPS#*:}"
   start_service processor PROCESSOR_OPS_PORT="${PROCESSOR_OPS#*:}" \
     PROCESSOR_JOBS_GROUP="live-${id}s-jobs" PROCESSOR_DEDUPE_GROUP="live-${id}s-dedupe" PROCESSOR_STORAGE_GROUP="live-${id}s-storage"
+  start_service crm-sink CRM_SINK_OPS_PORT="${CRM_SINK_OPS#*:}" CRM_SINK_GROUP="live-${id}s-crm-sink"
 fi
 
 say() { printf '[%3ss] %s\n' "$((SECONDS - started))" "$*"; }
@@ -115,6 +119,8 @@ scrape_configs:
     static_configs: [{ targets: ['$GATEWAY_OPS'] }]
   - job_name: processor
     static_configs: [{ targets: ['$PROCESSOR_OPS', '127.0.0.1:$own_ops_port'] }]
+  - job_name: crm-sink
+    static_configs: [{ targets: ['$CRM_SINK_OPS'] }]
 EOF
 promtool check config "$work/prometheus.yml" >/dev/null
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
@@ -130,6 +136,8 @@ series() { api "query?query=$(node -e 'console.log(encodeURIComponent(process.ar
 has_series() { (($(series "$1") > 0)); }
 wait_for "gateway $GATEWAY_OPS scraped (up)" target_up "$GATEWAY_OPS"
 wait_for "processor $PROCESSOR_OPS scraped (up)" target_up "$PROCESSOR_OPS"
+wait_for "crm-sink $CRM_SINK_OPS scraped (up)" target_up "$CRM_SINK_OPS"
+wait_for "crm-sink series ingest_crm_sync_outcomes_total{job=crm-sink}" has_series 'ingest_crm_sync_outcomes_total{job="crm-sink"}'
 wait_for "gateway series process_cpu_seconds_total{job=gateway}" has_series 'process_cpu_seconds_total{job="gateway"}'
 
 # --- faults on a processor of our own -------------------------------------------------------
@@ -163,5 +171,6 @@ wait_for "IngestTargetDown firing (instance 127.0.0.1:$own_ops_port)" firing Ing
 # The shared targets stayed up throughout, and are not reported down.
 target_up "$GATEWAY_OPS"
 target_up "$PROCESSOR_OPS"
+target_up "$CRM_SINK_OPS"
 test -z "$(alert_state IngestTargetDown "instance=$GATEWAY_OPS")"
 say "prometheus-live: all checks passed"
