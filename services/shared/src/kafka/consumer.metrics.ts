@@ -1,5 +1,5 @@
-import { Counter, Histogram } from 'prom-client';
-import { METRIC_NAMES, type Registry } from '../metrics.js';
+import { Histogram } from 'prom-client';
+import { METRIC_NAMES, type Registry, sharedCounter } from '../metrics.js';
 import type { BatchHandler } from './consumer.js';
 
 /**
@@ -36,22 +36,16 @@ type StageLabels = 'consumer';
  * work from the first scrape.
  */
 export function createConsumerStageMetrics(registry: Registry, consumer: ConsumerStage, outcomes: readonly MessageOutcome[]): ConsumerStageMetrics {
-  const messages =
-    (registry.getSingleMetric(METRIC_NAMES.consumerMessages) as Counter<StageLabels | 'outcome'> | undefined) ??
-    new Counter<StageLabels | 'outcome'>({
-      name: METRIC_NAMES.consumerMessages,
-      help: 'Messages handled by a consumer stage, by outcome (ok, duplicate, dead_letter); re-deliveries count again',
-      labelNames: ['consumer', 'outcome'],
-      registers: [registry],
-    });
-  const failures =
-    (registry.getSingleMetric(METRIC_NAMES.consumerBatchFailures) as Counter<StageLabels> | undefined) ??
-    new Counter<StageLabels>({
-      name: METRIC_NAMES.consumerBatchFailures,
-      help: 'Batches whose handler threw (infrastructure failure); nothing of them is committed and they are delivered again',
-      labelNames: ['consumer'],
-      registers: [registry],
-    });
+  const messages = sharedCounter(registry, {
+    name: METRIC_NAMES.consumerMessages,
+    help: 'Messages handled by a consumer stage, by outcome (ok, duplicate, dead_letter); re-deliveries count again',
+    labelNames: ['consumer', 'outcome'],
+  });
+  const failures = sharedCounter(registry, {
+    name: METRIC_NAMES.consumerBatchFailures,
+    help: 'Batches whose handler threw (infrastructure failure); nothing of them is committed and they are delivered again',
+    labelNames: ['consumer'],
+  });
   const duration =
     (registry.getSingleMetric(METRIC_NAMES.consumerBatchDuration) as Histogram<StageLabels> | undefined) ??
     new Histogram<StageLabels>({
