@@ -97,10 +97,7 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
         const toWrite = [...new Map(accepted.map((v) => [v.record.eventId, v.record])).values()];
         const end = deps.metrics.produceDuration.startTimer({ topic: 'events.raw' });
         try {
-          await deps.producer.send(
-            deps.rawTopic,
-            toWrite.map(rawEventMessage),
-          );
+          await deps.producer.send(deps.rawTopic, toWrite.map(rawEventMessage));
           end();
         } catch (err) {
           const counted = valid.filter((_, i) => decisions[i] === 'counted');
