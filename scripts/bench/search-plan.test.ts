@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { firstRate, judgeWindow, nextRate, record, type SearchBounds } from './search-plan.js';
+
+const bounds: SearchBounds = { maxRate: 20_000, step: 100, resolution: 0.05 };
+
+describe('judgeWindow', () => {
+  const window = { seconds: 20, targetEventsPerSec: 10_000, accepted: 200_000, backlogStart: 5_000 };
+
+  it('calls a backlog that grew by less than a second of load flat', () => {
+    const v = judgeWindow({ ...window, backlogEnd: 5_000 + 9_000 });
+    expect(v.flat).toBe(true);
+    expect(v.growth).toBe(9_000);
+    expect(v.allowed).toBe(10_000);
+  });
+
+  it('calls a backlog that grew by more than 2% of the window and a second of load not flat', () => {
+    const v = judgeWindow({ ...window, backlogEnd: 5_000 + 10_001 });
+    expect(v.flat).toBe(false);
+    expect(v.reason).toContain('backlog grew');
+  });
+
+  it('allows 2% of the events when that is more than a second of load', () => {
+    const long = { ...window, seconds: 100, accepted: 1_000_000 };
+    expect(judgeWindow({ ...long, backlogEnd: 5_000 + 19_000 }).flat).toBe(true);
+    expect(judgeWindow({ ...long, backlogEnd: 5_000 + 21_000 }).flat).toBe(false);
+  });
+
+  it('calls a shrinking backlog flat', () => {
+    expect(judgeWindow({ ...window, backlogEnd: 0 }).flat).toBe(true);
+  });
+
+  it('is not flat when the gateway did not accept the paced rate', () => {
+    const v = judgeWindow({ ...window, accepted: 180_000, backlogEnd: 5_000 });
+    expect(v.flat).toBe(false);
+    expect(v.achievedEventsPerSec).toBe(9_000);
+    expect(v.reason).toContain('accepted only');
+  });
+});
+
+describe('the rate search', () => {
+  it('starts 20% above the unpaced end-to-end rate, capped by the accept capacity', () => {
+    expect(firstRate(10_000, bounds)).toBe(12_000);
+    expect(firstRate(19_000, bounds)).toBe(20_000);
+  });
+
+  it('goes down by 30% while nothing kept up, up by 25% while everything did', () => {
+    expect(nextRate(record({}, 12_000, false), bounds)).toBe(8_400);
+    expect(nextRate(record({}, 12_000, true), bounds)).toBe(15_000);
+  });
+
+  it('stops going up at the accept capacity', () => {
+    expect(nextRate(record({}, 18_000, true), bounds)).toBe(20_000);
+    expect(nextRate(record({}, 20_000, true), bounds)).toBeUndefined();
+  });
+
+  it('bisects a bracket and stops when it is narrower than the resolution', () => {
+    let state = record(record({}, 12_000, false), 8_400, true);
+    expect(nextRate(state, bounds)).toBe(10_200);
+    state = record(state, 10_200, true);
+    expect(nextRate(state, bounds)).toBe(11_100);
+    state = record(state, 11_100, true);
+    expect(nextRate(state, bounds)).toBe(11_600);
+    state = record(state, 11_600, false);
+    expect(state).toEqual({ highestFlat: 11_100, lowestNotFlat: 11_600 });
+    expect(nextRate(state, bounds)).toBeUndefined();
+  });
+
+  it('has nothing to try before the first verdict', () => {
+    expect(nextRate({}, bounds)).toBeUndefined();
+  });
+});
