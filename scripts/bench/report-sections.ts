@@ -16,7 +16,7 @@ export function formatWriter(w: WriterResult, rawRowsPerSec: number | undefined)
 
 export function formatSearch(s: SearchResult): string[] {
   const out = [
-    `\nEnd to end with lag flat (paced steps: ${s.settleS} s settling + ${s.windowS} s window; first step 20% above the unpaced ${n0(s.startedFrom.unpacedEndToEnd)} rows/s, at most the ${n0(s.startedFrom.acceptCapacity)} events/s accepted)`,
+    `\nEnd to end with lag flat (paced steps: ${s.settleS} s settling + ${s.windowS} s window; first step 20% above the unpaced ${n0(s.startedFrom.unpacedEndToEnd)} rows/s, at most 125% of the ${n0(s.startedFrom.acceptCapacity)} events/s accepted)`,
   ];
   for (const [i, step] of s.steps.entries()) {
     const v = step.verdict;
@@ -24,6 +24,18 @@ export function formatSearch(s: SearchResult): string[] {
       `  step ${i + 1}  ${n0(step.targetEventsPerSec).padStart(9)} events/s  ${v.flat ? 'flat    ' : 'NOT flat'}  accepted ${n0(v.achievedEventsPerSec)}/s, stored ${n0(step.storedEventsPerSec)}/s, backlog ${v.growth >= 0 ? '+' : ''}${n0(v.growth)} (flat below +${n0(v.allowed)}); ` +
         `lag end dedupe ${n0(step.lag.end.dedupe)}, storage ${n0(step.lag.end.storage)}; drained in ${step.drainedInS === undefined ? '-' : `${n1(step.drainedInS)} s`}`,
     );
+  }
+  const best = s.steps.find((x) => x.verdict.flat && x.targetEventsPerSec === s.sustainableEventsPerSec);
+  if (best) {
+    const cpu = Object.entries(best.cpuPerMillion)
+      .filter(([, v]) => v !== undefined)
+      .map(([name, v]) => `${name} ${n1(v)}`)
+      .join(', ');
+    const rss = Object.entries(best.rssMb)
+      .filter(([, v]) => v !== undefined)
+      .map(([name, v]) => `${name} ${n0(v)} MB`)
+      .join(', ');
+    out.push(`  at the flat rate        CPU s per 1M events accepted: ${cpu}; RSS ${rss}`);
   }
   out.push(
     `  end to end (lag flat)  ${s.sustainableEventsPerSec === undefined ? 'none of the rates tried' : `${n0(s.sustainableEventsPerSec).padStart(9)} events/s`}   flat = backlog (accepted - stored) grew < max(2% of the window's events, 1 s of load) and >= 95% of the rate accepted`,

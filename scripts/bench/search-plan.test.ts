@@ -48,9 +48,10 @@ describe('the rate search', () => {
     expect(nextRate(record({}, 12_000, true), bounds)).toBe(15_000);
   });
 
-  it('stops going up at the accept capacity', () => {
+  it('stops going up at the highest rate allowed, and for a step smaller than the resolution', () => {
     expect(nextRate(record({}, 18_000, true), bounds)).toBe(20_000);
     expect(nextRate(record({}, 20_000, true), bounds)).toBeUndefined();
+    expect(nextRate(record({}, 19_500, true), bounds)).toBeUndefined();
   });
 
   it('bisects a bracket and stops when it is narrower than the resolution', () => {

@@ -53,7 +53,7 @@ export interface SearchState {
 }
 
 export interface SearchBounds {
-  /** Rates above this are not tried (the gateway's accept capacity). */
+  /** Rates above this are not tried (a margin above the gateway's unpaced accept rate). */
   maxRate: number;
   /** Rates are rounded to this (one request's events). */
   step: number;
@@ -61,7 +61,7 @@ export interface SearchBounds {
   resolution: number;
 }
 
-/** The rate the first step tries: 20% above the unpaced end-to-end rate, at most the accept capacity. */
+/** The rate the first step tries: 20% above the unpaced end-to-end rate, at most `maxRate`. */
 export function firstRate(unpacedEndToEnd: number, bounds: SearchBounds): number {
   return roundTo(Math.min(unpacedEndToEnd * 1.2, bounds.maxRate), bounds.step);
 }
@@ -74,16 +74,17 @@ export function record(state: SearchState, rate: number, flat: boolean): SearchS
 
 /**
  * Next rate to try, or undefined when the search is done: up by 25% while every rate kept up
- * (until the accept capacity), down by 30% while none did, then bisect the bracket until it is
- * narrower than `resolution`.
+ * (until `maxRate`, and not by less than `resolution`), down by 30% while none did, then bisect
+ * the bracket until it is narrower than `resolution`.
  */
 export function nextRate(state: SearchState, bounds: SearchBounds): number | undefined {
   const { highestFlat: lo, lowestNotFlat: hi } = state;
   let next: number;
   if (lo === undefined && hi === undefined) return undefined;
   if (hi === undefined) {
-    if (lo === undefined || lo >= bounds.maxRate) return undefined;
+    if (lo === undefined) return undefined;
     next = Math.min(lo * 1.25, bounds.maxRate);
+    if (next - lo < bounds.resolution * lo) return undefined;
   } else if (lo === undefined) {
     next = hi * 0.7;
   } else {

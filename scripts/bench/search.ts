@@ -8,6 +8,7 @@ import type { BodyFactory } from './events.js';
 import type { HttpClient } from './http-client.js';
 import { startLoad } from './load.js';
 import { formatLag, type Observation, observe, type Observer } from './observe.js';
+import { cpuDelta } from './proc-stats.js';
 import { sleep } from './processes.js';
 import { n0, say } from './say.js';
 import { type FlatVerdict, firstRate, judgeWindow, nextRate, record, type SearchBounds, type SearchState } from './search-plan.js';
@@ -19,6 +20,10 @@ export interface SearchStep {
   /** Rows landing in ClickHouse per second over the window. */
   storedEventsPerSec: number;
   lag: { start: Record<string, number>; end: Record<string, number> };
+  /** CPU seconds per million events accepted in the window, per process ('bench' is the load generator). */
+  cpuPerMillion: Record<string, number | undefined>;
+  /** RSS at the window's end, MB. */
+  rssMb: Record<string, number | undefined>;
   /** Seconds until the backlog drained after the step (undefined: it did not within the limit). */
   drainedInS?: number;
 }
@@ -50,7 +55,9 @@ export interface SearchContext {
 
 /** The result, and every step's readings at its window start and end (for the memory check). */
 export async function runSearch(ctx: SearchContext): Promise<{ search: SearchResult; readings: Observation[] }> {
-  const bounds: SearchBounds = { maxRate: ctx.acceptCapacity, step: ctx.eventsPerRequest, resolution: 0.05 };
+  // Paced, the gateway may accept more than it did while the unpaced load starved the processor
+  // of CPU (and vice versa); a rate it cannot accept is judged not flat (see judgeWindow).
+  const bounds: SearchBounds = { maxRate: ctx.acceptCapacity * 1.25, step: ctx.eventsPerRequest, resolution: 0.05 };
   const out: SearchResult = {
     steps: [],
     startedFrom: { unpacedEndToEnd: ctx.unpacedEndToEnd, acceptCapacity: ctx.acceptCapacity },
@@ -118,11 +125,26 @@ async function runStep(ctx: SearchContext, rate: number): Promise<{ step: Search
       verdict,
       storedEventsPerSec: (end.rows - start.rows) / seconds,
       lag: { start: start.lag, end: end.lag },
+      ...resources(start, end),
     };
     return { step, start, end };
   } finally {
     await load.stop();
   }
+}
+
+function resources(start: Observation, end: Observation): Pick<SearchStep, 'cpuPerMillion' | 'rssMb'> {
+  const millions = (end.load.eventsAccepted - start.load.eventsAccepted) / 1e6;
+  const perMillion = (cpu: number | undefined) => (cpu === undefined || millions <= 0 ? undefined : cpu / millions);
+  const cpuPerMillion: Record<string, number | undefined> = {};
+  const rssMb: Record<string, number | undefined> = {};
+  for (const name of Object.keys(end.proc.cpu)) {
+    cpuPerMillion[name] = perMillion(cpuDelta(start.proc, end.proc, name));
+    const m = end.proc.memory[name];
+    rssMb[name] = m ? m.rssBytes / 1024 / 1024 : undefined;
+  }
+  cpuPerMillion.bench = perMillion(end.proc.selfCpu - start.proc.selfCpu);
+  return { cpuPerMillion, rssMb };
 }
 
 /**
