@@ -21,7 +21,7 @@ export function formatSearch(s: SearchResult): string[] {
   for (const [i, step] of s.steps.entries()) {
     const v = step.verdict;
     out.push(
-      `  step ${i + 1}  ${n0(step.targetEventsPerSec).padStart(9)} events/s  ${v.flat ? 'flat    ' : 'NOT flat'}  accepted ${n0(v.achievedEventsPerSec)}/s, stored ${n0(step.storedEventsPerSec)}/s, backlog ${v.growth >= 0 ? '+' : ''}${n0(v.growth)} (flat below +${n0(v.allowed)}); ` +
+      `  step ${i + 1}  ${n0(step.targetEventsPerSec).padStart(9)} events/s  ${v.flat ? 'flat    ' : 'NOT flat'}  accepted ${n0(v.achievedEventsPerSec)}/s, stored ${n0(step.storedEventsPerSec)}/s, backlog trend ${v.growth >= 0 ? '+' : ''}${n0(v.growth)} (flat below +${n0(v.allowed)}; end - start ${n0(v.endpointGrowth)}); ` +
         `lag end dedupe ${n0(step.lag.end.dedupe)}, storage ${n0(step.lag.end.storage)}; drained in ${step.drainedInS === undefined ? '-' : `${n1(step.drainedInS)} s`}`,
     );
   }
@@ -35,10 +35,13 @@ export function formatSearch(s: SearchResult): string[] {
       .filter(([, v]) => v !== undefined)
       .map(([name, v]) => `${name} ${n0(v)} MB`)
       .join(', ');
-    out.push(`  at the flat rate        CPU s per 1M events accepted: ${cpu}; RSS ${rss}`);
+    const inserts = Object.entries(best.insertsPerSec)
+      .map(([table, v]) => `${table} ${n1(v)}/s`)
+      .join(', ');
+    out.push(`  at the flat rate       CPU s per 1M events accepted: ${cpu}; RSS ${rss}; inserts ${inserts || '-'}`);
   }
   out.push(
-    `  end to end (lag flat)  ${s.sustainableEventsPerSec === undefined ? 'none of the rates tried' : `${n0(s.sustainableEventsPerSec).padStart(9)} events/s`}   flat = backlog (accepted - stored) grew < max(2% of the window's events, 1 s of load) and >= 95% of the rate accepted`,
+    `  end to end (lag flat)  ${s.sustainableEventsPerSec === undefined ? 'none of the rates tried' : `${n0(s.sustainableEventsPerSec).padStart(9)} events/s`}   flat = backlog (accepted - stored, least-squares trend over ~1 s readings) grew < max(2% of the window's events, 0.5 s of load) and >= 95% of the rate accepted`,
   );
   return out;
 }

@@ -67,7 +67,7 @@ export function ratiosAndTargets(r: BenchResult): void {
       name: 'freshness p99 < 5 s at half load',
       measured: `${n2((f.latencyMs.p99 ?? NaN) / 1000)} s at ${n0(f.achievedEventsPerSec)} events/s`,
       verdict: f.latencyMs.p99 === undefined || f.probes.missing > 0 ? 'FAIL' : f.latencyMs.p99 < 5_000 ? 'pass' : 'FAIL',
-      note: f.achievedEventsPerSec < halfTarget * 0.95 ? `run at half the measured rate, below the ${n0(halfTarget)} events/s the target means` : undefined,
+      note: f.achievedEventsPerSec < halfTarget * 0.95 ? `run at half the lag-flat rate, below the ${n0(halfTarget)} events/s the target means` : undefined,
     });
   }
   if (!f && r.freshnessSkipped) t.push({ name: 'freshness p99 < 5 s at half load', measured: 'not measured', verdict: 'n/a', note: r.freshnessSkipped });
@@ -83,15 +83,25 @@ export function ratiosAndTargets(r: BenchResult): void {
     t.push({ name: 'writer >= 70% of raw ClickHouse insert', measured: 'not measured', verdict: 'n/a', note: 'needs the writer phase and baseline B' });
   }
   if (p) {
-    const worst = Object.entries(p.inserts).sort((a, b) => b[1].insertsPerSec - a[1].insertsPerSec)[0];
-    t.push({
-      name: '<= 2 inserts/s per table',
-      measured: worst ? `${worst[0]}: ${n1(worst[1].insertsPerSec)}/s` : 'no inserts',
-      verdict: worst ? (worst[1].insertsPerSec <= 2 ? 'pass' : 'FAIL') : 'n/a',
-    });
+    t.push(insertsTarget(p, r.search));
   }
   t.push(memoryTarget(r.memory));
   r.targets = t;
+}
+
+/** Judged on the unpaced window (full batches) and on the highest flat step (the operating point). */
+function insertsTarget(p: PipelineFigures, search: SearchResult | undefined): Target {
+  const flat = search?.steps.find((x) => x.verdict.flat && x.targetEventsPerSec === search.sustainableEventsPerSec);
+  const worst = (byTable: [string, number][]) => byTable.sort((a, b) => b[1] - a[1])[0];
+  const windows: [string, [string, number] | undefined][] = [['unpaced', worst(Object.entries(p.inserts).map(([t, i]) => [t, i.insertsPerSec]))]];
+  if (flat) windows.push(['at the flat rate', worst(Object.entries(flat.insertsPerSec))]);
+  const measured = windows.map(([label, w]) => (w ? `${label} ${w[0]}: ${n1(w[1])}/s` : `${label}: no inserts`)).join('; ');
+  const seen = windows.map(([, w]) => w).filter((w) => w !== undefined);
+  return {
+    name: '<= 2 inserts/s per table',
+    measured,
+    verdict: seen.length === 0 ? 'n/a' : seen.every((w) => w[1] <= 2) ? 'pass' : 'FAIL',
+  };
 }
 
 function endToEndTarget(r: BenchResult): Target {

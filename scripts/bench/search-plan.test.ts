@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstRate, judgeWindow, nextRate, record, type SearchBounds } from './search-plan.js';
+import { firstRate, judgeWindow, nextRate, record, type SearchBounds, trendPerSecond } from './search-plan.js';
 
 const bounds: SearchBounds = { maxRate: 20_000, step: 100, resolution: 0.05 };
 
@@ -29,11 +29,40 @@ describe('judgeWindow', () => {
     expect(judgeWindow({ ...window, backlogEnd: 0 }).flat).toBe(true);
   });
 
+  it('judges the trend over samples, not two readings an insert apart', () => {
+    // Backlog steady at ~5,000 with a 10,000-row insert landing every second: the readings saw-tooth.
+    const steady = Array.from({ length: 21 }, (_, i) => ({ atMs: i * 1000 + 500, backlog: 5_000 + (i % 2 === 0 ? 4_000 : -4_000) }));
+    const v = judgeWindow({ ...window, backlogEnd: 5_000 + 9_500, samples: steady });
+    expect(v.flat).toBe(true);
+    expect(v.endpointGrowth).toBe(9_500);
+    expect(Math.abs(v.growth)).toBeLessThan(1_000);
+    // Growing by 800 events/s (8% of the rate): 16,000 over 20 s, above half a second of load.
+    const growing = Array.from({ length: 21 }, (_, i) => ({ atMs: i * 1000, backlog: 5_000 + 800 * i + (i % 2 === 0 ? 4_000 : -4_000) }));
+    const g = judgeWindow({ ...window, backlogEnd: 5_000, samples: growing });
+    expect(g.flat).toBe(false);
+    expect(g.reason).toContain('trend');
+  });
+
   it('is not flat when the gateway did not accept the paced rate', () => {
     const v = judgeWindow({ ...window, accepted: 180_000, backlogEnd: 5_000 });
     expect(v.flat).toBe(false);
     expect(v.achievedEventsPerSec).toBe(9_000);
     expect(v.reason).toContain('accepted only');
+  });
+});
+
+describe('trendPerSecond', () => {
+  it('is the slope of a straight line in events per second', () => {
+    expect(trendPerSecond([0, 1, 2, 3].map((i) => ({ atMs: i * 500, backlog: 100 + 50 * i })))).toBeCloseTo(100);
+  });
+
+  it('is 0 for readings at one moment', () => {
+    expect(
+      trendPerSecond([
+        { atMs: 1, backlog: 5 },
+        { atMs: 1, backlog: 9 },
+      ]),
+    ).toBe(0);
   });
 });
 

@@ -12,12 +12,20 @@ export interface WindowCounts {
   /** Accepted minus stored (rows in ClickHouse) at the window's start and end. */
   backlogStart: number;
   backlogEnd: number;
+  /**
+   * Backlog readings through the window (about one a second). Rows land in inserts of up to
+   * 10,000, so two single readings differ by up to an insert's worth from timing alone; the
+   * least-squares trend over all readings is what is judged when there are at least 5.
+   */
+  samples?: { atMs: number; backlog: number }[];
 }
 
 export interface FlatVerdict {
   flat: boolean;
-  /** Backlog growth over the window, events (negative: it shrank). */
+  /** Backlog growth over the window, events (negative: it shrank): the trend when there are samples, else end minus start. */
   growth: number;
+  /** End minus start, for comparison. */
+  endpointGrowth: number;
   /** The largest growth still called flat. */
   allowed: number;
   /** Accepted events/s over the window. */
@@ -30,19 +38,47 @@ export const MIN_ACHIEVED_SHARE = 0.95;
 
 /**
  * Lag is flat when the backlog grew by less than 2% of the events accepted in the window or
- * less than one second's worth of the target rate, whichever is larger (ClickHouse rows arrive
- * in inserts up to a second apart, so a second's worth is noise, not a trend). A window in which
- * the gateway accepted less than 95% of the paced rate did not carry that rate and is not flat.
+ * less than `allowanceS` seconds' worth of the target rate, whichever is larger. Without samples
+ * the allowance is one second (rows arrive in inserts up to a second apart, so two readings
+ * differ by that much from timing alone); the trend over samples is steadier, so half a second.
+ * A window in which the gateway accepted less than 95% of the paced rate did not carry that rate
+ * and is not flat.
  */
 export function judgeWindow(w: WindowCounts): FlatVerdict {
-  const growth = w.backlogEnd - w.backlogStart;
-  const allowed = Math.max(0.02 * w.accepted, w.targetEventsPerSec);
+  const endpointGrowth = w.backlogEnd - w.backlogStart;
+  const slope = w.samples && w.samples.length >= 5 ? trendPerSecond(w.samples) : undefined;
+  const growth = slope === undefined ? endpointGrowth : slope * w.seconds;
+  const allowanceS = slope === undefined ? 1 : 0.5;
+  const allowed = Math.max(0.02 * w.accepted, allowanceS * w.targetEventsPerSec);
   const achievedEventsPerSec = w.seconds > 0 ? w.accepted / w.seconds : 0;
   if (achievedEventsPerSec < MIN_ACHIEVED_SHARE * w.targetEventsPerSec) {
-    return { flat: false, growth, allowed, achievedEventsPerSec, reason: `gateway accepted only ${Math.round(achievedEventsPerSec)} events/s` };
+    return { flat: false, growth, endpointGrowth, allowed, achievedEventsPerSec, reason: `gateway accepted only ${Math.round(achievedEventsPerSec)} events/s` };
   }
-  if (growth >= allowed) return { flat: false, growth, allowed, achievedEventsPerSec, reason: `backlog grew by ${Math.round(growth)} events` };
-  return { flat: true, growth, allowed, achievedEventsPerSec, reason: `backlog ${growth >= 0 ? '+' : ''}${Math.round(growth)} events` };
+  const how = slope === undefined ? 'end - start' : 'trend';
+  if (growth >= allowed)
+    return { flat: false, growth, endpointGrowth, allowed, achievedEventsPerSec, reason: `backlog grew by ${Math.round(growth)} events (${how})` };
+  return {
+    flat: true,
+    growth,
+    endpointGrowth,
+    allowed,
+    achievedEventsPerSec,
+    reason: `backlog ${growth >= 0 ? '+' : ''}${Math.round(growth)} events (${how})`,
+  };
+}
+
+/** Least-squares slope of backlog over time, events per second. */
+export function trendPerSecond(samples: { atMs: number; backlog: number }[]): number {
+  const n = samples.length;
+  const meanT = samples.reduce((a, s) => a + s.atMs, 0) / n;
+  const meanB = samples.reduce((a, s) => a + s.backlog, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (const s of samples) {
+    num += (s.atMs - meanT) * (s.backlog - meanB);
+    den += (s.atMs - meanT) ** 2;
+  }
+  return den === 0 ? 0 : (num / den) * 1000;
 }
 
 export interface SearchState {

@@ -4,11 +4,13 @@
  * of settling; a window is flat when the backlog (accepted minus stored) did not grow. Between
  * steps the backlog is left to drain so each step starts from an empty pipeline.
  */
+import { countRows } from './environment.js';
 import type { BodyFactory } from './events.js';
 import type { HttpClient } from './http-client.js';
 import { startLoad } from './load.js';
 import { formatLag, type Observation, observe, type Observer } from './observe.js';
 import { cpuDelta } from './proc-stats.js';
+import { deltaBy } from './prom.js';
 import { sleep } from './processes.js';
 import { n0, say } from './say.js';
 import { type FlatVerdict, firstRate, judgeWindow, nextRate, record, type SearchBounds, type SearchState } from './search-plan.js';
@@ -24,6 +26,8 @@ export interface SearchStep {
   cpuPerMillion: Record<string, number | undefined>;
   /** RSS at the window's end, MB. */
   rssMb: Record<string, number | undefined>;
+  /** ClickHouse inserts per second by table over the window. */
+  insertsPerSec: Record<string, number>;
   /** Seconds until the backlog drained after the step (undefined: it did not within the limit). */
   drainedInS?: number;
 }
@@ -105,19 +109,30 @@ async function runStep(ctx: SearchContext, rate: number): Promise<{ step: Search
     await sleep(ctx.settleS * 1000, ctx.signal);
     ctx.signal.throwIfAborted();
     const start = await observe(ctx.observer, load);
-    await sleep(start.atMs + ctx.windowS * 1000 - Date.now(), ctx.signal);
+    // This step's accepted events minus the account's rows (all steps): only differences
+    // between readings mean something.
+    const backlog = (o: Observation) => o.load.eventsAccepted - o.rows;
+    const samples = [{ atMs: start.atMs, backlog: backlog(start) }];
+    const endAt = start.atMs + ctx.windowS * 1000;
+    while (Date.now() < endAt - 1_000 && !ctx.signal.aborted) {
+      await sleep(Math.min(1_000, endAt - Date.now()), ctx.signal);
+      const atMs = Date.now();
+      const accepted = load.counters().eventsAccepted;
+      const rows = await countRows(ctx.observer.ch, ctx.observer.accountId).catch(() => undefined);
+      if (rows !== undefined) samples.push({ atMs, backlog: accepted - rows });
+    }
+    await sleep(endAt - Date.now(), ctx.signal);
     ctx.signal.throwIfAborted();
     const end = await observe(ctx.observer, load);
+    samples.push({ atMs: end.atMs, backlog: backlog(end) });
     const seconds = (end.atMs - start.atMs) / 1000;
-    // This step's accepted events minus the account's rows (all steps): only the difference
-    // between the two readings means something.
-    const backlog = (o: Observation) => o.load.eventsAccepted - o.rows;
     const verdict = judgeWindow({
       seconds,
       targetEventsPerSec: rate,
       accepted: end.load.eventsAccepted - start.load.eventsAccepted,
       backlogStart: backlog(start),
       backlogEnd: backlog(end),
+      samples,
     });
     const step: SearchStep = {
       targetEventsPerSec: rate,
@@ -133,7 +148,8 @@ async function runStep(ctx: SearchContext, rate: number): Promise<{ step: Search
   }
 }
 
-function resources(start: Observation, end: Observation): Pick<SearchStep, 'cpuPerMillion' | 'rssMb'> {
+function resources(start: Observation, end: Observation): Pick<SearchStep, 'cpuPerMillion' | 'rssMb' | 'insertsPerSec'> {
+  const seconds = (end.atMs - start.atMs) / 1000;
   const millions = (end.load.eventsAccepted - start.load.eventsAccepted) / 1e6;
   const perMillion = (cpu: number | undefined) => (cpu === undefined || millions <= 0 ? undefined : cpu / millions);
   const cpuPerMillion: Record<string, number | undefined> = {};
@@ -144,7 +160,9 @@ function resources(start: Observation, end: Observation): Pick<SearchStep, 'cpuP
     rssMb[name] = m ? m.rssBytes / 1024 / 1024 : undefined;
   }
   cpuPerMillion.bench = perMillion(end.proc.selfCpu - start.proc.selfCpu);
-  return { cpuPerMillion, rssMb };
+  const inserts = deltaBy(start.processor, end.processor, 'ingest_clickhouse_insert_duration_seconds_count', 'table');
+  const insertsPerSec = Object.fromEntries(Object.entries(inserts).map(([table, n]) => [table, n / seconds]));
+  return { cpuPerMillion, rssMb, insertsPerSec };
 }
 
 /**
