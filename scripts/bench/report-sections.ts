@@ -21,7 +21,7 @@ export function formatSearch(s: SearchResult): string[] {
   for (const [i, step] of s.steps.entries()) {
     const v = step.verdict;
     out.push(
-      `  step ${i + 1}  ${n0(step.targetEventsPerSec).padStart(9)} events/s  ${v.flat ? 'flat    ' : 'NOT flat'}  accepted ${n0(v.achievedEventsPerSec)}/s, stored ${n0(step.storedEventsPerSec)}/s, backlog trend ${v.growth >= 0 ? '+' : ''}${n0(v.growth)} (flat below +${n0(v.allowed)}; end - start ${n0(v.endpointGrowth)}); ` +
+      `  step ${i + 1}  ${n0(step.targetEventsPerSec).padStart(9)} events/s  ${v.flat ? 'flat    ' : 'NOT flat'}  accepted ${n0(v.achievedEventsPerSec)}/s, stored ${n0(step.storedEventsPerSec)}/s (end - start), backlog trend ${v.growth >= 0 ? '+' : ''}${n0(v.growth)} (flat below +${n0(v.allowed)}; end - start ${n0(v.endpointGrowth)}); ` +
         `lag end dedupe ${n0(step.lag.end.dedupe)}, storage ${n0(step.lag.end.storage)}; drained in ${step.drainedInS === undefined ? '-' : `${n1(step.drainedInS)} s`}`,
     );
   }

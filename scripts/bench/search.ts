@@ -19,7 +19,7 @@ export interface SearchStep {
   targetEventsPerSec: number;
   seconds: number;
   verdict: FlatVerdict;
-  /** Rows landing in ClickHouse per second over the window. */
+  /** Rows landing in ClickHouse per second, from the readings at the window's start and end (noisier than the trend). */
   storedEventsPerSec: number;
   lag: { start: Record<string, number>; end: Record<string, number> };
   /** CPU seconds per million events accepted in the window, per process ('bench' is the load generator). */
