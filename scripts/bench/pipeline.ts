@@ -10,7 +10,7 @@ import { setMaxListeners } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createClickHouse, createKafkaClient, createLogger, createRedis, REPO_ROOT, topicName } from '@ingest/shared';
+import { createClickHouse, createKafkaClient, createLogger, createRedis, REPO_ROOT, TOPICS, topicName } from '@ingest/shared';
 import { runBaselines } from './baseline-phase.js';
 import { createCleanup } from './cleanup.js';
 import { freePort } from '@ingest/shared/testing';
@@ -20,14 +20,17 @@ import { pipelineFigures } from './figures.js';
 import { runFreshness } from './freshness.js';
 import { createHttpClient } from './http-client.js';
 import { liveRuns, removeLeftovers, type RunStateFile, writeRunState } from './leftovers.js';
-import { createLagReader, type Observer } from './observe.js';
+import { judgeMemory, memoryFigures } from './memory.js';
+import { createLagReader, type Observation, type Observer } from './observe.js';
 import { type BenchOptions, loadBenchOptions, usage } from './options.js';
 import { pidFromFile } from './proc-stats.js';
 import { cpuProfileArgs, summarizeProfile } from './profile.js';
 import { type BenchResult, formatReport, ratiosAndTargets, writeResult } from './report.js';
 import { ensureBundles, startService, summarizeLog } from './services.js';
-import { n0, say } from './say.js';
+import { n0, n1, say } from './say.js';
+import { runSearch } from './search.js';
 import { runSustained } from './sustained.js';
+import { runWriterPhase, skipToEnd } from './writer-phase.js';
 
 function optionsOrExit(): BenchOptions {
   try {
@@ -42,6 +45,8 @@ function optionsOrExit(): BenchOptions {
 }
 
 const options = optionsOrExit();
+/** services/processor/src/config.ts: DEDUPE_MAX_MARKS_PER_PARTITION's default. */
+const PROCESSOR_DEFAULT_MAX_MARKS = 2_000_000;
 
 const root = REPO_ROOT.replace(/\/$/, '');
 const stackDir = resolve(root, options.STACK_DIR);
@@ -140,6 +145,46 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
     adminToken,
     ports: { gateway: gatewayPort, gatewayOps: gatewayOpsPort, processorOps: processorOpsPort },
   });
+  // DEDUPE_MAX_MARKS_PER_PARTITION set in the environment wins over --dedupe-max-marks.
+  if (env.DEDUPE_MAX_MARKS_PER_PARTITION === undefined && options.BENCH_DEDUPE_MAX_MARKS > 0) {
+    env.DEDUPE_MAX_MARKS_PER_PARTITION = String(options.BENCH_DEDUPE_MAX_MARKS);
+  }
+  const marksBound = Number(env.DEDUPE_MAX_MARKS_PER_PARTITION ?? PROCESSOR_DEFAULT_MAX_MARKS);
+  const partitions = TOPICS.eventsRaw.partitions;
+  result.setup['dedupe bound'] =
+    `${n0(marksBound)} marks per partition x ${partitions} partitions = ${n0(marksBound * partitions)} (DEDUPE_MAX_MARKS_PER_PARTITION; production default ${n0(PROCESSOR_DEFAULT_MAX_MARKS)})`;
+  say('setup', `dedupe bound ${result.setup['dedupe bound']}`);
+
+  if (options.BENCH_WRITER_ROWS > 0) {
+    try {
+      result.writer = await runWriterPhase({
+        kafka,
+        ch,
+        names,
+        rows: options.BENCH_WRITER_ROWS,
+        eventBytes: options.BENCH_EVENT_BYTES,
+        source: options.BENCH_SERVICES,
+        root,
+        env,
+        logDir,
+        cleanup,
+        onSpawn: (pid) => state.addChild(pid),
+        timeoutS: options.BENCH_DRAIN_TIMEOUT_S,
+        signal: runSignal,
+      });
+      const w = result.writer;
+      say(
+        'writer',
+        `${n0(w.rowsPerSecFromStart)} rows/s from its start (${n0(w.rowsPerSecFromFirstRow)} from the first row), ${n1(w.insertsPerSec)} inserts/s of ${n0(w.avgRowsPerInsert)} rows`,
+      );
+    } catch (err) {
+      runSignal.throwIfAborted();
+      result.errors.push(`writer phase: ${(err as Error).message}`);
+      say('writer', `failed: ${(err as Error).message}`);
+    }
+    // The pipeline's own storage consumer must not insert the writer's records again.
+    await skipToEnd(kafka, names.groups.storage, topicName(names.topicPrefix, 'eventsUnique'));
+  }
 
   say('services', `starting gateway (:${gatewayPort}, ops :${gatewayOpsPort}) and processor (ops :${processorOpsPort})`);
   const common = { source: options.BENCH_SERVICES, root, env, logDir, cleanup, onSpawn: (pid: number) => state.addChild(pid) };
@@ -200,20 +245,41 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
   });
   const figures = pipelineFigures(readings, cores, names.groupPrefix);
   result.pipeline = figures;
-  say('pipeline', `accepted ${n0(figures.acceptedEventsPerSec)} events/s, end to end ${n0(figures.endToEnd.eventsPerSec)} events/s`);
+  say('pipeline', `accepted ${n0(figures.acceptedEventsPerSec)} events/s, rows landing ${n0(figures.endToEnd.eventsPerSec)} events/s (unpaced, lag growing)`);
+  const memoryReadings: Observation[] = [readings.start, readings.middle, readings.end];
+
+  if (options.BENCH_SEARCH_STEPS > 0 && !figures.drain.drained) {
+    result.searchSkipped = `${n0(figures.drain.remaining)} events of the unpaced phase were still on their way after ${options.BENCH_DRAIN_TIMEOUT_S} s`;
+    say('search', `not run: ${result.searchSkipped}`);
+  } else if (options.BENCH_SEARCH_STEPS > 0) {
+    const { search, readings: stepReadings } = await runSearch({
+      observer,
+      client,
+      apiKey: account.apiKey,
+      bodies,
+      concurrency: options.BENCH_CONCURRENCY,
+      eventsPerRequest: options.BENCH_EVENTS_PER_REQUEST,
+      unpacedEndToEnd: figures.endToEnd.eventsPerSec,
+      acceptCapacity: figures.acceptedEventsPerSec,
+      settleS: options.BENCH_SEARCH_SETTLE_S,
+      windowS: options.BENCH_SEARCH_WINDOW_S,
+      maxSteps: options.BENCH_SEARCH_STEPS,
+      drainTimeoutS: options.BENCH_DRAIN_TIMEOUT_S,
+      signal: runSignal,
+    });
+    result.search = search;
+    memoryReadings.push(...stepReadings);
+  }
 
   if (options.BENCH_FRESHNESS_DURATION_S > 0 && !figures.drain.drained) {
     // Probes would queue behind the leftover backlog and measure the drain, not freshness.
     result.freshnessSkipped = `${n0(figures.drain.remaining)} events of the sustained phase were still on their way after ${options.BENCH_DRAIN_TIMEOUT_S} s (raise --drain-timeout or shorten --duration)`;
     say('freshness', `not measured: ${result.freshnessSkipped}`);
   } else if (options.BENCH_FRESHNESS_DURATION_S > 0) {
-    const sustained = Math.min(figures.endToEnd.eventsPerSec, figures.acceptedEventsPerSec);
+    // Half the rate with lag flat; without a search, half the unpaced phase's rows landing.
+    const sustained = result.search?.sustainableEventsPerSec ?? Math.min(figures.endToEnd.eventsPerSec, figures.acceptedEventsPerSec);
     const rate = options.BENCH_FRESHNESS_RATE || Math.max(options.BENCH_EVENTS_PER_REQUEST, Math.round(sustained / 2));
-    const {
-      start: _start,
-      end: _end,
-      ...freshness
-    } = await runFreshness({
+    const { start, end, ...freshness } = await runFreshness({
       observer,
       client,
       probeClient,
@@ -233,7 +299,10 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
       signal: runSignal,
     });
     result.freshness = freshness;
+    memoryReadings.push(start, end);
   }
+  const memory = memoryFigures(memoryReadings, marksBound, partitions);
+  if (memory) result.memory = { ...memory, verdict: judgeMemory(memory) };
   stopping = true;
   // Stopped here rather than in the cleanup so the CPU profiles exist before the report.
   for (const s of [gateway, processor]) {

@@ -66,13 +66,15 @@ export interface StartServiceOptions {
   onSpawn?: (pid: number) => void;
   /** Extra node flags, e.g. --cpu-prof. */
   nodeArgs?: string[];
+  /** Name of the process and its log file when it differs from the service (a second processor). */
+  logName?: string;
 }
 
 export async function startService(ctx: StartServiceOptions): Promise<StartedService> {
   try {
     return await startOnce(ctx, ctx.source);
   } catch (err) {
-    const missing = ctx.source === 'dist' ? missingModule(join(ctx.logDir, `${ctx.name}.log`)) : undefined;
+    const missing = ctx.source === 'dist' ? missingModule(join(ctx.logDir, `${ctx.logName ?? ctx.name}.log`)) : undefined;
     if (!missing) throw err;
     // The bundle keeps third-party packages external; one that npm nested under the
     // workspace (services/<name>/node_modules) cannot be found from dist/<name>/.
@@ -88,9 +90,10 @@ async function startOnce(ctx: StartServiceOptions, source: 'dist' | 'tsx'): Prom
       ? ['--enable-source-maps', join('services', ctx.name, 'dist', 'main.js')]
       : ['--import', 'tsx', join('services', ctx.name, 'src', 'main.ts')];
   const args = [...(ctx.nodeArgs ?? []), ...entry];
-  const child = spawnChild({ name: ctx.name, command: process.execPath, args, env: ctx.env, cwd: ctx.root, logFile: join(ctx.logDir, `${ctx.name}.log`) });
+  const name = ctx.logName ?? ctx.name;
+  const child = spawnChild({ name, command: process.execPath, args, env: ctx.env, cwd: ctx.root, logFile: join(ctx.logDir, `${name}.log`) });
   ctx.onSpawn?.(child.pid);
-  ctx.cleanup.add(`stop ${ctx.name} (pid ${child.pid})`, () => child.stop());
+  ctx.cleanup.add(`stop ${name} (pid ${child.pid})`, () => child.stop());
   const opsUrl = `http://127.0.0.1:${ctx.opsPort}`;
   await waitUntilReady(child, `${opsUrl}/readyz`, 90_000);
   return { child, opsUrl, source };
