@@ -89,7 +89,8 @@ async function startOnce(ctx: StartServiceOptions, source: 'dist' | 'tsx'): Prom
     source === 'dist'
       ? ['--enable-source-maps', join('services', ctx.name, 'dist', 'main.js')]
       : ['--import', 'tsx', join('services', ctx.name, 'src', 'main.ts')];
-  const args = [...(ctx.nodeArgs ?? []), ...entry];
+  // The image's NODE_OPTIONS (Dockerfile): what production runs is what is measured.
+  const args = ['--max-semi-space-size=64', ...(ctx.nodeArgs ?? []), ...entry];
   const name = ctx.logName ?? ctx.name;
   const child = spawnChild({ name, command: process.execPath, args, env: ctx.env, cwd: ctx.root, logFile: join(ctx.logDir, `${name}.log`) });
   ctx.onSpawn?.(child.pid);
