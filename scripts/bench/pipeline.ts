@@ -171,6 +171,7 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
         onSpawn: (pid) => state.addChild(pid),
         timeoutS: options.BENCH_DRAIN_TIMEOUT_S,
         signal: runSignal,
+        nodeArgs: options.BENCH_PROFILE ? cpuProfileArgs(logDir, 'processor-writer') : [],
       });
       const w = result.writer;
       say(
@@ -312,7 +313,7 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
     (result.serviceLogs ??= {})[s.child.name] = summarizeLog(s.child.logFile);
   }
   if (options.BENCH_PROFILE) {
-    for (const name of ['gateway', 'processor']) {
+    for (const name of ['gateway', 'processor', ...(result.writer ? ['processor-writer'] : [])]) {
       const summary = summarizeProfile(logDir, name);
       if (summary) (result.profiles ??= {})[name] = summary;
       else result.notes.push(`no CPU profile for ${name} (it did not exit cleanly)`);

@@ -55,6 +55,8 @@ export interface WriterContext {
   onSpawn: (pid: number) => void;
   timeoutS: number;
   signal: AbortSignal;
+  /** Extra node flags for its processor (--profile: --cpu-prof). */
+  nodeArgs?: string[];
 }
 
 const PRODUCE_BATCH = 5_000;
@@ -99,6 +101,7 @@ export async function runWriterPhase(ctx: WriterContext): Promise<WriterResult> 
     opsPort,
     logDir: ctx.logDir,
     logName: 'processor-writer',
+    nodeArgs: ctx.nodeArgs,
     cleanup: ctx.cleanup,
     onSpawn: ctx.onSpawn,
   }).catch(async (err: unknown) => {

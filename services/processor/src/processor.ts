@@ -15,6 +15,7 @@ import {
 import { createDedupeConsumer } from './dedupe/dedupe.consumer.js';
 import { createJobRunner } from './jobs/job.runner.js';
 import { createClickHouseWriter } from './storage/clickhouse.writer.js';
+import { EVENT_COLUMNS } from './storage/event-row.js';
 import { createStorageConsumer } from './storage/storage.consumer.js';
 
 /** The consumer groups a processor can run; each replica runs all of them unless told otherwise. */
@@ -103,7 +104,7 @@ function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
 }
 
 function createStorage(deps: ProcessorDeps, deadLetterTopic: string): Component {
-  const writer = createClickHouseWriter({ ch: deps.ch, table: 'events', logger: deps.logger, metrics: deps.metrics });
+  const writer = createClickHouseWriter({ ch: deps.ch, table: 'events', columns: EVENT_COLUMNS, logger: deps.logger, metrics: deps.metrics });
   const deadLetters = createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-storage', {
     metrics: deps.metrics,
     label: 'storage',

@@ -21,6 +21,7 @@ function fakeClickHouse(rows: EventRowOut[]): { ch: ClickHouse; queries: string[
     name: 'fake',
     database: 'test',
     insert: async () => {},
+    insertTabSeparated: async () => {},
     command: async () => {},
     ping: async () => true,
     close: async () => {},

@@ -15,7 +15,7 @@ import { Histogram } from 'prom-client';
 import type { ClickHouseWriter } from './clickhouse.writer.js';
 import { createInsertBatcher } from './insert-batcher.js';
 import { createEventRecordDecoder } from './event-record.decode.js';
-import { type EventRow, toEventRow } from './event-row.js';
+import { toEventLine } from './event-row.js';
 
 export interface StorageConsumerDeps {
   kafka: KafkaClient;
@@ -69,16 +69,20 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
   const log = deps.logger.child({ component: 'storage' });
   const now = deps.now ?? Date.now;
 
-  function split(messages: ConsumedMessage[]): { rows: EventRow[]; letters: DeadLetter[] } {
+  /** Rows as TabSeparated lines (the writer must be created with EVENT_COLUMNS), and their receipt times. */
+  function split(messages: ConsumedMessage[]): { rows: string[]; receivedAtMs: number[]; letters: DeadLetter[] } {
     const insertedAt = now();
-    const rows: EventRow[] = [];
+    const rows: string[] = [];
+    const receivedAtMs: number[] = [];
     const letters: DeadLetter[] = [];
     for (const message of messages) {
       const result = decode(message.value);
-      if (result.ok) rows.push(toEventRow(result.record, insertedAt));
-      else letters.push({ message, code: result.code, reason: result.reason });
+      if (result.ok) {
+        rows.push(toEventLine(result.record, insertedAt));
+        receivedAtMs.push(result.record.receivedAtMs);
+      } else letters.push({ message, code: result.code, reason: result.reason });
     }
-    return { rows, letters };
+    return { rows, receivedAtMs, letters };
   }
 
   let session = 0;
@@ -117,11 +121,11 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
     }
   }
 
-  function afterInsert(rows: EventRow[], ctx: BatchContext, nextOffset: bigint, batchSession: number): Promise<void> {
+  function afterInsert(rows: string[], receivedAtMs: number[], ctx: BatchContext, nextOffset: bigint, batchSession: number): Promise<void> {
     return batcher.add(rows, ctx).then(
       async () => {
         const storedAtMs = now();
-        for (const row of rows) storedLatency.observe(Math.max(0, storedAtMs - row.received_at_ms) / 1000);
+        for (const at of receivedAtMs) storedLatency.observe(Math.max(0, storedAtMs - at) / 1000);
         if (failure !== undefined || batchSession !== session) return; // read again from the committed offset
         await scheduleCommit(ctx.topic, ctx.partition, nextOffset, batchSession);
       },
@@ -151,10 +155,10 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
     handleBatch: stage.instrument(async (messages, ctx) => {
       // After a failed insert nothing more is stored or committed until the restart re-reads.
       if (failure !== undefined) return { commitOffset: null };
-      const { rows, letters } = split(messages);
+      const { rows, receivedAtMs, letters } = split(messages);
       await deps.deadLetters.publish(letters);
       const nextOffset = BigInt(messages.at(-1)?.offset ?? '0') + 1n;
-      const committed = afterInsert(rows, ctx, nextOffset, session);
+      const committed = afterInsert(rows, receivedAtMs, ctx, nextOffset, session);
       commits.add(committed);
       void committed.finally(() => commits.delete(committed));
       stage.handled('ok', rows.length);

@@ -29,6 +29,7 @@ import {
 } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClickHouseWriter, createClickHouseWriter } from './clickhouse.writer.js';
+import { EVENT_COLUMNS } from './event-row.js';
 import { createStorageConsumer } from './storage.consumer.js';
 
 let kafka: TestKafka;
@@ -81,7 +82,7 @@ function startStorage(
 } {
   const metrics = createMetricsRegistry('processor-test');
   const logger = testLogger();
-  const writer = wrap(createClickHouseWriter({ ch: clickhouse.ch, table: 'events', logger, metrics }));
+  const writer = wrap(createClickHouseWriter({ ch: clickhouse.ch, table: 'events', columns: EVENT_COLUMNS, logger, metrics }));
   const consumer = createStorageConsumer({
     kafka: kafka.kafka,
     topic: kafka.topic('eventsUnique'),
