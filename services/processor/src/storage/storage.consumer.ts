@@ -43,7 +43,7 @@ export interface StorageConsumerDeps {
  * Handlers do not wait for their insert: kafkajs fetches again only once every batch of a fetch
  * is handled, so waiting would leave the consumer idle during each insert and each insert idle
  * during each fetch. A batch's offset is committed when its insert succeeded (inserts run one at
- * a time, in order, at most two a second), and handlers wait only while four inserts' worth of
+ * a time, in order, at most two a second), and handlers wait only while ten inserts' worth of
  * rows are queued.
  * An insert that fails stops all later commits and restarts the consumer, which reads the lost
  * rows again from the committed offsets; every rejoin (restart or rebalance) starts a session
@@ -163,9 +163,10 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
       void committed.finally(() => commits.delete(committed));
       stage.handled('ok', rows.length);
       stage.handled('dead_letter', letters.length);
-      // Memory bound: about four inserts' worth of rows wait, enough to fill the next insert
-      // while one runs at two inserts a second.
-      await batcher.waitForRoom(4 * maxRows);
+      // Memory bound: up to ten inserts' worth of rows (as TabSeparated lines, ~35 MB at the
+      // defaults) wait. Inserts start at most twice a second, so this bounds a backlog's drain
+      // at ~20 x STORAGE_BATCH_MAX_ROWS rows/s; with four it capped the writer at ~70k rows/s.
+      await batcher.waitForRoom(10 * maxRows);
       return { commitOffset: null };
     }),
   });

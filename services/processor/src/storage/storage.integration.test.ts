@@ -176,6 +176,8 @@ describe('storage consumer against real Kafka and ClickHouse', () => {
       { key, value: JSON.stringify(record(accountId, 3)) },
       // Not poison, but it used to be: ClickHouse refuses an insert holding a lone surrogate.
       { key, value: JSON.stringify({ ...record(accountId, 4), eventName: 'lone \ud800 surrogate' }) },
+      // Separators of the TabSeparated rows inside values: stored exactly.
+      { key, value: JSON.stringify({ ...record(accountId, 5), eventName: 'tab\there\nnew\\line', properties: { s: 'a\tb\nc\\d"e' } }) },
     ]);
 
     const storage = startStorage(`storage-${uniqueSuffix()}`);
@@ -191,7 +193,11 @@ describe('storage consumer against real Kafka and ClickHouse', () => {
     });
     await Promise.all([storage.consumer.start(), dlqReader.start()]);
     try {
-      await waitFor(async () => (await countRows(accountId)) === 3 || undefined, { description: 'the three good events stored' });
+      await waitFor(async () => (await countRows(accountId)) === 4 || undefined, { description: 'the four good events stored' });
+      const [separators] = await clickhouse.ch.query<{ event_name: string; properties: string }>(
+        `SELECT event_name, properties FROM events WHERE account_id = '${accountId}' AND event_id = 'evt-5'`,
+      );
+      expect(separators).toEqual({ event_name: 'tab\there\nnew\\line', properties: JSON.stringify({ s: 'a\tb\nc\\d"e' }) });
       const [lone] = await clickhouse.ch.query<{ event_name: string }>(
         `SELECT event_name FROM events WHERE account_id = '${accountId}' AND event_id = 'evt-4'`,
       );
