@@ -5,7 +5,7 @@
  * bench times it until ClickHouse has all N rows. Afterwards the pipeline's storage group is
  * moved past these records so the end-to-end phases do not insert them again.
  */
-import { type ClickHouse, createProducer, identityKey, type KafkaClient, type OutgoingMessage, topicName } from '@ingest/shared';
+import { type ClickHouse, createProducer, type KafkaClient, type OutgoingMessage, topicName, uniqueEventKey } from '@ingest/shared';
 import { freePort } from '@ingest/shared/testing';
 import type { Cleanup } from './cleanup.js';
 import { type BenchNames, countRows } from './environment.js';
@@ -152,7 +152,7 @@ async function produceRecords(ctx: WriterContext, topic: string): Promise<number
       const messages: OutgoingMessage[] = [];
       for (let i = sent; i < Math.min(ctx.rows, sent + PRODUCE_BATCH); i++) {
         const record = sampleRecord(WRITER_ACCOUNT_ID, `${ctx.names.runId}-w`, i, ctx.eventBytes, now);
-        messages.push({ key: identityKey(record.accountId, record.email ?? record.domain ?? ''), value: JSON.stringify(record) });
+        messages.push({ key: uniqueEventKey(record), value: JSON.stringify(record) });
       }
       await producer.send(topic, messages);
     }

@@ -19,6 +19,7 @@ import {
   syncStateKey,
   TOPICS as ALL_TOPICS,
   type TopicKey,
+  uniqueEventKey,
 } from '@ingest/shared';
 import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import { type FakeCall, type FakeCrm, type FakeRecord, startFakeCrm } from '../test-support/fake-crm.js';
@@ -100,7 +101,7 @@ export async function createSinkRun(
       await producer.send(
         topic,
         records.map(({ record, partition }) => ({
-          key: `${record.accountId}:${record.email ?? record.domain ?? ''}`,
+          key: uniqueEventKey(record),
           value: JSON.stringify(record),
           partition,
         })),

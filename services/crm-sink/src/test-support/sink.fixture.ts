@@ -9,6 +9,7 @@ import {
   type MappingReader,
   type Producer,
   type Redis,
+  uniqueEventKey,
 } from '@ingest/shared';
 import type { TopicKey } from '@ingest/shared';
 import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
@@ -104,7 +105,7 @@ export async function createSinkFixture(options: SinkFixtureOptions): Promise<Si
     async produce(records, topic = kafka.topic('eventsUnique')) {
       await producer.send(
         topic,
-        records.map((r) => ({ key: `${r.accountId}:${r.email ?? r.domain ?? ''}`, value: JSON.stringify(r) })),
+        records.map((r) => ({ key: uniqueEventKey(r), value: JSON.stringify(r) })),
       );
     },
     states: (records) => Promise.all(records.map((r) => syncStates.read(r.accountId, r.eventId))),

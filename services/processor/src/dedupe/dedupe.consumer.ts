@@ -15,6 +15,7 @@ import {
   type Producer,
   readTopicToEnd,
   type Registry,
+  uniqueEventKey,
 } from '@ingest/shared';
 import { Counter, Gauge } from 'prom-client';
 import { createEventRecordDecoder } from '../storage/event-record.decode.js';
@@ -65,7 +66,7 @@ function fullView(record: EventRecord): RawEventView {
   return {
     fp: fingerprint(record.accountId, record.eventId),
     receivedAtMs: record.receivedAtMs,
-    uniqueKey: identityKey(record.accountId, record.email ?? record.domain ?? ''),
+    uniqueKey: uniqueEventKey(record),
   };
 }
 

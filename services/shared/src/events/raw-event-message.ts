@@ -17,11 +17,21 @@ export function rawEventMessage(record: EventRecord): OutgoingMessage {
   return {
     key: `${record.accountId}:${record.eventId}`,
     value: JSON.stringify(record),
-    headers: { [IDENTITY_HEADER]: record.email ?? record.domain ?? '' },
+    headers: { [IDENTITY_HEADER]: identityOf(record) },
   };
+}
+
+/** Whom an event is about: its email, else its domain, else nobody (''). */
+export function identityOf(record: EventRecord): string {
+  return record.email ?? record.domain ?? '';
 }
 
 /** events.unique's key: a contact's (or a company's) events share a partition, in order. */
 export function identityKey(accountId: string, identity: string): string {
   return `${accountId}:${identity}`;
+}
+
+/** events.unique's key of a record (identityKey of its account and identityOf). */
+export function uniqueEventKey(record: EventRecord): string {
+  return identityKey(record.accountId, identityOf(record));
 }
