@@ -35,8 +35,6 @@ export interface DedupeWindow {
   /** Forgets marks older than the window; returns how many. */
   sweep(nowMs: number): number;
   readonly size: number;
-  /** Marks dropped before their window ended because the store was full. */
-  readonly evicted: number;
   /** Bytes held by the tables (for the memory gauge). */
   readonly bytes: number;
 }
@@ -63,7 +61,6 @@ export function createDedupeWindow(windowMs: number, options: DedupeWindowOption
   const segmentSpanMs = Math.max(1, Math.ceil(windowMs / SEGMENTS));
   // Oldest first; new marks go to the last one.
   const segments: Segment[] = [];
-  let evicted = 0;
 
   function find(fp: Fingerprint): { segment: Segment; slot: number } | undefined {
     const w0 = fp.readUInt32LE(0);
@@ -108,9 +105,7 @@ export function createDedupeWindow(windowMs: number, options: DedupeWindowOption
       }
       segmentFor(firstSeenMs).insert(fp, firstSeenMs);
       while (segments.length > 1 && size() > maxMarks) {
-        const dropped = (segments.shift() as Segment).count;
-        evicted += dropped;
-        options.onEvict?.(dropped);
+        options.onEvict?.((segments.shift() as Segment).count);
       }
     },
     sweep(nowMs) {
@@ -126,9 +121,6 @@ export function createDedupeWindow(windowMs: number, options: DedupeWindowOption
     },
     get size() {
       return size();
-    },
-    get evicted() {
-      return evicted;
     },
     get bytes() {
       let total = 0;
