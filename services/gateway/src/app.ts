@@ -36,6 +36,7 @@ import { registerErrorHandling } from './http/error-handler.js';
 import { registerHttpMetrics } from './http/http-metrics.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { ProblemError } from './http/problem.js';
+import { createIdempotencyStore } from './jobs/idempotency.store.js';
 import { createJobWriter } from './jobs/job-writer.js';
 import { jobsRoutes } from './jobs/jobs.route.js';
 import { setQuotaHeaders } from './limits/quota-headers.js';
@@ -123,6 +124,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
   const ingestMetrics = createIngestMetrics(deps.metrics);
   const jobs = createJobWriter({ producer: deps.producer, chunksTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobChunks'), statusStore: deps.jobStatus, now });
+  const idempotency = createIdempotencyStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
   const keyUsage = createKeyUsage({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now });
 
   await app.register(
@@ -153,8 +155,8 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
           now,
         }),
       );
-      await v1.register(bulkRoutes({ jobs, allowance, metrics: ingestMetrics }));
-      await v1.register(csvRoutes({ jobs, allowance, metrics: ingestMetrics }));
+      await v1.register(bulkRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics }));
+      await v1.register(csvRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics }));
       await v1.register(
         eventReadRoutes({
           store: createClickHouseEventStore(deps.ch),
@@ -166,7 +168,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     },
     { prefix: '/v1' },
   );
-  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, ingestMetrics, validateEvent: validate, now }), { prefix: '/dashboard' });
+  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, idempotency, ingestMetrics, validateEvent: validate, now }), {
+    prefix: '/dashboard',
+  });
 
   return app;
 }

@@ -13,6 +13,8 @@ import {
   topicName,
 } from '@ingest/shared';
 import { loadProcessorConfig } from './config.js';
+import { waitForPipeline } from './metering/pipeline-progress.js';
+import { createClickHouseUsageCounts } from './metering/usage-counts.js';
 import { createUsageReconciler } from './metering/usage.reconciler.js';
 import { createProcessor, type ProcessorStage } from './processor.js';
 
@@ -63,10 +65,9 @@ const observers: Component[] = [{ groupId: config.PROCESSOR_JOBS_GROUP, topic: t
 if (config.USAGE_RECONCILE_INTERVAL_MS > 0) {
   observers.push(
     createUsageReconciler({
-      kafka,
-      ch,
+      usage: createClickHouseUsageCounts(ch),
       allowance: createAllowanceReconciler(redis, config.REDIS_KEY_PREFIX),
-      stages,
+      pipelineCaughtUp: () => waitForPipeline(kafka, stages, { timeoutMs: 30_000 }),
       logger,
       metrics,
       intervalMs: config.USAGE_RECONCILE_INTERVAL_MS,

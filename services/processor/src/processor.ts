@@ -46,6 +46,8 @@ export interface ProcessorDeps {
   storageBatchMaxRows?: number;
   storageBatchMaxWaitMs?: number;
   storageMinInsertIntervalMs?: number;
+  /** The clock of the job runner and its allowance settlements (tests move it). */
+  now?: () => number;
 }
 
 /** Assembles the processor's parts; main.ts and the integration tests both call this. */
@@ -77,7 +79,8 @@ function createDedupe(deps: ProcessorDeps, deadLetterTopic: string): Component {
 }
 
 function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
-  const allowance = createAllowance({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix });
+  const now = deps.now ?? Date.now;
+  const allowance = createAllowance({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, now });
   return createJobRunner({
     kafka: deps.kafka,
     producer: deps.producer,
@@ -94,11 +97,19 @@ function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
     logger: deps.logger,
     metrics: deps.metrics,
     validate: createEventValidator({ maxFutureMs: deps.maxFutureSkewMs }),
-    now: Date.now,
+    now,
     sealTimeoutMs: deps.jobSealTimeoutMs,
-    // The job's events now flow to ClickHouse, which counts them exactly: its reservation stops
-    // being pending (see the usage reconciler). Idempotent, so "at least once" is fine.
-    onJobFinished: (status) => allowance.settleJob(status.accountId, status.jobId, Date.parse(status.createdAt)),
+    // The job's events now flow to ClickHouse: its reservation becomes what it accepted and the
+    // rest is given back (see the usage reconciler). A job that will never run gives everything
+    // back. Idempotent, so "at least once" is fine.
+    onJobFinished: (status, receivedAtMs) =>
+      allowance.settleJob({
+        accountId: status.accountId,
+        jobId: status.jobId,
+        receivedAtMs,
+        accepted: status.status === 'completed' ? status.accepted : 0,
+      }),
+    onJobDropped: (job) => allowance.settleJob({ ...job, accepted: 0 }),
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
 }

@@ -6,12 +6,16 @@ import { authOf } from '../auth/auth.hook.js';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
 import { ProblemError, problemResponses } from '../http/problem.js';
+import { bodyFingerprint, type IdempotencyStore } from '../jobs/idempotency.store.js';
+import { IDEMPOTENCY_HEADER, idempotencyKeyOf, refusedClaim, replayed } from '../jobs/idempotent-job.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
+import { idempotencyHeaderSchema } from '../jobs/idempotency.schema.js';
 
 export interface BulkRouteDeps {
   jobs: JobWriter;
   allowance: Allowance;
+  idempotency: IdempotencyStore;
   metrics: IngestMetrics;
 }
 
@@ -19,6 +23,11 @@ export interface BulkRouteDeps {
  * POST /v1/events/bulk: up to 10,000 events as a background job. The envelope is checked here;
  * each event is validated by the job runner with the same rules as POST /v1/events. Events
  * without an eventId get one now, so that a redelivered chunk can never mint a second id.
+ *
+ * Order of effects: chunks are written, then the job's events are reserved against the
+ * allowance, then the job is sealed (queued). A reservation therefore always has chunks in
+ * Kafka behind it: if this gateway dies before the seal, the job runner drops the unsealed job
+ * and gives its reservation back. A job is charged what it accepted once it has run.
  */
 export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
   return async (app) => {
@@ -30,37 +39,71 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
         schema: {
           summary: 'Queue up to 10,000 events as a background job',
           tags: ['jobs'],
+          headers: idempotencyHeaderSchema,
           body: BulkEventsRequest,
-          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 413, 415, 429, 503) },
+          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503) },
         },
       },
       async (request, reply) => {
         const { account } = authOf(request);
         const events = request.body.events;
-        const jobId = uuidv7();
-        const { granted, state } = await deps.allowance.reserveCount(account, events.length, jobId);
-        reply.quotaState = state;
-        if (!granted) {
-          deps.metrics.allowanceRefusals.inc({ route: '/v1/events/bulk' });
-          throw quotaExceeded(state, `The job has ${events.length} events but only ${state.remaining} remain this month; nothing was queued.`);
+        const key = idempotencyKeyOf(request);
+        if (key !== undefined) {
+          const claim = await deps.idempotency.claim(account.id, key, bodyFingerprint(JSON.stringify(request.body)));
+          if (claim.kind === 'replay') return replayed(reply, claim.receipt);
+          if (claim.kind !== 'claimed') throw refusedClaim(claim);
         }
-        const items: JobChunkItem[] = events.map((event, index) => ({ index, event: withEventId(event) }));
         try {
-          const status = await deps.jobs.writeWhole(account, 'bulk', items, jobId);
-          deps.metrics.jobsCreated.inc({ source: 'bulk' });
-          request.log.info({ accountId: account.id, jobId: status.jobId, totalEvents: status.totalEvents }, 'bulk job queued');
-          return reply.code(202).send({ jobId: status.jobId, totalEvents: status.totalEvents, status: 'queued' });
+          const receipt = await createJob(events);
+          if (key !== undefined) await deps.idempotency.complete(account.id, key, receipt);
+          return reply.code(202).send(receipt);
         } catch (err) {
-          await deps.allowance
-            .release(account, { count: events.length, jobId })
-            .catch((e: unknown) => request.log.error({ err: e }, 'allowance release failed'));
-          if (isRetryable(err)) {
-            throw new ProblemError('unavailable', 'The job could not be queued right now; nothing was queued. Retry later.', {
-              headers: { 'retry-after': '5' },
-              cause: err,
-            });
+          if (key !== undefined) {
+            await deps.idempotency.release(account.id, key).catch((e: unknown) => request.log.warn({ err: e }, `${IDEMPOTENCY_HEADER} release failed`));
           }
           throw err;
+        }
+
+        async function createJob(items: unknown[]): Promise<BulkJobReceipt> {
+          // A cheap early answer; the reservation after the write is the one that counts.
+          const before = await deps.allowance.state(account);
+          if (before.remaining < items.length) throw refused(before, items.length);
+
+          const job = deps.jobs.open(account, 'bulk');
+          let reserved = false;
+          try {
+            await job.writeChunk(items.map((event, index): JobChunkItem => ({ index, event: withEventId(event) })));
+            const { granted, state } = await deps.allowance.reserveJob(account, job.jobId, items.length, job.receivedAtMs);
+            reply.quotaState = state;
+            if (!granted) throw refused(state, items.length);
+            reserved = true;
+            const status = await job.seal(items.length);
+            deps.metrics.jobsCreated.inc({ source: 'bulk' });
+            request.log.info({ accountId: account.id, jobId: status.jobId, totalEvents: status.totalEvents }, 'bulk job queued');
+            return { jobId: status.jobId, totalEvents: status.totalEvents, status: 'queued' };
+          } catch (err) {
+            await job.abort(err instanceof ProblemError ? err.kind : 'write_failed').catch((e: unknown) => {
+              request.log.warn({ err: e, jobId: job.jobId }, 'could not write the abort marker; the runner drops unsealed chunks');
+            });
+            if (reserved) {
+              await deps.allowance
+                .settleJob({ accountId: account.id, jobId: job.jobId, receivedAtMs: job.receivedAtMs, accepted: 0 })
+                .catch((e: unknown) => request.log.error({ err: e, jobId: job.jobId }, 'allowance release failed; the job runner releases it'));
+            }
+            if (!(err instanceof ProblemError) && isRetryable(err)) {
+              throw new ProblemError('unavailable', 'The job could not be queued right now; nothing was queued. Retry later.', {
+                headers: { 'retry-after': '5' },
+                cause: err,
+              });
+            }
+            throw err;
+          }
+        }
+
+        function refused(state: Parameters<typeof quotaExceeded>[0], count: number): ProblemError {
+          reply.quotaState = state;
+          deps.metrics.allowanceRefusals.inc({ route: '/v1/events/bulk' });
+          return quotaExceeded(state, `The job has ${count} events but only ${state.remaining} remain this month; nothing was queued.`);
         }
       },
     );

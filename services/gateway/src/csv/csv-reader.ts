@@ -22,6 +22,8 @@ export interface CsvReadOptions {
   chunkSize: number;
   /** seq 0, 1, 2, ...; called in order and awaited: nothing more is read while it is pending. */
   onChunk(items: JobChunkItem[], seq: number): Promise<void>;
+  /** Every byte of the file as read, in order (the Idempotency-Key's body digest). */
+  onBytes?(bytes: Buffer): void;
 }
 
 export interface CsvReadResult {
@@ -62,7 +64,9 @@ export async function readCsvEvents(input: NodeJS.ReadableStream | Readable, opt
   const reader = new CsvEventReader(options);
   try {
     for await (const chunk of input) {
-      for (const record of splitter.push(toBuffer(chunk))) await reader.handle(record);
+      const bytes = toBuffer(chunk);
+      options.onBytes?.(bytes);
+      for (const record of splitter.push(bytes)) await reader.handle(record);
     }
     for (const record of splitter.end()) await reader.handle(record);
   } finally {

@@ -1,9 +1,12 @@
+import { createHash } from 'node:crypto';
 import multipart from '@fastify/multipart';
-import { JOB_CHUNK_SIZE, MAX_EVENTS_PER_BULK } from '@ingest/schemas';
+import { JOB_CHUNK_SIZE, MAX_EVENTS_PER_BULK, type BulkJobReceipt } from '@ingest/schemas';
 import { type Account, type Allowance, isRetryable } from '@ingest/shared';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
 import { ProblemError } from '../http/problem.js';
+import type { IdempotencyStore } from '../jobs/idempotency.store.js';
+import { idempotencyKeyOf, refusedClaim, replayed } from '../jobs/idempotent-job.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
 import { readCsvEvents } from './csv-reader.js';
@@ -13,8 +16,11 @@ export const MAX_CSV_BYTES = 50 * 1000 * 1000;
 export interface CsvUploadDeps {
   jobs: JobWriter;
   allowance: Allowance;
+  idempotency: IdempotencyStore;
   metrics: IngestMetrics;
 }
+
+type FilePart = NonNullable<Awaited<ReturnType<FastifyRequest['file']>>>;
 
 /** The multipart parser with the CSV upload's limits, for the plugin scope of a CSV route. */
 export async function registerCsvMultipart(app: FastifyInstance): Promise<void> {
@@ -27,9 +33,15 @@ export async function registerCsvMultipart(app: FastifyInstance): Promise<void> 
 /**
  * The streamed CSV upload shared by POST /v1/backfill/csv (API key) and the dashboard's upload
  * (session): one file part `file`, rows become job chunks in Kafka as they are read, so the file
- * is never held whole. The job is sealed (queued) only when the whole file was read and fits the
- * allowance; any failure on the way aborts it, so its chunks are dropped by the job runner and
- * nothing of a refused upload is processed. `route` labels the metrics.
+ * is never held whole. Each chunk is reserved against the allowance once written (a reservation
+ * always has its chunks in Kafka, see bulk.route.ts), so an upload that does not fit stops at
+ * the first chunk that does not, with 402. The job is sealed (queued) only when the whole file
+ * was read; any failure on the way aborts it and gives its reservation back, so nothing of a
+ * refused upload is processed or charged. `route` labels the metrics.
+ *
+ * With an Idempotency-Key, the body digest is the file's bytes: a key already used answers the
+ * first upload's 202 (same file) or 422 (another file) after reading the file, without writing
+ * or reserving anything.
  */
 export async function handleCsvUpload(
   request: FastifyRequest,
@@ -41,24 +53,112 @@ export async function handleCsvUpload(
   if (!request.isMultipart()) {
     throw new ProblemError('unsupportedMediaType', 'Send multipart/form-data with one file part named "file".');
   }
-  const before = await deps.allowance.state(account);
-  if (before.remaining === 0) {
-    deps.metrics.allowanceRefusals.inc({ route });
-    throw quotaExceeded(before, `The monthly allowance of ${before.limit} events is used up; nothing was queued.`);
+  const key = idempotencyKeyOf(request);
+  const earlier = key === undefined ? undefined : await deps.idempotency.peek(account.id, key);
+  if (earlier?.state === 'pending') throw refusedClaim({ kind: 'in_progress' });
+  if (earlier === undefined) {
+    const before = await deps.allowance.state(account);
+    if (before.remaining === 0) {
+      deps.metrics.allowanceRefusals.inc({ route });
+      throw quotaExceeded(before, `The monthly allowance of ${before.limit} events is used up; nothing was queued.`);
+    }
   }
 
-  // Errors of the multipart parser itself (no boundary, a body that ends early) are the
-  // caller's malformed upload, not ours: they are remembered and answered with 400.
-  let part: Awaited<ReturnType<typeof request.file>>;
+  const part = await filePart(request);
+  const digest = createHash('sha256');
+  if (earlier?.state === 'done') {
+    try {
+      for await (const bytes of part.file) digest.update(bytes as Buffer);
+    } catch (err) {
+      throw part.file.truncated ? tooLarge() : malformedUpload(err);
+    }
+    if (part.file.truncated) throw tooLarge();
+    if (digest.digest('base64url') !== earlier.fingerprint) throw refusedClaim({ kind: 'mismatch' });
+    return replayed(reply, earlier.receipt as BulkJobReceipt);
+  }
+
+  let streamError: unknown;
+  part.file.on('error', (err) => {
+    streamError = err;
+  });
+  const job = deps.jobs.open(account, 'csv');
+  let reserved = 0;
+  let claimed = false;
+  try {
+    const result = await readCsvEvents(part.file, {
+      accountId: account.id,
+      maxRows: MAX_EVENTS_PER_BULK,
+      chunkSize: JOB_CHUNK_SIZE,
+      onBytes: (bytes) => digest.update(bytes),
+      onChunk: async (items) => {
+        await job.writeChunk(items);
+        const { granted, state } = await deps.allowance.reserveJob(account, job.jobId, items.length, job.receivedAtMs);
+        reply.quotaState = state;
+        if (!granted) {
+          deps.metrics.allowanceRefusals.inc({ route });
+          throw quotaExceeded(state, `The file has more rows than the ${state.remaining + reserved} events that remain this month; nothing was queued.`);
+        }
+        reserved += items.length;
+      },
+    });
+    if (part.file.truncated) throw tooLarge();
+
+    if (key !== undefined) {
+      const claim = await deps.idempotency.claim(account.id, key, digest.digest('base64url'));
+      if (claim.kind === 'replay') {
+        await giveBack(job.abort('idempotent_replay'));
+        return replayed(reply, claim.receipt);
+      }
+      if (claim.kind !== 'claimed') throw refusedClaim(claim);
+      claimed = true;
+    }
+    const status = await job.seal(result.totalRows);
+    const receipt: BulkJobReceipt = { jobId: status.jobId, totalEvents: status.totalEvents, status: 'queued' };
+    if (key !== undefined) await deps.idempotency.complete(account.id, key, receipt);
+    deps.metrics.jobsCreated.inc({ source: 'csv' });
+    request.log.info({ accountId: account.id, jobId: job.jobId, totalEvents: result.totalRows }, 'csv job queued');
+    return reply.code(202).send(receipt);
+  } catch (caught) {
+    // At the size limit the file stream simply ends early (truncated): whatever the reader
+    // made of the cut-off file, the answer is 413.
+    const err = part.file.truncated
+      ? tooLarge()
+      : caught === streamError && !(caught instanceof ProblemError) && !isFastifyLimitError(caught)
+        ? malformedUpload(caught)
+        : caught;
+    await giveBack(
+      job.abort(err instanceof ProblemError ? err.kind : 'upload_failed').catch((e: unknown) => {
+        request.log.warn({ err: e, jobId: job.jobId }, 'could not write the abort marker; the runner drops unsealed chunks');
+      }),
+    );
+    if (claimed && key !== undefined) await deps.idempotency.release(account.id, key).catch(() => undefined);
+    if (!(err instanceof ProblemError) && isRetryable(err)) {
+      throw new ProblemError('unavailable', 'The upload could not be stored right now; nothing was queued. Retry later.', {
+        headers: { 'retry-after': '5' },
+        cause: err,
+      });
+    }
+    throw err;
+  }
+
+  /** The job will not run: its reservation goes back now (the runner also does, when it drops the job). */
+  async function giveBack(aborted: Promise<void>): Promise<void> {
+    await aborted;
+    if (reserved === 0) return;
+    await deps.allowance
+      .settleJob({ accountId: account.id, jobId: job.jobId, receivedAtMs: job.receivedAtMs, accepted: 0 })
+      .catch((e: unknown) => request.log.error({ err: e, jobId: job.jobId }, 'allowance release failed; the job runner releases it'));
+  }
+}
+
+/** The one file part, or 400. Errors of the multipart parser itself are the caller's malformed upload. */
+async function filePart(request: FastifyRequest): Promise<FilePart> {
+  let part: Awaited<ReturnType<FastifyRequest['file']>>;
   try {
     part = await request.file();
   } catch (err) {
     throw malformedUpload(err);
   }
-  let streamError: unknown;
-  part?.file.on('error', (err) => {
-    streamError = err;
-  });
   if (!part)
     throw new ProblemError('validation', 'The upload has no file part.', {
       errors: [{ field: 'file', code: 'required', message: 'send the CSV as the file part "file"' }],
@@ -68,53 +168,11 @@ export async function handleCsvUpload(
       errors: [{ field: part.fieldname.slice(0, 100), code: 'unexpected_part', message: 'the file part must be named "file"' }],
     });
   }
+  return part;
+}
 
-  const job = deps.jobs.open(account, 'csv');
-  try {
-    const result = await readCsvEvents(part.file, {
-      accountId: account.id,
-      maxRows: MAX_EVENTS_PER_BULK,
-      chunkSize: JOB_CHUNK_SIZE,
-      onChunk: (items) => job.writeChunk(items),
-    });
-    if (part.file.truncated) throw new ProblemError('payloadTooLarge', `The file is larger than ${MAX_CSV_BYTES} bytes.`);
-
-    const { granted, state } = await deps.allowance.reserveCount(account, result.totalRows, job.jobId);
-    reply.quotaState = state;
-    if (!granted) {
-      deps.metrics.allowanceRefusals.inc({ route });
-      throw quotaExceeded(state, `The file has ${result.totalRows} rows but only ${state.remaining} events remain this month; nothing was queued.`);
-    }
-    try {
-      const status = await job.seal(result.totalRows);
-      deps.metrics.jobsCreated.inc({ source: 'csv' });
-      request.log.info({ accountId: account.id, jobId: job.jobId, totalEvents: result.totalRows }, 'csv job queued');
-      return reply.code(202).send({ jobId: status.jobId, totalEvents: status.totalEvents, status: 'queued' });
-    } catch (err) {
-      await deps.allowance
-        .release(account, { count: result.totalRows, jobId: job.jobId })
-        .catch((e: unknown) => request.log.error({ err: e }, 'allowance release failed'));
-      throw err;
-    }
-  } catch (caught) {
-    // At the size limit the file stream simply ends early (truncated): whatever the reader
-    // made of the cut-off file, the answer is 413.
-    const err = part.file.truncated
-      ? new ProblemError('payloadTooLarge', `The file is larger than ${MAX_CSV_BYTES} bytes.`)
-      : caught === streamError && !(caught instanceof ProblemError) && !isFastifyLimitError(caught)
-        ? malformedUpload(caught)
-        : caught;
-    await job.abort(err instanceof ProblemError ? err.kind : 'upload_failed').catch((e: unknown) => {
-      request.log.warn({ err: e, jobId: job.jobId }, 'could not write the abort marker; the runner drops unsealed chunks');
-    });
-    if (!(err instanceof ProblemError) && isRetryable(err)) {
-      throw new ProblemError('unavailable', 'The upload could not be stored right now; nothing was queued. Retry later.', {
-        headers: { 'retry-after': '5' },
-        cause: err,
-      });
-    }
-    throw err;
-  }
+function tooLarge(): ProblemError {
+  return new ProblemError('payloadTooLarge', `The file is larger than ${MAX_CSV_BYTES} bytes.`);
 }
 
 function malformedUpload(cause: unknown): Error {

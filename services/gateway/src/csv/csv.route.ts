@@ -2,6 +2,7 @@ import { BulkJobReceipt } from '@ingest/schemas';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import { problemResponses } from '../http/problem.js';
+import { idempotencyHeaderSchema } from '../jobs/idempotency.schema.js';
 import { type CsvUploadDeps, handleCsvUpload, registerCsvMultipart } from './csv-upload.js';
 
 export { MAX_CSV_BYTES } from './csv-upload.js';
@@ -20,13 +21,14 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
           summary: 'Upload a CSV file of historical events as a background job',
           tags: ['jobs'],
           consumes: ['multipart/form-data'],
+          headers: idempotencyHeaderSchema,
           // Documents the upload for OpenAPI; the route reads the stream itself (see validatorCompiler).
           body: {
             type: 'object',
             required: ['file'],
             properties: { file: { type: 'string', format: 'binary', description: 'The CSV file: UTF-8, header row, at most 50 MB and 10,000 rows.' } },
           },
-          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 413, 415, 429, 503) },
+          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503) },
         },
       },
       async (request, reply) => handleCsvUpload(request, reply, authOf(request).account, deps, '/v1/backfill/csv'),

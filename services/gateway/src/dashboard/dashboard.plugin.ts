@@ -27,6 +27,7 @@ import { mappingRoutes } from './mapping.routes.js';
 import { routeLimits } from './route-options.js';
 import { createSessionGuard } from './session.guard.js';
 import { sessionRoutes } from './session.routes.js';
+import type { IdempotencyStore } from '../jobs/idempotency.store.js';
 import { createSessionStore } from './session.store.js';
 import { usageRoutes } from './usage.routes.js';
 import { defaultWebDir } from './web-dir.js';
@@ -42,6 +43,7 @@ export interface DashboardDeps {
   keyUsage: KeyUsage;
   /** The gateway's job writer and ingest metrics: CSV uploads share the API's code path. */
   jobs: JobWriter;
+  idempotency: IdempotencyStore;
   ingestMetrics: IngestMetrics;
   /** The public API's event rules: a mapping dry-run sees the event the sink would. */
   validateEvent: (input: unknown, receivedAtMs: number) => EventCheck;
@@ -90,7 +92,16 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
         );
         await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits }));
         await api.register(usageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
-        await api.register(jobsRoutes({ statusStore: deps.jobStatus, jobs: deps.jobs, allowance: deps.allowance, metrics: deps.ingestMetrics, limits }));
+        await api.register(
+          jobsRoutes({
+            statusStore: deps.jobStatus,
+            jobs: deps.jobs,
+            allowance: deps.allowance,
+            idempotency: deps.idempotency,
+            metrics: deps.ingestMetrics,
+            limits,
+          }),
+        );
         await api.register(
           eventsRoutes({
             store: createClickHouseEventStore(deps.ch),

@@ -73,6 +73,7 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
         const { decisions, state } = await deps.allowance.reserveEvents(
           account,
           valid.map((v) => (v.generatedId ? '' : v.record.eventId)),
+          receivedAtMs,
         );
         reply.quotaState = state;
         if (decisions.every((d) => d === 'over')) {
@@ -100,9 +101,8 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
           await deps.producer.send(deps.rawTopic, toWrite.map(rawEventMessage));
           end();
         } catch (err) {
-          const counted = valid.filter((_, i) => decisions[i] === 'counted');
-          const release = { eventIds: counted.filter((v) => !v.generatedId).map((v) => v.record.eventId), count: counted.filter((v) => v.generatedId).length };
-          await deps.allowance.release(account, release).catch((releaseErr: unknown) => {
+          const counted = valid.filter((_, i) => decisions[i] === 'counted').map((v) => (v.generatedId ? '' : v.record.eventId));
+          await deps.allowance.releaseEvents(account, counted, receivedAtMs).catch((releaseErr: unknown) => {
             request.log.error({ err: releaseErr }, 'could not release allowance after a failed write');
           });
           if (isRetryable(err)) {

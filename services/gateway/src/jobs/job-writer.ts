@@ -10,6 +10,11 @@ import { chunkItems } from './chunking.js';
  */
 export interface OpenJob {
   readonly jobId: string;
+  /**
+   * The job's time of receipt, fixed when it is opened: every chunk carries it, so every event of
+   * the job has one received_at, and the allowance charges the job in that time's period.
+   */
+  readonly receivedAtMs: number;
   /** Durable in Kafka once resolved. */
   writeChunk(items: JobChunkItem[]): Promise<void>;
   /** Durable; the job is queued and its status readable. */
@@ -21,7 +26,7 @@ export interface OpenJob {
 export interface JobWriter {
   open(account: Account, source: 'bulk' | 'csv'): OpenJob;
   /** The whole job: chunks, then its queued status, then the seal. */
-  writeWhole(account: Account, source: 'bulk' | 'csv', items: JobChunkItem[], jobId?: string): Promise<JobStatus>;
+  writeWhole(account: Account, source: 'bulk' | 'csv', items: JobChunkItem[]): Promise<JobStatus>;
 }
 
 export interface JobWriterDeps {
@@ -52,17 +57,19 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
 
   function open(account: Account, source: 'bulk' | 'csv'): OpenJob {
     const jobId = uuidv7();
+    const receivedAtMs = now();
     const base = { v: 1 as const, jobId, accountId: account.id, source };
     let seq = 0;
     return {
       jobId,
+      receivedAtMs,
       async writeChunk(items) {
-        const chunks = chunkItems(items).map((c): JobChunk => ({ ...base, type: 'chunk', seq: seq++, receivedAtMs: now(), items: c }));
+        const chunks = chunkItems(items).map((c): JobChunk => ({ ...base, type: 'chunk', seq: seq++, receivedAtMs, items: c }));
         await deps.producer.send(deps.chunksTopic, chunks.map(message));
       },
       async seal(totalEvents) {
         const status = queuedJobStatus({ jobId, accountId: account.id, source, totalEvents, atMs: now() });
-        await sealWithStatus(status, message({ ...base, type: 'sealed', chunks: seq, totalEvents, receivedAtMs: now() }));
+        await sealWithStatus(status, message({ ...base, type: 'sealed', chunks: seq, totalEvents, receivedAtMs }));
         return status;
       },
       async abort(reason) {
@@ -73,17 +80,10 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
 
   return {
     open,
-    async writeWhole(account, source, items, jobId = uuidv7()) {
-      const base = { v: 1 as const, jobId, accountId: account.id, source };
-      const receivedAtMs = now();
-      const messages: OutgoingMessage[] = [];
-      chunkItems(items).forEach((chunk, seq) => {
-        messages.push(message({ ...base, type: 'chunk', seq, receivedAtMs, items: chunk }));
-      });
-      await deps.producer.send(deps.chunksTopic, messages);
-      const status = queuedJobStatus({ jobId, accountId: account.id, source, totalEvents: items.length, atMs: now() });
-      await sealWithStatus(status, message({ ...base, type: 'sealed', chunks: messages.length, totalEvents: items.length, receivedAtMs }));
-      return status;
+    async writeWhole(account, source, items) {
+      const job = open(account, source);
+      await job.writeChunk(items);
+      return job.seal(items.length);
     },
   };
 }

@@ -59,12 +59,15 @@ describe('PartitionJobs', () => {
     state.addChunk(0n, 1_000, chunk('slow', 0));
     state.addChunk(1n, 5_000, chunk('slow', 1));
     state.addChunk(2n, 6_000, chunk('other', 0));
-    expect(state.expire(15_000)).toEqual([]); // 10 s after the newest chunk of `slow`: not more
-    const abandoned = state.expire(15_001);
+    expect(state.overdue(15_000)).toEqual([]); // 10 s after the newest chunk of `slow`: not more
+    const abandoned = state.overdue(15_001);
     expect(abandoned.map((j) => j.jobId)).toEqual(['slow']);
-    expect(state.get('slow')).toBeUndefined();
+    // Still held (and holding the commit back) until given up.
+    expect(state.overdue(15_001).map((j) => j.jobId)).toEqual(['slow']);
+    expect(state.commitOffset()).toBe(0n);
+    state.remove('slow');
     expect(state.get('other')).toBeDefined();
-    expect(state.expire(16_001).map((j) => j.jobId)).toEqual(['other']);
+    expect(state.overdue(16_001).map((j) => j.jobId)).toEqual(['other']);
   });
 
   it('moves its clock only when a batch ends', () => {

@@ -7,6 +7,8 @@ export interface BufferedJob {
   readonly source: 'bulk' | 'csv';
   /** Offset of the job's first chunk on the partition: the commit must not pass it. */
   firstOffset: bigint;
+  /** The job's time of receipt (its chunks' receivedAtMs): the allowance period it is charged in. */
+  readonly receivedAtMs: number;
   /** Newest Kafka timestamp among its chunks. */
   lastChunkAtMs: number;
   /** By `seq`; a repeated seq (a redelivered message) keeps the first copy. */
@@ -58,7 +60,15 @@ export class PartitionJobs {
   addChunk(offset: bigint, timestampMs: number, chunk: JobChunk): void {
     let job = this.jobs.get(chunk.jobId);
     if (!job) {
-      job = { jobId: chunk.jobId, accountId: chunk.accountId, source: chunk.source, firstOffset: offset, lastChunkAtMs: timestampMs, chunks: new Map() };
+      job = {
+        jobId: chunk.jobId,
+        accountId: chunk.accountId,
+        source: chunk.source,
+        receivedAtMs: chunk.receivedAtMs,
+        firstOffset: offset,
+        lastChunkAtMs: timestampMs,
+        chunks: new Map(),
+      };
       this.jobs.set(chunk.jobId, job);
     }
     if (offset < job.firstOffset) job.firstOffset = offset;
@@ -79,17 +89,13 @@ export class PartitionJobs {
 
   /**
    * Jobs whose newest chunk is more than `sealTimeoutMs` older than `newestMs` (the newest
-   * message read on the partition so far) are given up, an upload that died without writing
-   * its abort: removed and returned. An idle partition abandons nothing, since no newer
-   * message says time has passed.
+   * message read on the partition so far): an upload that died without writing its abort. They
+   * stay until the caller has given them up (`remove`), so a failure half way through giving them
+   * up (their allowance released) leaves them here to be given up again. An idle partition
+   * abandons nothing, since no newer message says time has passed.
    */
-  expire(newestMs: number): BufferedJob[] {
-    const abandoned: BufferedJob[] = [];
-    for (const job of this.jobs.values()) {
-      if (newestMs - job.lastChunkAtMs > this.sealTimeoutMs) abandoned.push(job);
-    }
-    for (const job of abandoned) this.jobs.delete(job.jobId);
-    return abandoned;
+  overdue(newestMs: number): BufferedJob[] {
+    return [...this.jobs.values()].filter((job) => newestMs - job.lastChunkAtMs > this.sealTimeoutMs);
   }
 
   /**

@@ -23,7 +23,7 @@ export interface JobExecutorDeps {
   now: () => number;
   logger: Logger;
   metrics: JobMetrics;
-  onJobFinished?: (status: JobStatus) => Promise<void>;
+  onJobFinished?: (status: JobStatus, receivedAtMs: number) => Promise<void>;
 }
 
 export interface JobControl {
@@ -47,7 +47,7 @@ export function createJobExecutor(
   const iso = (ms: number) => new Date(ms).toISOString();
 
   /** `rejectionCodes`: the job's rejected events by the code of their first error. */
-  async function finished(status: JobStatus, startMs: number, rejectionCodes: ReadonlyMap<string, number> = new Map()): Promise<void> {
+  async function finished(status: JobStatus, receivedAtMs: number, startMs: number, rejectionCodes: ReadonlyMap<string, number> = new Map()): Promise<void> {
     const labels = { source: status.source, status: status.status };
     deps.metrics.finished.inc(labels);
     deps.metrics.duration.observe(labels, Math.max(0, deps.now() - startMs) / 1000);
@@ -56,7 +56,7 @@ export function createJobExecutor(
     deps.metrics.events.inc({ source: status.source, outcome: 'duplicate' }, status.duplicates);
     deps.metrics.outcomes.accepted.inc({ source: status.source }, status.accepted);
     for (const [code, n] of rejectionCodes) deps.metrics.outcomes.rejected.inc({ source: status.source, code }, n);
-    await deps.onJobFinished?.(status);
+    await deps.onJobFinished?.(status, receivedAtMs);
   }
 
   return async (sealed, chunks, control) => {
@@ -66,7 +66,7 @@ export function createJobExecutor(
       // Re-read after a restart, behind an older unfinished job: done already. The hook is
       // called again (at least once per job), in case the previous run died right before it.
       log.debug({ status: stored.status }, 'job already finished; skipped');
-      await deps.onJobFinished?.(stored);
+      await deps.onJobFinished?.(stored, sealed.receivedAtMs);
       return 'finished';
     }
 
@@ -77,7 +77,7 @@ export function createJobExecutor(
       const status = failedStatus(base, complete.reason, iso(startMs));
       await deps.statusStore.put(status);
       log.warn({ reason: complete.reason, totalEvents: base.totalEvents }, 'job failed');
-      await finished(status, startMs);
+      await finished(status, sealed.receivedAtMs, startMs);
       return 'finished';
     }
 
@@ -101,7 +101,7 @@ export function createJobExecutor(
     await deps.statusStore.put(status);
     const { processed, accepted, rejected, duplicates } = status;
     log.info({ totalEvents: status.totalEvents, processed, accepted, rejected, duplicates, durationMs: deps.now() - startMs }, 'job completed');
-    await finished(status, startMs, tally.rejectionCodes());
+    await finished(status, sealed.receivedAtMs, startMs, tally.rejectionCodes());
     return 'finished';
   };
 }

@@ -44,7 +44,12 @@ export interface JobRunnerDeps {
    * past it are committed. At least once per job: it is called again when a finished job is
    * read again after a restart, so it must be idempotent by jobId. A throw is retried.
    */
-  onJobFinished?(status: JobStatus): Promise<void>;
+  onJobFinished?(status: JobStatus, receivedAtMs: number): Promise<void>;
+  /**
+   * Called for a job that will never run: aborted by the gateway, or abandoned without a seal.
+   * At least once (again after a restart re-reads it), so idempotent by jobId. A throw is retried.
+   */
+  onJobDropped?(job: { accountId: string; jobId: string; receivedAtMs: number }): Promise<void>;
   partitionsConsumedConcurrently?: number;
 }
 
@@ -112,6 +117,9 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
       } else if (decoded.message.type === 'chunk') {
         state.addChunk(offset, message.timestamp, decoded.message);
       } else if (decoded.message.type === 'aborted') {
+        const aborted = state.get(decoded.message.jobId);
+        // Before removing: a failure here leaves the job to be dropped again when re-read.
+        if (aborted) await deps.onJobDropped?.(aborted);
         const dropped = state.remove(decoded.message.jobId);
         log.info(
           { jobId: decoded.message.jobId, accountId: decoded.message.accountId, chunks: dropped?.chunks.size ?? 0 },
@@ -126,7 +134,9 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
         state.remove(sealed.jobId);
       }
       // After the message: a seal arriving late still finds its chunks.
-      for (const job of state.expire(newestMs)) {
+      for (const job of state.overdue(newestMs)) {
+        await deps.onJobDropped?.(job);
+        state.remove(job.jobId);
         metrics.abandoned.inc({ source: job.source });
         log.warn({ jobId: job.jobId, accountId: job.accountId, chunks: job.chunks.size, sealTimeoutMs }, 'job abandoned: no seal within the seal timeout');
       }

@@ -28,6 +28,8 @@ import {
 } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProcessor } from '../processor.js';
+import { waitForPipeline } from './pipeline-progress.js';
+import { createClickHouseUsageCounts } from './usage-counts.js';
 import { createUsageReconciler } from './usage.reconciler.js';
 
 let kafka: TestKafka;
@@ -105,7 +107,7 @@ describe('usage reconciler', () => {
     const twoHoursAgo = NOW - 2 * HOUR;
     // A bulk job of 6 counted two hours ago, of which 5 are unique (e1 comes twice).
     const allowanceThen = createAllowance({ redis, keyPrefix, now: () => twoHoursAgo });
-    await allowanceThen.reserveCount(a, 6, 'job-a');
+    await allowanceThen.reserveJob(a, 'job-a', 6, twoHoursAgo);
     await producer.send(
       kafka.topic('eventsRaw'),
       ['e1', 'e2', 'e3', 'e4', 'e5', 'e1'].map((id) => ({ key: `${a.id}:${id}`, value: JSON.stringify(record(a.id, id, twoHoursAgo)) })),
@@ -113,20 +115,20 @@ describe('usage reconciler', () => {
     // Two events counted ten minutes ago: after T, they stay as counted.
     await createAllowance({ redis, keyPrefix, now: () => NOW - 10 * 60_000 }).reserveEvents(a, ['late-1', 'late-2']);
     // An account whose counted events never arrived (e.g. a job that failed validation).
-    await allowanceThen.reserveCount(ghost, 3, 'job-ghost');
+    await allowanceThen.reserveJob(ghost, 'job-ghost', 3, twoHoursAgo);
     expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(8);
 
     const metrics = createMetricsRegistry('processor');
+    const stages = [
+      { groupId: dedupeGroupId, topic: kafka.topic('eventsRaw') },
+      { groupId: storageGroupId, topic: kafka.topic('eventsUnique') },
+    ];
     const reconciler = createUsageReconciler({
-      kafka: kafka.kafka,
-      ch: clickhouse.ch,
+      usage: createClickHouseUsageCounts(clickhouse.ch),
       allowance: createAllowanceReconciler(redis, keyPrefix),
       metrics,
       // It waits for these groups to have passed everything on: no polling of ClickHouse here.
-      stages: [
-        { groupId: dedupeGroupId, topic: kafka.topic('eventsRaw') },
-        { groupId: storageGroupId, topic: kafka.topic('eventsUnique') },
-      ],
+      pipelineCaughtUp: () => waitForPipeline(kafka.kafka, stages, { timeoutMs: 30_000 }),
       logger: testLogger(),
       intervalMs: 60_000,
       now: () => NOW,
@@ -136,10 +138,13 @@ describe('usage reconciler', () => {
     expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(5 + 2 + 6);
     expect(Number(await redis.get(quotaKeys(ghost.id, period.id, keyPrefix).counter))).toBe(3);
 
-    // The job runner settles finished jobs (at least once: settling is idempotent).
-    await allowanceThen.settleJob(a.id, 'job-a', twoHoursAgo);
-    await allowanceThen.settleJob(a.id, 'job-a', twoHoursAgo);
-    await allowanceThen.settleJob(ghost.id, 'job-ghost', twoHoursAgo);
+    // The job runner settles finished jobs (at least once: settling is idempotent): job-a
+    // accepted 5 of its 6 (e1 twice), the ghost's job accepted nothing.
+    await allowanceThen.settleJob({ accountId: a.id, jobId: 'job-a', receivedAtMs: twoHoursAgo, accepted: 5 });
+    expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(5 + 2 + 5);
+    await allowanceThen.settleJob({ accountId: a.id, jobId: 'job-a', receivedAtMs: twoHoursAgo, accepted: 5 });
+    await allowanceThen.settleJob({ accountId: ghost.id, jobId: 'job-ghost', receivedAtMs: twoHoursAgo, accepted: 0 });
+    expect(Number(await redis.get(quotaKeys(ghost.id, period.id, keyPrefix).counter))).toBe(0);
     const result = await reconciler.runOnce();
     const [stored] = await clickhouse.ch.query<{ n: string }>(`SELECT count() AS n FROM events FINAL WHERE account_id = '${a.id}'`);
     expect(Number(stored?.n)).toBe(5);
@@ -162,15 +167,13 @@ describe('usage reconciler', () => {
     const metrics = createMetricsRegistry('processor');
     let clock = NOW;
     const reconciler = createUsageReconciler({
-      kafka: kafka.kafka,
-      ch: clickhouse.ch,
+      usage: createClickHouseUsageCounts(clickhouse.ch),
       allowance: createAllowanceReconciler(redis, keyPrefix),
       metrics,
       // A group that never consumed a topic with messages in it.
-      stages: [{ groupId: `idle-${uniqueSuffix()}`, topic: kafka.topic('eventsRaw') }],
+      pipelineCaughtUp: () => waitForPipeline(kafka.kafka, [{ groupId: `idle-${uniqueSuffix()}`, topic: kafka.topic('eventsRaw') }], { timeoutMs: 500 }),
       logger: testLogger(),
       intervalMs: 60_000,
-      catchUpTimeoutMs: 500,
       now: () => clock,
     });
     clock = NOW + 60_000;

@@ -1,29 +1,20 @@
-import {
-  type AllowanceReconciler,
-  type ClickHouse,
-  type Component,
-  hourOf,
-  type KafkaClient,
-  type Logger,
-  quotaPeriod,
-  type Registry,
-  sql,
-} from '@ingest/shared';
-import { type PipelineStage, waitForPipeline } from './pipeline-progress.js';
+import { type AllowanceReconciler, type Component, hourOf, type Logger, quotaPeriod, type Registry } from '@ingest/shared';
+import type { UsageCounts } from './usage-counts.js';
 import { createUsageReconcilerMetrics, type ReconcileOutcome } from './usage.metrics.js';
 
 export interface UsageReconcilerDeps {
-  kafka: KafkaClient;
-  ch: ClickHouse;
+  usage: UsageCounts;
   allowance: AllowanceReconciler;
-  /** In pipeline order: the job runner, dedupe, storage. */
-  stages: PipelineStage[];
+  /**
+   * True once everything written to the pipeline so far has been stored (waitForPipeline on
+   * the dedupe and storage groups); false when it did not catch up in time.
+   */
+  pipelineCaughtUp(): Promise<boolean>;
   logger: Logger;
   metrics: Registry;
   intervalMs: number;
   /** How long after an hour starts before it counts as "before T" (gateway sends take ≤ 5 s). */
   settleMs?: number;
-  catchUpTimeoutMs?: number;
   now?: () => number;
 }
 
@@ -70,15 +61,15 @@ export function createUsageReconciler(deps: UsageReconcilerDeps): Component & { 
     const period = quotaPeriod(at);
     let fromMs = Math.floor(at / 3_600_000) * 3_600_000;
     if (at - fromMs < settleMs) fromMs -= 3_600_000;
+    // Ids no longer looked up are deleted whatever else this round does (memory, not counts).
+    const swept = await deps.allowance.sweepSeen(at);
+    if (swept > 0) log.debug({ swept }, 'forgot seen-id buckets that are no longer looked up');
     if (fromMs <= period.start.getTime()) return { skipped: 'no complete hour in this month yet', outcome: 'nothing_to_do' };
 
-    if (!(await waitForPipeline(deps.kafka, deps.stages, { timeoutMs: deps.catchUpTimeoutMs ?? 30_000 }))) {
+    if (!(await deps.pipelineCaughtUp())) {
       return { skipped: 'pipeline has not caught up', outcome: 'pipeline_behind' };
     }
-    const rows = await deps.ch.query<{ account_id: string; n: string }>(
-      sql`SELECT account_id, uniqExactMerge(events) AS n FROM usage_hourly WHERE hour >= ${period.start} AND hour < ${new Date(fromMs)} GROUP BY account_id`,
-    );
-    const exact = new Map(rows.map((r) => [r.account_id, Number(r.n)]));
+    const exact = await deps.usage.exactByAccount(period.start.getTime(), fromMs);
     const accounts = new Set([...exact.keys(), ...(await deps.allowance.accountsWithCounters(period.id))]);
     const fromHour = hourOf(fromMs);
     for (const accountId of accounts) {
