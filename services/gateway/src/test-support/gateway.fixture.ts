@@ -59,7 +59,12 @@ export interface GatewayFixture {
 // Every topic, so end-to-end tests can run the processor on the same prefix.
 const TOPICS = Object.keys(TOPIC_SPECS) as TopicKey[];
 
-export async function createGatewayFixture(env: Record<string, string> = {}): Promise<GatewayFixture> {
+export interface GatewayFixtureOptions {
+  /** The gateways' clock (receipt times, the allowance's period and hours). */
+  now?: () => number;
+}
+
+export async function createGatewayFixture(env: Record<string, string> = {}, options: GatewayFixtureOptions = {}): Promise<GatewayFixture> {
   const integration = integrationEnv();
   const [kafka, clickhouse] = await Promise.all([createTestKafka(TOPICS), createTestClickHouse(integration)]);
   const logger = testLogger();
@@ -76,7 +81,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
   await Promise.all([producer.connect(), redis.connect()]);
   const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
   await controlPlane.start();
-  const jobStatus = createJobStatusStore({ redis, producer, progressTopic: kafka.topic('jobProgress') });
+  const jobStatus = createJobStatusStore({ redis, producer, progressTopic: kafka.topic('jobProgress'), keyPrefix: config.REDIS_KEY_PREFIX });
   const metrics = createMetricsRegistry('gateway-test');
   const app = await buildApp({
     config,
@@ -88,6 +93,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
     jobStatus,
     ch: clickhouse.ch,
     kafka: kafka.kafka,
+    ...(options.now ? { now: options.now } : {}),
   });
   await app.ready();
   const replicas: { app: FastifyInstance; controlPlane: ControlPlane }[] = [];
@@ -112,6 +118,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
         controlPlane: replicaControlPlane,
         jobStatus,
         ch: clickhouse.ch,
+        ...(options.now ? { now: options.now } : {}),
       });
       await replicaApp.ready();
       replicas.push({ app: replicaApp, controlPlane: replicaControlPlane });
