@@ -7,3 +7,4 @@ export * from './mapping.js';
 export * from './crm-config.js';
 export * from './owners.js';
 export * from './dashboard.js';
+export * from './billing-ledger.js';

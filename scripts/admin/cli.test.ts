@@ -237,3 +237,41 @@ describe('owners commands', () => {
     expect(JSON.parse(String(fromStdin.calls[0]?.init.body))).toEqual({ email: 'ada@example.com', password: 'typed-into-stdin-123' });
   });
 });
+
+describe('admin CLI: ledger', () => {
+  const record = {
+    v: 1 as const,
+    kind: 'period_closed' as const,
+    accountId: 'acc_1',
+    period: '202610',
+    at: '2026-11-01T00:00:00.000Z',
+    plan: 'pro' as const,
+    previousPlan: null,
+    limit: 50_000,
+    eventsCharged: 1234,
+    overageRefused: 7,
+    recordedAt: '2026-11-01T02:00:00.000Z',
+  };
+
+  it('parses filters and asks the ledger route for them', () => {
+    const { command } = parseInvocation(['ledger', '--account', 'acc_1', '--period', '202610', '--csv']);
+    expect(command).toEqual({ kind: 'ledger', accountId: 'acc_1', period: '202610', csv: true });
+    expect(requestFor(command as Parameters<typeof requestFor>[0])).toEqual({ method: 'GET', path: '/admin/v1/billing/ledger?accountId=acc_1&period=202610' });
+    expect(requestFor({ kind: 'ledger', csv: false })).toEqual({ method: 'GET', path: '/admin/v1/billing/ledger' });
+    expect(() => parseInvocation(['ledger', '--period', '2026-10'])).toThrow(/YYYYMM/);
+    expect(() => parseInvocation(['keys', 'list', 'acc_1', '--csv'])).toThrow(/--csv does not apply/);
+  });
+
+  it('prints a table, or CSV with --csv', () => {
+    const body = { records: [record, { ...record, kind: 'plan_changed' as const, previousPlan: 'free' as const, at: '2026-10-15T08:00:00.000Z' }] };
+    const text = formatSuccess({ kind: 'ledger', csv: false }, body);
+    expect(text.split('\n')[0]).toMatch(/^PERIOD\s+ACCOUNT\s+KIND\s+AT\s+PLAN\s+LIMIT\s+CHARGED\s+REFUSED$/);
+    expect(text).toContain('month closed');
+    expect(text).toContain('plan free -> pro');
+    expect(formatSuccess({ kind: 'ledger', csv: true }, { records: [record] })).toBe(
+      'kind,accountId,period,at,plan,previousPlan,limit,eventsCharged,overageRefused,recordedAt\r\n' +
+        'period_closed,acc_1,202610,2026-11-01T00:00:00.000Z,pro,,50000,1234,7,2026-11-01T02:00:00.000Z\r\n',
+    );
+    expect(formatSuccess({ kind: 'ledger', csv: false }, { records: [] })).toBe('no ledger records\n');
+  });
+});

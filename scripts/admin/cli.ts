@@ -20,7 +20,8 @@ export type CoreCommand =
   | { kind: 'keys revoke'; accountId: string; keyId: string }
   /** `password` is filled by runCli from OWNER_PASSWORD or stdin; absent: the API generates one. */
   | { kind: 'owners create'; accountId: string; email: string; passwordStdin: boolean; password?: string }
-  | { kind: 'owners list'; accountId: string };
+  | { kind: 'owners list'; accountId: string }
+  | { kind: 'ledger'; accountId?: string; period?: string; csv: boolean };
 
 export type Command = { kind: 'help' } | CoreCommand | CrmCommand;
 
@@ -45,6 +46,7 @@ commands:
   owners create <accountId> <email> [--password-stdin]     create a dashboard owner; the password comes from
                                                            OWNER_PASSWORD, stdin, or is generated and shown once
   owners list <accountId>                                  list an account's dashboard owners
+  ledger [--account <accountId>] [--period YYYYMM] [--csv] the billing ledger: closed months and plan changes
 ${CRM_USAGE}
   help                                                     this text
 
@@ -129,6 +131,20 @@ export function parseInvocation(argv: readonly string[]): Invocation {
       const [accountId = ''] = args(['accountId']);
       return { command: { kind: 'owners list', accountId }, json };
     }
+    case 'ledger ': {
+      allow('account', 'period', 'csv');
+      args([]);
+      if (values.period !== undefined && !/^\d{6}$/.test(values.period)) throw new UsageError('--period must be a month as YYYYMM');
+      return {
+        command: {
+          kind: 'ledger',
+          ...(values.account !== undefined ? { accountId: values.account } : {}),
+          ...(values.period !== undefined ? { period: values.period } : {}),
+          csv: values.csv === true,
+        },
+        json,
+      };
+    }
     default: {
       const crm =
         group === 'mapping' || group === 'credentials'
@@ -155,12 +171,15 @@ function parseCliArgs(argv: readonly string[]) {
       stdin: { type: 'boolean' },
       json: { type: 'boolean' },
       'password-stdin': { type: 'boolean' },
+      account: { type: 'string' },
+      period: { type: 'string' },
+      csv: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
 }
 
-const FLAGS: readonly Flag[] = ['name', 'plan', 'version', 'mapping', 'type', 'if-match', 'stdin'];
+const FLAGS: readonly Flag[] = ['name', 'plan', 'version', 'mapping', 'type', 'if-match', 'stdin', 'account', 'period', 'csv'];
 
 function plan(value: string): PlanId {
   if (!(PLAN_IDS as readonly string[]).includes(value)) throw new UsageError(`unknown plan "${value}" (one of ${PLAN_IDS.join(', ')})`);
@@ -199,6 +218,13 @@ export function requestFor(command: CoreCommand): ApiRequest {
       };
     case 'owners list':
       return { method: 'GET', path: `${account(command.accountId)}/owners` };
+    case 'ledger': {
+      const query = new URLSearchParams({
+        ...(command.accountId ? { accountId: command.accountId } : {}),
+        ...(command.period ? { period: command.period } : {}),
+      });
+      return { method: 'GET', path: `/admin/v1/billing/ledger${query.size > 0 ? `?${query}` : ''}` };
+    }
   }
 }
 

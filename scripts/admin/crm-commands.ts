@@ -54,7 +54,7 @@ export interface CrmFlags {
   stdin?: boolean;
 }
 
-export type Flag = keyof CrmFlags | 'name' | 'plan';
+export type Flag = keyof CrmFlags | 'name' | 'plan' | 'account' | 'period' | 'csv';
 
 export interface CrmParseContext {
   action: string;

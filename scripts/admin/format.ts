@@ -1,3 +1,4 @@
+import { type BillingLedgerRecord, ledgerCsv } from '@ingest/shared';
 import type { Command } from './cli.js';
 import { formatCrmSuccess, isCrmCommand } from './crm-commands.js';
 
@@ -65,6 +66,24 @@ export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body:
       const { owners } = body as { owners: OwnerOut[] };
       if (owners.length === 0) return 'no dashboard owners\n';
       return table([['ID', 'EMAIL', 'CREATED'], ...owners.map((o) => [o.id, o.email, o.createdAt])]);
+    }
+    case 'ledger': {
+      const { records } = body as { records: BillingLedgerRecord[] };
+      if (command.csv) return ledgerCsv(records);
+      if (records.length === 0) return 'no ledger records\n';
+      return table([
+        ['PERIOD', 'ACCOUNT', 'KIND', 'AT', 'PLAN', 'LIMIT', 'CHARGED', 'REFUSED'],
+        ...records.map((r) => [
+          r.period,
+          r.accountId,
+          r.kind === 'plan_changed' ? `plan ${r.previousPlan ?? '?'} -> ${r.plan}` : 'month closed',
+          r.at,
+          r.plan,
+          String(r.limit),
+          String(r.eventsCharged),
+          String(r.overageRefused),
+        ]),
+      ]);
     }
   }
 }

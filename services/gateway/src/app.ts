@@ -7,6 +7,8 @@ import {
   type ControlPlane,
   createAllowance,
   createEventValidator,
+  createLedgerReader,
+  createLedgerWriter,
   createRecordStateReader,
   createSyncStateStore,
   type JobStatusStore,
@@ -113,15 +115,20 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
+  const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
   if (config.ADMIN_TOKEN) {
     // The sink's key prefix is the same REDIS_KEY_PREFIX, so the dry-run reads the state the sink applies events to.
     const recordStates = createRecordStateReader({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
-    await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN, validateEvent: validate, recordStates, now }), {
+    const billing = {
+      ledger: createLedgerWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'billingLedger')),
+      reader: createLedgerReader(deps.ch),
+      periodUsage: allowance.periodUsage,
+    };
+    await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN, validateEvent: validate, recordStates, billing, now }), {
       prefix: '/admin/v1',
     });
   }
 
-  const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
   const ingestMetrics = createIngestMetrics(deps.metrics);
   const jobs = createJobWriter({ producer: deps.producer, chunksTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobChunks'), statusStore: deps.jobStatus, now });
   const idempotency = createIdempotencyStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });

@@ -30,6 +30,12 @@ export const ProcessorConfigSchema = Type.Object({
   MAX_FUTURE_SKEW_MS: Type.Integer({ minimum: 0, default: 24 * 60 * 60 * 1000 }),
   /** How often the allowance counters are made exact from ClickHouse; 0 turns it off. */
   USAGE_RECONCILE_INTERVAL_MS: Type.Integer({ minimum: 0, default: 60_000 }),
+  /** Consumer group copying the billing ledger topic into ClickHouse (with the storage stage). */
+  PROCESSOR_LEDGER_GROUP: Type.String({ minLength: 1, default: 'processor-ledger' }),
+  /** How often ended months are checked for closing in the billing ledger; 0 turns it off. */
+  BILLING_CLOSE_INTERVAL_MS: Type.Integer({ minimum: 0, default: 300_000 }),
+  /** A month is closed this long after it ended, so late jobs and the pipeline can finish. */
+  BILLING_CLOSE_DELAY_MS: Type.Integer({ minimum: 0, default: 3_600_000 }),
   PROCESSOR_PARTITIONS_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
   /** ClickHouse inserts: rows per insert and longest wait to fill one (freshness vs insert rate). */
   STORAGE_BATCH_MAX_ROWS: Type.Integer({ minimum: 1, default: 10_000 }),

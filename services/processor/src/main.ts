@@ -1,6 +1,10 @@
 import {
   type Component,
   createAllowanceReconciler,
+  createLedgerWriter,
+  readAccounts,
+  readLedgerTopic,
+  tryLease,
   createClickHouseFromConfig,
   createKafkaClient,
   createLagCollector,
@@ -12,6 +16,7 @@ import {
   createServiceRunner,
   topicName,
 } from '@ingest/shared';
+import { createLedgerCloser } from './billing/ledger.closer.js';
 import { loadProcessorConfig } from './config.js';
 import { waitForPipeline } from './metering/pipeline-progress.js';
 import { createClickHouseUsageCounts } from './metering/usage-counts.js';
@@ -47,6 +52,7 @@ const parts = createProcessor({
   storageBatchMaxWaitMs: config.STORAGE_BATCH_MAX_WAIT_MS,
   storageMinInsertIntervalMs: config.STORAGE_MIN_INSERT_INTERVAL_MS,
   storageGroupId: config.PROCESSOR_STORAGE_GROUP,
+  ledgerGroupId: config.PROCESSOR_LEDGER_GROUP,
   dedupeGroupId: config.PROCESSOR_DEDUPE_GROUP,
   dedupeWindowMs: config.DEDUPE_WINDOW_MS,
   dedupeMaxMarksPerPartition: config.DEDUPE_MAX_MARKS_PER_PARTITION,
@@ -71,6 +77,23 @@ if (config.USAGE_RECONCILE_INTERVAL_MS > 0) {
       logger,
       metrics,
       intervalMs: config.USAGE_RECONCILE_INTERVAL_MS,
+    }),
+  );
+}
+if (config.BILLING_CLOSE_INTERVAL_MS > 0) {
+  const ledgerTopic = topic('billingLedger');
+  observers.push(
+    createLedgerCloser({
+      usage: createClickHouseUsageCounts(ch),
+      allowance: createAllowanceReconciler(redis, config.REDIS_KEY_PREFIX),
+      readAccounts: () => readAccounts(kafka, topic('controlAccounts'), logger),
+      readLedger: () => readLedgerTopic(kafka, ledgerTopic, logger),
+      ledger: createLedgerWriter(producer, ledgerTopic),
+      pipelineCaughtUp: () => waitForPipeline(kafka, stages, { timeoutMs: 30_000 }),
+      lease: (periodId) => tryLease(redis, `${config.REDIS_KEY_PREFIX}billing:close:${periodId}`, 10 * 60_000),
+      logger,
+      intervalMs: config.BILLING_CLOSE_INTERVAL_MS,
+      closeDelayMs: config.BILLING_CLOSE_DELAY_MS,
     }),
   );
 }

@@ -12,6 +12,7 @@ import {
   type Registry,
   topicName,
 } from '@ingest/shared';
+import { createLedgerCopier } from './billing/ledger.copier.js';
 import { createDedupeConsumer } from './dedupe/dedupe.consumer.js';
 import { createJobRunner } from './jobs/job.runner.js';
 import { createClickHouseWriter } from './storage/clickhouse.writer.js';
@@ -33,6 +34,8 @@ export interface ProcessorDeps {
   metrics: Registry;
   topicPrefix: string;
   storageGroupId: string;
+  /** The billing ledger's copy into ClickHouse runs with the storage stage. */
+  ledgerGroupId?: string;
   dedupeGroupId: string;
   dedupeWindowMs: number;
   dedupeMaxMarksPerPartition?: number;
@@ -58,7 +61,19 @@ export function createProcessor(deps: ProcessorDeps): Component[] {
     jobs: () => createJobs(deps, deadLetterTopic),
     storage: () => createStorage(deps, deadLetterTopic),
   };
-  return [...new Set(deps.stages ?? PROCESSOR_STAGES)].map((stage) => build[stage]());
+  const parts = [...new Set(deps.stages ?? PROCESSOR_STAGES)].map((stage) => build[stage]());
+  if (deps.ledgerGroupId && (deps.stages ?? PROCESSOR_STAGES).includes('storage')) {
+    parts.push(
+      createLedgerCopier({
+        kafka: deps.kafka,
+        ch: deps.ch,
+        topic: topicName(deps.topicPrefix, 'billingLedger'),
+        groupId: deps.ledgerGroupId,
+        logger: deps.logger,
+      }),
+    );
+  }
+  return parts;
 }
 
 function createDedupe(deps: ProcessorDeps, deadLetterTopic: string): Component {

@@ -53,3 +53,7 @@ export * from './crm/record-state.js';
 export * from './crm/record-state.reader.js';
 export * from './crm/sync.preview.js';
 export * from './events/event-metrics.js';
+export * from './billing/ledger-record.js';
+export * from './billing/ledger.store.js';
+export * from './control-plane/accounts.read.js';
+export * from './redis-lock.js';

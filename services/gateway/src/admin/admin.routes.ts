@@ -12,9 +12,23 @@ import {
   CreatedApiKey,
   SetPlanBody,
 } from '@ingest/schemas';
-import { type ApiKeyRecord, AppError, type ControlPlane, createEventValidator, type EventCheck, type RecordStateReader } from '@ingest/shared';
+import {
+  type Allowance,
+  type ApiKeyRecord,
+  AppError,
+  type ControlPlane,
+  createEventValidator,
+  type EventCheck,
+  type LedgerReader,
+  type LedgerWriter,
+  PLAN_LIMITS,
+  type Plan,
+  quotaPeriod,
+  type RecordStateReader,
+} from '@ingest/shared';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
+import { billingRoutes } from './billing.routes.js';
 import { crmRoutes } from './crm.routes.js';
 import { ownersRoutes } from './owners.routes.js';
 
@@ -26,6 +40,12 @@ export interface AdminRoutesDeps {
   validateEvent?: (input: unknown, receivedAtMs: number) => EventCheck;
   /** The crm-sink's record state (read-only), for CRM dry-runs. */
   recordStates: RecordStateReader;
+  /** The billing ledger: plan changes are recorded in it; it is read through /billing/ledger. */
+  billing: {
+    ledger: LedgerWriter;
+    reader: LedgerReader;
+    periodUsage: Allowance['periodUsage'];
+  };
   now?: () => number;
 }
 
@@ -67,6 +87,8 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
       }),
     );
     await app.register(ownersRoutes({ controlPlane: cp }));
+    await app.register(billingRoutes({ reader: deps.billing.reader }));
+    const now = deps.now ?? Date.now;
 
     app.post<{ Body: CreateAccountBody }>(
       '/accounts',
@@ -100,11 +122,44 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
         },
       },
       async (request) => {
+        const before = cp.accountById(request.params.accountId);
         const account = await mapErrors(() => cp.setPlan(request.params.accountId, request.body.plan));
         request.log.info({ accountId: account.id, plan: account.plan }, 'admin: plan set');
+        if (before && before.plan !== account.plan) await recordPlanChange(before.plan, account.plan, account.id);
         return account;
       },
     );
+
+    /**
+     * After the plan changed (the change is the fact; the record follows it). A record that
+     * cannot be written is answered 503 so the operator knows; the plan stays changed.
+     */
+    async function recordPlanChange(previousPlan: Plan, plan: Plan, accountId: string): Promise<void> {
+      const at = now();
+      const period = quotaPeriod(at);
+      try {
+        const usage = await deps.billing.periodUsage(accountId, period.id);
+        await deps.billing.ledger.append([
+          {
+            v: 1,
+            kind: 'plan_changed',
+            accountId,
+            period: period.id,
+            at: new Date(at).toISOString(),
+            plan,
+            previousPlan,
+            limit: PLAN_LIMITS[plan],
+            eventsCharged: usage.used,
+            overageRefused: usage.refused,
+            recordedAt: new Date(at).toISOString(),
+          },
+        ]);
+      } catch (err) {
+        throw new ProblemError('unavailable', `The plan is now ${plan}, but the billing ledger could not record the change; record it by hand.`, {
+          cause: err,
+        });
+      }
+    }
 
     app.post<{ Params: AccountIdParams; Body: CreateApiKeyBody | undefined }>(
       '/accounts/:accountId/keys',

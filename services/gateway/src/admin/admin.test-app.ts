@@ -1,5 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { type ControlPlane, createControlPlane, createProducer, createRecordStateReader, createRedis, type Producer, type Redis } from '@ingest/shared';
+import {
+  AppError,
+  type ControlPlane,
+  createAllowance,
+  createControlPlane,
+  createLedgerWriter,
+  createProducer,
+  createRecordStateReader,
+  createRedis,
+  type Producer,
+  type Redis,
+} from '@ingest/shared';
 import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix } from '@ingest/shared/testing';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { registerErrorHandling } from '../http/error-handler.js';
@@ -24,7 +35,7 @@ export interface AdminTestStack {
 }
 
 export async function startAdminTestStack(options: { redisKeyPrefix?: string } = {}): Promise<AdminTestStack> {
-  const kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners']);
+  const kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'billingLedger']);
   const producer = createProducer(kafka.kafka);
   const redis = createRedis({ url: integrationEnv().redisUrl });
   const redisKeyPrefix = options.redisKeyPrefix ?? `t${uniqueSuffix()}:`;
@@ -47,9 +58,17 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
       });
       registerJsonBodyParser(app);
       registerErrorHandling(app);
-      await app.register(adminRoutes({ controlPlane, adminToken, recordStates: createRecordStateReader({ redis, keyPrefix: redisKeyPrefix }) }), {
-        prefix: '/admin/v1',
-      });
+      // The ledger is written to its real topic; reading it back needs ClickHouse, which this
+      // stack has not (the billing tests run the whole gateway).
+      const billing = {
+        ledger: createLedgerWriter(producer, kafka.topic('billingLedger')),
+        reader: {
+          list: () => Promise.reject(new AppError('not_in_this_test_stack', 'the admin test stack has no ClickHouse')),
+        },
+        periodUsage: createAllowance({ redis, keyPrefix: redisKeyPrefix }).periodUsage,
+      };
+      const recordStates = createRecordStateReader({ redis, keyPrefix: redisKeyPrefix });
+      await app.register(adminRoutes({ controlPlane, adminToken, recordStates, billing }), { prefix: '/admin/v1' });
       await app.ready();
       apps.push(app);
       return app;

@@ -41,6 +41,8 @@ export interface SettledJob {
 
 export interface Allowance {
   state(account: Account): Promise<QuotaState>;
+  /** What the counters say of a period: used (the counter) and events refused for the allowance. */
+  periodUsage(accountId: string, periodId: string): Promise<{ used: number; refused: number }>;
   /**
    * Counts each new id while the allowance lasts; repeats are free; the rest are `over`. Pass
    * '' for an id the service generated: it cannot repeat, so it is counted without being
@@ -123,6 +125,13 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
       guarded('read', async () => {
         const period = quotaPeriod(now());
         return toState(account, Number((await redis.get(quotaKeys(account.id, period.id, prefix).counter)) ?? 0), period);
+      }),
+
+    periodUsage: (accountId, periodId) =>
+      guarded('read', async () => {
+        const k = quotaKeys(accountId, periodId, prefix);
+        const [used, refused] = await redis.mget(k.counter, k.refused);
+        return { used: Number(used ?? 0), refused: Number(refused ?? 0) };
       }),
 
     reserveEvents: (account, eventIds, atMs = now()) =>

@@ -100,6 +100,14 @@ export const TOPICS = {
     config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
     purpose: 'CRM credentials, keyed by <accountId>/<name> (compacted)',
   },
+  billingLedger: {
+    name: 'billing.ledger',
+    partitions: 3,
+    // Every record has its own key and is written once (see schemas/src/billing-ledger.ts), so
+    // compaction removes nothing; no retention by time.
+    config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
+    purpose: 'closed billing records per account and month, and plan changes, one key per record, never rewritten (compacted)',
+  },
 } as const satisfies Record<string, TopicSpec>;
 
 export type TopicKey = keyof typeof TOPICS;
