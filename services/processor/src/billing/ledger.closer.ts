@@ -12,6 +12,7 @@ import {
   quotaPeriod,
 } from '@ingest/shared';
 import type { UsageCounts } from '../metering/usage-counts.js';
+import { createPeriodicTask } from '../periodic.js';
 
 export interface LedgerCloserDeps {
   usage: UsageCounts;
@@ -53,8 +54,6 @@ export function createLedgerCloser(deps: LedgerCloserDeps): Component & { runOnc
   const closeDelayMs = deps.closeDelayMs ?? 3_600_000;
   const pendingJobGraceMs = deps.pendingJobGraceMs ?? 24 * 3_600_000;
   const log = deps.logger.child({ component: 'ledger-closer' });
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
 
   function endedPeriods(at: number): QuotaPeriod[] {
     const periods: QuotaPeriod[] = [];
@@ -141,30 +140,17 @@ export function createLedgerCloser(deps: LedgerCloserDeps): Component & { runOnc
     return { closed, deferred, periods: done };
   }
 
-  function schedule(): void {
-    timer = setTimeout(() => {
-      running = runOnce()
-        .then((result) => {
-          if ('skipped' in result) log.debug({ reason: result.skipped }, 'ledger closing skipped');
-        })
-        .catch((err: unknown) => log.warn({ err }, 'closing the billing period failed; retrying next round'))
-        .finally(() => {
-          if (timer) schedule();
-        });
-    }, deps.intervalMs);
-  }
-
-  return {
+  const task = createPeriodicTask({
     name: 'ledger-closer',
-    async start() {
-      schedule();
+    intervalMs: deps.intervalMs,
+    logger: log,
+    run: async () => {
+      const result = await runOnce();
+      if ('skipped' in result) log.debug({ reason: result.skipped }, 'ledger closing skipped');
     },
-    async stop() {
-      clearTimeout(timer);
-      timer = undefined;
-      await running;
-    },
-    healthy: () => true,
+  });
+  return {
+    ...task,
     runOnce,
   };
 }

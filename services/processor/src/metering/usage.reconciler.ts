@@ -1,4 +1,5 @@
 import { type AllowanceReconciler, type Component, hourOf, type Logger, quotaPeriod, type Registry } from '@ingest/shared';
+import { createPeriodicTask } from '../periodic.js';
 import type { UsageCounts } from './usage-counts.js';
 import { createUsageReconcilerMetrics, type ReconcileOutcome } from './usage.metrics.js';
 
@@ -31,8 +32,6 @@ export function createUsageReconciler(deps: UsageReconcilerDeps): Component & { 
   const now = deps.now ?? Date.now;
   const settleMs = deps.settleMs ?? 30_000;
   const log = deps.logger.child({ component: 'usage-reconciler' });
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
   const metrics = createUsageReconcilerMetrics(deps.metrics);
   // Until a first round ends, staleness counts from the start (an alert must not fire at boot).
   metrics.lastSuccess.set(now() / 1000);
@@ -79,33 +78,17 @@ export function createUsageReconciler(deps: UsageReconcilerDeps): Component & { 
     return { reconciled: accounts.size, fromHour };
   }
 
-  function schedule(): void {
-    timer = setTimeout(() => {
-      running = runOnce()
-        .then((result) => {
-          if ('skipped' in result) log.debug({ reason: result.skipped }, 'reconciliation skipped');
-        })
-        .catch((err: unknown) => {
-          log.warn({ err }, 'reconciliation failed; retrying next round');
-        })
-        .finally(() => {
-          if (timer) schedule();
-        });
-    }, deps.intervalMs);
-  }
-
-  return {
+  const task = createPeriodicTask({
     name: 'usage-reconciler',
-    async start() {
-      schedule();
+    intervalMs: deps.intervalMs,
+    logger: log,
+    run: async () => {
+      const result = await runOnce();
+      if ('skipped' in result) log.debug({ reason: result.skipped }, 'reconciliation skipped');
     },
-    async stop() {
-      clearTimeout(timer);
-      timer = undefined;
-      await running;
-    },
-    // A failed round is retried next time; it does not make the processor unready.
-    healthy: () => true,
+  });
+  return {
+    ...task,
     runOnce,
   };
 }
