@@ -1,49 +1,46 @@
 /**
  * The allowance's Lua scripts: each runs atomically in Redis, so every gateway replica and the
  * processor see one consistent counter. Key layout: allowance.keys.ts; seen ids: seen-ids.ts.
- * Loaded once per client (EVALSHA) by `defineCommand`; EVAL of the whole text on every call
- * cost about 10% more Redis CPU.
+ * Called by their SHA1 (redis-script.ts); EVAL of the whole text on every call cost about 10%
+ * more Redis CPU.
  */
 
 /**
  * KEYS: counter, hours, refused, seen registry.
- * ARGV: limit, ttl, hour, current bucket's shard prefix, next bucket's shard prefix ('' outside the
- * overlap), current bucket, next bucket, shards, then (shard, member) pairs; member '' is an id
- * the service generated (it cannot repeat: counted, not remembered).
+ * ARGV: limit, ttl, hour, current bucket's shard prefix, previous bucket's shard prefix ('' after
+ * the bucket's first minutes), current bucket, shards, then one member per id (seen-ids.ts;
+ * '' for an id the service generated: it cannot repeat, so it is counted, not remembered).
  * Returns {used, decision...} with 0 = counted, 1 = repeat, 2 = over.
  */
 export const RESERVE_EVENTS = `
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 local before = used
 local limit = tonumber(ARGV[1])
-local cur, nxt = ARGV[4], ARGV[5]
+local cur, prev = ARGV[4], ARGV[5]
 local out = {}
 local refused = 0
 local remembered = false
-for i = 9, #ARGV, 2 do
-  local shard, member = ARGV[i], ARGV[i + 1]
+for i = 8, #ARGV do
+  local member = ARGV[i]
   if member == '' then
     if used < limit then used = used + 1; out[#out + 1] = 0 else refused = refused + 1; out[#out + 1] = 2 end
-  elseif redis.call('SADD', cur .. shard, member) == 0 then
-    out[#out + 1] = 1
-  elseif used < limit then
-    used = used + 1
-    remembered = true
-    if nxt ~= '' then redis.call('SADD', nxt .. shard, member) end
-    out[#out + 1] = 0
   else
-    redis.call('SREM', cur .. shard, member)
-    refused = refused + 1
-    out[#out + 1] = 2
+    local shard = string.sub(member, 1, -15)
+    if redis.call('SADD', cur .. shard, member) == 0 or (prev ~= '' and redis.call('SISMEMBER', prev .. shard, member) == 1) then
+      out[#out + 1] = 1
+    elseif used < limit then
+      used = used + 1
+      remembered = true
+      out[#out + 1] = 0
+    else
+      redis.call('SREM', cur .. shard, member)
+      refused = refused + 1
+      out[#out + 1] = 2
+    end
   end
 end
-if remembered then
-  local shards = tonumber(ARGV[8])
-  local buckets = {ARGV[6]}
-  if nxt ~= '' then buckets[2] = ARGV[7] end
-  for _, b in ipairs(buckets) do
-    if tonumber(redis.call('HGET', KEYS[4], b) or '0') < shards then redis.call('HSET', KEYS[4], b, shards) end
-  end
+if remembered and tonumber(redis.call('HGET', KEYS[4], ARGV[6]) or '0') < tonumber(ARGV[7]) then
+  redis.call('HSET', KEYS[4], ARGV[6], ARGV[7])
   redis.call('EXPIRE', KEYS[4], ARGV[2])
 end
 if used > before then
@@ -61,14 +58,13 @@ return out
 
 /**
  * Gives back what a failed write had counted: the ids are forgotten (a retry counts them again).
- * KEYS: counter, hours. ARGV: hour, generated count, current prefix, next prefix, (shard, member)...
+ * KEYS: counter, hours. ARGV: hour, generated count, current bucket's shard prefix, members...
  * Returns what was given back.
  */
 export const RELEASE_EVENTS = `
 local total = tonumber(ARGV[2])
-for i = 5, #ARGV, 2 do
-  total = total + redis.call('SREM', ARGV[3] .. ARGV[i], ARGV[i + 1])
-  if ARGV[4] ~= '' then redis.call('SREM', ARGV[4] .. ARGV[i], ARGV[i + 1]) end
+for i = 4, #ARGV do
+  total = total + redis.call('SREM', ARGV[3] .. string.sub(ARGV[i], 1, -15), ARGV[i])
 end
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 if total > used then total = used end

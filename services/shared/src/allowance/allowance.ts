@@ -5,7 +5,7 @@ import { redisScript } from '../redis-script.js';
 import { hourOf, jobField, quotaKeys, seenKeys } from './allowance.keys.js';
 import { RELEASE_EVENTS, RESERVE_EVENTS, RESERVE_JOB, SETTLE_JOB } from './allowance.scripts.js';
 import { type QuotaPeriod, quotaPeriod } from './quota-period.js';
-import { seenBucket, seenId, seenShards } from './seen-ids.js';
+import { seenBucket, seenMember, seenShards } from './seen-ids.js';
 
 /**
  * The monthly allowance, exact across gateway replicas: one Redis counter per account and UTC
@@ -89,26 +89,18 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
     return { limit, used, remaining: Math.max(0, limit - used), period };
   }
 
-  /** Where an id counted at `atMs` is remembered: (shard, member) pairs and the buckets' prefixes. */
+  /** Where ids counted at `atMs` are remembered: the buckets' shard prefixes and one member per id. */
   function seenArgs(account: Account, eventIds: string[], atMs: number) {
     const shards = seenShards(PLAN_LIMITS[account.plan]);
-    const { bucket, alsoNext } = seenBucket(atMs);
+    const { bucket, checkPrevious } = seenBucket(atMs);
     const { registry, shardPrefix } = seenKeys(account.id, prefix);
-    const pairs: string[] = [];
-    for (const id of eventIds) {
-      if (id === '') pairs.push('', '');
-      else {
-        const seen = seenId(id, shards);
-        pairs.push(String(seen.shard), seen.member);
-      }
-    }
     return {
       registry,
       shards,
       bucket,
       current: `${shardPrefix}${bucket}:`,
-      next: alsoNext ? `${shardPrefix}${bucket + 1}:` : '',
-      pairs,
+      previous: checkPrevious ? `${shardPrefix}${bucket - 1}:` : '',
+      members: eventIds.map((id) => (id === '' ? '' : seenMember(id, shards))),
     };
   }
 
@@ -142,7 +134,7 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
         const result = (await reserveEventsScript(
           redis,
           [k.counter, k.hours, k.refused, seen.registry],
-          [PLAN_LIMITS[account.plan], COUNTER_TTL_S, hourOf(atMs), seen.current, seen.next, seen.bucket, seen.bucket + 1, seen.shards, ...seen.pairs],
+          [PLAN_LIMITS[account.plan], COUNTER_TTL_S, hourOf(atMs), seen.current, seen.previous, seen.bucket, seen.shards, ...seen.members],
         )) as number[];
         const [used = 0, ...codes] = result;
         const decisions = codes.map((c): EventDecision => (c === 0 ? 'counted' : c === 1 ? 'repeat' : 'over'));
@@ -154,7 +146,7 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
         const k = quotaKeys(account.id, quotaPeriod(atMs).id, prefix);
         const chosen = countedIds.filter((id) => id !== '');
         const seen = seenArgs(account, chosen, atMs);
-        await releaseEventsScript(redis, [k.counter, k.hours], [hourOf(atMs), countedIds.length - chosen.length, seen.current, seen.next, ...seen.pairs]);
+        await releaseEventsScript(redis, [k.counter, k.hours], [hourOf(atMs), countedIds.length - chosen.length, seen.current, ...seen.members]);
       }),
 
     reserveJob: (account, jobId, count, jobAtMs) =>
