@@ -11,6 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createClickHouse, createKafkaClient, createLogger, createRedis, REPO_ROOT, TOPICS, topicName } from '@ingest/shared';
+import { runAllowancePhase } from './allowance-phase.js';
 import { runBaselines } from './baseline-phase.js';
 import { createCleanup } from './cleanup.js';
 import { freePort } from '@ingest/shared/testing';
@@ -133,6 +134,15 @@ async function main(): Promise<void> {
 
   await runBaselines({ options, names, root, stackDir, logDir, bodies, cleanup, signal: runSignal, ch, pids: serverPids, state, result });
   runSignal.throwIfAborted();
+  if (options.BENCH_ALLOWANCE_IDS > 0) {
+    result.allowance = await runAllowancePhase({
+      redis,
+      prefix: names.redisPrefix,
+      ids: options.BENCH_ALLOWANCE_IDS,
+      idsPerRequest: options.BENCH_EVENTS_PER_REQUEST,
+    });
+    runSignal.throwIfAborted();
+  }
   await runPipeline(ch, serverPids, state);
 }
 

@@ -55,8 +55,9 @@ export function formatMemory(m: MemoryFigures & { verdict: MemoryVerdict }): str
     `  dedupe marks           max ${n0(m.marksMax)}, end ${n0(m.marksEnd)} (${n1(m.markMbEnd)} MB) of the bound ${n0((m.boundPerPartition ?? NaN) * m.partitions)}; evicted ${n0(m.evicted)}`,
     `  RSS first/middle/end   ${rss}`,
     `  Redis used_memory      ${n0(m.redisUsedMb.first)} -> ${n0(m.redisUsedMb.end)} MB (information, not judged: see below)`,
-    '                         the allowance remembers caller-chosen event ids for 5-10 minutes (two rotating sets) to make retries free, so',
-    '                         Redis grows with rate x 10 min until that long has passed, then stays flat; in production a plan allowance also',
-    '                         caps the ids per account, which the bench lifts by setting the counters back to 0 every second',
+    '                         the allowance remembers caller-chosen event ids for 5 to 20 minutes (15-minute buckets) to make retries free, so',
+    '                         Redis grows with rate x 30 min until that long has passed, then stays flat; in production a plan allowance also',
+    '                         caps the ids per account (and sizes their sets), which the bench lifts by setting the counters back to 0 every',
+    '                         second: beyond the plan the sets outgrow their compact form; the allowance phase above judges bytes per id',
   ];
 }

@@ -1,6 +1,7 @@
 /** The printed report and the JSON file: baselines, pipeline, freshness, ratios, targets. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type { AllowanceResult } from './allowance-phase.js';
 import type { ClickHouseBaseline, KafkaBaseline, NoopBaseline } from './baselines.js';
 import type { PipelineFigures } from './figures.js';
 import type { FreshnessResult } from './freshness.js';
@@ -19,6 +20,8 @@ export interface BenchResult {
   setup: Record<string, string | number>;
   notes: string[];
   baselines: { kafka?: KafkaBaseline; clickhouse?: ClickHouseBaseline; noop?: NoopBaseline };
+  /** The allowance alone against Redis, next to the previous implementation (allowance-phase.ts). */
+  allowance?: AllowanceResult;
   /** The storage stage alone on a backlog of records (phase 4). */
   writer?: WriterResult;
   /** The unpaced phase (the gateway's accept capacity). */
@@ -86,6 +89,7 @@ export function ratiosAndTargets(r: BenchResult): void {
     t.push(insertsTarget(p, r.search));
   }
   t.push(memoryTarget(r.memory));
+  t.push(...allowanceTargets(r.allowance));
   r.targets = t;
 }
 
@@ -120,6 +124,28 @@ function endToEndTarget(r: BenchResult): Target {
     verdict: rate >= TARGET_EVENTS_PER_SEC ? 'pass' : 'FAIL',
     note: above.length > 0 ? `not flat at ${n0(Math.min(...above))}` : 'no higher rate was found not flat',
   };
+}
+
+/** Bytes per remembered id, and Redis CPU against the previous implementation in the same run. */
+function allowanceTargets(a: AllowanceResult | undefined): Target[] {
+  const bytes = 'allowance <= 40 B per remembered id';
+  const cpu = 'allowance Redis CPU per 1M ids <= 50% of the previous implementation';
+  if (!a) return [bytes, cpu].map((name) => ({ name, measured: 'not measured', verdict: 'n/a' as const, note: '--allowance-ids 0' }));
+  const ratio = a.current.redisCpuSecondsPerMillion / a.baseline.redisCpuSecondsPerMillion;
+  return [
+    {
+      name: bytes,
+      measured: `${n1(a.current.bytesPerId)} B (previous: ${n1(a.baseline.bytesPerId)} B)`,
+      verdict: a.current.bytesPerId <= 40 ? 'pass' : 'FAIL',
+      note: `${n0(a.ids)} ids of one ${a.plan} account, Redis used_memory growth`,
+    },
+    {
+      name: cpu,
+      measured: `${n1(ratio * 100)}%: ${n2(a.current.redisCpuSecondsPerMillion)} against ${n2(a.baseline.redisCpuSecondsPerMillion)} CPU s`,
+      verdict: ratio <= 0.5 ? 'pass' : 'FAIL',
+      note: `${a.idsPerRequest} ids per request over two 15-minute buckets; Redis user + sys CPU`,
+    },
+  ];
 }
 
 /** See memory.ts: marks within the bound, the bound reached, RSS flat over the second half. */
@@ -174,6 +200,14 @@ export function formatReport(r: BenchResult): string {
     );
   }
 
+  const a = r.allowance;
+  if (a) {
+    line(
+      `\nAllowance alone (${n0(a.ids)} caller-chosen ids of one ${a.plan} account, ${a.idsPerRequest} per request, simulated clock over two 15-minute buckets)`,
+    );
+    line(`  D previous (whole ids)  ${n1(a.baseline.bytesPerId).padStart(7)} B per id   ${n2(a.baseline.redisCpuSecondsPerMillion)} Redis CPU s per 1M ids`);
+    line(`    current (fingerprints)${n1(a.current.bytesPerId).padStart(7)} B per id   ${n2(a.current.redisCpuSecondsPerMillion)} Redis CPU s per 1M ids`);
+  }
   if (r.writer) for (const l of formatWriter(r.writer, clickhouse?.rowsPerSec)) line(l);
 
   const p = r.pipeline;

@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { type Account, createAllowance, PLAN_LIMITS, quotaKeys, quotaPeriod, type Redis, SEEN_BUCKET_MS } from '@ingest/shared';
+import { wholeIdReservation } from './allowance-baseline.js';
+import { n0, n1, say } from './say.js';
+
+export interface AllowanceRun {
+  /** Redis used_memory grown per id remembered (measured with the account's keys only). */
+  bytesPerId: number;
+  /** Redis CPU (user + sys) per 1 M ids reserved. */
+  redisCpuSecondsPerMillion: number;
+  seconds: number;
+}
+
+export interface AllowanceResult {
+  ids: number;
+  idsPerRequest: number;
+  plan: string;
+  /** The implementation before fingerprints (allowance-baseline.ts). */
+  baseline: AllowanceRun;
+  current: AllowanceRun;
+}
+
+/**
+ * The allowance alone against the bench's Redis: the same caller-chosen ids (UUIDs), in requests
+ * of `idsPerRequest`, spread evenly over two 15-minute buckets of a simulated clock (so a third
+ * fall in a bucket's look-back minutes), reserved once by the previous implementation (the
+ * baseline) and once by the current one. Judged: bytes per remembered id and Redis CPU per 1 M.
+ *
+ * `ids` defaults to the growth plan's monthly limit: the most ids a growth account can have
+ * counted, hence remembered, in a month.
+ */
+export async function runAllowancePhase(options: { redis: Redis; prefix: string; ids: number; idsPerRequest: number }): Promise<AllowanceResult> {
+  const { redis, ids, idsPerRequest } = options;
+  const plan = 'growth' as const;
+  const eventIds = Array.from({ length: ids }, () => randomUUID());
+  const start = Math.floor(Date.now() / SEEN_BUCKET_MS) * SEEN_BUCKET_MS - 2 * SEEN_BUCKET_MS;
+  const atOf = (i: number) => start + Math.floor((i / ids) * 2 * SEEN_BUCKET_MS);
+
+  async function measure(name: string, prefix: string, reserve: (batch: string[], atMs: number) => Promise<unknown>): Promise<AllowanceRun> {
+    const [cpu0, mem0] = [await redisCpu(redis), await usedMemory(redis)];
+    const t0 = Date.now();
+    for (let i = 0; i < ids; i += idsPerRequest) await reserve(eventIds.slice(i, i + idsPerRequest), atOf(i));
+    const seconds = (Date.now() - t0) / 1000;
+    const [cpu1, mem1] = [await redisCpu(redis), await usedMemory(redis)];
+    await deletePrefix(redis, prefix);
+    const run = { bytesPerId: (mem1 - mem0) / ids, redisCpuSecondsPerMillion: ((cpu1 - cpu0) / ids) * 1e6, seconds };
+    say('allowance', `${name}: ${n1(run.bytesPerId)} B per id, ${n1(run.redisCpuSecondsPerMillion)} Redis CPU s per 1M ids (${n1(seconds)} s)`);
+    return run;
+  }
+
+  say('allowance', `${n0(ids)} caller-chosen ids, ${idsPerRequest} per request, over two 15-minute buckets (simulated clock)`);
+  const baselinePrefix = `${options.prefix}allowance-baseline:`;
+  const baseline = await measure('baseline (whole ids)', baselinePrefix, wholeIdReservation(redis, baselinePrefix, 'acc_bench', Number.MAX_SAFE_INTEGER));
+  const currentPrefix = `${options.prefix}allowance-current:`;
+  let clock = start;
+  const allowance = createAllowance({ redis, keyPrefix: currentPrefix, now: () => clock });
+  const account: Account = { id: 'acc_bench', name: 'bench', plan, createdAt: '', updatedAt: '' };
+  const counter = quotaKeys(account.id, quotaPeriod(start).id, currentPrefix).counter;
+  let counted = 0;
+  const current = await measure('current (fingerprints)', currentPrefix, async (batch, atMs) => {
+    clock = atMs;
+    // Beyond the plan's limit (more ids asked for than a growth account can be counted), the
+    // counter is set back so that every id is counted and remembered, like the baseline's.
+    if (counted + batch.length > PLAN_LIMITS[plan]) {
+      await redis.set(counter, 0);
+      counted = 0;
+    }
+    counted += batch.length;
+    return allowance.reserveEvents(account, batch, atMs);
+  });
+  return { ids, idsPerRequest, plan, baseline, current };
+}
+
+async function redisCpu(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  return Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
+}
+
+async function usedMemory(redis: Redis): Promise<number> {
+  return Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))?.[1]);
+}
+
+/** DEL, not UNLINK: memory must be freed before the next run measures its own growth. */
+async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}
