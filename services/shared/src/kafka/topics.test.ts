@@ -14,7 +14,8 @@ describe('topics', () => {
   it('keeps state topics compacted and event topics time-bounded', () => {
     for (const spec of allTopicSpecs()) {
       const policy = spec.config['cleanup.policy'];
-      if (spec.name.startsWith('control.') || spec.name === TOPICS.jobProgress.name) expect(policy).toBe('compact');
+      const state = spec.name.startsWith('control.') || spec.name === TOPICS.jobProgress.name || spec.name === TOPICS.billingLedger.name;
+      if (state) expect(policy).toBe('compact');
       else expect(Number((spec.config as Record<string, string>)['retention.ms'])).toBeGreaterThan(0);
     }
     expect(new Set(allTopicSpecs().map((s) => s.name)).size).toBe(allTopicSpecs().length);
