@@ -1,3 +1,5 @@
+import { MAX_PROPERTIES } from '@ingest/schemas';
+import { BoundedErrors } from '@ingest/shared';
 import { type FieldError, ProblemError } from '../http/problem.js';
 
 /** Where the columns the event is built from sit in each row; -1 when absent. */
@@ -18,13 +20,36 @@ export interface CsvHeader {
 const MAPPED = new Set(['event_name', 'timestamp', 'email', 'domain', 'event_id']);
 
 /**
+ * The widest header a file may have: the mapped columns (the four of the spec and event_id)
+ * and one column per property, of which an event may have at most 50. A wider header could
+ * never give a valid event, and checking it first answers a header of 200,000 empty columns
+ * with one error instead of one per column.
+ */
+export const MAX_CSV_COLUMNS = MAPPED.size + MAX_PROPERTIES;
+
+/**
  * Checks the header row and says where each column is. Throws one ProblemError listing every
  * problem (so a caller fixes the file once), before anything is queued. Names are matched
  * exactly after trimming: the spec names the columns in lower case.
  */
 export function readHeader(cells: string[], row: number): CsvHeader {
+  if (cells.length > MAX_CSV_COLUMNS) {
+    throw new ProblemError(
+      'validation',
+      `The CSV header (row ${row}) has ${cells.length} columns; at most ${MAX_CSV_COLUMNS} are allowed. Nothing was queued.`,
+      {
+        errors: [
+          {
+            row,
+            code: 'too_many_columns',
+            message: `the header has ${cells.length} columns; at most ${MAX_CSV_COLUMNS} are allowed (event_name, timestamp, email, domain, event_id and ${MAX_PROPERTIES} properties)`,
+          },
+        ],
+      },
+    );
+  }
   const names = cells.map((cell) => cell.trim());
-  const errors: FieldError[] = [];
+  const errors = new BoundedErrors<FieldError>();
   const positions = new Map<string, number[]>();
   names.forEach((name, i) => {
     if (name === '') return;
@@ -51,9 +76,12 @@ export function readHeader(cells: string[], row: number): CsvHeader {
     if (name === '') errors.push({ row, column: `#${i + 1}`, code: 'empty_column_name', message: `column ${i + 1} has no name` });
   });
 
-  if (errors.length > 0) {
-    const count = errors.length === 1 ? 'a problem' : `${errors.length} problems`;
-    throw new ProblemError('validation', `The CSV header (row ${row}) has ${count}; nothing was queued.`, { errors });
+  if (errors.total > 0) {
+    const count = errors.total === 1 ? 'a problem' : `${errors.total} problems`;
+    throw new ProblemError('validation', `The CSV header (row ${row}) has ${count}; nothing was queued.`, {
+      errors: [...errors.items],
+      errorsTotal: errors.total,
+    });
   }
 
   const at = (name: string) => positions.get(name)?.[0] ?? -1;
