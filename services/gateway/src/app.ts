@@ -35,6 +35,7 @@ import { createIngestMetrics } from './events/ingest-metrics.js';
 import { registerErrorHandling } from './http/error-handler.js';
 import { registerHttpMetrics } from './http/http-metrics.js';
 import { registerJsonBodyParser } from './http/json-body.js';
+import { createTimeoutCounter, registerBodyIdleTimeout, type HttpTimeouts, timeoutServerOptions } from './http/timeouts.js';
 import { ProblemError } from './http/problem.js';
 import { createJobWriter } from './jobs/job-writer.js';
 import { jobsRoutes } from './jobs/jobs.route.js';
@@ -63,7 +64,15 @@ export interface GatewayDeps {
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const now = deps.now ?? Date.now;
+  const timeouts: HttpTimeouts = {
+    requestMs: config.GATEWAY_REQUEST_TIMEOUT_MS,
+    headersMs: config.GATEWAY_HEADERS_TIMEOUT_MS,
+    bodyIdleMs: config.GATEWAY_BODY_IDLE_TIMEOUT_MS,
+    keepAliveMs: config.GATEWAY_KEEP_ALIVE_TIMEOUT_MS,
+  };
+  const timeoutCounter = createTimeoutCounter(deps.metrics);
   const app = Fastify({
+    ...timeoutServerOptions(timeouts, timeoutCounter),
     loggerInstance: deps.logger as FastifyBaseLogger,
     trustProxy: parseTrustProxy(config.GATEWAY_TRUST_PROXY),
     bodyLimit: 1024 * 1024,
@@ -80,6 +89,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
   registerHttpMetrics(app, deps.metrics);
+  registerBodyIdleTimeout(app, timeouts, timeoutCounter);
   registerJsonBodyParser(app);
 
   const rateLimitRefusals = new Counter({ name: METRIC_NAMES.rateLimitRefusals, help: 'Requests refused with 429', registers: [deps.metrics] });

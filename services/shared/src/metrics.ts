@@ -29,6 +29,7 @@ export const METRIC_NAMES = {
   dedupeRestoredMarks: 'ingest_dedupe_restored_marks_total',
   httpRequests: 'ingest_http_requests_total',
   httpRequestDuration: 'ingest_http_request_duration_seconds',
+  httpTimeouts: 'ingest_http_timeouts_total',
   eventsAccepted: 'ingest_events_accepted_total',
   eventsRejected: 'ingest_events_rejected_total',
   jobsCreated: 'ingest_jobs_created_total',

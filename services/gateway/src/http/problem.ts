@@ -46,6 +46,7 @@ export const PROBLEMS = {
   forbidden: { status: 403, type: '/problems/forbidden', title: 'Not allowed' },
   notFound: { status: 404, type: '/problems/not-found', title: 'Not found' },
   methodNotAllowed: { status: 405, type: '/problems/method-not-allowed', title: 'Method not allowed' },
+  requestTimeout: { status: 408, type: '/problems/request-timeout', title: 'Request timed out' },
   conflict: { status: 409, type: '/problems/conflict', title: 'Conflict' },
   preconditionFailed: { status: 412, type: '/problems/precondition-failed', title: 'Precondition failed' },
   payloadTooLarge: { status: 413, type: '/problems/payload-too-large', title: 'Body too large' },
