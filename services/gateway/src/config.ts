@@ -18,6 +18,12 @@ export const GatewayConfigSchema = Type.Object({
   GATEWAY_TRUST_PROXY: Type.String({ default: 'false' }),
   /** Requests per minute per client IP, shared by all replicas through Redis. */
   RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 120 }),
+  /**
+   * Redis unreachable: true (default) serves requests without the per-address rate limit (the
+   * monthly allowance still refuses with 503, so nothing is accepted uncounted); false refuses
+   * every request with 503 until Redis is back.
+   */
+  RATE_LIMIT_FAIL_OPEN: Type.Boolean({ default: true }),
   /** Bound on waiting for Kafka's acknowledgement before answering 503. */
   KAFKA_SEND_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 5_000 }),
   /**
@@ -34,8 +40,15 @@ export const GatewayConfigSchema = Type.Object({
   GATEWAY_BODY_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 500, default: 15_000 }),
   /** An idle kept-alive connection is closed after this (above the usual 60 s of load balancers). */
   GATEWAY_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1_000, default: 72_000 }),
-  /** Bearer token of the admin API (/admin/v1). Empty disables the admin API. */
+  /** Bearer token of the admin API (/admin/v1). Empty disables the admin API and its listener. */
   ADMIN_TOKEN: Type.String({ default: '' }),
+  /**
+   * The admin API (and its OpenAPI document) listens here only, never on the public port.
+   * Loopback by default: reach it on the host, through `kubectl port-forward`, or bind it to
+   * an internal address on purpose.
+   */
+  ADMIN_HOST: Type.String({ default: '127.0.0.1' }),
+  ADMIN_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3200 }),
   /** Events whose timestamp is further in the future than this are rejected. */
   MAX_FUTURE_SKEW_MS: Type.Integer({ minimum: 0, default: 24 * 60 * 60 * 1000 }),
   /**

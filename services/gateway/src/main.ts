@@ -11,6 +11,7 @@ import {
   createServiceRunner,
   topicName,
 } from '@ingest/shared';
+import { buildAdminApp } from './admin/admin.app.js';
 import { buildApp } from './app.js';
 import { loadGatewayConfig } from './config.js';
 import { httpServerComponent } from './http/http-server.js';
@@ -33,6 +34,10 @@ const jobStatus = createJobStatusStore({
 await Promise.all([producer.connect(), redis.connect()]);
 const app = await buildApp({ config, logger, metrics, producer, redis, controlPlane, jobStatus, ch, kafka });
 const http = httpServerComponent(app, config.GATEWAY_HOST, config.GATEWAY_PORT);
+// The admin API on a listener of its own (loopback by default), only when it has a token.
+const admin = config.ADMIN_TOKEN
+  ? httpServerComponent(await buildAdminApp({ config, logger, metrics, redis, controlPlane }), config.ADMIN_HOST, config.ADMIN_PORT, 'admin-http-server')
+  : undefined;
 const ops = createOpsServer({
   host: config.GATEWAY_OPS_HOST,
   port: config.GATEWAY_OPS_PORT,
@@ -43,10 +48,10 @@ const ops = createOpsServer({
 const runner = createServiceRunner({
   logger,
   // The control plane first: the API must not answer before it knows the keys.
-  components: [ops, controlPlane, http],
+  components: [ops, controlPlane, http, ...(admin ? [admin] : [])],
   clients: [{ name: 'kafka-producer', close: () => producer.disconnect() }, redis, ch],
   shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
 });
 runner.installSignalHandlers();
 await runner.start();
-logger.info({ api: http.url(), ops: ops.address() }, 'gateway running');
+logger.info({ api: http.url(), ops: ops.address(), ...(admin ? { admin: admin.url() } : {}) }, 'gateway running');

@@ -1,16 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import { type ControlPlane, createControlPlane, createProducer, createRecordStateReader, createRedis, type Producer, type Redis } from '@ingest/shared';
+import { type ControlPlane, createControlPlane, createMetricsRegistry, createProducer, createRedis, type Producer, type Redis } from '@ingest/shared';
 import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix } from '@ingest/shared/testing';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { registerErrorHandling } from '../http/error-handler.js';
-import { registerJsonBodyParser } from '../http/json-body.js';
-import { adminRoutes } from './admin.routes.js';
+import type { FastifyInstance } from 'fastify';
+import { loadGatewayConfig } from '../config.js';
+import { buildAdminApp } from './admin.app.js';
 
 /**
- * For tests only: the admin API on a minimal fastify app (same body parser, error handling and
- * ajv options as buildApp) over a real control plane on real Kafka, under a fresh topic prefix,
- * and real Redis for the CRM dry-run's reads of the sink's state (a fresh key prefix unless the
- * test shares a sink's).
+ * For tests only: the admin app of the gateway's admin listener (buildAdminApp) over a real
+ * control plane on real Kafka, under a fresh topic prefix, and real Redis for the CRM dry-run's
+ * reads of the sink's state (a fresh key prefix unless the test shares a sink's) and the
+ * admin listener's rate limit.
  */
 export interface AdminTestStack {
   kafka: TestKafka;
@@ -39,17 +37,15 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
     redis,
     redisKeyPrefix,
     async app(adminToken) {
-      const app = Fastify({
-        loggerInstance: testLogger() as FastifyBaseLogger,
-        genReqId: () => randomUUID(),
-        requestIdHeader: false,
-        ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, useDefaults: false } },
+      const config = loadGatewayConfig({
+        ADMIN_TOKEN: adminToken,
+        REDIS_URL: integrationEnv().redisUrl,
+        REDIS_KEY_PREFIX: redisKeyPrefix,
+        KAFKA_TOPIC_PREFIX: kafka.prefix,
+        // The CLI tests call it often from one address.
+        RATE_LIMIT_PER_MINUTE: '100000',
       });
-      registerJsonBodyParser(app);
-      registerErrorHandling(app);
-      await app.register(adminRoutes({ controlPlane, adminToken, recordStates: createRecordStateReader({ redis, keyPrefix: redisKeyPrefix }) }), {
-        prefix: '/admin/v1',
-      });
+      const app = await buildAdminApp({ config, logger: testLogger(), metrics: createMetricsRegistry('admin-test'), redis, controlPlane });
       await app.ready();
       apps.push(app);
       return app;

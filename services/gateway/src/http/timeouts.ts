@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { type ServerOptions, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { METRIC_NAMES, type Registry } from '@ingest/shared';
+import { METRIC_NAMES, type Registry, sharedCounter } from '@ingest/shared';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
-import { Counter } from 'prom-client';
+import type { Counter } from 'prom-client';
 import { PROBLEM_CONTENT_TYPE, ProblemError, problemBody } from './problem.js';
 import { sendProblem } from './error-handler.js';
 
@@ -31,12 +31,12 @@ const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
 export type TimeoutKind = 'body_idle' | 'request';
 
+/** One counter per registry: the public and the admin listener share it. */
 export function createTimeoutCounter(registry: Registry): Counter<'kind'> {
-  const counter = new Counter({
+  const counter = sharedCounter(registry, {
     name: METRIC_NAMES.httpTimeouts,
     help: 'Requests cut because the client was too slow: body_idle (no byte while the body was read), request (headers or whole request past its deadline)',
     labelNames: ['kind'],
-    registers: [registry],
   });
   for (const kind of ['body_idle', 'request']) counter.inc({ kind }, 0);
   return counter;

@@ -32,6 +32,7 @@ import {
   waitFor,
 } from '@ingest/shared/testing';
 import type { FastifyInstance } from 'fastify';
+import { buildAdminApp } from '../admin/admin.app.js';
 import { buildApp } from '../app.js';
 import { loadGatewayConfig } from '../config.js';
 
@@ -39,6 +40,8 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
 export interface GatewayFixture {
   app: FastifyInstance;
+  /** The admin API (its own listener in production), on the same control plane and Redis. */
+  admin: FastifyInstance;
   kafka: TestKafka;
   /** The gateway's ClickHouse database (fresh, migrated); tests insert stored events here. */
   clickhouse: TestClickHouse;
@@ -90,10 +93,13 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
     kafka: kafka.kafka,
   });
   await app.ready();
+  const admin = await buildAdminApp({ config, logger, metrics, redis, controlPlane });
+  await admin.ready();
   const replicas: { app: FastifyInstance; controlPlane: ControlPlane }[] = [];
 
   return {
     app,
+    admin,
     kafka,
     clickhouse,
     redis,
@@ -151,6 +157,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
         await r.controlPlane.stop();
       }
       await app.close();
+      await admin.close();
       await controlPlane.stop();
       await producer.disconnect();
       await redis.close();
