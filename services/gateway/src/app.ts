@@ -14,11 +14,12 @@ import {
   topicName,
 } from '@ingest/shared';
 import type { FastifyInstance } from 'fastify';
-import { createAuthHook } from './auth/auth.hook.js';
+import { authOf, createAuthHook } from './auth/auth.hook.js';
 import { createKeyUsage } from './auth/key-usage.js';
 import { bulkRoutes } from './bulk/bulk.route.js';
 import type { GatewayConfig } from './config.js';
 import { createBaseApp, registerOpenApi } from './http/base-app.js';
+import { createTimeSlicer } from './http/time-slicer.js';
 import { csvRoutes } from './csv/csv.route.js';
 import { dashboardPlugin } from './dashboard/dashboard.plugin.js';
 import { eventReadRoutes } from './events/event-read.route.js';
@@ -28,6 +29,7 @@ import { createIngestMetrics } from './events/ingest-metrics.js';
 import { createJobWriter } from './jobs/job-writer.js';
 import { jobsRoutes } from './jobs/jobs.route.js';
 import { setQuotaHeaders } from './limits/quota-headers.js';
+import { UploadSlots, uploadSlotHooks } from './limits/upload-slots.js';
 import { usageRoutes } from './usage/usage.route.js';
 
 export interface GatewayDeps {
@@ -66,6 +68,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
   const ingestMetrics = createIngestMetrics(deps.metrics);
   const jobs = createJobWriter({ producer: deps.producer, chunksTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobChunks'), statusStore: deps.jobStatus, now });
+  // One set of upload slots for the API's and the dashboard's uploads.
+  const uploads = new UploadSlots({ perAccount: config.GATEWAY_MAX_UPLOADS_PER_ACCOUNT, perAddress: config.GATEWAY_MAX_UPLOADS_PER_ADDRESS }, deps.metrics);
+  const slicer = createTimeSlicer();
   const keyUsage = createKeyUsage({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now });
 
   await app.register(
@@ -96,8 +101,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
           now,
         }),
       );
-      await v1.register(bulkRoutes({ jobs, allowance, metrics: ingestMetrics }));
-      await v1.register(csvRoutes({ jobs, allowance, metrics: ingestMetrics }));
+      const uploadSlots = uploadSlotHooks(uploads, deps.metrics, (request) => authOf(request).account.id);
+      await v1.register(bulkRoutes({ jobs, allowance, metrics: ingestMetrics, uploadSlots }));
+      await v1.register(csvRoutes({ jobs, allowance, metrics: ingestMetrics, uploadSlots, slicer }));
       await v1.register(
         eventReadRoutes({
           store: createClickHouseEventStore(deps.ch),
@@ -109,7 +115,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     },
     { prefix: '/v1' },
   );
-  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, ingestMetrics, validateEvent: validate, now }), { prefix: '/dashboard' });
+  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, ingestMetrics, uploadSlots: uploads, slicer, validateEvent: validate, now }), {
+    prefix: '/dashboard',
+  });
 
   return app;
 }

@@ -24,6 +24,12 @@ export const GatewayConfigSchema = Type.Object({
    * every request with 503 until Redis is back.
    */
   RATE_LIMIT_FAIL_OPEN: Type.Boolean({ default: true }),
+  /**
+   * Uploads (bulk bodies, CSV streams, the dashboard's CSV upload) one account, and one client
+   * address, may have open at once on one gateway replica; more are answered 429.
+   */
+  GATEWAY_MAX_UPLOADS_PER_ACCOUNT: Type.Integer({ minimum: 1, default: 4 }),
+  GATEWAY_MAX_UPLOADS_PER_ADDRESS: Type.Integer({ minimum: 1, default: 8 }),
   /** Bound on waiting for Kafka's acknowledgement before answering 503. */
   KAFKA_SEND_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 5_000 }),
   /**

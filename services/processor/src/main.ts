@@ -39,6 +39,8 @@ const parts = createProcessor({
   redisKeyPrefix: config.REDIS_KEY_PREFIX,
   jobsGroupId: config.PROCESSOR_JOBS_GROUP,
   jobSealTimeoutMs: config.PROCESSOR_JOB_SEAL_TIMEOUT_MS,
+  jobBufferMaxBytes: config.PROCESSOR_JOB_BUFFER_MAX_BYTES,
+  jobBufferMaxBytesPerPartition: config.PROCESSOR_JOB_BUFFER_MAX_BYTES_PER_PARTITION,
   maxFutureSkewMs: config.MAX_FUTURE_SKEW_MS,
   storageConcurrency: config.STORAGE_CONCURRENCY,
   storageBatchMaxRows: config.STORAGE_BATCH_MAX_ROWS,

@@ -40,6 +40,8 @@ export interface ProcessorDeps {
   jobsGroupId: string;
   redisKeyPrefix?: string;
   jobSealTimeoutMs?: number;
+  jobBufferMaxBytes?: number;
+  jobBufferMaxBytesPerPartition?: number;
   maxFutureSkewMs?: number;
   /** Partitions of events.unique handled at once: all of them, so one insert can gather them. */
   storageConcurrency?: number;
@@ -96,6 +98,8 @@ function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
     validate: createEventValidator({ maxFutureMs: deps.maxFutureSkewMs }),
     now: Date.now,
     sealTimeoutMs: deps.jobSealTimeoutMs,
+    bufferMaxBytes: deps.jobBufferMaxBytes,
+    bufferMaxBytesPerPartition: deps.jobBufferMaxBytesPerPartition,
     // The job's events now flow to ClickHouse, which counts them exactly: its reservation stops
     // being pending (see the usage reconciler). Idempotent, so "at least once" is fine.
     onJobFinished: (status) => allowance.settleJob(status.accountId, status.jobId, Date.parse(status.createdAt)),

@@ -8,11 +8,14 @@ import { envelopeValidator } from '../http/envelope-validator.js';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
+import type { UploadSlotHooks } from '../limits/upload-slots.js';
 
 export interface BulkRouteDeps {
   jobs: JobWriter;
   allowance: Allowance;
   metrics: IngestMetrics;
+  /** Taken before the body (up to 16 MiB) is read. */
+  uploadSlots: UploadSlotHooks;
 }
 
 /**
@@ -25,6 +28,7 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
     app.post<{ Body: { events: unknown[] } }>(
       '/events/bulk',
       {
+        ...deps.uploadSlots,
         bodyLimit: 16 * 1024 * 1024,
         validatorCompiler: envelopeValidator(BulkEventsEnvelope),
         schema: {

@@ -22,6 +22,8 @@ export interface CsvReadOptions {
   chunkSize: number;
   /** seq 0, 1, 2, ...; called in order and awaited: nothing more is read while it is pending. */
   onChunk(items: JobChunkItem[], seq: number): Promise<void>;
+  /** Called after each record; a promise it returns is awaited (TimeSlicer: take turns with other uploads). */
+  pace?: () => Promise<void> | undefined;
 }
 
 export interface CsvReadResult {
@@ -61,8 +63,13 @@ export async function readCsvEvents(input: NodeJS.ReadableStream | Readable, opt
   const splitter = new CsvRecordSplitter(MAX_RECORD_BYTES);
   const reader = new CsvEventReader(options);
   try {
+    const pace = options.pace ?? (() => undefined);
     for await (const chunk of input) {
-      for (const record of splitter.push(toBuffer(chunk))) await reader.handle(record);
+      for (const record of splitter.push(toBuffer(chunk))) {
+        await reader.handle(record);
+        const turn = pace();
+        if (turn) await turn;
+      }
     }
     for (const record of splitter.end()) await reader.handle(record);
   } finally {

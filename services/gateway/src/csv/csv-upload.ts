@@ -6,6 +6,8 @@ import type { IngestMetrics } from '../events/ingest-metrics.js';
 import { ProblemError } from '../http/problem.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
+import type { UploadSlotHooks } from '../limits/upload-slots.js';
+import type { TimeSlicer } from '../http/time-slicer.js';
 import { readCsvEvents } from './csv-reader.js';
 
 export const MAX_CSV_BYTES = 50 * 1000 * 1000;
@@ -14,6 +16,10 @@ export interface CsvUploadDeps {
   jobs: JobWriter;
   allowance: Allowance;
   metrics: IngestMetrics;
+  /** Takes one of the account's and the address's concurrent upload slots (route hooks). */
+  uploadSlots: UploadSlotHooks;
+  /** Uploads read at once take turns on the CPU, so other requests are served in between. */
+  slicer: TimeSlicer;
 }
 
 /** The multipart parser with the CSV upload's limits, for the plugin scope of a CSV route. */
@@ -76,6 +82,7 @@ export async function handleCsvUpload(
       maxRows: MAX_EVENTS_PER_BULK,
       chunkSize: JOB_CHUNK_SIZE,
       onChunk: (items) => job.writeChunk(items),
+      pace: deps.slicer.pacer(),
     });
     if (part.file.truncated) throw new ProblemError('payloadTooLarge', `The file is larger than ${MAX_CSV_BYTES} bytes.`);
 

@@ -50,6 +50,20 @@ export function failedStatus(base: JobStatus, reason: string, now: string): JobS
   };
 }
 
+/**
+ * A job given up before its seal (its upload stalled, or the runner's buffer was full): failed
+ * with the reason, nothing of it written; `totalEvents` counts the events received so far.
+ */
+export function abandonedStatus(
+  job: { jobId: string; accountId: string; source: JobStatus['source'] },
+  received: number,
+  reason: string,
+  now: string,
+): JobStatus {
+  const base = queuedJobStatus({ jobId: job.jobId, accountId: job.accountId, source: job.source, totalEvents: received, atMs: Date.parse(now) });
+  return failedStatus(base, reason, now);
+}
+
 /** A stored status without what a new status recomputes: the reason of a failure and the error total of an earlier run. */
 function withoutCounts(base: JobStatus): Omit<JobStatus, 'failureReason' | 'errorsTotal' | 'errorsTruncated'> {
   const { failureReason: _reason, errorsTotal: _total, errorsTruncated: _truncated, ...rest } = base;

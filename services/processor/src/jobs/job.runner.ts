@@ -16,11 +16,16 @@ import {
 } from '@ingest/shared';
 import { createJobExecutor, createRawEventsOutput } from './job.executor.js';
 import { createJobMetrics } from './job.metrics.js';
-import { PartitionJobs } from './job-buffers.js';
+import { ABANDON_REASONS, type AbandonedJob, JobBufferBudget, PartitionJobs } from './job-buffers.js';
+import { abandonedStatus, isFinal } from './job-status.transitions.js';
 import { createJobMessageDecoder } from './job-message.decode.js';
 import type { ValidateEvent } from './job-tally.js';
 
 export const DEFAULT_SEAL_TIMEOUT_MS = 10 * 60 * 1000;
+/** Bytes of unsealed jobs' chunks one runner holds, all partitions together. */
+export const DEFAULT_BUFFER_MAX_BYTES = 256 * 1024 * 1024;
+/** ... and per partition: more than the largest job the gateway accepts (a 50 MB CSV). */
+export const DEFAULT_BUFFER_MAX_BYTES_PER_PARTITION = 96 * 1024 * 1024;
 
 export interface JobRunnerDeps {
   kafka: KafkaClient;
@@ -39,6 +44,9 @@ export interface JobRunnerDeps {
   now: () => number;
   /** A job with no new chunk for this long (Kafka time) and no seal is dropped. Default 10 min. */
   sealTimeoutMs?: number;
+  /** Bytes of unsealed jobs held, in total and per partition; past them the idlest job is given up. */
+  bufferMaxBytes?: number;
+  bufferMaxBytesPerPartition?: number;
   /**
    * Called once a job has its final status (completed or failed) stored, before the offsets
    * past it are committed. At least once per job: it is called again when a finished job is
@@ -60,9 +68,11 @@ export interface JobRunnerDeps {
  */
 export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
   const sealTimeoutMs = deps.sealTimeoutMs ?? DEFAULT_SEAL_TIMEOUT_MS;
+  const maxBytesPerPartition = deps.bufferMaxBytesPerPartition ?? DEFAULT_BUFFER_MAX_BYTES_PER_PARTITION;
+  const budget = new JobBufferBudget(deps.bufferMaxBytes ?? DEFAULT_BUFFER_MAX_BYTES);
   const log = deps.logger.child({ component: 'job-runner' });
   const decode = createJobMessageDecoder();
-  const metrics = createJobMetrics(deps.metrics);
+  const metrics = createJobMetrics(deps.metrics, () => budget.used);
   const runJob = createJobExecutor({
     output: createRawEventsOutput(deps.producer, deps.rawTopic),
     statusStore: deps.statusStore,
@@ -86,13 +96,37 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
         'partition re-read from another offset; rebuilding its job buffers',
       );
     }
-    const fresh = new PartitionJobs(sealTimeoutMs);
+    current?.release();
+    const fresh = new PartitionJobs({ sealTimeoutMs, maxBytes: maxBytesPerPartition, budget });
     partitions.set(key, fresh);
     return fresh;
   }
 
   function forget(ctx: BatchContext): void {
-    partitions.delete(`${ctx.topic}:${ctx.partition}`);
+    const key = `${ctx.topic}:${ctx.partition}`;
+    partitions.get(key)?.release();
+    partitions.delete(key);
+  }
+
+  /**
+   * A job given up before its seal gets a `failed` status with the reason, unless it has a
+   * final one already (a job re-read after a restart may have finished on the first read).
+   * Best effort: the job fails at its seal anyway, and the client of an upload that never
+   * ended has no job id to ask about.
+   */
+  async function reportAbandoned(abandoned: AbandonedJob[]): Promise<void> {
+    for (const { job, reason } of abandoned) {
+      metrics.abandoned.inc({ source: job.source, reason });
+      const fields = { jobId: job.jobId, accountId: job.accountId, chunks: job.chunks.size, bytes: job.bytes, reason };
+      log.warn({ ...fields, sealTimeoutMs }, ABANDON_REASONS[reason]);
+      try {
+        if (isFinal(await deps.statusStore.get(job.jobId))) continue;
+        const items = [...job.chunks.values()].reduce((n, c) => n + c.items.length, 0);
+        await deps.statusStore.put(abandonedStatus(job, items, ABANDON_REASONS[reason], new Date(deps.now()).toISOString()));
+      } catch (err) {
+        log.warn({ err, jobId: job.jobId }, 'could not store the failed status of an abandoned job');
+      }
+    }
   }
 
   async function handleBatch(messages: ConsumedMessage[], ctx: BatchContext): Promise<BatchResult> {
@@ -110,7 +144,7 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
       if (!decoded.ok) {
         letters.push({ message, code: decoded.code, reason: decoded.reason });
       } else if (decoded.message.type === 'chunk') {
-        state.addChunk(offset, message.timestamp, decoded.message);
+        await reportAbandoned(state.addChunk(offset, message.timestamp, decoded.message, message.value?.length ?? 0));
       } else if (decoded.message.type === 'aborted') {
         const dropped = state.remove(decoded.message.jobId);
         log.info(
@@ -120,16 +154,20 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
       } else {
         const sealed = decoded.message;
         const chunks = state.get(sealed.jobId)?.chunks ?? new Map();
+        const abandoned = state.abandonedReason(sealed.jobId);
         // The job stays buffered while it runs: an interruption or a throw leaves it re-readable.
-        const outcome = await runJob(sealed, chunks, ctx);
+        state.setRunning(sealed.jobId, true);
+        let outcome: Awaited<ReturnType<typeof runJob>>;
+        try {
+          outcome = await runJob(sealed, chunks, ctx, abandoned ? ABANDON_REASONS[abandoned] : undefined);
+        } finally {
+          state.setRunning(sealed.jobId, false);
+        }
         if (outcome === 'interrupted') return stopEarly(ctx);
         state.remove(sealed.jobId);
       }
       // After the message: a seal arriving late still finds its chunks.
-      for (const job of state.expire(newestMs)) {
-        metrics.abandoned.inc({ source: job.source });
-        log.warn({ jobId: job.jobId, accountId: job.accountId, chunks: job.chunks.size, sealTimeoutMs }, 'job abandoned: no seal within the seal timeout');
-      }
+      await reportAbandoned(state.expire(newestMs).map((job) => ({ job, reason: 'idle' as const })));
     }
 
     await deps.deadLetters.publish(letters);
