@@ -19,7 +19,7 @@ const logger = createLogger({ service: 'crm-sink', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('crm-sink');
 const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-crm-sink`, logger });
 const producer = createProducer(kafka);
-const redis = createRedis({ url: config.REDIS_URL });
+const redis = createRedis({ url: config.REDIS_URL, logger });
 const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics, instanceId: 'crm-sink' });
 
 await Promise.all([producer.connect(), redis.connect()]);

@@ -21,7 +21,8 @@ const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('gateway');
 const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-gateway`, logger });
 const producer = createProducer(kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
-const redis = createRedis({ url: config.REDIS_URL });
+// Fail fast: a request that needs Redis while it is away is answered 503 at once.
+const redis = createRedis({ url: config.REDIS_URL, failFast: true, logger });
 const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics });
 const ch = createClickHouseFromConfig(config);
 const jobStatus = createJobStatusStore({

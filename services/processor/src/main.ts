@@ -23,7 +23,7 @@ const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${co
 const producer = createProducer(kafka);
 const ch = createClickHouseFromConfig(config);
 
-const redis = createRedis({ url: config.REDIS_URL });
+const redis = createRedis({ url: config.REDIS_URL, logger });
 const topic = (key: Parameters<typeof topicName>[1]) => topicName(config.KAFKA_TOPIC_PREFIX, key);
 
 await Promise.all([producer.connect(), redis.connect()]);

@@ -8,6 +8,7 @@ import { type GatewayConfig, parseTrustProxy } from '../config.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerHttpMetrics } from './http-metrics.js';
 import { registerJsonBodyParser } from './json-body.js';
+import { rateLimitStore } from '../limits/rate-limit.store.js';
 import { ProblemError } from './problem.js';
 import { createTimeoutCounter, type HttpTimeouts, registerBodyIdleTimeout, timeoutServerOptions } from './timeouts.js';
 
@@ -58,8 +59,7 @@ export async function createBaseApp(deps: BaseAppDeps, options: { rateLimitNames
     global: true,
     max: config.RATE_LIMIT_PER_MINUTE,
     timeWindow: 60_000,
-    redis: deps.redis,
-    nameSpace: `${config.REDIS_KEY_PREFIX}${options.rateLimitNamespace}`,
+    store: rateLimitStore(deps.redis, `${config.REDIS_KEY_PREFIX}${options.rateLimitNamespace}`),
     // Redis away: serve (fail open, the default) or refuse with 503 (RATE_LIMIT_FAIL_OPEN=false).
     // The allowance fails closed either way (docs/limits.md, "When Redis is down").
     skipOnError: config.RATE_LIMIT_FAIL_OPEN,

@@ -50,8 +50,8 @@ export interface GatewayFixture {
   controlPlane: ControlPlane;
   /** The main app's metrics registry (what its /metrics serves). */
   metrics: Registry;
-  /** Another gateway replica: its own app and control plane, the same Kafka topics and Redis. */
-  replica(): Promise<FastifyInstance>;
+  /** Another gateway replica: its own app and control plane, the same Kafka topics and Redis; `env` changes its settings. */
+  replica(env?: Record<string, string>): Promise<FastifyInstance>;
   /** Creates an account with a fresh key. */
   newAccount(plan?: Plan): Promise<{ account: Account; apiKey: string; keyId: string }>;
   /** Reads every message of a topic from the beginning until `until` holds. */
@@ -66,16 +66,18 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
   const integration = integrationEnv();
   const [kafka, clickhouse] = await Promise.all([createTestKafka(TOPICS), createTestClickHouse(integration)]);
   const logger = testLogger();
-  const config = loadGatewayConfig({
+  const baseEnv = {
     KAFKA_BROKERS: integration.kafkaBrokers,
     REDIS_URL: integration.redisUrl,
     CLICKHOUSE_URL: integration.clickhouseUrl,
     KAFKA_TOPIC_PREFIX: kafka.prefix,
     ADMIN_TOKEN,
     ...env,
-  });
+  };
+  const config = loadGatewayConfig(baseEnv);
   const producer = createProducer(kafka.kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
-  const redis = createRedis({ url: integration.redisUrl });
+  // A test may give the gateway a Redis of its own (e.g. one it stops).
+  const redis = createRedis({ url: env.REDIS_URL ?? integration.redisUrl, failFast: true, logger });
   await Promise.all([producer.connect(), redis.connect()]);
   const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
   await controlPlane.start();
@@ -106,11 +108,12 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
     producer,
     controlPlane,
     metrics,
-    async replica() {
+    async replica(replicaEnv = {}) {
+      const replicaConfig = loadGatewayConfig({ ...baseEnv, ...replicaEnv });
       const replicaControlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
       await replicaControlPlane.start();
       const replicaApp = await buildApp({
-        config,
+        config: replicaConfig,
         logger,
         metrics: createMetricsRegistry('gateway-replica'),
         producer,
