@@ -37,6 +37,7 @@ export const METRIC_NAMES = {
   rateLimitRefusals: 'ingest_rate_limit_refusals_total',
   uploadRefusals: 'ingest_upload_refusals_total',
   uploadsOpen: 'ingest_uploads_open',
+  dashboardDeadLetterScans: 'ingest_dashboard_deadletter_scans_total',
   kafkaProduceDuration: 'ingest_kafka_produce_duration_seconds',
   jobsFinished: 'ingest_jobs_finished_total',
   jobDuration: 'ingest_job_duration_seconds',

@@ -117,7 +117,9 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             now: deps.now,
           }),
         );
-        await api.register(deadLettersRoutes({ kafka: deps.kafka, producer: deps.producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, limits }));
+        await api.register(
+          deadLettersRoutes({ kafka: deps.kafka, producer: deps.producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, limits, metrics: deps.metrics }),
+        );
         await api.register(
           mappingRoutes({
             controlPlane: deps.controlPlane,
