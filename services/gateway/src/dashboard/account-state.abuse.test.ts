@@ -79,7 +79,15 @@ describe('per-account state', () => {
 
   it('caps an account at 25 active API keys (409), and at a total that counts revoked keys', async () => {
     const { account } = await abuse.gw.newAccount('pro');
-    for (let i = 0; i < 24; i++) expect((await admin('POST', `/admin/v1/accounts/${account.id}/keys`, { name: `k${i}` })).statusCode).toBe(201);
+    // The account's owner creates keys from the dashboard (one exists already: newAccount's).
+    const owner = await signedInOwner(abuse.gw, account.id);
+    const create = (name: string) =>
+      owner.request({ method: 'POST', url: '/dashboard/api/keys', payload: { name }, headers: { 'content-type': 'application/json' } });
+    await withNeighbour(await abuse.neighbour(), abuse.gw, async () => {
+      for (let i = 0; i < 24; i++) expect((await create(`k${i}`)).statusCode).toBe(201);
+      const dashboardRefused = await create('one too many');
+      expect(dashboardRefused.statusCode, dashboardRefused.body).toBe(409);
+    });
     const refused = await admin('POST', `/admin/v1/accounts/${account.id}/keys`, { name: 'one too many' });
     expect(refused.statusCode, refused.body).toBe(409);
     expect(refused.json()).toMatchObject({ type: '/problems/conflict', detail: expect.stringContaining('25 active API keys') });
@@ -118,10 +126,12 @@ describe('per-account state', () => {
     }));
     const mapping = { version: 1, crm: { type: 'hubspot', credentialsRef: 'main' }, rules };
     expect(Buffer.byteLength(JSON.stringify(mapping))).toBeGreaterThan(200 * 1024);
-    for (let v = 1; v <= 15; v++) {
-      const put = await admin('PUT', `/admin/v1/accounts/${account.id}/crm/mapping`, mapping);
-      expect(put.statusCode, put.body).toBe(201);
-    }
+    await withNeighbour(await abuse.neighbour(), abuse.gw, async () => {
+      for (let v = 1; v <= 15; v++) {
+        const put = await admin('PUT', `/admin/v1/accounts/${account.id}/crm/mapping`, mapping);
+        expect(put.statusCode, put.body).toBe(201);
+      }
+    });
     const kept = abuse.gw.controlPlane.mappingVersions(account.id).map((m) => m.version);
     expect(kept).toEqual([6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
     const versions = await admin('GET', `/admin/v1/accounts/${account.id}/crm/mapping/versions`);

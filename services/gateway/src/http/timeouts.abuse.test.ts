@@ -76,10 +76,12 @@ describe('stalled and slow clients', () => {
   it('cuts a CSV upload that stalls halfway with 408 and aborts its job', async () => {
     const rows = Array.from({ length: 1200 }, (_, i) => `signup,2026-01-01T00:00:00Z,u${i}@b.io`).join('\n');
     const { body, contentType } = csvMultipart(`event_name,timestamp,email\n${rows}\n`);
-    const client = new RawClient(abuse.port);
-    // Half the file: one chunk of 500 rows is written to Kafka, then nothing more arrives.
-    await client.send(Buffer.concat([Buffer.from(head('/v1/backfill/csv', contentType, body.length)), body.subarray(0, Math.floor(body.length / 2))]));
-    const exchange = await client.closed;
+    const exchange = await withNeighbour(await abuse.neighbour(), abuse.gw, async () => {
+      const client = new RawClient(abuse.port);
+      // Half the file: one chunk of 500 rows is written to Kafka, then nothing more arrives.
+      await client.send(Buffer.concat([Buffer.from(head('/v1/backfill/csv', contentType, body.length)), body.subarray(0, Math.floor(body.length / 2))]));
+      return client.closed;
+    });
     expect(exchange.status, exchange.text).toBe(408);
     expect(exchange.closedAfterMs).toBeLessThan(BODY_IDLE_MS + SLACK_MS);
     const { values } = await abuse.gw.readTopic<JobMessage>(
@@ -94,9 +96,11 @@ describe('stalled and slow clients', () => {
 
   it('answers headers that never end with 408 within the headers timeout', async () => {
     const before = await timeouts('request');
-    const client = new RawClient(abuse.port);
-    await client.send(`POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: `);
-    const exchange = await client.closed;
+    const exchange = await withNeighbour(await abuse.neighbour(), abuse.gw, async () => {
+      const client = new RawClient(abuse.port);
+      await client.send(`POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: `);
+      return client.closed;
+    });
     expect(exchange.status, exchange.text).toBe(408);
     expect(rawBody(exchange.text)).toMatchObject({ type: '/problems/request-timeout' });
     expect(exchange.closedAfterMs).toBeLessThan(HEADERS_MS + SLACK_MS);
@@ -104,25 +108,34 @@ describe('stalled and slow clients', () => {
   });
 
   it('answers a body trickled just fast enough to stay under the idle timeout with 408 at the request timeout', async () => {
-    const client = new RawClient(abuse.port);
-    const started = performance.now();
-    await client.send(`${head('/v1/events', 'application/json', 10_000)}{"events":[`);
-    // A byte every second: never idle for the body-idle timeout, but the request never completes.
-    while (client.open && performance.now() - started < REQUEST_MS + 3 * SLACK_MS) {
-      await new Promise((r) => setTimeout(r, 1_000));
-      if (client.open) await client.send(' ').catch(() => undefined);
-    }
-    const exchange = await client.closed;
-    const tookMs = performance.now() - started;
+    const { exchange, tookMs } = await withNeighbour(await abuse.neighbour(), abuse.gw, async () => {
+      const client = new RawClient(abuse.port);
+      const started = performance.now();
+      await client.send(`${head('/v1/events', 'application/json', 10_000)}{"events":[`);
+      // A byte every second: never idle for the body-idle timeout, but the request never completes.
+      while (client.open && performance.now() - started < REQUEST_MS + 3 * SLACK_MS) {
+        await new Promise((r) => setTimeout(r, 1_000));
+        if (client.open) await client.send(' ').catch(() => undefined);
+      }
+      return { exchange: await client.closed, tookMs: performance.now() - started };
+    });
     expect(exchange.status, exchange.text).toBe(408);
     expect(tookMs).toBeGreaterThanOrEqual(REQUEST_MS - 100);
     expect(tookMs).toBeLessThan(REQUEST_MS + SLACK_MS);
   });
 
-  it('closes an idle kept-alive connection after the keep-alive timeout', async () => {
-    const client = new RawClient(abuse.port);
-    await client.send(`GET /v1/usage HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${apiKey}\r\nX-Forwarded-For: ${randomClientIp()}\r\n\r\n`);
-    const exchange = await client.closed;
+  it('closes 50 idle kept-alive connections after the keep-alive timeout', async () => {
+    const exchange = await withNeighbour(await abuse.neighbour(), abuse.gw, async () => {
+      // Many idle connections at once; each is closed after the keep-alive timeout.
+      const clients = Array.from({ length: 50 }, () => new RawClient(abuse.port));
+      await Promise.all(
+        clients.map((c) =>
+          c.send(`GET /v1/usage HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${apiKey}\r\nX-Forwarded-For: ${randomClientIp()}\r\n\r\n`),
+        ),
+      );
+      const all = await Promise.all(clients.map((c) => c.closed));
+      return all.reduce((slowest, e) => (e.closedAfterMs > slowest.closedAfterMs ? e : slowest));
+    });
     expect(exchange.status, exchange.text).toBe(200);
     expect(exchange.closedAfterMs).toBeLessThan(KEEP_ALIVE_MS + SLACK_MS);
   });
