@@ -33,13 +33,4 @@ export async function startAbuseGateway(env: Record<string, string> = {}): Promi
   };
 }
 
-/** A multipart/form-data body with one file part `file`. */
-export function csvMultipart(content: string | Buffer): { body: Buffer; contentType: string } {
-  const boundary = `----abuse${Math.random().toString(16).slice(2)}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="events.csv"\r\nContent-Type: text/csv\r\n\r\n`);
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-  return {
-    body: Buffer.concat([head, Buffer.isBuffer(content) ? content : Buffer.from(content), tail]),
-    contentType: `multipart/form-data; boundary=${boundary}`,
-  };
-}
+export { csvMultipart } from './multipart.js';
