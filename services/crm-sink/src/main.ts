@@ -21,7 +21,15 @@ const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${co
 const producer = createProducer(kafka);
 const redis = createRedis({ url: config.REDIS_URL, logger });
 // The sink applies the newest mapping version only: it keeps no history in memory.
-const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics, instanceId: 'crm-sink', mappingVersionsKept: 1 });
+const controlPlane = createControlPlane({
+  kafka,
+  producer,
+  topicPrefix: config.KAFKA_TOPIC_PREFIX,
+  logger,
+  metrics,
+  instanceId: 'crm-sink',
+  mappingVersionsKept: 1,
+});
 
 await Promise.all([producer.connect(), redis.connect()]);
 const sink = createCrmSink({
