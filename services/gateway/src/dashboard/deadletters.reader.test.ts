@@ -47,6 +47,24 @@ describe('createDeadLetterReader', () => {
     expect(scans.stats().calls).toBe(2);
   });
 
+  it('answers a refresh from a scan begun after it, at most one a second per account, shared by the refreshes waiting', async () => {
+    let calls = 0;
+    const read = async () => {
+      calls += 1;
+      return [] as DeadLetterEntry[];
+    };
+    const reader = createDeadLetterReader({ ...base, metrics: createMetricsRegistry('t'), read, cacheMs: 60_000, minScanIntervalMs: 300 });
+    await reader.list('events', 'acc_1');
+    expect(calls).toBe(1);
+    await reader.list('events', 'acc_1');
+    expect(calls).toBe(1);
+    const started = performance.now();
+    await Promise.all(Array.from({ length: 10 }, () => reader.list('events', 'acc_1', { fresh: true })));
+    expect(calls).toBe(2);
+    // It waited for the interval since the previous scan began.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(200);
+  });
+
   it('runs at most two scans at once and refuses with 503 when too many wait', async () => {
     const scans = heldScans();
     const reader = createDeadLetterReader({ ...base, metrics: createMetricsRegistry('t'), read: scans.read, maxConcurrentScans: 2, maxWaitingScans: 3 });

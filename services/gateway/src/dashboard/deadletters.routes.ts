@@ -76,14 +76,23 @@ export function deadLettersRoutes(deps: {
       return reader;
     };
 
-    app.get('/deadletters', { ...deps.limits.api, schema: { hide: true } }, async (request) => {
-      const { account } = dashboardOf(request);
-      const [events, crm] = await Promise.all([readerOf().list('events', account.id), readerOf().list('crm', account.id)]);
-      const views = [...events.slice(0, DEAD_LETTER_LIST_LIMIT), ...crm.slice(0, DEAD_LETTER_LIST_LIMIT)];
-      // Newest failure first.
-      views.sort((x, y) => (x.failedAt < y.failedAt ? 1 : x.failedAt > y.failedAt ? -1 : 0));
-      return { entries: views, truncated: events.length > DEAD_LETTER_LIST_LIMIT || crm.length > DEAD_LETTER_LIST_LIMIT };
-    });
+    // `refresh=true` (the page's Refresh button): letters read after the click, not the cached list.
+    app.get<{ Querystring: { refresh?: 'true' | 'false' } }>(
+      '/deadletters',
+      {
+        ...deps.limits.api,
+        schema: { hide: true, querystring: Type.Object({ refresh: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])) }) },
+      },
+      async (request) => {
+        const { account } = dashboardOf(request);
+        const fresh = request.query.refresh === 'true';
+        const [events, crm] = await Promise.all([readerOf().list('events', account.id, { fresh }), readerOf().list('crm', account.id, { fresh })]);
+        const views = [...events.slice(0, DEAD_LETTER_LIST_LIMIT), ...crm.slice(0, DEAD_LETTER_LIST_LIMIT)];
+        // Newest failure first.
+        views.sort((x, y) => (x.failedAt < y.failedAt ? 1 : x.failedAt > y.failedAt ? -1 : 0));
+        return { entries: views, truncated: events.length > DEAD_LETTER_LIST_LIMIT || crm.length > DEAD_LETTER_LIST_LIMIT };
+      },
+    );
 
     app.post<{ Body: { topic: 'events' | 'crm'; position: string } }>(
       '/deadletters/replay',
