@@ -27,6 +27,40 @@ const MAPPED = new Set(['event_name', 'timestamp', 'email', 'domain', 'event_id'
  */
 export const MAX_CSV_COLUMNS = MAPPED.size + MAX_PROPERTIES;
 
+/** The one error of a header wider than MAX_CSV_COLUMNS. */
+export function tooManyColumns(row: number, columns: number): ProblemError {
+  return new ProblemError('validation', `The CSV header (row ${row}) has ${columns} columns; at most ${MAX_CSV_COLUMNS} are allowed. Nothing was queued.`, {
+    errors: [
+      {
+        row,
+        code: 'too_many_columns',
+        message: `the header has ${columns} columns; at most ${MAX_CSV_COLUMNS} are allowed (event_name, timestamp, email, domain, event_id and ${MAX_PROPERTIES} properties)`,
+      },
+    ],
+  });
+}
+
+const COMMA = 0x2c;
+const QUOTE = 0x22;
+
+/**
+ * The number of fields of a whole record, counted on its bytes without parsing its cells: a
+ * header of 200,000 empty columns took fast-csv 50 to 120 ms of blocked event loop to split,
+ * for an answer that needs only the count. Commas inside quotes do not count; a stray quote in
+ * an unquoted field can only make the count smaller than fast-csv's, never larger, so a record
+ * counted as too wide is too wide (a narrower count falls through to the full check).
+ */
+export function countFields(record: Buffer): number {
+  let fields = 1;
+  let quoted = false;
+  for (let i = 0; i < record.length; i++) {
+    const b = record[i];
+    if (b === QUOTE) quoted = !quoted;
+    else if (b === COMMA && !quoted) fields += 1;
+  }
+  return fields;
+}
+
 /**
  * Checks the header row and says where each column is. Throws one ProblemError listing every
  * problem (so a caller fixes the file once), before anything is queued. Names are matched

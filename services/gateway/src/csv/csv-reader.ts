@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { JobChunkItem } from '@ingest/schemas';
 import { ProblemError } from '../http/problem.js';
 import { type CellProblem, CsvCellReader } from './csv-cells.js';
-import { type CsvHeader, readHeader } from './csv-header.js';
+import { countFields, type CsvHeader, MAX_CSV_COLUMNS, readHeader, tooManyColumns } from './csv-header.js';
 import { type CsvRecord, CsvRecordSplitter } from './csv-records.js';
 import { CsvEventMapper } from './csv-row.js';
 
@@ -90,6 +90,11 @@ class CsvEventReader {
 
   async handle(record: CsvRecord): Promise<void> {
     if (this.header === null) {
+      // Too wide is answered from a count of the bytes, before fast-csv splits the cells.
+      if (record.kind === 'record') {
+        const fields = countFields(record.bytes);
+        if (fields > MAX_CSV_COLUMNS) throw tooManyColumns(record.row, fields);
+      }
       const header = readHeader(await this.cellsOf(record), record.row);
       this.header = { header, mapper: new CsvEventMapper(header, this.options.accountId) };
       return;
