@@ -53,8 +53,7 @@ const QUOTE = 0x22;
 export function countFields(record: Buffer): number {
   let fields = 1;
   let quoted = false;
-  for (let i = 0; i < record.length; i++) {
-    const b = record[i];
+  for (const b of record) {
     if (b === QUOTE) quoted = !quoted;
     else if (b === COMMA && !quoted) fields += 1;
   }
