@@ -48,7 +48,7 @@ step "browser tests (dashboard in headless Chromium, real servers)"
 ensure_apt_tool chromium chromium
 npx vitest run --project browser --reporter=default --reporter=json --outputFile.json="$results/browser.json"
 
-step "API fuzzing (schemathesis, from /v1/openapi.json)"
+step "API fuzzing (schemathesis, from /v1/openapi.json and the admin listener's /admin/v1/openapi.json)"
 bash scripts/fuzz/run.sh
 
 step "Prometheus against the running services: every target scraped, induced faults fire the real alerts"
