@@ -7,7 +7,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['services/*/src/**/*.test.ts', 'services/gateway/web/src/**/*.test.ts', 'schemas/src/**/*.test.ts', 'scripts/**/*.test.ts'],
-          exclude: ['**/*.integration.test.ts', '**/*.chaos.test.ts', '**/*.browser.test.ts', '**/node_modules/**'],
+          exclude: ['**/*.integration.test.ts', '**/*.chaos.test.ts', '**/*.browser.test.ts', '**/*.abuse.test.ts', '**/node_modules/**'],
         },
       },
       {
@@ -19,6 +19,19 @@ export default defineConfig({
           hookTimeout: 120_000,
           // Real servers on a 2-core machine: a few files at a time, each isolated by prefix.
           maxWorkers: 3,
+        },
+      },
+      {
+        test: {
+          // One tenant never hurts another (docs/limits.md, the abuse table): each test attacks a
+          // real gateway or processor while a second tenant's normal traffic is measured. One file
+          // at a time, so a neighbour's latency is judged against its own attack only.
+          name: 'abuse',
+          include: ['services/*/src/**/*.abuse.test.ts'],
+          globalSetup: ['scripts/test/global-setup.ts'],
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
         },
       },
       {

@@ -32,7 +32,8 @@ check() {
   local name=$1 ops_var=$2 port
   port=$(free_port)
   api_port=$(free_port)
-  env "$ops_var=$port" GATEWAY_PORT="$api_port" node services/"$name"/dist/main.js >"$logs/$name.log" 2>&1 &
+  admin_port=$(free_port)
+  env "$ops_var=$port" GATEWAY_PORT="$api_port" ADMIN_PORT="$admin_port" node services/"$name"/dist/main.js >"$logs/$name.log" 2>&1 &
   pids+=("$!")
   local deadline=$((SECONDS + 60))
   until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do
@@ -50,5 +51,9 @@ check gateway GATEWAY_OPS_PORT
 # The gateway bundle serves the dashboard's web app from services/gateway/dist/web, as in the image.
 curl -sf "http://127.0.0.1:$api_port/dashboard/" | grep -q '<div id="root">' || { echo "gateway bundle does not serve the dashboard web app"; exit 1; }
 echo "gateway bundle: dashboard web app served"
+# The admin API answers on its own listener only, and its document is not in the public one.
+curl -sf "http://127.0.0.1:$admin_port/admin/v1/openapi.json" | grep -q '"/admin/v1/accounts"' || { echo "gateway bundle: no admin API on ADMIN_PORT"; exit 1; }
+if curl -sf "http://127.0.0.1:$api_port/v1/openapi.json" | grep -q '/admin/v1'; then echo "gateway bundle: the public OpenAPI document lists admin paths"; exit 1; fi
+echo "gateway bundle: admin API on its own listener"
 check processor PROCESSOR_OPS_PORT
 check crm-sink CRM_SINK_OPS_PORT

@@ -1,5 +1,5 @@
 /**
- * Real servers: Kafka, Redis, ClickHouse; the real gateway on a loopback port. The demo account
+ * Real servers: Kafka, Redis, ClickHouse; the real gateway and its admin listener on loopback ports. The demo account
  * script of `npm start` (its own process, as start.sh runs it) creates the account, key and
  * dashboard owner once, prints the same on the next start, and the printed owner can sign in.
  */
@@ -13,11 +13,13 @@ import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture } from '../servi
 
 let gw: GatewayFixture;
 let url: string;
+let adminUrl: string;
 const stackDir = mkdtempSync(join(tmpdir(), 'demo-account-'));
 
 beforeAll(async () => {
   gw = await createGatewayFixture();
   url = await gw.app.listen({ host: '127.0.0.1', port: 0 });
+  adminUrl = await gw.admin.listen({ host: '127.0.0.1', port: 0 });
 });
 
 afterAll(async () => {
@@ -27,7 +29,8 @@ afterAll(async () => {
 
 // Asynchronous on purpose: the gateway answering the script runs in this process.
 const runScript = async () =>
-  (await promisify(execFile)('npx', ['tsx', 'scripts/demo-account.ts'], { env: { ...process.env, ADMIN_URL: url, ADMIN_TOKEN, STACK_DIR: stackDir } })).stdout;
+  (await promisify(execFile)('npx', ['tsx', 'scripts/demo-account.ts'], { env: { ...process.env, ADMIN_URL: adminUrl, ADMIN_TOKEN, STACK_DIR: stackDir } }))
+    .stdout;
 
 describe('demo account script', () => {
   it('prints a demo owner who can sign in to the dashboard, the same on every start', async () => {

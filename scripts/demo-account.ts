@@ -16,7 +16,7 @@ interface Demo {
   ownerPassword?: string;
 }
 
-const adminUrl = process.env.ADMIN_URL ?? 'http://127.0.0.1:3000';
+const adminUrl = process.env.ADMIN_URL ?? 'http://127.0.0.1:3200';
 const token = process.env.ADMIN_TOKEN ?? '';
 const file = join(process.env.STACK_DIR ?? join(import.meta.dirname, '..', '.local'), 'demo-account.json');
 

@@ -14,6 +14,8 @@ mkdir -p "$RUN_DIR" "$LOG_DIR"
 # name:ops-port (the port that answers /readyz). Add a service here when it gets a main.ts.
 SERVICES=("gateway:${GATEWAY_OPS_PORT:-3100}" "processor:${PROCESSOR_OPS_PORT:-3101}" "crm-sink:${CRM_SINK_OPS_PORT:-3102}")
 GATEWAY_URL="http://127.0.0.1:${GATEWAY_PORT:-3000}"
+# The admin API has a listener of its own, on loopback (ADMIN_HOST/ADMIN_PORT of the gateway).
+ADMIN_URL="http://127.0.0.1:${ADMIN_PORT:-3200}"
 
 # The local admin token: generated once, kept in .local (ignored), so the CLI keeps working
 # across restarts. Production sets ADMIN_TOKEN from a secret.
@@ -24,7 +26,7 @@ if [[ -z "${ADMIN_TOKEN:-}" ]]; then
   fi
   ADMIN_TOKEN=$(cat "$STACK_DIR/admin-token")
 fi
-export ADMIN_TOKEN ADMIN_URL="$GATEWAY_URL"
+export ADMIN_TOKEN ADMIN_URL
 
 service_pid() {
   local pidfile="$RUN_DIR/$1.pid"
@@ -104,6 +106,7 @@ Running:
   ClickHouse  $CLICKHOUSE_URL   (database ${CLICKHOUSE_DATABASE:-ingest})
   Redis       $REDIS_URL
   gateway     $GATEWAY_URL   (API; OpenAPI at /v1/openapi.json, docs at /docs)
+  gateway     admin $ADMIN_URL  (admin API, loopback only; OpenAPI at /admin/v1/openapi.json, docs at /admin/docs)
 SUMMARY
 for entry in "${SERVICES[@]}"; do printf '  %-11s ops http://127.0.0.1:%s  (/healthz /readyz /metrics)\n' "${entry%%:*}" "${entry##*:}"; done
 cat <<DEMO
@@ -118,8 +121,8 @@ Dashboard (API keys, usage, jobs, CRM mapping, event debugger):
   $GATEWAY_URL/dashboard/
   email    $DEMO_OWNER_EMAIL
   password $DEMO_OWNER_PASSWORD
-Admin CLI (token in $STACK_DIR/admin-token):
-  ADMIN_TOKEN=\$(cat $STACK_DIR/admin-token) npm run admin -- accounts list
+Admin CLI (token in $STACK_DIR/admin-token, admin API at $ADMIN_URL):
+  ADMIN_URL=$ADMIN_URL ADMIN_TOKEN=\$(cat $STACK_DIR/admin-token) npm run admin -- accounts list
 DEMO
 if [[ "${1:-}" == "--detach" ]]; then
   echo -e "\nServices run in the background: 'npm run stop' stops them, 'npm run stack -- down' the servers."

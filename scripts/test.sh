@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one test command (`npm test`, and what .ci/run calls): installs what is missing, starts
-# the local stack of real servers, then lint, typecheck, unit, integration and chaos tests.
+# the local stack of real servers, then lint, typecheck, unit, integration, abuse, browser and chaos tests.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
@@ -41,11 +41,14 @@ npx vitest run --project unit --reporter=default --reporter=json --outputFile.js
 step "integration tests (real Kafka, ClickHouse, Redis)"
 npx vitest run --project integration --reporter=default --reporter=json --outputFile.json="$results/integration.json"
 
+step "abuse tests (docs/limits.md: every limit attacked while a second tenant's traffic is measured)"
+npx vitest run --project abuse --reporter=default --reporter=json --outputFile.json="$results/abuse.json"
+
 step "browser tests (dashboard in headless Chromium, real servers)"
 ensure_apt_tool chromium chromium
 npx vitest run --project browser --reporter=default --reporter=json --outputFile.json="$results/browser.json"
 
-step "API fuzzing (schemathesis, from /v1/openapi.json)"
+step "API fuzzing (schemathesis, from /v1/openapi.json and the admin listener's /admin/v1/openapi.json)"
 bash scripts/fuzz/run.sh
 
 step "Prometheus against the running services: every target scraped, induced faults fire the real alerts"
@@ -66,4 +69,4 @@ ELAPSED=$((SECONDS - started)) node -e '
   }
   console.log(`\nall checks passed in ${process.env.ELAPSED}s`);
   console.log(`tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
-' "$results/unit.json" "$results/integration.json" "$results/browser.json" "$results/chaos.json"
+' "$results/unit.json" "$results/integration.json" "$results/abuse.json" "$results/browser.json" "$results/chaos.json"

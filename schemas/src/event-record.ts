@@ -10,6 +10,16 @@ import { type Static, Type } from '@sinclair/typebox';
  */
 export const EVENT_RECORD_VERSION = 1;
 
+/**
+ * Times a record may carry: ClickHouse's DateTime columns hold 1970 to 2106, and a time outside
+ * the range JavaScript dates cover made the writer throw on every retry (a poisoned partition).
+ * The gateway never accepts such times (1970 or later, at most 24 h ahead); a record that holds
+ * one anyway is dead-lettered by its consumers instead of retried for ever.
+ */
+export const EARLIEST_RECORD_TIME_MS = 0;
+export const LATEST_RECORD_TIME_MS = Date.UTC(2100, 0, 1) - 1;
+const RecordTimeMs = (description: string) => Type.Integer({ minimum: EARLIEST_RECORD_TIME_MS, maximum: LATEST_RECORD_TIME_MS, description });
+
 export const EventSource = Type.Union([Type.Literal('api'), Type.Literal('bulk'), Type.Literal('csv')]);
 
 export const EventRecord = Type.Object(
@@ -20,10 +30,8 @@ export const EventRecord = Type.Object(
     eventName: Type.String({ minLength: 1, maxLength: 255 }),
     email: Type.Union([Type.String({ maxLength: 320 }), Type.Null()]),
     domain: Type.Union([Type.String({ maxLength: 253 }), Type.Null()]),
-    /** Event time, epoch milliseconds (UTC). */
-    timestampMs: Type.Integer(),
-    /** When the service accepted it, epoch milliseconds. */
-    receivedAtMs: Type.Integer(),
+    timestampMs: RecordTimeMs('Event time, epoch milliseconds (UTC), 1970 to 2099.'),
+    receivedAtMs: RecordTimeMs('When the service accepted it, epoch milliseconds, 1970 to 2099.'),
     properties: Type.Record(Type.String(), Type.Unknown()),
     source: EventSource,
     jobId: Type.Union([Type.String(), Type.Null()]),

@@ -11,6 +11,23 @@ export const MAX_EVENTS_PER_REQUEST = 100;
 export const MAX_EVENTS_PER_BULK = 10_000;
 export const FORBIDDEN_PROPERTY_KEYS = ['__proto__', 'constructor', 'prototype'] as const;
 
+/**
+ * Every `errors[]` of the API (a 400, a partly accepted 202, a CSV header, a job's status) lists
+ * at most this many entries, so an answer's size never grows with what the caller sent; when
+ * more were found, `errorsTotal` says how many and `errorsTruncated` is true.
+ */
+export const MAX_ERRORS_LISTED = 100;
+
+/** The two members that go with a bounded `errors[]`: present only when the list was cut. */
+export const ErrorsBound = {
+  errorsTotal: Type.Optional(
+    Type.Integer({ minimum: 0, description: `How many errors were found; present only when errors[] lists the first ${MAX_ERRORS_LISTED} of them.` }),
+  ),
+  errorsTruncated: Type.Optional(
+    Type.Literal(true, { description: `True when more than ${MAX_ERRORS_LISTED} errors were found and errors[] lists the first ones.` }),
+  ),
+};
+
 export const IngestEvent = Type.Object(
   {
     eventName: Type.String({ minLength: 1, maxLength: 255, description: 'What happened, e.g. "Signed Up". At most 255 characters.' }),
@@ -89,7 +106,8 @@ export const EventsReceipt = Type.Object(
     rejected: Type.Integer({ minimum: 0 }),
     requestId: Type.String(),
     eventIds: Type.Array(Type.String(), { description: 'Ids of the accepted events, in request order.' }),
-    errors: Type.Optional(Type.Array(FieldErrorSchema)),
+    errors: Type.Optional(Type.Array(FieldErrorSchema, { maxItems: MAX_ERRORS_LISTED, description: 'Why events were rejected (the first 100 errors).' })),
+    ...ErrorsBound,
   },
   { $id: 'EventsReceipt' },
 );
@@ -112,7 +130,8 @@ export const ProblemDetails = Type.Object(
     status: Type.Integer(),
     detail: Type.String(),
     requestId: Type.String(),
-    errors: Type.Optional(Type.Array(FieldErrorSchema)),
+    errors: Type.Optional(Type.Array(FieldErrorSchema, { maxItems: MAX_ERRORS_LISTED, description: 'What was wrong (the first 100 errors).' })),
+    ...ErrorsBound,
   },
   { $id: 'ProblemDetails', additionalProperties: true, description: 'RFC 9457 problem details.' },
 );

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { ErrorsBound, MAX_ERRORS_LISTED } from './ingest-event.js';
 
 /**
  * Bulk and CSV jobs travel on `jobs.chunks`, keyed by jobId so a job's messages stay in order
@@ -79,8 +80,9 @@ export const JobStatus = Type.Object(
         code: Type.String(),
         message: Type.String(),
       }),
-      { maxItems: 100 },
+      { maxItems: MAX_ERRORS_LISTED },
     ),
+    ...ErrorsBound,
     createdAt: Type.String(),
     updatedAt: Type.String(),
     startedAt: Type.Union([Type.String(), Type.Null()]),

@@ -161,10 +161,10 @@ describe('runCli', () => {
     expect(out()).toContain('created account acc_1');
   });
 
-  it('defaults ADMIN_URL to 127.0.0.1:3000 and sends no body on GET', async () => {
+  it('defaults ADMIN_URL to the admin listener, 127.0.0.1:3200 and sends no body on GET', async () => {
     const { io, calls, out } = fakeIo({ ADMIN_TOKEN: 'tok' }, () => jsonResponse(200, { accounts: [account] }));
     expect(await runCli(['accounts', 'list', '--json'], io)).toBe(0);
-    expect(calls[0]?.url).toBe('http://127.0.0.1:3000/admin/v1/accounts');
+    expect(calls[0]?.url).toBe('http://127.0.0.1:3200/admin/v1/accounts');
     expect(calls[0]?.init.body).toBeUndefined();
     expect(JSON.parse(out())).toEqual({ accounts: [account] });
   });
@@ -179,10 +179,10 @@ describe('runCli', () => {
 
   it('exits 1 when the API cannot be reached', async () => {
     const { io, err } = fakeIo({ ADMIN_TOKEN: 'tok' }, () => {
-      throw new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED 127.0.0.1:3000') });
+      throw new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED 127.0.0.1:3200') });
     });
     expect(await runCli(['accounts', 'list'], io)).toBe(1);
-    expect(err()).toBe('error: cannot reach the admin API at http://127.0.0.1:3000: fetch failed (connect ECONNREFUSED 127.0.0.1:3000)\n');
+    expect(err()).toBe('error: cannot reach the admin API at http://127.0.0.1:3200: fetch failed (connect ECONNREFUSED 127.0.0.1:3200)\n');
   });
 
   it('exits 2 without ADMIN_TOKEN, and on usage errors, without calling the API', async () => {
@@ -220,7 +220,7 @@ describe('owners commands', () => {
   it('sends no password when none is given (the API generates one) and prints the generated one once', async () => {
     const { io, calls, out } = fakeIo({ ADMIN_TOKEN: 'tok' }, () => jsonResponse(201, { owner, password: 'generated-password-1' }));
     expect(await runCli(['owners', 'create', 'acc_1', 'ada@example.com'], io)).toBe(0);
-    expect(calls[0]?.url).toBe('http://127.0.0.1:3000/admin/v1/accounts/acc_1/owners');
+    expect(calls[0]?.url).toBe('http://127.0.0.1:3200/admin/v1/accounts/acc_1/owners');
     expect(JSON.parse(String(calls[0]?.init.body))).toEqual({ email: 'ada@example.com' });
     expect(out()).toContain('password: generated-password-1');
   });

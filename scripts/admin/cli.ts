@@ -54,7 +54,7 @@ options:
   --json   machine-readable output (the API's JSON)
 
 environment:
-  ADMIN_URL    admin API base URL (default http://127.0.0.1:3000)
+  ADMIN_URL    admin API base URL (default http://127.0.0.1:3200)
   ADMIN_TOKEN  admin bearer token (required)
   OWNER_PASSWORD  password for "owners create" (at least 12 characters)
 ${CRM_ENV_USAGE}
@@ -250,7 +250,7 @@ async function buildRequest(command: CoreCommand | CrmCommand, io: CliIo): Promi
   return { ...request, body };
 }
 
-export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:3000';
+export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:3200';
 const REQUEST_TIMEOUT_MS = 30_000;
 
 /** Runs one invocation; resolves to the exit code (0 ok, 1 failed request, 2 usage). */

@@ -176,7 +176,7 @@ describe('runCli with CRM commands', () => {
       stderr: () => undefined,
     };
     expect(await runCli(['credentials', 'put', 'acc_1', 'main', '--type', 'hubspot'], io)).toBe(0);
-    expect(calls[0]?.url).toBe('http://127.0.0.1:3000/admin/v1/accounts/acc_1/crm/credentials/main');
+    expect(calls[0]?.url).toBe('http://127.0.0.1:3200/admin/v1/accounts/acc_1/crm/credentials/main');
     expect(JSON.parse(String(calls[0]?.init.body))).toEqual({ type: 'hubspot', accessToken: 'pat-SECRET' });
     expect(stdout).toBe('stored hubspot credential main for account acc_1 (the secret is not shown)\n');
     expect(stdout).not.toContain('pat-SECRET');

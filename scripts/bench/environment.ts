@@ -85,7 +85,7 @@ export async function provision(names: BenchNames, kafka: KafkaClient, servers: 
 export function serviceEnv(
   names: BenchNames,
   servers: ServerAddresses,
-  o: { kafkaBrokers: string; redisUrl: string; adminToken: string; ports: { gateway: number; gatewayOps: number; processorOps: number } },
+  o: { kafkaBrokers: string; redisUrl: string; adminToken: string; ports: { gateway: number; gatewayOps: number; processorOps: number; admin: number } },
 ): Record<string, string | undefined> {
   return {
     ...process.env,
@@ -109,6 +109,8 @@ export function serviceEnv(
     PROCESSOR_DEDUPE_GROUP: names.groups.dedupe,
     PROCESSOR_JOBS_GROUP: names.groups.jobs,
     ADMIN_TOKEN: o.adminToken,
+    ADMIN_HOST: '127.0.0.1',
+    ADMIN_PORT: String(o.ports.admin),
     RATE_LIMIT_PER_MINUTE: '1000000000',
     USAGE_RECONCILE_INTERVAL_MS: '0',
   };
@@ -161,13 +163,16 @@ export interface BenchAccount {
   apiKey: string;
 }
 
-/** A growth-plan account and a key through the admin API, usable once /v1/usage accepts the key. */
-export async function createAccount(http: HttpClient, adminToken: string, name: string): Promise<BenchAccount> {
+/**
+ * A growth-plan account and a key through the admin API (its own listener, `admin`), usable
+ * once /v1/usage on the public API (`http`) accepts the key.
+ */
+export async function createAccount(admin: HttpClient, http: HttpClient, adminToken: string, name: string): Promise<BenchAccount> {
   const auth = { authorization: `Bearer ${adminToken}` };
-  const account = await http.request('POST', '/admin/v1/accounts', { body: JSON.stringify({ name, plan: 'growth' }), headers: auth });
+  const account = await admin.request('POST', '/admin/v1/accounts', { body: JSON.stringify({ name, plan: 'growth' }), headers: auth });
   if (account.status !== 201) throw new Error(`POST /admin/v1/accounts answered ${account.status}: ${account.body}`);
   const accountId = (JSON.parse(account.body) as { id: string }).id;
-  const key = await http.request('POST', `/admin/v1/accounts/${accountId}/keys`, { body: JSON.stringify({ name: 'bench' }), headers: auth });
+  const key = await admin.request('POST', `/admin/v1/accounts/${accountId}/keys`, { body: JSON.stringify({ name: 'bench' }), headers: auth });
   if (key.status !== 201) throw new Error(`POST /admin/v1/accounts/${accountId}/keys answered ${key.status}: ${key.body}`);
   const apiKey = (JSON.parse(key.body) as { apiKey: string }).apiKey;
   const deadline = Date.now() + 15_000;

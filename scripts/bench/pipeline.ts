@@ -147,13 +147,13 @@ async function main(): Promise<void> {
 }
 
 async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: Record<string, number | undefined>, state: RunStateFile): Promise<void> {
-  const [gatewayPort, gatewayOpsPort, processorOpsPort] = [await freePort(), await freePort(), await freePort()];
+  const [gatewayPort, gatewayOpsPort, processorOpsPort, adminPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const adminToken = randomBytes(24).toString('hex');
   const env = serviceEnv(names, servers, {
     kafkaBrokers: options.KAFKA_BROKERS,
     redisUrl: options.REDIS_URL,
     adminToken,
-    ports: { gateway: gatewayPort, gatewayOps: gatewayOpsPort, processorOps: processorOpsPort },
+    ports: { gateway: gatewayPort, gatewayOps: gatewayOpsPort, processorOps: processorOpsPort, admin: adminPort },
   });
   // DEDUPE_MAX_MARKS_PER_PARTITION set in the environment wins over --dedupe-max-marks.
   if (env.DEDUPE_MAX_MARKS_PER_PARTITION === undefined && options.BENCH_DEDUPE_MAX_MARKS > 0) {
@@ -216,12 +216,14 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
   }
   const client = createHttpClient(`http://127.0.0.1:${gatewayPort}`, { localAddress: names.localAddress, maxSockets: options.BENCH_CONCURRENCY });
   const probeClient = createHttpClient(`http://127.0.0.1:${gatewayPort}`, { localAddress: names.localAddress, maxSockets: 8 });
+  const adminClient = createHttpClient(`http://127.0.0.1:${adminPort}`, { localAddress: names.localAddress, maxSockets: 1 });
   cleanup.add('close http clients', () => {
     client.close();
     probeClient.close();
+    adminClient.close();
   });
-  const account = await createAccount(probeClient, adminToken, `bench ${names.runId}`);
-  const probes = await createAccount(probeClient, adminToken, `bench ${names.runId} probes`);
+  const account = await createAccount(adminClient, probeClient, adminToken, `bench ${names.runId}`);
+  const probes = await createAccount(adminClient, probeClient, adminToken, `bench ${names.runId} probes`);
   say('services', `ready; accounts ${account.accountId} (load) and ${probes.accountId} (probes), plan growth`);
   const quota = startQuotaReset(redis, names.redisPrefix, [account.accountId, probes.accountId]);
   cleanup.add('stop quota reset', () => quota.stop());

@@ -10,7 +10,8 @@
  *   cleanup  deletes the run's Kafka topics, ClickHouse database and Redis keys. Idempotent.
  *
  * Configuration is the gateway's environment (KAFKA_*, CLICKHOUSE_*, REDIS_*, ADMIN_TOKEN)
- * plus GATEWAY_URL and FUZZ_CLIENT_ADDRESS (sent as X-Forwarded-For, like the fuzzer does).
+ * plus GATEWAY_URL, ADMIN_URL (the admin listener) and FUZZ_CLIENT_ADDRESS (sent as
+ * X-Forwarded-For, like the fuzzer does).
  */
 import { EVENT_RECORD_VERSION, type EventRecord } from '@ingest/schemas';
 import {
@@ -35,6 +36,7 @@ const config = loadConfig(
     ...ClickHouseConfig,
     ...RedisConfig,
     GATEWAY_URL: Type.String({ default: '' }),
+    ADMIN_URL: Type.String({ default: '' }),
     ADMIN_TOKEN: Type.String({ default: '' }),
     FUZZ_CLIENT_ADDRESS: Type.String({ minLength: 1 }),
   }),
@@ -49,7 +51,9 @@ interface Reply {
 }
 
 async function call(method: string, path: string, token: string, body?: unknown): Promise<Reply> {
-  const res = await fetch(`${config.GATEWAY_URL}${path}`, {
+  // The admin API has a listener of its own.
+  const base = path.startsWith('/admin/') ? config.ADMIN_URL : config.GATEWAY_URL;
+  const res = await fetch(`${base}${path}`, {
     method,
     headers: {
       authorization: `Bearer ${token}`,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # API fuzzing: "bad input never gets a 500, a crash or a hang", checked by schemathesis against
-# the API's own OpenAPI document (/v1/openapi.json, which includes the admin API; while it
-# documents no request body for the CSV upload, scripts/fuzz/document.py adds that one).
+# the APIs' own OpenAPI documents: the public one (/v1/openapi.json on the API port; while it
+# documents no request body for the CSV upload, scripts/fuzz/document.py adds that one) and the
+# admin API's (/admin/v1/openapi.json, served only on the admin listener).
 #
 # Starts the real gateway as a process on free ports, on topics, a ClickHouse database and
 # Redis keys of its own (the local stack's servers must answer: `bash scripts/stack.sh up`),
@@ -111,13 +112,13 @@ step "fuzz: starting the gateway"
 # requests a minute would otherwise all be 429s. The limit has its own tests
 # (services/gateway/src/limits/limits.integration.test.ts). X-Forwarded-For is trusted from
 # 127.0.0.1 only, for the run's own rate-limit counter.
-GATEWAY_HOST=127.0.0.1 GATEWAY_PORT=0 GATEWAY_OPS_HOST=127.0.0.1 GATEWAY_OPS_PORT=0 \
+GATEWAY_HOST=127.0.0.1 GATEWAY_PORT=0 GATEWAY_OPS_HOST=127.0.0.1 GATEWAY_OPS_PORT=0 ADMIN_HOST=127.0.0.1 ADMIN_PORT=0 \
   RATE_LIMIT_PER_MINUTE=1000000 GATEWAY_TRUST_PROXY=127.0.0.1 LOG_LEVEL=info \
   setsid npx tsx services/gateway/src/main.ts >"$RUN_DIR/gateway.log" 2>&1 &
 GATEWAY_PID=$!
 
 # Ports are chosen by the OS (no race for a "free" port); the gateway logs them once it runs.
-api_url="" ops_url=""
+api_url="" ops_url="" admin_url=""
 deadline=$((SECONDS + 90))
 until [[ -n "$ops_url" ]] && curl -sf --max-time 2 "$ops_url/readyz" >/dev/null; do
   if ! kill -0 "$GATEWAY_PID" 2>/dev/null || ((SECONDS > deadline)); then
@@ -128,12 +129,13 @@ until [[ -n "$ops_url" ]] && curl -sf --max-time 2 "$ops_url/readyz" >/dev/null;
   running=$(grep -m1 '"msg":"gateway running"' "$RUN_DIR/gateway.log" || true)
   api_url=$(sed -n 's/.*"api":"\([^"]*\)".*/\1/p' <<<"$running")
   ops_url=$(sed -n 's/.*"ops":"\([^"]*\)".*/\1/p' <<<"$running")
+  admin_url=$(sed -n 's/.*"admin":"\([^"]*\)".*/\1/p' <<<"$running")
   sleep 0.5
 done
-echo "gateway ready: API $api_url, ops $ops_url (pid $GATEWAY_PID, log $RUN_DIR/gateway.log)"
+echo "gateway ready: API $api_url, admin $admin_url, ops $ops_url (pid $GATEWAY_PID, log $RUN_DIR/gateway.log)"
 
 step "fuzz: seeding accounts, API keys, a job and a stored event"
-seeded=$(GATEWAY_URL="$api_url" npx tsx scripts/fuzz/fixture.ts seed 2>"$RUN_DIR/seed.log") || {
+seeded=$(GATEWAY_URL="$api_url" ADMIN_URL="$admin_url" npx tsx scripts/fuzz/fixture.ts seed 2>"$RUN_DIR/seed.log") || {
   cat "$RUN_DIR/seed.log" >&2
   exit 1
 }
@@ -147,22 +149,27 @@ printf '"%s"\n' "$(value FUZZ_EVENT_ID)" >"$RUN_DIR/dict/event-id.dict"
 cp scripts/fuzz/schemathesis.toml "$RUN_DIR/schemathesis.toml"
 echo "fuzz account $(value FUZZ_ACCOUNT_ID) (plan growth), admin target $(value FUZZ_TARGET_ACCOUNT_ID)"
 
-# The served document, plus the CSV upload's request body while the gateway leaves it out
-# (scripts/fuzz/document.py says so when it adds it).
+# The served documents, plus the CSV upload's request body while the gateway leaves it out
+# (scripts/fuzz/document.py says so when it adds it). The public one must not list the admin API.
 curl -sf --max-time 10 -H "X-Forwarded-For: $FUZZ_CLIENT_ADDRESS" "$api_url/v1/openapi.json" -o "$RUN_DIR/openapi.json"
+curl -sf --max-time 10 -H "X-Forwarded-For: $FUZZ_CLIENT_ADDRESS" "$admin_url/admin/v1/openapi.json" -o "$RUN_DIR/openapi-admin.json"
+if grep -q '/admin/v1' "$RUN_DIR/openapi.json"; then
+  echo "FAIL: the public OpenAPI document ($api_url/v1/openapi.json) lists admin paths" >&2
+  exit 1
+fi
 "$VENV/bin/python" scripts/fuzz/document.py "$RUN_DIR/openapi.json" "$RUN_DIR/openapi-fuzz.json"
 
 # One run per API, the public one first: the admin run creates, changes and revokes accounts
 # and keys, and it can reach the fuzz account's own (GET /admin/v1/accounts lists it).
 fuzz_status=0
 fuzz() {
-  local name=$1 paths=$2
+  local name=$1 paths=$2 document=$3 url=$4
   step "fuzz: $name API ($paths), schemathesis $SCHEMATHESIS_VERSION, seed $FUZZ_SEED, at most $FUZZ_MAX_EXAMPLES examples per operation and phase"
   # From the run's directory, so whatever schemathesis writes stays there. The outer timeout
   # only guards against schemathesis itself hanging; a slow response fails its own request.
   # In the background and waited for, so that a signal to this script stops it at once.
   (cd "$RUN_DIR" && exec timeout --kill-after=10 600 "$VENV/bin/st" --config-file "$RUN_DIR/schemathesis.toml" run \
-    "$RUN_DIR/openapi-fuzz.json" --url "$api_url" --include-path-regex "$paths" \
+    "$document" --url "$url" --include-path-regex "$paths" \
     --seed "$FUZZ_SEED" --max-examples "$FUZZ_MAX_EXAMPLES" --workers "$FUZZ_WORKERS" --no-color \
     --report junit,ndjson --report-junit-path "$RUN_DIR/junit-$name.xml" --report-ndjson-path "$RUN_DIR/events-$name.ndjson") \
     >"$RUN_DIR/schemathesis-$name.log" 2>&1 &
@@ -179,11 +186,13 @@ fuzz() {
     grep -A1 '^Test cases:' "$RUN_DIR/schemathesis-$name.log" | tail -n 1 | sed "s/^ */$name API: /"
   fi
 }
-fuzz public '^/v1/'
-fuzz admin '^/admin/v1/'
+fuzz public '^/v1/' "$RUN_DIR/openapi-fuzz.json" "$api_url"
+fuzz admin '^/admin/v1/' "$RUN_DIR/openapi-admin.json" "$admin_url"
 
 step "fuzz: what was exercised (test cases and responses per operation) and what the gateway logged as errors"
-"$VENV/bin/python" scripts/fuzz/summary.py "$RUN_DIR/openapi-fuzz.json" "$RUN_DIR/gateway.log" "$RUN_DIR"/events-*.ndjson || true
+# One table per document; the gateway's logged errors (one log for both listeners) once, after the second.
+"$VENV/bin/python" scripts/fuzz/summary.py "$RUN_DIR/openapi-fuzz.json" /dev/null "$RUN_DIR"/events-public.ndjson || true
+"$VENV/bin/python" scripts/fuzz/summary.py "$RUN_DIR/openapi-admin.json" "$RUN_DIR/gateway.log" "$RUN_DIR"/events-admin.ndjson || true
 
 # A crash is a failure even when every response before it was fine.
 gateway_status=0

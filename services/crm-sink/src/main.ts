@@ -19,8 +19,17 @@ const logger = createLogger({ service: 'crm-sink', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('crm-sink');
 const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-crm-sink`, logger });
 const producer = createProducer(kafka);
-const redis = createRedis({ url: config.REDIS_URL });
-const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics, instanceId: 'crm-sink' });
+const redis = createRedis({ url: config.REDIS_URL, logger });
+// The sink applies the newest mapping version only: it keeps no history in memory.
+const controlPlane = createControlPlane({
+  kafka,
+  producer,
+  topicPrefix: config.KAFKA_TOPIC_PREFIX,
+  logger,
+  metrics,
+  instanceId: 'crm-sink',
+  mappingVersionsKept: 1,
+});
 
 await Promise.all([producer.connect(), redis.connect()]);
 const sink = createCrmSink({

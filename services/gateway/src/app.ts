@@ -1,47 +1,36 @@
-import { randomUUID } from 'node:crypto';
-import rateLimit from '@fastify/rate-limit';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import {
   type ClickHouse,
   type ControlPlane,
   createAllowance,
   createEventValidator,
-  createLedgerReader,
-  createLedgerWriter,
-  createRecordStateReader,
   createSyncStateStore,
   type JobStatusStore,
   type KafkaClient,
   type AccountJobsReader,
   type Logger,
-  METRIC_NAMES,
   type Producer,
   type Redis,
   type Registry,
   topicName,
 } from '@ingest/shared';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { Counter } from 'prom-client';
-import { adminRoutes } from './admin/admin.routes.js';
-import { createAuthHook } from './auth/auth.hook.js';
+import type { FastifyInstance } from 'fastify';
+import { authOf, createAuthHook } from './auth/auth.hook.js';
 import { createKeyUsage } from './auth/key-usage.js';
 import { bulkRoutes } from './bulk/bulk.route.js';
-import { type GatewayConfig, parseTrustProxy } from './config.js';
+import type { GatewayConfig } from './config.js';
+import { createBaseApp, registerOpenApi } from './http/base-app.js';
+import { createTimeSlicer } from './http/time-slicer.js';
 import { csvRoutes } from './csv/csv.route.js';
 import { dashboardPlugin } from './dashboard/dashboard.plugin.js';
 import { eventReadRoutes } from './events/event-read.route.js';
 import { createClickHouseEventStore } from './events/event-store.js';
 import { eventsRoutes } from './events/events.route.js';
 import { createIngestMetrics } from './events/ingest-metrics.js';
-import { registerErrorHandling } from './http/error-handler.js';
-import { registerHttpMetrics } from './http/http-metrics.js';
-import { registerJsonBodyParser } from './http/json-body.js';
-import { ProblemError } from './http/problem.js';
 import { createIdempotencyStore } from './jobs/idempotency.store.js';
 import { createJobWriter } from './jobs/job-writer.js';
 import { jobsRoutes } from './jobs/jobs.route.js';
 import { setQuotaHeaders } from './limits/quota-headers.js';
+import { UploadSlots, uploadSlotHooks } from './limits/upload-slots.js';
 import { usageRoutes } from './usage/usage.route.js';
 
 export interface GatewayDeps {
@@ -66,72 +55,24 @@ export interface GatewayDeps {
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const now = deps.now ?? Date.now;
-  const app = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
-    trustProxy: parseTrustProxy(config.GATEWAY_TRUST_PROXY),
-    bodyLimit: 1024 * 1024,
-    genReqId: () => randomUUID(),
-    // Path parameters carry caller-chosen eventIds of up to 255 characters (default limit 100).
-    routerOptions: { maxParamLength: 512 },
-    requestIdHeader: false,
-    return503OnClosing: true,
-    // Unknown keys are refused, not silently removed; types are not coerced.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, useDefaults: false } },
+  const app = await createBaseApp(deps, { rateLimitNamespace: 'ratelimit:' });
+  // The public document: the admin API has its own, served only by its listener (admin.app.ts).
+  await registerOpenApi(app, {
+    title: 'Event ingestion API',
+    description: 'Product-usage events in; ClickHouse and your CRM out.',
+    securityDescription: 'svc_live_... API key',
+    jsonPath: '/v1/openapi.json',
+    uiPrefix: '/docs',
   });
-
-  app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
-  registerHttpMetrics(app, deps.metrics);
-  registerJsonBodyParser(app);
-
-  const rateLimitRefusals = new Counter({ name: METRIC_NAMES.rateLimitRefusals, help: 'Requests refused with 429', registers: [deps.metrics] });
-  await app.register(rateLimit, {
-    global: true,
-    max: config.RATE_LIMIT_PER_MINUTE,
-    timeWindow: 60_000,
-    redis: deps.redis,
-    nameSpace: `${config.REDIS_KEY_PREFIX}ratelimit:`,
-    // Redis away: serve rather than refuse everyone; the allowance still fails closed.
-    skipOnError: true,
-    enableDraftSpec: true,
-    onExceeded: () => rateLimitRefusals.inc(),
-    errorResponseBuilder: (_request, context) =>
-      new ProblemError('rateLimited', `At most ${context.max} requests per minute per client address; retry in ${context.after}.`),
-  });
-  registerErrorHandling(app, app.rateLimit());
-
-  await app.register(swagger, {
-    // Components named after the schemas' $id (EventsReceipt, ProblemDetails...) instead of def-N.
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'Event ingestion API', version: '1.0.0', description: 'Product-usage events in; ClickHouse and your CRM out.' },
-      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'svc_live_... API key' } } },
-      security: [{ apiKey: [] }],
-    },
-  });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-
   const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
   const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
-  if (config.ADMIN_TOKEN) {
-    // The sink's key prefix is the same REDIS_KEY_PREFIX, so the dry-run reads the state the sink applies events to.
-    const recordStates = createRecordStateReader({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
-    const billing = {
-      ledger: createLedgerWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'billingLedger')),
-      reader: createLedgerReader(deps.ch),
-      periodUsage: allowance.periodUsage,
-    };
-    await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN, validateEvent: validate, recordStates, billing, now }), {
-      prefix: '/admin/v1',
-    });
-  }
 
   const ingestMetrics = createIngestMetrics(deps.metrics);
   const jobs = createJobWriter({ producer: deps.producer, chunksTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobChunks'), statusStore: deps.jobStatus, now });
   const idempotency = createIdempotencyStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
+  // One set of upload slots for the API's and the dashboard's uploads.
+  const uploads = new UploadSlots({ perAccount: config.GATEWAY_MAX_UPLOADS_PER_ACCOUNT, perAddress: config.GATEWAY_MAX_UPLOADS_PER_ADDRESS }, deps.metrics);
+  const slicer = createTimeSlicer();
   const keyUsage = createKeyUsage({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now });
 
   await app.register(
@@ -162,8 +103,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
           now,
         }),
       );
-      await v1.register(bulkRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics }));
-      await v1.register(csvRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics }));
+      const uploadSlots = uploadSlotHooks(uploads, deps.metrics, (request) => authOf(request).account.id);
+      await v1.register(bulkRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics, uploadSlots }));
+      await v1.register(csvRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics, uploadSlots, slicer }));
       await v1.register(
         eventReadRoutes({
           store: createClickHouseEventStore(deps.ch),
@@ -175,7 +117,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     },
     { prefix: '/v1' },
   );
-  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, idempotency, ingestMetrics, validateEvent: validate, now }), {
+  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, idempotency, ingestMetrics, uploadSlots: uploads, slicer, validateEvent: validate, now }), {
     prefix: '/dashboard',
   });
 

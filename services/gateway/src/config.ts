@@ -1,4 +1,4 @@
-import { ClickHouseConfig, CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { AppError, ClickHouseConfig, CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const GatewayConfigSchema = Type.Object({
@@ -18,10 +18,43 @@ export const GatewayConfigSchema = Type.Object({
   GATEWAY_TRUST_PROXY: Type.String({ default: 'false' }),
   /** Requests per minute per client IP, shared by all replicas through Redis. */
   RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 120 }),
+  /**
+   * Redis unreachable: true (default) serves requests without the per-address rate limit (the
+   * monthly allowance still refuses with 503, so nothing is accepted uncounted); false refuses
+   * every request with 503 until Redis is back.
+   */
+  RATE_LIMIT_FAIL_OPEN: Type.Boolean({ default: true }),
+  /**
+   * Uploads (bulk bodies, CSV streams, the dashboard's CSV upload) one account, and one client
+   * address, may have open at once on one gateway replica; more are answered 429.
+   */
+  GATEWAY_MAX_UPLOADS_PER_ACCOUNT: Type.Integer({ minimum: 1, default: 4 }),
+  GATEWAY_MAX_UPLOADS_PER_ADDRESS: Type.Integer({ minimum: 1, default: 8 }),
   /** Bound on waiting for Kafka's acknowledgement before answering 503. */
   KAFKA_SEND_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 5_000 }),
-  /** Bearer token of the admin API (/admin/v1). Empty disables the admin API. */
+  /**
+   * The whole request (headers and body) must have arrived within this (408 otherwise). A 50 MB
+   * CSV upload needs about 1.4 Mbit/s to make the default.
+   */
+  GATEWAY_REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1_000, default: 300_000 }),
+  /** The request headers must have arrived within this (408 otherwise); at most the request timeout. */
+  GATEWAY_HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 500, default: 10_000 }),
+  /**
+   * No byte of the body for this long: 408 and the connection closed. Must exceed
+   * KAFKA_SEND_TIMEOUT_MS: an upload is not read while its last chunk waits for Kafka.
+   */
+  GATEWAY_BODY_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 500, default: 15_000 }),
+  /** An idle kept-alive connection is closed after this (above the usual 60 s of load balancers). */
+  GATEWAY_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1_000, default: 72_000 }),
+  /** Bearer token of the admin API (/admin/v1). Empty disables the admin API and its listener. */
   ADMIN_TOKEN: Type.String({ default: '' }),
+  /**
+   * The admin API (and its OpenAPI document) listens here only, never on the public port.
+   * Loopback by default: reach it on the host, through `kubectl port-forward`, or bind it to
+   * an internal address on purpose.
+   */
+  ADMIN_HOST: Type.String({ default: '127.0.0.1' }),
+  ADMIN_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3200 }),
   /** Events whose timestamp is further in the future than this are rejected. */
   MAX_FUTURE_SKEW_MS: Type.Integer({ minimum: 0, default: 24 * 60 * 60 * 1000 }),
   /**
@@ -50,7 +83,14 @@ export const GatewayConfigSchema = Type.Object({
 export type GatewayConfig = Static<typeof GatewayConfigSchema>;
 
 export function loadGatewayConfig(env?: Record<string, string | undefined>): GatewayConfig {
-  return loadConfig(GatewayConfigSchema, env);
+  const config = loadConfig(GatewayConfigSchema, env);
+  if (config.GATEWAY_HEADERS_TIMEOUT_MS > config.GATEWAY_REQUEST_TIMEOUT_MS) {
+    throw new AppError('invalid_config', 'invalid configuration: GATEWAY_HEADERS_TIMEOUT_MS must not exceed GATEWAY_REQUEST_TIMEOUT_MS');
+  }
+  if (config.GATEWAY_BODY_IDLE_TIMEOUT_MS <= config.KAFKA_SEND_TIMEOUT_MS) {
+    throw new AppError('invalid_config', 'invalid configuration: GATEWAY_BODY_IDLE_TIMEOUT_MS must exceed KAFKA_SEND_TIMEOUT_MS');
+  }
+  return config;
 }
 
 /** GATEWAY_TRUST_PROXY as fastify's trustProxy option (a hop count trusts that many proxies). */

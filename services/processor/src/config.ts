@@ -26,6 +26,14 @@ export const ProcessorConfigSchema = Type.Object({
   PROCESSOR_JOBS_GROUP: Type.String({ minLength: 1, default: 'processor-jobs' }),
   /** A job's chunks without a seal for this long (by Kafka timestamps) are dropped as abandoned. */
   PROCESSOR_JOB_SEAL_TIMEOUT_MS: Type.Integer({ minimum: 1_000, default: 600_000 }),
+  /**
+   * Bytes of chunk messages of unsealed jobs the job runner holds, all its partitions together,
+   * and per partition (at least the largest job: a 50 MB CSV makes ~55 MB of chunks). Past
+   * either, the job idle the longest is given up (failed, `buffer_full`). Memory is about three
+   * times the bytes held.
+   */
+  PROCESSOR_JOB_BUFFER_MAX_BYTES: Type.Integer({ minimum: 1_048_576, default: 256 * 1024 * 1024 }),
+  PROCESSOR_JOB_BUFFER_MAX_BYTES_PER_PARTITION: Type.Integer({ minimum: 1_048_576, default: 96 * 1024 * 1024 }),
   /** Same rule as the gateway's: events further in the future are rejected. */
   MAX_FUTURE_SKEW_MS: Type.Integer({ minimum: 0, default: 24 * 60 * 60 * 1000 }),
   /** How often the allowance counters are made exact from ClickHouse; 0 turns it off. */

@@ -30,7 +30,7 @@ const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${co
 const producer = createProducer(kafka);
 const ch = createClickHouseFromConfig(config);
 
-const redis = createRedis({ url: config.REDIS_URL });
+const redis = createRedis({ url: config.REDIS_URL, logger });
 const topic = (key: Parameters<typeof topicName>[1]) => topicName(config.KAFKA_TOPIC_PREFIX, key);
 
 await Promise.all([producer.connect(), redis.connect()]);
@@ -46,6 +46,8 @@ const parts = createProcessor({
   redisKeyPrefix: config.REDIS_KEY_PREFIX,
   jobsGroupId: config.PROCESSOR_JOBS_GROUP,
   jobSealTimeoutMs: config.PROCESSOR_JOB_SEAL_TIMEOUT_MS,
+  jobBufferMaxBytes: config.PROCESSOR_JOB_BUFFER_MAX_BYTES,
+  jobBufferMaxBytesPerPartition: config.PROCESSOR_JOB_BUFFER_MAX_BYTES_PER_PARTITION,
   maxFutureSkewMs: config.MAX_FUTURE_SKEW_MS,
   storageConcurrency: config.STORAGE_CONCURRENCY,
   storageBatchMaxRows: config.STORAGE_BATCH_MAX_ROWS,

@@ -43,6 +43,8 @@ export interface ProcessorDeps {
   jobsGroupId: string;
   redisKeyPrefix?: string;
   jobSealTimeoutMs?: number;
+  jobBufferMaxBytes?: number;
+  jobBufferMaxBytesPerPartition?: number;
   maxFutureSkewMs?: number;
   /** Partitions of events.unique handled at once: all of them, so one insert can gather them. */
   storageConcurrency?: number;
@@ -114,6 +116,8 @@ function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
     validate: createEventValidator({ maxFutureMs: deps.maxFutureSkewMs }),
     now,
     sealTimeoutMs: deps.jobSealTimeoutMs,
+    bufferMaxBytes: deps.jobBufferMaxBytes,
+    bufferMaxBytesPerPartition: deps.jobBufferMaxBytesPerPartition,
     // The job's events now flow to ClickHouse: its reservation becomes what it accepted and the
     // rest is given back (see the usage reconciler). A job that will never run gives everything
     // back. Idempotent, so "at least once" is fine.

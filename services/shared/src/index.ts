@@ -9,6 +9,7 @@ export * from './control-plane/owner-password.js';
 export { normaliseOwnerEmail } from './control-plane/owners.state.js';
 export * from './control-plane/types.js';
 export * from './errors.js';
+export * from './errors-list.js';
 export * from './events/event-record.decode.js';
 export * from './events/identity.js';
 export * from './events/raw-event-message.js';

@@ -169,7 +169,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
           tags,
           params: AccountIdParams,
           body: CreateApiKeyBody,
-          response: { 201: CreatedApiKey, ...problems(400, 401, 404, 503) },
+          response: { 201: CreatedApiKey, ...problems(400, 401, 404, 409, 503) },
         },
         // The body is optional: no body at all means `{}` (the default name).
         preValidation: async (request) => {
@@ -270,6 +270,8 @@ export function toProblem(err: unknown): unknown {
         errors: [{ field: '/plan', code: 'invalid_value', message: err.message }],
         cause: err,
       });
+    case 'api_key_limit':
+      return new ProblemError('conflict', `${err.message[0]?.toUpperCase() ?? ''}${err.message.slice(1)}.`, { cause: err });
     default:
       if (err.retryable) {
         return new ProblemError('unavailable', 'The control plane is temporarily unavailable; retry shortly.', { headers: { 'retry-after': '1' }, cause: err });

@@ -1,27 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import {
-  AppError,
-  type ControlPlane,
-  createAllowance,
-  createControlPlane,
-  createLedgerWriter,
-  createProducer,
-  createRecordStateReader,
-  createRedis,
-  type Producer,
-  type Redis,
-} from '@ingest/shared';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix } from '@ingest/shared/testing';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { registerErrorHandling } from '../http/error-handler.js';
-import { registerJsonBodyParser } from '../http/json-body.js';
-import { adminRoutes } from './admin.routes.js';
+import { type ControlPlane, createControlPlane, createMetricsRegistry, createProducer, createRedis, type Producer, type Redis } from '@ingest/shared';
+import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix } from '@ingest/shared/testing';
+import type { FastifyInstance } from 'fastify';
+import { loadGatewayConfig } from '../config.js';
+import { buildAdminApp } from './admin.app.js';
 
 /**
- * For tests only: the admin API on a minimal fastify app (same body parser, error handling and
- * ajv options as buildApp) over a real control plane on real Kafka, under a fresh topic prefix,
- * and real Redis for the CRM dry-run's reads of the sink's state (a fresh key prefix unless the
- * test shares a sink's).
+ * For tests only: the admin app of the gateway's admin listener (buildAdminApp) over a real
+ * control plane on real Kafka, under a fresh topic prefix, and real Redis for the CRM dry-run's
+ * reads of the sink's state (a fresh key prefix unless the test shares a sink's) and the
+ * admin listener's rate limit, and a fresh ClickHouse database for the billing ledger's reads.
  */
 export interface AdminTestStack {
   kafka: TestKafka;
@@ -35,7 +22,10 @@ export interface AdminTestStack {
 }
 
 export async function startAdminTestStack(options: { redisKeyPrefix?: string } = {}): Promise<AdminTestStack> {
-  const kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'billingLedger']);
+  const [kafka, clickhouse]: [TestKafka, TestClickHouse] = await Promise.all([
+    createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'billingLedger']),
+    createTestClickHouse(),
+  ]);
   const producer = createProducer(kafka.kafka);
   const redis = createRedis({ url: integrationEnv().redisUrl });
   const redisKeyPrefix = options.redisKeyPrefix ?? `t${uniqueSuffix()}:`;
@@ -50,25 +40,15 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
     redis,
     redisKeyPrefix,
     async app(adminToken) {
-      const app = Fastify({
-        loggerInstance: testLogger() as FastifyBaseLogger,
-        genReqId: () => randomUUID(),
-        requestIdHeader: false,
-        ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, useDefaults: false } },
+      const config = loadGatewayConfig({
+        ADMIN_TOKEN: adminToken,
+        REDIS_URL: integrationEnv().redisUrl,
+        REDIS_KEY_PREFIX: redisKeyPrefix,
+        KAFKA_TOPIC_PREFIX: kafka.prefix,
+        // The CLI tests call it often from one address.
+        RATE_LIMIT_PER_MINUTE: '100000',
       });
-      registerJsonBodyParser(app);
-      registerErrorHandling(app);
-      // The ledger is written to its real topic; reading it back needs ClickHouse, which this
-      // stack has not (the billing tests run the whole gateway).
-      const billing = {
-        ledger: createLedgerWriter(producer, kafka.topic('billingLedger')),
-        reader: {
-          list: () => Promise.reject(new AppError('not_in_this_test_stack', 'the admin test stack has no ClickHouse')),
-        },
-        periodUsage: createAllowance({ redis, keyPrefix: redisKeyPrefix }).periodUsage,
-      };
-      const recordStates = createRecordStateReader({ redis, keyPrefix: redisKeyPrefix });
-      await app.register(adminRoutes({ controlPlane, adminToken, recordStates, billing }), { prefix: '/admin/v1' });
+      const app = await buildAdminApp({ config, logger: testLogger(), metrics: createMetricsRegistry('admin-test'), redis, controlPlane, producer, ch: clickhouse.ch });
       await app.ready();
       apps.push(app);
       return app;
@@ -81,7 +61,7 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
       const keys = options.redisKeyPrefix === undefined ? await redis.keys(`${redisKeyPrefix}*`) : [];
       if (keys.length > 0) await redis.del(...keys);
       await redis.close();
-      await kafka.cleanup();
+      await Promise.allSettled([kafka.cleanup(), clickhouse.cleanup()]);
     },
   };
 }

@@ -42,8 +42,18 @@ export function mappingVersionSummaries(cp: ControlPlane, accountId: string): { 
 }
 
 export function mappingVersion(cp: ControlPlane, accountId: string, version: number): StoredMapping {
-  const found = cp.mappingVersions(accountId).find((v) => v.version === version);
-  if (!found) throw new ProblemError('notFound', `Account ${accountId} has no CRM mapping version ${version}.`);
+  const kept = cp.mappingVersions(accountId);
+  const found = kept.find((v) => v.version === version);
+  if (!found) {
+    const oldest = kept[0]?.version;
+    const older = oldest !== undefined && version > 0 && version < oldest;
+    throw new ProblemError(
+      'notFound',
+      older
+        ? `Version ${version} of account ${accountId}'s CRM mapping is older than the ${kept.length} newest versions that are kept readable (from ${oldest}).`
+        : `Account ${accountId} has no CRM mapping version ${version}.`,
+    );
+  }
   return found;
 }
 

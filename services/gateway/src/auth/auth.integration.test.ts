@@ -22,7 +22,7 @@ describe('API keys across replicas', () => {
     const replica = await gw.replica();
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
     const account = (
-      await gw.app.inject({
+      await gw.admin.inject({
         method: 'POST',
         url: '/admin/v1/accounts',
         headers: admin,
@@ -31,7 +31,7 @@ describe('API keys across replicas', () => {
       })
     ).json();
     const created = (
-      await gw.app.inject({
+      await gw.admin.inject({
         method: 'POST',
         url: `/admin/v1/accounts/${account.id}/keys`,
         headers: admin,
@@ -44,7 +44,7 @@ describe('API keys across replicas', () => {
 
     await waitFor(async () => (await usage()).statusCode === 200 || undefined, { description: 'the new key accepted by the replica', timeoutMs: 5_000 });
 
-    const revoked = await gw.app.inject({
+    const revoked = await gw.admin.inject({
       method: 'POST',
       url: `/admin/v1/accounts/${account.id}/keys/${created.key.id}/revoke`,
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },

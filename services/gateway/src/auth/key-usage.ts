@@ -1,4 +1,4 @@
-import type { Logger, Redis } from '@ingest/shared';
+import { type Logger, type Redis, withRedis } from '@ingest/shared';
 
 /**
  * "Last used" of API keys for the dashboard. Recording must not slow ingestion: each replica
@@ -38,7 +38,7 @@ export function createKeyUsage(deps: { redis: Redis; logger: Logger; keyPrefix?:
     },
     async lastUsed(keyIds) {
       if (keyIds.length === 0) return new Map();
-      const values = await deps.redis.mget(...keyIds.map((id) => keyUsedKey(id, deps.keyPrefix)));
+      const values = await withRedis('api key last use', deps.redis.mget(...keyIds.map((id) => keyUsedKey(id, deps.keyPrefix))));
       const out = new Map<string, string>();
       keyIds.forEach((id, i) => {
         const v = values[i];

@@ -10,6 +10,7 @@ import { bodyFingerprint, type IdempotencyStore } from '../jobs/idempotency.stor
 import { IDEMPOTENCY_HEADER, idempotencyKeyOf, refusedClaim, replayed } from '../jobs/idempotent-job.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
+import type { UploadSlotHooks } from '../limits/upload-slots.js';
 import { idempotencyHeaderSchema } from '../jobs/idempotency.schema.js';
 
 export interface BulkRouteDeps {
@@ -17,6 +18,8 @@ export interface BulkRouteDeps {
   allowance: Allowance;
   idempotency: IdempotencyStore;
   metrics: IngestMetrics;
+  /** Taken before the body (up to 16 MiB) is read. */
+  uploadSlots: UploadSlotHooks;
 }
 
 /**
@@ -34,6 +37,7 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
     app.post<{ Body: { events: unknown[] } }>(
       '/events/bulk',
       {
+        ...deps.uploadSlots,
         bodyLimit: 16 * 1024 * 1024,
         validatorCompiler: envelopeValidator(BulkEventsEnvelope),
         schema: {

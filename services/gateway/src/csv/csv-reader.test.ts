@@ -1,5 +1,6 @@
-import type { JobChunkItem } from '@ingest/schemas';
+import { type JobChunkItem, MAX_PROPERTIES } from '@ingest/schemas';
 import { describe, expect, it } from 'vitest';
+import { MAX_CSV_COLUMNS } from './csv-header.js';
 import { ACCOUNT, idOf, lazyRows, problemOf, read, TS } from './csv-test-helpers.js';
 
 describe('readCsvEvents: rows become job chunk items', () => {
@@ -189,6 +190,30 @@ describe('readCsvEvents: header problems fail the file before any chunk', () => 
     expect(problem.kind).toBe('validation');
     expect(problem.errors).toEqual(errors);
     expect(chunks).toEqual([]);
+  });
+
+  it('accepts the widest header the spec allows: the mapped columns and 50 properties', async () => {
+    const properties = Array.from({ length: MAX_PROPERTIES }, (_, i) => `p${i}`);
+    const header = ['event_name', 'timestamp', 'email', 'domain', 'event_id', ...properties];
+    expect(header).toHaveLength(MAX_CSV_COLUMNS);
+    const { items } = await read(`${header.join(',')}\nsignup,${TS},a@x.io,,e-1,${properties.map(() => 'v').join(',')}\n`);
+    expect(Object.keys(items[0]?.event as object)).toContain('properties');
+    expect(Object.keys((items[0]?.event as { properties: object }).properties)).toHaveLength(MAX_PROPERTIES);
+  });
+
+  it('refuses a header wider than that with one error, however wide it is', async () => {
+    for (const width of [MAX_CSV_COLUMNS + 1, 200_000]) {
+      const header = ['event_name', 'timestamp', 'email', ...Array.from({ length: width - 3 }, () => '')].join(',');
+      const problem = await problemOf(read(`${header}\nsignup,${TS},a@x.io\n`));
+      expect(problem.errors).toEqual([
+        {
+          row: 1,
+          code: 'too_many_columns',
+          message: `the header has ${width} columns; at most ${MAX_CSV_COLUMNS} are allowed (event_name, timestamp, email, domain, event_id and 50 properties)`,
+        },
+      ]);
+      expect(problem.errorsTotal).toBe(1);
+    }
   });
 
   it('refuses a header-only file (no_rows) and an empty file (empty_file)', async () => {

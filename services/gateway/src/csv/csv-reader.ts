@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { JobChunkItem } from '@ingest/schemas';
 import { ProblemError } from '../http/problem.js';
 import { type CellProblem, CsvCellReader } from './csv-cells.js';
-import { type CsvHeader, readHeader } from './csv-header.js';
+import { countFields, type CsvHeader, MAX_CSV_COLUMNS, readHeader, tooManyColumns } from './csv-header.js';
 import { type CsvRecord, CsvRecordSplitter } from './csv-records.js';
 import { CsvEventMapper } from './csv-row.js';
 
@@ -24,6 +24,8 @@ export interface CsvReadOptions {
   onChunk(items: JobChunkItem[], seq: number): Promise<void>;
   /** Every byte of the file as read, in order (the Idempotency-Key's body digest). */
   onBytes?(bytes: Buffer): void;
+  /** Called after each record; a promise it returns is awaited (TimeSlicer: take turns with other uploads). */
+  pace?: () => Promise<void> | undefined;
 }
 
 export interface CsvReadResult {
@@ -63,10 +65,15 @@ export async function readCsvEvents(input: NodeJS.ReadableStream | Readable, opt
   const splitter = new CsvRecordSplitter(MAX_RECORD_BYTES);
   const reader = new CsvEventReader(options);
   try {
+    const pace = options.pace ?? (() => undefined);
     for await (const chunk of input) {
       const bytes = toBuffer(chunk);
       options.onBytes?.(bytes);
-      for (const record of splitter.push(bytes)) await reader.handle(record);
+      for (const record of splitter.push(bytes)) {
+        await reader.handle(record);
+        const turn = pace();
+        if (turn) await turn;
+      }
     }
     for (const record of splitter.end()) await reader.handle(record);
   } finally {
@@ -87,6 +94,11 @@ class CsvEventReader {
 
   async handle(record: CsvRecord): Promise<void> {
     if (this.header === null) {
+      // Too wide is answered from a count of the bytes, before fast-csv splits the cells.
+      if (record.kind === 'record') {
+        const fields = countFields(record.bytes);
+        if (fields > MAX_CSV_COLUMNS) throw tooManyColumns(record.row, fields);
+      }
       const header = readHeader(await this.cellsOf(record), record.row);
       this.header = { header, mapper: new CsvEventMapper(header, this.options.accountId) };
       return;

@@ -9,6 +9,8 @@ import type { IdempotencyStore } from '../jobs/idempotency.store.js';
 import { idempotencyKeyOf, refusedClaim, replayed } from '../jobs/idempotent-job.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import { quotaExceeded } from '../limits/quota-headers.js';
+import type { UploadSlotHooks } from '../limits/upload-slots.js';
+import type { TimeSlicer } from '../http/time-slicer.js';
 import { readCsvEvents } from './csv-reader.js';
 
 export const MAX_CSV_BYTES = 50 * 1000 * 1000;
@@ -18,6 +20,10 @@ export interface CsvUploadDeps {
   allowance: Allowance;
   idempotency: IdempotencyStore;
   metrics: IngestMetrics;
+  /** Takes one of the account's and the address's concurrent upload slots (route hooks). */
+  uploadSlots: UploadSlotHooks;
+  /** Uploads read at once take turns on the CPU, so other requests are served in between. */
+  slicer: TimeSlicer;
 }
 
 type FilePart = NonNullable<Awaited<ReturnType<FastifyRequest['file']>>>;
@@ -90,6 +96,7 @@ export async function handleCsvUpload(
       maxRows: MAX_EVENTS_PER_BULK,
       chunkSize: JOB_CHUNK_SIZE,
       onBytes: (bytes) => digest.update(bytes),
+      pace: deps.slicer.pacer(),
       onChunk: async (items) => {
         await job.writeChunk(items);
         const { granted, state } = await deps.allowance.reserveJob(account, job.jobId, items.length, job.receivedAtMs);

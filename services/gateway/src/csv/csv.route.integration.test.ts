@@ -7,6 +7,7 @@ import type { JobMessage } from '@ingest/schemas';
 import { type Account, quotaPeriod } from '@ingest/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
+import { csvMultipart } from '../test-support/multipart.js';
 
 let gw: GatewayFixture;
 
@@ -19,13 +20,8 @@ afterAll(async () => {
 });
 
 function multipart(content: string | Buffer, field = 'file', filename = 'events.csv') {
-  const boundary = `----test${Math.random().toString(16).slice(2)}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: text/csv\r\n\r\n`);
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-  return {
-    payload: Buffer.concat([head, Buffer.isBuffer(content) ? content : Buffer.from(content), tail]),
-    contentType: `multipart/form-data; boundary=${boundary}`,
-  };
+  const { body, contentType } = csvMultipart(content, field, filename);
+  return { payload: body, contentType };
 }
 
 function upload(apiKey: string, body: { payload: Buffer; contentType: string }) {

@@ -16,6 +16,7 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
     app.post(
       '/backfill/csv',
       {
+        ...deps.uploadSlots,
         validatorCompiler: () => () => true,
         schema: {
           summary: 'Upload a CSV file of historical events as a background job',

@@ -11,6 +11,7 @@ import {
   type KafkaClient,
   type Producer,
   type Redis,
+  type Registry,
 } from '@ingest/shared';
 import { createClickHouseEventStore } from '../events/event-store.js';
 import type { FastifyPluginAsync } from 'fastify';
@@ -22,10 +23,12 @@ import { ProblemError } from '../http/problem.js';
 import { deadLettersRoutes } from './deadletters.routes.js';
 import { eventsRoutes } from './events.routes.js';
 import { jobsRoutes } from './jobs.routes.js';
+import { type UploadSlots, uploadSlotHooks } from '../limits/upload-slots.js';
+import type { TimeSlicer } from '../http/time-slicer.js';
 import { keysRoutes } from './keys.routes.js';
 import { mappingRoutes } from './mapping.routes.js';
 import { routeLimits } from './route-options.js';
-import { createSessionGuard } from './session.guard.js';
+import { createSessionGuard, dashboardOf } from './session.guard.js';
 import { sessionRoutes } from './session.routes.js';
 import type { IdempotencyStore } from '../jobs/idempotency.store.js';
 import { createSessionStore } from './session.store.js';
@@ -45,6 +48,10 @@ export interface DashboardDeps {
   jobs: JobWriter;
   idempotency: IdempotencyStore;
   ingestMetrics: IngestMetrics;
+  /** The gateway's concurrent upload slots: the dashboard's uploads count with the API's. */
+  uploadSlots: UploadSlots;
+  slicer: TimeSlicer;
+  metrics: Registry;
   /** The public API's event rules: a mapping dry-run sees the event the sink would. */
   validateEvent: (input: unknown, receivedAtMs: number) => EventCheck;
   /** Dead letters are read with it (a throwaway consumer group) and replayed through the producer. */
@@ -92,6 +99,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
         );
         await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits }));
         await api.register(usageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
+        const uploadSlots = uploadSlotHooks(deps.uploadSlots, deps.metrics, (request) => dashboardOf(request).account.id);
         await api.register(
           jobsRoutes({
             statusStore: deps.jobStatus,
@@ -99,6 +107,8 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             allowance: deps.allowance,
             idempotency: deps.idempotency,
             metrics: deps.ingestMetrics,
+            uploadSlots,
+            slicer: deps.slicer,
             limits,
           }),
         );
@@ -110,7 +120,9 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             now: deps.now,
           }),
         );
-        await api.register(deadLettersRoutes({ kafka: deps.kafka, producer: deps.producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, limits }));
+        await api.register(
+          deadLettersRoutes({ kafka: deps.kafka, producer: deps.producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, limits, metrics: deps.metrics }),
+        );
         await api.register(
           mappingRoutes({
             controlPlane: deps.controlPlane,

@@ -309,7 +309,7 @@ describe('owners through the admin API', () => {
   it('creates an owner with a generated password shown once, refuses duplicates (409) and unknown accounts (404)', async () => {
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
     const email = `Admin-Made-${Date.now()}@Example.com`;
-    const created = await gw.app.inject({
+    const created = await gw.admin.inject({
       method: 'POST',
       url: `/admin/v1/accounts/${a.accountId}/owners`,
       headers: admin,
@@ -323,7 +323,7 @@ describe('owners through the admin API', () => {
     expect(body.password).toMatch(/^[A-Za-z0-9_-]{20}$/);
     expect((await signInRequest(gw.app, email, body.password)).statusCode).toBe(200);
 
-    const duplicate = await gw.app.inject({
+    const duplicate = await gw.admin.inject({
       method: 'POST',
       url: `/admin/v1/accounts/${a.accountId}/owners`,
       headers: admin,
@@ -331,7 +331,7 @@ describe('owners through the admin API', () => {
       remoteAddress: randomClientIp(),
     });
     expect(duplicate.statusCode).toBe(409);
-    const unknown = await gw.app.inject({
+    const unknown = await gw.admin.inject({
       method: 'POST',
       url: '/admin/v1/accounts/acc_nope/owners',
       headers: admin,
@@ -339,7 +339,7 @@ describe('owners through the admin API', () => {
       remoteAddress: randomClientIp(),
     });
     expect(unknown.statusCode).toBe(404);
-    const short = await gw.app.inject({
+    const short = await gw.admin.inject({
       method: 'POST',
       url: `/admin/v1/accounts/${a.accountId}/owners`,
       headers: admin,

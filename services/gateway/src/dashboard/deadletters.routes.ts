@@ -1,18 +1,18 @@
 import {
   allTopicSpecs,
   type DeadLetterEntry,
-  deadLetterAccountId,
   entryPosition,
   type KafkaClient,
   planReplay,
   type Producer,
-  readDeadLetters,
+  type Registry,
   replayDeadLetters,
   topicName,
 } from '@ingest/shared';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { ProblemError } from '../http/problem.js';
+import { createDeadLetterReader } from './deadletters.reader.js';
 import type { RouteLimits } from './route-options.js';
 import { dashboardOf } from './session.guard.js';
 
@@ -49,33 +49,50 @@ export interface DeadLetterView {
  * letters go to crm.replay). A letter belongs to an account by its key and value
  * (deadLetterAccountId); any other letter is "not found".
  */
-export function deadLettersRoutes(deps: { kafka: KafkaClient | undefined; producer: Producer; topicPrefix: string; limits: RouteLimits }): FastifyPluginAsync {
+export function deadLettersRoutes(deps: {
+  kafka: KafkaClient | undefined;
+  producer: Producer;
+  topicPrefix: string;
+  limits: RouteLimits;
+  metrics: Registry;
+}): FastifyPluginAsync {
   return async (app) => {
     const topics = {
       events: { topic: topicName(deps.topicPrefix, 'deadLetters'), replayTopic: undefined },
       crm: { topic: topicName(deps.topicPrefix, 'crmDeadLetters'), replayTopic: topicName(deps.topicPrefix, 'crmReplay') },
     } as const;
-
-    const read = async (which: 'events' | 'crm', accountId: string, extra: (e: DeadLetterEntry) => boolean = () => true) => {
-      if (!deps.kafka) throw new ProblemError('unavailable', 'Dead letters cannot be read by this gateway (no Kafka client configured).');
-      return readDeadLetters(deps.kafka, topics[which].topic, {
-        limit: DEAD_LETTER_LIST_LIMIT + 1,
-        filter: (e) => deadLetterAccountId(e) === accountId && extra(e),
-        timeoutMs: READ_TIMEOUT_MS,
-      });
+    const reader = deps.kafka
+      ? createDeadLetterReader({
+          kafka: deps.kafka,
+          topics: { events: topics.events.topic, crm: topics.crm.topic },
+          metrics: deps.metrics,
+          limit: DEAD_LETTER_LIST_LIMIT + 1,
+          view: toView,
+          timeoutMs: READ_TIMEOUT_MS,
+        })
+      : undefined;
+    const readerOf = () => {
+      if (!reader) throw new ProblemError('unavailable', 'Dead letters cannot be read by this gateway (no Kafka client configured).');
+      return reader;
     };
 
-    app.get('/deadletters', { ...deps.limits.api, schema: { hide: true } }, async (request) => {
-      const { account } = dashboardOf(request);
-      const [events, crm] = await Promise.all([read('events', account.id), read('crm', account.id)]);
-      const views = [
-        ...events.slice(0, DEAD_LETTER_LIST_LIMIT).map((e) => toView('events', e)),
-        ...crm.slice(0, DEAD_LETTER_LIST_LIMIT).map((e) => toView('crm', e)),
-      ];
-      // Newest failure first.
-      views.sort((x, y) => (x.failedAt < y.failedAt ? 1 : x.failedAt > y.failedAt ? -1 : 0));
-      return { entries: views, truncated: events.length > DEAD_LETTER_LIST_LIMIT || crm.length > DEAD_LETTER_LIST_LIMIT };
-    });
+    // `refresh=true` (the page's Refresh button): letters read after the click, not the cached list.
+    app.get<{ Querystring: { refresh?: 'true' | 'false' } }>(
+      '/deadletters',
+      {
+        ...deps.limits.api,
+        schema: { hide: true, querystring: Type.Object({ refresh: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])) }) },
+      },
+      async (request) => {
+        const { account } = dashboardOf(request);
+        const fresh = request.query.refresh === 'true';
+        const [events, crm] = await Promise.all([readerOf().list('events', account.id, { fresh }), readerOf().list('crm', account.id, { fresh })]);
+        const views = [...events.slice(0, DEAD_LETTER_LIST_LIMIT), ...crm.slice(0, DEAD_LETTER_LIST_LIMIT)];
+        // Newest failure first.
+        views.sort((x, y) => (x.failedAt < y.failedAt ? 1 : x.failedAt > y.failedAt ? -1 : 0));
+        return { entries: views, truncated: events.length > DEAD_LETTER_LIST_LIMIT || crm.length > DEAD_LETTER_LIST_LIMIT };
+      },
+    );
 
     app.post<{ Body: { topic: 'events' | 'crm'; position: string } }>(
       '/deadletters/replay',
@@ -87,8 +104,8 @@ export function deadLettersRoutes(deps: { kafka: KafkaClient | undefined; produc
           .split('/')
           .map((n) => BigInt(n).toString())
           .join('/');
-        const found = (await read(which, account.id, (e) => entryPosition(e) === normalised)).slice(0, 1);
-        const entry = found[0];
+        const entry = await readerOf().find(which, account.id, (e) => entryPosition(e) === normalised);
+        const found = entry ? [entry] : [];
         if (!entry)
           throw new ProblemError('notFound', `No dead letter of this account at ${normalised} in ${which === 'crm' ? 'crm.deadletter' : 'events.deadletter'}.`);
         const { topic, replayTopic } = topics[which];
@@ -109,6 +126,7 @@ export function deadLettersRoutes(deps: { kafka: KafkaClient | undefined; produc
   };
 }
 
+/** What the list shows of a letter (and what the cache keeps: never its value). */
 function toView(topic: 'events' | 'crm', e: DeadLetterEntry): DeadLetterView {
   let eventId: string | null = null;
   let eventName: string | null = null;

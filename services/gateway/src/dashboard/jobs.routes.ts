@@ -43,7 +43,7 @@ export function jobsRoutes(deps: JobsRoutesDeps): FastifyPluginAsync {
 
     app.post(
       '/jobs/csv',
-      { ...deps.limits.api, validatorCompiler: () => () => true, schema: { hide: true, response: { 202: BulkJobReceipt } } },
+      { ...deps.limits.api, ...deps.uploadSlots, validatorCompiler: () => () => true, schema: { hide: true, response: { 202: BulkJobReceipt } } },
       async (request, reply) => handleCsvUpload(request, reply, dashboardOf(request).account, deps, '/dashboard/api/jobs/csv'),
     );
   };

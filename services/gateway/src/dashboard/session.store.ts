@@ -1,8 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Redis } from '@ingest/shared';
+import { type Redis, withRedis } from '@ingest/shared';
 
 /**
- * Dashboard sessions in Redis, so any gateway replica serves any signed-in owner. The cookie
+ * Dashboard sessions in Redis, so any gateway replica serves any signed-in owner. Without Redis
+ * no session can be checked: every call fails with `redis_unavailable` (503), never a 500. The cookie
  * holds a random 32-byte id; Redis holds only its SHA-256, so a leaked Redis dump signs no one
  * in. A session ends after `idleSeconds` without use (the key's TTL, renewed on use) and
  * `maxSeconds` after sign-in whatever happens.
@@ -37,7 +38,7 @@ export function createSessionStore(deps: SessionStoreDeps): SessionStore {
   const keyOf = (token: string) => `${deps.keyPrefix ?? ''}dashboard:session:${createHash('sha256').update(token).digest('hex')}`;
   const ttlMs = (createdAtMs: number) => Math.min(deps.idleSeconds * 1000, createdAtMs + deps.maxSeconds * 1000 - now());
 
-  return {
+  const store: SessionStore = {
     async create(owner) {
       const token = randomBytes(32).toString('base64url');
       const session: Session = { ...owner, csrfToken: randomBytes(32).toString('base64url'), createdAtMs: now() };
@@ -61,6 +62,11 @@ export function createSessionStore(deps: SessionStoreDeps): SessionStore {
     async destroy(token) {
       if (TOKEN_PATTERN.test(token)) await deps.redis.del(keyOf(token));
     },
+  };
+  return {
+    create: (owner) => withRedis('dashboard session', store.create(owner)),
+    get: (token) => withRedis('dashboard session', store.get(token)),
+    destroy: (token) => withRedis('dashboard session', store.destroy(token)),
   };
 }
 

@@ -1,5 +1,5 @@
 import { type EventRecord, EventsEnvelope, EventsReceipt, EventsRequest } from '@ingest/schemas';
-import { type Allowance, type EventCheck, isRetryable, type Producer, rawEventMessage, toEventRecord } from '@ingest/shared';
+import { type Allowance, boundErrors, type EventCheck, isRetryable, type Producer, rawEventMessage, toEventRecord } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
@@ -123,7 +123,8 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
           rejected: request.body.events.length - accepted.length,
           requestId: String(request.id),
           eventIds: accepted.map((v) => v.record.eventId),
-          ...(errors.length > 0 ? { errors } : {}),
+          // The first 100 errors (with errorsTotal when there were more), like every errors[].
+          ...(errors.length > 0 ? boundErrors(errors) : {}),
         });
       },
     );

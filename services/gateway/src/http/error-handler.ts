@@ -54,7 +54,9 @@ export function sendProblem(reply: FastifyReply, error: ProblemError): FastifyRe
   return reply
     .code(error.status)
     .type(PROBLEM_CONTENT_TYPE)
-    .send(problemBody(error.kind, error.detail, String(reply.request.id), { errors: error.errors, extensions: error.extensions }));
+    .send(
+      problemBody(error.kind, error.detail, String(reply.request.id), { errors: error.errors, errorsTotal: error.errorsTotal, extensions: error.extensions }),
+    );
 }
 
 /**

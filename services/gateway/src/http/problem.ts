@@ -1,4 +1,5 @@
 import { ProblemDetails } from '@ingest/schemas';
+import { boundErrors } from '@ingest/shared';
 
 /**
  * RFC 9457 problem details. Every error response of the API is one of these, with the
@@ -27,6 +28,9 @@ export interface ProblemBody {
   detail: string;
   requestId: string;
   errors?: FieldError[];
+  /** Present only when `errors` lists the first 100 of more. */
+  errorsTotal?: number;
+  errorsTruncated?: true;
   [extension: string]: unknown;
 }
 
@@ -42,6 +46,7 @@ export const PROBLEMS = {
   forbidden: { status: 403, type: '/problems/forbidden', title: 'Not allowed' },
   notFound: { status: 404, type: '/problems/not-found', title: 'Not found' },
   methodNotAllowed: { status: 405, type: '/problems/method-not-allowed', title: 'Method not allowed' },
+  requestTimeout: { status: 408, type: '/problems/request-timeout', title: 'Request timed out' },
   conflict: { status: 409, type: '/problems/conflict', title: 'Conflict' },
   idempotencyKeyInUse: { status: 409, type: '/problems/idempotency-key-in-use', title: 'A request with this Idempotency-Key is in progress' },
   preconditionFailed: { status: 412, type: '/problems/precondition-failed', title: 'Precondition failed' },
@@ -59,20 +64,31 @@ export type ProblemKind = keyof typeof PROBLEMS;
 export class ProblemError extends Error {
   readonly kind: ProblemKind;
   readonly detail: string;
+  /** At most MAX_ERRORS_LISTED; `errorsTotal` counts all that were found. */
   readonly errors: FieldError[] | undefined;
+  readonly errorsTotal: number;
   readonly extensions: Record<string, unknown>;
   readonly headers: Record<string, string>;
 
   constructor(
     kind: ProblemKind,
     detail: string,
-    options: { errors?: FieldError[]; extensions?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+    options: {
+      errors?: FieldError[];
+      /** When the caller kept only the first errors itself (BoundedErrors): how many it found. */
+      errorsTotal?: number;
+      extensions?: Record<string, unknown>;
+      headers?: Record<string, string>;
+      cause?: unknown;
+    } = {},
   ) {
     super(detail, { cause: options.cause });
     this.name = 'ProblemError';
     this.kind = kind;
     this.detail = detail;
-    this.errors = options.errors;
+    const bounded = options.errors ? boundErrors(options.errors) : undefined;
+    this.errors = bounded?.errors;
+    this.errorsTotal = Math.max(options.errorsTotal ?? 0, bounded?.errorsTotal ?? bounded?.errors.length ?? 0);
     this.extensions = options.extensions ?? {};
     this.headers = options.headers ?? {};
   }
@@ -86,17 +102,20 @@ export function problemBody(
   kind: ProblemKind,
   detail: string,
   requestId: string,
-  extra: { errors?: FieldError[]; extensions?: Record<string, unknown> } = {},
+  extra: { errors?: FieldError[]; errorsTotal?: number; extensions?: Record<string, unknown> } = {},
 ): ProblemBody {
   const { status, type, title } = PROBLEMS[kind];
+  const listed = extra.errors ? boundErrors(extra.errors) : undefined;
+  const total = Math.max(extra.errorsTotal ?? 0, listed?.errorsTotal ?? 0);
   return {
+    ...extra.extensions,
     type,
     title,
     status,
     detail,
     requestId,
-    ...(extra.errors && extra.errors.length > 0 ? { errors: extra.errors } : {}),
-    ...extra.extensions,
+    ...(listed && listed.errors.length > 0 ? { errors: listed.errors } : {}),
+    ...(listed && total > listed.errors.length ? { errorsTotal: total, errorsTruncated: true as const } : {}),
   };
 }
 

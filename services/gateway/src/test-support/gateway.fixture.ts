@@ -32,6 +32,7 @@ import {
   waitFor,
 } from '@ingest/shared/testing';
 import type { FastifyInstance } from 'fastify';
+import { buildAdminApp } from '../admin/admin.app.js';
 import { buildApp } from '../app.js';
 import { loadGatewayConfig } from '../config.js';
 
@@ -39,6 +40,8 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
 export interface GatewayFixture {
   app: FastifyInstance;
+  /** The admin API (its own listener in production), on the same control plane and Redis. */
+  admin: FastifyInstance;
   kafka: TestKafka;
   /** The gateway's ClickHouse database (fresh, migrated); tests insert stored events here. */
   clickhouse: TestClickHouse;
@@ -47,8 +50,8 @@ export interface GatewayFixture {
   controlPlane: ControlPlane;
   /** The main app's metrics registry (what its /metrics serves). */
   metrics: Registry;
-  /** Another gateway replica: its own app and control plane, the same Kafka topics and Redis. */
-  replica(): Promise<FastifyInstance>;
+  /** Another gateway replica: its own app and control plane, the same Kafka topics and Redis; `env` changes its settings. */
+  replica(env?: Record<string, string>): Promise<FastifyInstance>;
   /** Creates an account with a fresh key. */
   newAccount(plan?: Plan): Promise<{ account: Account; apiKey: string; keyId: string }>;
   /** Reads every message of a topic from the beginning until `until` holds. */
@@ -68,16 +71,18 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
   const integration = integrationEnv();
   const [kafka, clickhouse] = await Promise.all([createTestKafka(TOPICS), createTestClickHouse(integration)]);
   const logger = testLogger();
-  const config = loadGatewayConfig({
+  const baseEnv = {
     KAFKA_BROKERS: integration.kafkaBrokers,
     REDIS_URL: integration.redisUrl,
     CLICKHOUSE_URL: integration.clickhouseUrl,
     KAFKA_TOPIC_PREFIX: kafka.prefix,
     ADMIN_TOKEN,
     ...env,
-  });
+  };
+  const config = loadGatewayConfig(baseEnv);
   const producer = createProducer(kafka.kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
-  const redis = createRedis({ url: integration.redisUrl });
+  // A test may give the gateway a Redis of its own (e.g. one it stops).
+  const redis = createRedis({ url: env.REDIS_URL ?? integration.redisUrl, failFast: true, logger });
   await Promise.all([producer.connect(), redis.connect()]);
   const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
   await controlPlane.start();
@@ -96,21 +101,25 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     ...(options.now ? { now: options.now } : {}),
   });
   await app.ready();
+  const admin = await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch: clickhouse.ch, ...(options.now ? { now: options.now } : {}) });
+  await admin.ready();
   const replicas: { app: FastifyInstance; controlPlane: ControlPlane }[] = [];
 
   return {
     app,
+    admin,
     kafka,
     clickhouse,
     redis,
     producer,
     controlPlane,
     metrics,
-    async replica() {
+    async replica(replicaEnv = {}) {
+      const replicaConfig = loadGatewayConfig({ ...baseEnv, ...replicaEnv });
       const replicaControlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
       await replicaControlPlane.start();
       const replicaApp = await buildApp({
-        config,
+        config: replicaConfig,
         logger,
         metrics: createMetricsRegistry('gateway-replica'),
         producer,
@@ -158,6 +167,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
         await r.controlPlane.stop();
       }
       await app.close();
+      await admin.close();
       await controlPlane.stop();
       await producer.disconnect();
       await redis.close();

@@ -87,7 +87,8 @@ export const api = {
     return call<{ limit: number; events: DebuggerEvent[] }>('GET', `/events${qs ? `?${qs}` : ''}`);
   },
   event: (eventId: string) => call<StoredEventView>('GET', `/events/${encodeURIComponent(eventId)}`),
-  deadLetters: () => call<{ entries: DeadLetterView[]; truncated: boolean }>('GET', '/deadletters'),
+  /** `refresh`: read after now (the server caches an account's list for a few seconds otherwise). */
+  deadLetters: (refresh = false) => call<{ entries: DeadLetterView[]; truncated: boolean }>('GET', refresh ? '/deadletters?refresh=true' : '/deadletters'),
   replayDeadLetter: (letter: Pick<DeadLetterView, 'topic' | 'position'>) =>
     call<{ replayed: DeadLetterView; to: string }>('POST', '/deadletters/replay', { topic: letter.topic, position: letter.position }),
   dryRun: (event: unknown, mapping?: unknown) => call<DryRunView>('POST', '/mapping/dry-run', mapping === undefined ? { event } : { event, mapping }),

@@ -16,4 +16,12 @@ describe("the browser's CSV header check", () => {
     ]);
     expect(csvHeaderProblems(['event_name', 'timestamp'])).toEqual(['The header needs an email or a domain column (or both).']);
   });
+
+  it('refuses a header wider than 55 columns with one problem, as the gateway does', () => {
+    const properties = Array.from({ length: 50 }, (_, i) => `p${i}`);
+    expect(csvHeaderProblems(['event_name', 'timestamp', 'email', 'domain', 'event_id', ...properties])).toEqual([]);
+    expect(csvHeaderProblems(['event_name', 'timestamp', 'email', ...Array.from({ length: 199_997 }, () => '')])).toEqual([
+      'The header has 200000 columns; at most 55 are allowed (event_name, timestamp, email, domain, event_id and 50 properties).',
+    ]);
+  });
 });

@@ -3,7 +3,13 @@
  * uploading it. The same rules as the gateway's csv-header.ts, which stays the authority: a
  * file that passes here is still checked there.
  */
+/** The gateway's MAX_CSV_COLUMNS: event_name, timestamp, email, domain, event_id and 50 properties. */
+const MAX_COLUMNS = 55;
+
 export function csvHeaderProblems(header: readonly string[]): string[] {
+  // One problem for a header too wide, as the gateway says it (and no list as long as the header).
+  if (header.length > MAX_COLUMNS)
+    return [`The header has ${header.length} columns; at most ${MAX_COLUMNS} are allowed (event_name, timestamp, email, domain, event_id and 50 properties).`];
   const names = header.map((h) => h.trim());
   const problems: string[] = [];
   const has = (n: string) => names.includes(n);

@@ -89,7 +89,7 @@ async function send(apiKey: string, batch: unknown[]) {
 }
 
 async function ledger(query: string): Promise<BillingLedgerRecord[]> {
-  const res = await gw.app.inject({ method: 'GET', url: `/admin/v1/billing/ledger?${query}`, headers: admin, remoteAddress: randomClientIp() });
+  const res = await gw.admin.inject({ method: 'GET', url: `/admin/v1/billing/ledger?${query}`, headers: admin, remoteAddress: randomClientIp() });
   expect(res.statusCode).toBe(200);
   return res.json<{ records: BillingLedgerRecord[] }>().records;
 }
@@ -120,7 +120,7 @@ describe('billing ledger', () => {
     );
     // A moves from pro to growth in the middle of the month.
     clock += 24 * HOUR;
-    const changed = await gw.app.inject({ method: 'PUT', url: `/admin/v1/accounts/${a.account.id}/plan`, headers: admin, payload: { plan: 'growth' } });
+    const changed = await gw.admin.inject({ method: 'PUT', url: `/admin/v1/accounts/${a.account.id}/plan`, headers: admin, payload: { plan: 'growth' } });
     expect(changed.statusCode).toBe(200);
     // B (free, 1,000) sends 1,005 events: 5 are refused for the allowance.
     for (let i = 0; i < 10; i++) await send(b.apiKey, events(`b${i}`, 100));
@@ -176,7 +176,7 @@ describe('billing ledger', () => {
     expect(after).toEqual(before);
 
     // The same records as CSV, for invoicing.
-    const csv = await gw.app.inject({
+    const csv = await gw.admin.inject({
       method: 'GET',
       url: `/admin/v1/billing/ledger?period=${period.id}&accountId=${b.account.id}&format=csv`,
       headers: admin,

@@ -25,6 +25,8 @@ export interface ProcessorSetup {
   groups: { storage: string; dedupe: string; jobs: string };
   /** Log files are named `chaos-<label>-<n>.log`. */
   label: string;
+  /** More settings of the processes (e.g. PROCESSOR_STAGES, buffer caps). */
+  env?: Record<string, string>;
 }
 
 export interface ProcessorProcess {
@@ -44,9 +46,9 @@ export interface ProcessorProcess {
   metrics(): Promise<string>;
 }
 
-export function processorSetup(topicPrefix: string, database: string, label: string): ProcessorSetup {
+export function processorSetup(topicPrefix: string, database: string, label: string, env: Record<string, string> = {}): ProcessorSetup {
   const suffix = uniqueSuffix();
-  return { topicPrefix, database, label, groups: { storage: `storage-${suffix}`, dedupe: `dedupe-${suffix}`, jobs: `jobs-${suffix}` } };
+  return { topicPrefix, database, label, env, groups: { storage: `storage-${suffix}`, dedupe: `dedupe-${suffix}`, jobs: `jobs-${suffix}` } };
 }
 
 /** Starts processes, remembers them, and kills whatever is still running at the end of a test. */
@@ -152,6 +154,7 @@ async function startProcessor(setup: ProcessorSetup, name: string, track: (p: Pr
         PROCESSOR_OPS_HOST: '127.0.0.1',
         PROCESSOR_OPS_PORT: String(port),
         USAGE_RECONCILE_INTERVAL_MS: '0',
+        ...setup.env,
       },
     });
   } finally {

@@ -24,19 +24,19 @@ export function baseStatus(stored: JobStatus | undefined, sealed: JobSealed): Jo
 
 /** Counts always replace the stored ones: a re-run after a crash starts again from zero. */
 export function processingStatus(base: JobStatus, counts: JobCounts, startedAt: string, now: string): JobStatus {
-  const { failureReason: _dropped, ...rest } = base;
+  const rest = withoutCounts(base);
   return { ...rest, ...counts, status: 'processing', startedAt, completedAt: null, updatedAt: now };
 }
 
 export function completedStatus(base: JobStatus, counts: JobCounts, startedAt: string, now: string): JobStatus {
-  const { failureReason: _dropped, ...rest } = base;
+  const rest = withoutCounts(base);
   return { ...rest, ...counts, status: 'completed', startedAt, completedAt: now, updatedAt: now };
 }
 
 /** Nothing of a failed job was written: its counts stay at zero. */
 export function failedStatus(base: JobStatus, reason: string, now: string): JobStatus {
   return {
-    ...base,
+    ...withoutCounts(base),
     status: 'failed',
     processed: 0,
     accepted: 0,
@@ -48,6 +48,26 @@ export function failedStatus(base: JobStatus, reason: string, now: string): JobS
     updatedAt: now,
     failureReason: reason,
   };
+}
+
+/**
+ * A job given up before its seal (its upload stalled, or the runner's buffer was full): failed
+ * with the reason, nothing of it written; `totalEvents` counts the events received so far.
+ */
+export function abandonedStatus(
+  job: { jobId: string; accountId: string; source: JobStatus['source'] },
+  received: number,
+  reason: string,
+  now: string,
+): JobStatus {
+  const base = queuedJobStatus({ jobId: job.jobId, accountId: job.accountId, source: job.source, totalEvents: received, atMs: Date.parse(now) });
+  return failedStatus(base, reason, now);
+}
+
+/** A stored status without what a new status recomputes: the reason of a failure and the error total of an earlier run. */
+function withoutCounts(base: JobStatus): Omit<JobStatus, 'failureReason' | 'errorsTotal' | 'errorsTruncated'> {
+  const { failureReason: _reason, errorsTotal: _total, errorsTruncated: _truncated, ...rest } = base;
+  return rest;
 }
 
 export type CompletenessCheck = { ok: true; chunks: JobChunk[] } | { ok: false; reason: string };

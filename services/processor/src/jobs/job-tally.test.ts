@@ -68,9 +68,10 @@ describe('JobTally (bulk)', () => {
     const tally = new JobTally({ jobId: 'job-1', accountId: 'acc_1', source: 'bulk' }, validate);
     const items = Array.from({ length: 150 }, (_, index) => ({ index, event: { eventName: 'x', email: 'not-an-email', domain: 'not a domain' } }));
     tally.addChunk(chunk(0, items));
-    const { errors, rejected, processed } = tally.counts();
+    const { errors, rejected, processed, errorsTotal, errorsTruncated } = tally.counts();
     expect({ rejected, processed }).toEqual({ rejected: 150, processed: 150 });
     expect(errors).toHaveLength(MAX_JOB_ERRORS);
+    expect({ errorsTotal, errorsTruncated }).toEqual({ errorsTotal: 300, errorsTruncated: true });
     // Two errors per event: events 0..49 fill the list.
     expect(errors.slice(0, 2).map((e) => e.field)).toEqual(['/events/0/email', '/events/0/domain']);
     expect(errors.at(-1)?.field).toBe('/events/49/domain');

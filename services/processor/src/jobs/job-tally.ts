@@ -1,11 +1,11 @@
-import type { EventRecord, JobChunk, JobChunkItem, JobStatus } from '@ingest/schemas';
-import { type EventCheck, toEventRecord } from '@ingest/shared';
+import { type EventRecord, type JobChunk, type JobChunkItem, type JobStatus, MAX_ERRORS_LISTED } from '@ingest/schemas';
+import { BoundedErrors, type EventCheck, toEventRecord } from '@ingest/shared';
 
 export type JobError = JobStatus['errors'][number];
 export type ValidateEvent = (input: unknown, receivedAtMs: number) => EventCheck;
 
-/** GET /v1/jobs/{jobId} shows the first errors only (the schema's maxItems). */
-export const MAX_JOB_ERRORS = 100;
+/** GET /v1/jobs/{jobId} shows the first errors only (the schema's maxItems), and how many there were. */
+export const MAX_JOB_ERRORS = MAX_ERRORS_LISTED;
 
 export interface JobIdentity {
   jobId: string;
@@ -19,6 +19,9 @@ export interface JobCounts {
   rejected: number;
   duplicates: number;
   errors: JobError[];
+  /** Only when `errors` lists the first MAX_JOB_ERRORS of more. */
+  errorsTotal?: number;
+  errorsTruncated?: true;
 }
 
 /**
@@ -35,7 +38,8 @@ export class JobTally {
   private readonly acceptedIds = new Set<string>();
   /** Rejected events by the code of their first error (all of them, unlike `errors`). */
   private readonly codes = new Map<string, number>();
-  private readonly state: JobCounts = { processed: 0, accepted: 0, rejected: 0, duplicates: 0, errors: [] };
+  private readonly state = { processed: 0, accepted: 0, rejected: 0, duplicates: 0 };
+  private readonly errors = new BoundedErrors<JobError>(MAX_JOB_ERRORS);
 
   constructor(
     private readonly job: JobIdentity,
@@ -43,7 +47,7 @@ export class JobTally {
   ) {}
 
   counts(): JobCounts {
-    return { ...this.state, errors: [...this.state.errors] };
+    return { ...this.state, ...this.errors.fields() };
   }
 
   rejectionCodes(): ReadonlyMap<string, number> {
@@ -81,10 +85,7 @@ export class JobTally {
     this.state.rejected += 1;
     const code = errors[0]?.code ?? 'invalid';
     this.codes.set(code, (this.codes.get(code) ?? 0) + 1);
-    for (const e of errors) {
-      if (this.state.errors.length >= MAX_JOB_ERRORS) return;
-      this.state.errors.push(e);
-    }
+    this.errors.push(...errors);
   }
 
   private itemError(item: JobChunkItem, error: NonNullable<JobChunkItem['error']>): JobError {

@@ -43,7 +43,7 @@ export type JobRunOutcome = 'finished' | 'interrupted';
  */
 export function createJobExecutor(
   deps: JobExecutorDeps,
-): (sealed: JobSealed, chunks: ReadonlyMap<number, JobChunk>, control: JobControl) => Promise<JobRunOutcome> {
+): (sealed: JobSealed, chunks: ReadonlyMap<number, JobChunk>, control: JobControl, abandonedReason?: string) => Promise<JobRunOutcome> {
   const iso = (ms: number) => new Date(ms).toISOString();
 
   /** `rejectionCodes`: the job's rejected events by the code of their first error. */
@@ -59,7 +59,7 @@ export function createJobExecutor(
     await deps.onJobFinished?.(status, receivedAtMs);
   }
 
-  return async (sealed, chunks, control) => {
+  return async (sealed, chunks, control, abandonedReason) => {
     const log = deps.logger.child({ jobId: sealed.jobId, accountId: sealed.accountId, source: sealed.source });
     const stored = await deps.statusStore.get(sealed.jobId);
     if (isFinal(stored)) {
@@ -72,7 +72,8 @@ export function createJobExecutor(
 
     const startMs = deps.now();
     const base = baseStatus(stored, sealed);
-    const complete = checkComplete(sealed, chunks, base.totalEvents);
+    // Its chunks were given up before the seal came (job-buffers.ts): it cannot run.
+    const complete = abandonedReason === undefined ? checkComplete(sealed, chunks, base.totalEvents) : ({ ok: false, reason: abandonedReason } as const);
     if (!complete.ok) {
       const status = failedStatus(base, complete.reason, iso(startMs));
       await deps.statusStore.put(status);

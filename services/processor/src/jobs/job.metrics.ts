@@ -1,5 +1,5 @@
 import { createEventOutcomeMetrics, type EventOutcomeMetrics, METRIC_NAMES, type Registry } from '@ingest/shared';
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 
 export interface JobMetrics {
   /** labels: source, status (completed | failed) */
@@ -8,8 +8,8 @@ export interface JobMetrics {
   duration: Histogram<'source' | 'status'>;
   /** Counted once per finished job from its final counts; labels: source, outcome (accepted | rejected | duplicate). */
   events: Counter<'source' | 'outcome'>;
-  /** labels: source */
-  abandoned: Counter<'source'>;
+  /** Jobs given up before their seal; labels: source, reason (idle | buffer_full). */
+  abandoned: Counter<'source' | 'reason'>;
   /**
    * ingest_events_accepted_total / ingest_events_rejected_total for source bulk and csv, the
    * gateway's counters of POST /v1/events continued: counted once per finished job.
@@ -19,7 +19,16 @@ export interface JobMetrics {
 
 const SOURCES = ['bulk', 'csv'] as const;
 
-export function createJobMetrics(registry: Registry): JobMetrics {
+/** `bufferedBytes`: the bytes of unsealed jobs' chunks held now (exported as a gauge). */
+export function createJobMetrics(registry: Registry, bufferedBytes: () => number = () => 0): JobMetrics {
+  new Gauge({
+    name: METRIC_NAMES.jobBufferBytes,
+    help: 'Bytes of chunk messages of unsealed jobs held by the job runner (capped by PROCESSOR_JOB_BUFFER_MAX_BYTES)',
+    registers: [registry],
+    collect() {
+      this.set(bufferedBytes());
+    },
+  });
   const metrics: JobMetrics = {
     finished: new Counter({
       name: METRIC_NAMES.jobsFinished,
@@ -42,15 +51,15 @@ export function createJobMetrics(registry: Registry): JobMetrics {
     }),
     abandoned: new Counter({
       name: METRIC_NAMES.jobsAbandoned,
-      help: 'Jobs dropped because no seal arrived within the seal timeout',
-      labelNames: ['source'],
+      help: 'Jobs given up before their seal: idle (no chunk or seal within the seal timeout) or buffer_full (the job buffer cap was reached and the job was the idlest)',
+      labelNames: ['source', 'reason'],
       registers: [registry],
     }),
     outcomes: createEventOutcomeMetrics(registry, SOURCES),
   };
   // Every known label combination starts at zero, so rate() and the alerts see it from the first scrape.
   for (const source of SOURCES) {
-    metrics.abandoned.inc({ source }, 0);
+    for (const reason of ['idle', 'buffer_full']) metrics.abandoned.inc({ source, reason }, 0);
     for (const status of ['completed', 'failed']) {
       metrics.finished.inc({ source, status }, 0);
       metrics.duration.zero({ source, status });

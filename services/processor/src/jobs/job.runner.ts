@@ -16,11 +16,16 @@ import {
 } from '@ingest/shared';
 import { createJobExecutor, createRawEventsOutput } from './job.executor.js';
 import { createJobMetrics } from './job.metrics.js';
-import { PartitionJobs } from './job-buffers.js';
+import { ABANDON_REASONS, type AbandonedJob, JobBufferBudget, PartitionJobs } from './job-buffers.js';
+import { abandonedStatus, isFinal } from './job-status.transitions.js';
 import { createJobMessageDecoder } from './job-message.decode.js';
 import type { ValidateEvent } from './job-tally.js';
 
 export const DEFAULT_SEAL_TIMEOUT_MS = 10 * 60 * 1000;
+/** Bytes of unsealed jobs' chunks one runner holds, all partitions together. */
+export const DEFAULT_BUFFER_MAX_BYTES = 256 * 1024 * 1024;
+/** ... and per partition: more than the largest job the gateway accepts (a 50 MB CSV). */
+export const DEFAULT_BUFFER_MAX_BYTES_PER_PARTITION = 96 * 1024 * 1024;
 
 export interface JobRunnerDeps {
   kafka: KafkaClient;
@@ -39,6 +44,9 @@ export interface JobRunnerDeps {
   now: () => number;
   /** A job with no new chunk for this long (Kafka time) and no seal is dropped. Default 10 min. */
   sealTimeoutMs?: number;
+  /** Bytes of unsealed jobs held, in total and per partition; past them the idlest job is given up. */
+  bufferMaxBytes?: number;
+  bufferMaxBytesPerPartition?: number;
   /**
    * Called once a job has its final status (completed or failed) stored, before the offsets
    * past it are committed. At least once per job: it is called again when a finished job is
@@ -46,8 +54,9 @@ export interface JobRunnerDeps {
    */
   onJobFinished?(status: JobStatus, receivedAtMs: number): Promise<void>;
   /**
-   * Called for a job that will never run: aborted by the gateway, or abandoned without a seal.
-   * At least once (again after a restart re-reads it), so idempotent by jobId. A throw is retried.
+   * Called for a job that will never run: aborted by the gateway, or given up without a seal.
+   * At least once (a failure throws the batch, which is read again from the committed offset),
+   * so it must be idempotent by jobId.
    */
   onJobDropped?(job: { accountId: string; jobId: string; receivedAtMs: number }): Promise<void>;
   partitionsConsumedConcurrently?: number;
@@ -65,9 +74,11 @@ export interface JobRunnerDeps {
  */
 export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
   const sealTimeoutMs = deps.sealTimeoutMs ?? DEFAULT_SEAL_TIMEOUT_MS;
+  const maxBytesPerPartition = deps.bufferMaxBytesPerPartition ?? DEFAULT_BUFFER_MAX_BYTES_PER_PARTITION;
+  const budget = new JobBufferBudget(deps.bufferMaxBytes ?? DEFAULT_BUFFER_MAX_BYTES);
   const log = deps.logger.child({ component: 'job-runner' });
   const decode = createJobMessageDecoder();
-  const metrics = createJobMetrics(deps.metrics);
+  const metrics = createJobMetrics(deps.metrics, () => budget.used);
   const runJob = createJobExecutor({
     output: createRawEventsOutput(deps.producer, deps.rawTopic),
     statusStore: deps.statusStore,
@@ -91,13 +102,41 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
         'partition re-read from another offset; rebuilding its job buffers',
       );
     }
-    const fresh = new PartitionJobs(sealTimeoutMs);
+    current?.release();
+    const fresh = new PartitionJobs({ sealTimeoutMs, maxBytes: maxBytesPerPartition, budget });
     partitions.set(key, fresh);
     return fresh;
   }
 
   function forget(ctx: BatchContext): void {
-    partitions.delete(`${ctx.topic}:${ctx.partition}`);
+    const key = `${ctx.topic}:${ctx.partition}`;
+    partitions.get(key)?.release();
+    partitions.delete(key);
+  }
+
+  /**
+   * A job given up before its seal gets a `failed` status with the reason, unless it has a
+   * final one already (a job re-read after a restart may have finished on the first read).
+   * Best effort: the job fails at its seal anyway, and the client of an upload that never
+   * ended has no job id to ask about.
+   */
+  async function reportAbandoned(abandoned: AbandonedJob[]): Promise<void> {
+    for (const { job, reason } of abandoned) {
+      metrics.abandoned.inc({ source: job.source, reason });
+      const fields = { jobId: job.jobId, accountId: job.accountId, chunks: job.chunks.size, bytes: job.bytes, reason };
+      log.warn({ ...fields, sealTimeoutMs }, ABANDON_REASONS[reason]);
+      // Not best effort: a reservation that is never given back is charged for good. A throw
+      // fails the batch; the partition is read again from the committed offset (before the
+      // job's first chunk), so the job is given up, and given back, again.
+      await deps.onJobDropped?.(job);
+      try {
+        if (isFinal(await deps.statusStore.get(job.jobId))) continue;
+        const items = [...job.chunks.values()].reduce((n, c) => n + c.items.length, 0);
+        await deps.statusStore.put(abandonedStatus(job, items, ABANDON_REASONS[reason], new Date(deps.now()).toISOString()));
+      } catch (err) {
+        log.warn({ err, jobId: job.jobId }, 'could not store the failed status of an abandoned job');
+      }
+    }
   }
 
   async function handleBatch(messages: ConsumedMessage[], ctx: BatchContext): Promise<BatchResult> {
@@ -115,7 +154,7 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
       if (!decoded.ok) {
         letters.push({ message, code: decoded.code, reason: decoded.reason });
       } else if (decoded.message.type === 'chunk') {
-        state.addChunk(offset, message.timestamp, decoded.message);
+        await reportAbandoned(state.addChunk(offset, message.timestamp, decoded.message, message.value?.length ?? 0));
       } else if (decoded.message.type === 'aborted') {
         const aborted = state.get(decoded.message.jobId);
         // Before removing: a failure here leaves the job to be dropped again when re-read.
@@ -128,18 +167,20 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
       } else {
         const sealed = decoded.message;
         const chunks = state.get(sealed.jobId)?.chunks ?? new Map();
+        const abandoned = state.abandonedReason(sealed.jobId);
         // The job stays buffered while it runs: an interruption or a throw leaves it re-readable.
-        const outcome = await runJob(sealed, chunks, ctx);
+        state.setRunning(sealed.jobId, true);
+        let outcome: Awaited<ReturnType<typeof runJob>>;
+        try {
+          outcome = await runJob(sealed, chunks, ctx, abandoned ? ABANDON_REASONS[abandoned] : undefined);
+        } finally {
+          state.setRunning(sealed.jobId, false);
+        }
         if (outcome === 'interrupted') return stopEarly(ctx);
         state.remove(sealed.jobId);
       }
       // After the message: a seal arriving late still finds its chunks.
-      for (const job of state.overdue(newestMs)) {
-        await deps.onJobDropped?.(job);
-        state.remove(job.jobId);
-        metrics.abandoned.inc({ source: job.source });
-        log.warn({ jobId: job.jobId, accountId: job.accountId, chunks: job.chunks.size, sealTimeoutMs }, 'job abandoned: no seal within the seal timeout');
-      }
+      await reportAbandoned(state.expire(newestMs).map((job) => ({ job, reason: 'idle' as const })));
     }
 
     await deps.deadLetters.publish(letters);

@@ -38,8 +38,21 @@ export interface ControlPlaneDeps {
   writeTimeoutMs?: number;
   /** Bound on start(): reading the state topics up to their end. */
   startTimeoutMs?: number;
+  /** Mapping versions held in memory per account (default 10; the sink needs only the newest). */
+  mappingVersionsKept?: number;
+  /** API keys an account may have: active ones, and all including revoked (defaults MAX_*_API_KEYS_PER_ACCOUNT). */
+  apiKeyLimits?: { active: number; total: number };
   now?: () => Date;
 }
+
+/**
+ * Keys an account may have: every gateway holds every key record (revoked ones too) in memory
+ * and the compacted topic keeps them, so creating keys in a loop grew both without bound.
+ * Active keys are what a customer needs (one per service and environment); revoked ones count
+ * towards the total so that create-and-revoke loops stop as well.
+ */
+export const MAX_ACTIVE_API_KEYS_PER_ACCOUNT = 25;
+export const MAX_API_KEYS_PER_ACCOUNT = 200;
 
 /** 14 random bytes (112 bits) always fit in 20 base62 characters (62^20 > 2^119). */
 const ID_BYTES = 14;
@@ -79,7 +92,8 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const state = createControlPlaneState();
   const decodeAccount = createAccountDecoder();
   const decodeApiKey = createApiKeyDecoder();
-  const crm = createCrmConfigState();
+  const crm = createCrmConfigState(deps.mappingVersionsKept);
+  const keyLimits = deps.apiKeyLimits ?? { active: MAX_ACTIVE_API_KEYS_PER_ACCOUNT, total: MAX_API_KEYS_PER_ACCOUNT };
   const decodeMapping = createMappingDecoder();
   const decodeCredential = createCredentialDecoder();
   const owners = createOwnersState();
@@ -266,6 +280,14 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       const keyName = validName(name);
       await barrier('catch up before the write');
       account(accountId);
+      const existing = listApiKeys(state, accountId);
+      const active = existing.filter((k) => k.revokedAt === null).length;
+      if (active >= keyLimits.active) {
+        throw new AppError('api_key_limit', `account ${accountId} has ${active} active API keys, the most allowed; revoke one first`);
+      }
+      if (existing.length >= keyLimits.total) {
+        throw new AppError('api_key_limit', `account ${accountId} has ${existing.length} API keys (revoked ones included), the most allowed`);
+      }
       const key = generateApiKey();
       const record: ApiKeyRecord = {
         id: newId('key_'),

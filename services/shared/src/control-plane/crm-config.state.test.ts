@@ -25,6 +25,15 @@ function decodeAndApply(state: ReturnType<typeof createCrmConfigState>, value: R
 }
 
 describe('mapping versions fold', () => {
+  it('holds only the newest versions in memory, however many are written; a stale record still loses', () => {
+    const state = createCrmConfigState(3);
+    for (let v = 1; v <= 50; v++) expect(decodeAndApply(state, record('acc_1', v, v.toString(16).padStart(16, '0')))).toBe('applied');
+    expect(mappingVersions(state, 'acc_1').map((m) => m.version)).toEqual([48, 49, 50]);
+    expect(currentMapping(state, 'acc_1')?.stored.version).toBe(50);
+    expect(decodeAndApply(state, record('acc_1', 12, 'f'.repeat(16)))).toBe('stale_version');
+    expect(createCrmConfigState().versionsKept).toBe(10);
+  });
+
   it('keeps every version, oldest first, and the newest is current', () => {
     const state = createCrmConfigState();
     expect(decodeAndApply(state, record('acc_1', 1, 'a'.repeat(16)))).toBe('applied');

@@ -15,8 +15,10 @@ import type { CrmCredential, StoredCrmCredential, StoredMapping } from './types.
  * If-Match into a real compare-and-set across gateway replicas.
  */
 export interface CrmConfigState {
-  /** accountId -> versions, oldest first. */
+  /** accountId -> the newest `versionsKept` versions, oldest first. */
   readonly mappings: Map<string, MappingEntry[]>;
+  /** Versions held in memory per account (each document up to 256 KiB); older ones stay in the topic only. */
+  readonly versionsKept: number;
   /** accountId -> (credential name -> credential). */
   readonly credentials: Map<string, Map<string, StoredCrmCredential>>;
 }
@@ -27,8 +29,16 @@ export interface MappingEntry {
   stored: StoredMapping;
 }
 
-export function createCrmConfigState(): CrmConfigState {
-  return { mappings: new Map(), credentials: new Map() };
+/**
+ * Every gateway and sink held every version of every account's mapping, each up to 256 KiB, so
+ * an owner saving often grew the memory of all of them. The newest versions are enough: the
+ * sink applies the newest, the dashboard shows a recent history.
+ */
+export const DEFAULT_MAPPING_VERSIONS_KEPT = 10;
+
+export function createCrmConfigState(versionsKept = DEFAULT_MAPPING_VERSIONS_KEPT): CrmConfigState {
+  if (!Number.isInteger(versionsKept) || versionsKept < 1) throw new RangeError('versionsKept must be a positive integer');
+  return { mappings: new Map(), credentials: new Map(), versionsKept };
 }
 
 const VERSION_DIGITS = 8;
@@ -53,6 +63,7 @@ export function applyMappingVersion(state: CrmConfigState, key: string, record: 
   const newest = versions.at(-1)?.stored.version ?? 0;
   if (record.stored.version <= newest) return 'stale_version';
   versions.push({ key, stored: record.stored });
+  if (versions.length > state.versionsKept) versions.splice(0, versions.length - state.versionsKept);
   state.mappings.set(record.stored.accountId, versions);
   return 'applied';
 }

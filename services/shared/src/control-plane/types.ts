@@ -113,7 +113,7 @@ export interface StoredMapping {
 export interface MappingReader {
   /** The newest version, or undefined when the account has none (the sink skips its events). */
   currentMapping(accountId: string): StoredMapping | undefined;
-  /** Every version, oldest first. */
+  /** The versions held in memory (the newest ones, see DEFAULT_MAPPING_VERSIONS_KEPT), oldest first. */
   mappingVersions(accountId: string): StoredMapping[];
   crmCredential(accountId: string, name: string): StoredCrmCredential | undefined;
 }

@@ -1,12 +1,13 @@
 import { JobStatus } from '@ingest/schemas';
 import { Ajv } from 'ajv';
 import type { Producer } from '../kafka/producer.js';
-import type { Redis } from '../redis.js';
+import { type Redis, withRedis } from '../redis.js';
 
 /**
  * Where job progress lives: Redis for reads by any gateway replica, and the compacted
  * `jobs.progress` topic as the durable record (Redis can be rebuilt from it). The gateway
- * writes the `queued` status; the job runner writes every later one.
+ * writes the `queued` status; the job runner writes every later one. Without Redis, reads and
+ * writes fail with `redis_unavailable` (the API answers 503, never 500).
  */
 export interface JobStatusStore {
   get(jobId: string): Promise<JobStatus | undefined>;
@@ -47,7 +48,7 @@ export function createJobStatusStore(deps: JobStatusStoreDeps): JobStatusStore &
   const isJobStatus = new Ajv({ strict: false }).compile<JobStatus>(JobStatus);
   return {
     async get(jobId) {
-      const raw = await deps.redis.get(jobStatusKey(jobId, deps.keyPrefix));
+      const raw = await withRedis('job status', deps.redis.get(jobStatusKey(jobId, deps.keyPrefix)));
       if (raw === null) return undefined;
       const parsed: unknown = JSON.parse(raw);
       return isJobStatus(parsed) ? parsed : undefined;
@@ -58,18 +59,21 @@ export function createJobStatusStore(deps: JobStatusStoreDeps): JobStatusStore &
       const index = accountJobsKey(status.accountId, deps.keyPrefix);
       // Every put re-adds the job with the same score: idempotent, and an index lost with Redis
       // is rebuilt by the next progress write of each live job.
-      await deps.redis
-        .multi()
-        .set(jobStatusKey(status.jobId, deps.keyPrefix), value, 'EX', ttl)
-        .zadd(index, Date.parse(status.createdAt) || 0, status.jobId)
-        .zremrangebyrank(index, 0, -(INDEX_MAX + 1))
-        .expire(index, ttl)
-        .exec();
+      await withRedis(
+        'job status',
+        deps.redis
+          .multi()
+          .set(jobStatusKey(status.jobId, deps.keyPrefix), value, 'EX', ttl)
+          .zadd(index, Date.parse(status.createdAt) || 0, status.jobId)
+          .zremrangebyrank(index, 0, -(INDEX_MAX + 1))
+          .expire(index, ttl)
+          .exec(),
+      );
     },
     async listForAccount(accountId, limit) {
-      const ids = await deps.redis.zrevrange(accountJobsKey(accountId, deps.keyPrefix), 0, Math.max(0, limit - 1));
+      const ids = await withRedis('job list', deps.redis.zrevrange(accountJobsKey(accountId, deps.keyPrefix), 0, Math.max(0, limit - 1)));
       if (ids.length === 0) return [];
-      const values = await deps.redis.mget(...ids.map((id) => jobStatusKey(id, deps.keyPrefix)));
+      const values = await withRedis('job list', deps.redis.mget(...ids.map((id) => jobStatusKey(id, deps.keyPrefix))));
       const jobs: JobStatus[] = [];
       for (const raw of values) {
         if (raw === null) continue;

@@ -15,11 +15,11 @@ export function DeadLetters() {
   const [replaying, setReplaying] = useState<DeadLetterView | null>(null);
   const dialog = useRef<HTMLDialogElement>(null);
 
-  const load = useCallback(async () => {
+  const load = useCallback(async (refresh = false) => {
     setLoading(true);
     setError('');
     try {
-      const r = await api.deadLetters();
+      const r = await api.deadLetters(refresh);
       setLetters(r.entries);
       setTruncated(r.truncated);
     } catch (err) {
@@ -59,7 +59,7 @@ export function DeadLetters() {
         fixed: it is sent again unchanged; a second copy of an event is deduplicated.
       </p>
       <div className="actions start">
-        <button type="button" className="secondary" onClick={() => void load()} disabled={loading}>
+        <button type="button" className="secondary" onClick={() => void load(true)} disabled={loading}>
           {loading ? 'Reading dead letters…' : 'Refresh dead letters'}
         </button>
       </div>

@@ -76,7 +76,11 @@ function JobItem({ job }: { job: JobView }) {
       {job.failureReason && <p className="error">{job.failureReason}</p>}
       {job.errors.length > 0 && (
         <details>
-          <summary>{job.errors.length === 100 ? 'First 100 errors' : `${job.errors.length} error${job.errors.length === 1 ? '' : 's'}`}</summary>
+          <summary>
+            {job.errorsTruncated
+              ? `First ${job.errors.length} of ${job.errorsTotal ?? 'more'} errors`
+              : `${job.errors.length} error${job.errors.length === 1 ? '' : 's'}`}
+          </summary>
           <div className="table-wrap">
             <table>
               <thead>

@@ -1,0 +1,96 @@
+/**
+ * Real servers: Kafka, ClickHouse, and a Redis server of this test's own (started here and
+ * killed with SIGKILL, so the shared one keeps serving every other test). What each feature
+ * does while Redis is down, as docs/limits.md decides it:
+ *
+ * - rate limit: fails open by default (RATE_LIMIT_FAIL_OPEN=true): requests pass the limiter;
+ *   with RATE_LIMIT_FAIL_OPEN=false every request is 503;
+ * - monthly allowance: fails closed: ingestion (events, bulk, CSV) and usage are 503, nothing
+ *   is accepted uncounted;
+ * - dashboard sessions and job reads: 503 problem+json.
+ *
+ * Never a 500, never a hang; and everything works again once Redis is back.
+ */
+import { type OwnRedis, startOwnRedis, waitFor } from '@ingest/shared/testing';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signedInOwner, type DashboardUser } from '../test-support/dashboard.client.js';
+import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
+
+let redis: OwnRedis;
+let gw: GatewayFixture;
+let failClosed: FastifyInstance;
+let apiKey: string;
+let owner: DashboardUser;
+let jobId: string;
+
+beforeAll(async () => {
+  redis = await startOwnRedis();
+  gw = await createGatewayFixture({ REDIS_URL: redis.url });
+  failClosed = await gw.replica({ RATE_LIMIT_FAIL_OPEN: 'false' });
+  const created = await gw.newAccount('pro');
+  apiKey = created.apiKey;
+  owner = await signedInOwner(gw, created.account.id);
+  const bulk = await send(gw.app, 'POST', '/v1/events/bulk', { events: [{ eventName: 'Seeded', email: 'a@b.io' }] });
+  expect(bulk.statusCode).toBe(202);
+  jobId = bulk.json().jobId;
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await redis?.close();
+});
+
+function send(app: FastifyInstance, method: 'GET' | 'POST', url: string, payload?: unknown): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method,
+    url,
+    headers: { authorization: `Bearer ${apiKey}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
+    remoteAddress: randomClientIp(),
+  });
+}
+
+/** Answers 503 problem+json with Retry-After, quickly. */
+async function expectUnavailable(response: Promise<LightMyRequestResponse>, what: string): Promise<void> {
+  const started = performance.now();
+  const res = await response;
+  expect(res.statusCode, `${what}: ${res.body}`).toBe(503);
+  expect(res.headers['content-type'], what).toContain('application/problem+json');
+  expect(res.json(), what).toMatchObject({ type: '/problems/unavailable', status: 503, requestId: expect.any(String) });
+  expect(res.headers['retry-after'], what).toBeDefined();
+  // The gateway fails fast while Redis is away: no request waits for a reconnect.
+  expect(performance.now() - started, what).toBeLessThan(3_000);
+}
+
+describe('Redis down', () => {
+  it('fails each feature as decided, with 503 problems and never a 500, and recovers when Redis is back', async () => {
+    const event = { events: [{ eventName: 'Redis Down', email: 'a@b.io', eventId: 'rd-1' }] };
+    expect((await send(gw.app, 'POST', '/v1/events', event)).statusCode).toBe(202);
+    await redis.stop();
+
+    // Rate limit, fail open (default): the request passes the limiter and is answered by its route.
+    const read = await send(gw.app, 'GET', '/v1/events/no-such-event');
+    expect(read.statusCode, read.body).toBe(404);
+    // ... and fail closed: refused before the route.
+    await expectUnavailable(send(failClosed, 'GET', '/v1/events/no-such-event'), 'rate limit, fail closed');
+
+    // Allowance: fails closed for every route that counts or shows it.
+    await expectUnavailable(send(gw.app, 'POST', '/v1/events', event), 'POST /v1/events');
+    await expectUnavailable(send(gw.app, 'POST', '/v1/events/bulk', event), 'POST /v1/events/bulk');
+    await expectUnavailable(send(gw.app, 'GET', '/v1/usage'), 'GET /v1/usage');
+
+    // Job reads and dashboard sessions.
+    await expectUnavailable(send(gw.app, 'GET', `/v1/jobs/${jobId}`), 'GET /v1/jobs/{jobId}');
+    await expectUnavailable(owner.request({ method: 'GET', url: '/dashboard/api/session' }), 'dashboard session');
+    await expectUnavailable(owner.request({ method: 'GET', url: '/dashboard/api/jobs' }), 'dashboard jobs');
+
+    await redis.start();
+    await waitFor(async () => (await send(gw.app, 'POST', '/v1/events', { events: [{ eventName: 'Back', email: 'a@b.io' }] })).statusCode === 202, {
+      description: 'events accepted again once Redis is back',
+      timeoutMs: 30_000,
+    });
+    // The restarted Redis is empty (no persistence): the session is gone, which is a 401, not a 503.
+    expect((await owner.request({ method: 'GET', url: '/dashboard/api/jobs' })).statusCode).toBe(401);
+  });
+});
