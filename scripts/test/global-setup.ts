@@ -1,9 +1,12 @@
-import { INTEGRATION_ENV_HINT } from '@ingest/shared/testing';
+import { freePort, INTEGRATION_ENV_HINT } from '@ingest/shared/testing';
+import { CLICKHOUSE_IMAGE, integrationVariables, kafkaContainerSpec, REDIS_IMAGE } from './containers.js';
 
 /**
  * Vitest global setup of the `integration` project. Real servers only: the ones named by
  * KAFKA_BROKERS / CLICKHOUSE_URL / REDIS_URL (what `scripts/test.sh` exports after starting the
  * local stack), or containers started here when those are unset and a Docker engine answers.
+ * No Docker engine runs on the machines this project is developed and checked on, so this path
+ * is exercised only where one does (its container descriptions are unit-tested).
  */
 export default async function setup(): Promise<(() => Promise<void>) | undefined> {
   if (process.env.KAFKA_BROKERS && process.env.CLICKHOUSE_URL && process.env.REDIS_URL) return undefined;
@@ -14,21 +17,29 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
 }
 
 async function startContainers(): Promise<() => Promise<void>> {
-  const { getContainerRuntimeClient } = await import('testcontainers');
+  const { GenericContainer, getContainerRuntimeClient, Wait } = await import('testcontainers');
   await getContainerRuntimeClient();
-  const [{ KafkaContainer }, { ClickHouseContainer }, { RedisContainer }] = await Promise.all([
-    import('@testcontainers/kafka'),
-    import('@testcontainers/clickhouse'),
-    import('@testcontainers/redis'),
-  ]);
+  const [{ ClickHouseContainer }, { RedisContainer }] = await Promise.all([import('@testcontainers/clickhouse'), import('@testcontainers/redis')]);
+  const kafkaSpec = kafkaContainerSpec(await freePort());
   const [kafka, clickhouse, redis] = await Promise.all([
-    new KafkaContainer('confluentinc/cp-kafka:7.9.0').withKraft().start(),
-    new ClickHouseContainer('clickhouse/clickhouse-server:25.8').start(),
-    new RedisContainer('redis:7.4').start(),
+    new GenericContainer(kafkaSpec.image)
+      .withEnvironment(kafkaSpec.env)
+      .withExposedPorts(...kafkaSpec.ports)
+      .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/))
+      .start(),
+    new ClickHouseContainer(CLICKHOUSE_IMAGE).start(),
+    new RedisContainer(REDIS_IMAGE).start(),
   ]);
-  process.env.KAFKA_BROKERS = `${kafka.getHost()}:${kafka.getMappedPort(9093)}`;
-  process.env.CLICKHOUSE_URL = clickhouse.getHttpUrl();
-  process.env.REDIS_URL = redis.getConnectionUrl();
+  Object.assign(
+    process.env,
+    integrationVariables({
+      kafkaHostPort: kafkaSpec.ports[0]?.host ?? 0,
+      clickhouseUrl: clickhouse.getHttpUrl(),
+      clickhouseUser: clickhouse.getUsername(),
+      clickhousePassword: clickhouse.getPassword(),
+      redisUrl: redis.getConnectionUrl(),
+    }),
+  );
   return async () => {
     await Promise.allSettled([kafka.stop(), clickhouse.stop(), redis.stop()]);
   };

@@ -6,6 +6,9 @@
 export interface IntegrationEnv {
   kafkaBrokers: string;
   clickhouseUrl: string;
+  /** CLICKHOUSE_USER / CLICKHOUSE_PASSWORD; the local stack's `default` user has no password. */
+  clickhouseUser: string;
+  clickhousePassword: string;
   redisUrl: string;
 }
 
@@ -15,5 +18,11 @@ export const INTEGRATION_ENV_HINT =
 export function integrationEnv(env: Record<string, string | undefined> = process.env): IntegrationEnv {
   const { KAFKA_BROKERS, CLICKHOUSE_URL, REDIS_URL } = env;
   if (!KAFKA_BROKERS || !CLICKHOUSE_URL || !REDIS_URL) throw new Error(INTEGRATION_ENV_HINT);
-  return { kafkaBrokers: KAFKA_BROKERS, clickhouseUrl: CLICKHOUSE_URL, redisUrl: REDIS_URL };
+  return {
+    kafkaBrokers: KAFKA_BROKERS,
+    clickhouseUrl: CLICKHOUSE_URL,
+    clickhouseUser: env.CLICKHOUSE_USER || 'default',
+    clickhousePassword: env.CLICKHOUSE_PASSWORD ?? '',
+    redisUrl: REDIS_URL,
+  };
 }

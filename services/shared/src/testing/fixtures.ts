@@ -53,14 +53,15 @@ export interface TestClickHouse {
 /** A fresh database with every migration applied; `cleanup` drops it. */
 export async function createTestClickHouse(env: IntegrationEnv = integrationEnv()): Promise<TestClickHouse> {
   const database = `test_${uniqueSuffix()}`;
-  await migrate({ url: env.clickhouseUrl, database, dir: CLICKHOUSE_MIGRATIONS_DIR, logger: testLogger() });
-  const ch = createClickHouse({ url: env.clickhouseUrl, database });
+  const server = { url: env.clickhouseUrl, username: env.clickhouseUser, password: env.clickhousePassword };
+  await migrate({ ...server, database, dir: CLICKHOUSE_MIGRATIONS_DIR, logger: testLogger() });
+  const ch = createClickHouse({ ...server, database });
   return {
     ch,
     database,
     async cleanup() {
       await ch.close();
-      await dropDatabase({ url: env.clickhouseUrl, database });
+      await dropDatabase({ ...server, database });
     },
   };
 }
