@@ -117,9 +117,12 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     },
     { prefix: '/v1' },
   );
-  await app.register(dashboardPlugin({ ...deps, allowance, keyUsage, jobs, idempotency, ingestMetrics, uploadSlots: uploads, slicer, validateEvent: validate, now }), {
-    prefix: '/dashboard',
-  });
+  await app.register(
+    dashboardPlugin({ ...deps, allowance, keyUsage, jobs, idempotency, ingestMetrics, uploadSlots: uploads, slicer, validateEvent: validate, now }),
+    {
+      prefix: '/dashboard',
+    },
+  );
 
   return app;
 }

@@ -37,7 +37,12 @@ const app = await buildApp({ config, logger, metrics, producer, redis, controlPl
 const http = httpServerComponent(app, config.GATEWAY_HOST, config.GATEWAY_PORT);
 // The admin API on a listener of its own (loopback by default), only when it has a token.
 const admin = config.ADMIN_TOKEN
-  ? httpServerComponent(await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch }), config.ADMIN_HOST, config.ADMIN_PORT, 'admin-http-server')
+  ? httpServerComponent(
+      await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch }),
+      config.ADMIN_HOST,
+      config.ADMIN_PORT,
+      'admin-http-server',
+    )
   : undefined;
 const ops = createOpsServer({
   host: config.GATEWAY_OPS_HOST,

@@ -48,7 +48,15 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
         // The CLI tests call it often from one address.
         RATE_LIMIT_PER_MINUTE: '100000',
       });
-      const app = await buildAdminApp({ config, logger: testLogger(), metrics: createMetricsRegistry('admin-test'), redis, controlPlane, producer, ch: clickhouse.ch });
+      const app = await buildAdminApp({
+        config,
+        logger: testLogger(),
+        metrics: createMetricsRegistry('admin-test'),
+        redis,
+        controlPlane,
+        producer,
+        ch: clickhouse.ch,
+      });
       await app.ready();
       apps.push(app);
       return app;

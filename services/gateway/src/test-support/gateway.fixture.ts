@@ -101,7 +101,16 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     ...(options.now ? { now: options.now } : {}),
   });
   await app.ready();
-  const admin = await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch: clickhouse.ch, ...(options.now ? { now: options.now } : {}) });
+  const admin = await buildAdminApp({
+    config,
+    logger,
+    metrics,
+    redis,
+    controlPlane,
+    producer,
+    ch: clickhouse.ch,
+    ...(options.now ? { now: options.now } : {}),
+  });
   await admin.ready();
   const replicas: { app: FastifyInstance; controlPlane: ControlPlane }[] = [];
 

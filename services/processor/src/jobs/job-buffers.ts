@@ -212,7 +212,7 @@ export class PartitionJobs {
         this.abandoned.set(chunk.jobId, { reason: 'buffer_full', atMs: timestampMs });
         const { jobId, accountId, source } = chunk;
         evicted.push({
-          job: { jobId, accountId, source, firstOffset: offset, lastChunkAtMs: timestampMs, chunks: new Map(), bytes: 0 },
+          job: { jobId, accountId, source, receivedAtMs: chunk.receivedAtMs, firstOffset: offset, lastChunkAtMs: timestampMs, chunks: new Map(), bytes: 0 },
           reason: 'buffer_full',
         });
       }
