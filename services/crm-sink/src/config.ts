@@ -1,4 +1,4 @@
-import { CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { CommonConfig, CrmOutboundConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
 import { type Static, Type } from '@sinclair/typebox';
 
 const DAY_S = 24 * 3600;
@@ -7,6 +7,7 @@ export const CrmSinkConfigSchema = Type.Object({
   ...CommonConfig,
   ...KafkaConfig,
   ...RedisConfig,
+  ...CrmOutboundConfig,
   CRM_SINK_OPS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3102 }),
   CRM_SINK_OPS_HOST: Type.String({ default: '127.0.0.1' }),
   CRM_SINK_GROUP: Type.String({ minLength: 1, default: 'crm-sink' }),
@@ -30,9 +31,13 @@ export const CrmSinkConfigSchema = Type.Object({
   CRM_LEDGER_TTL_SECONDS: Type.Integer({ minimum: 3600, default: 35 * DAY_S }),
   /** How long an event's sync state stays readable through GET /v1/events/{eventId}. */
   CRM_SYNC_STATE_TTL_SECONDS: Type.Integer({ minimum: 60, default: 30 * DAY_S }),
-  /** HTTP timeouts of the CRM clients. */
+  /** HTTP timeouts of the CRM clients: connect, then each wait for headers or the next body bytes... */
   CRM_HTTP_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 5_000 }),
   CRM_HTTP_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000 }),
+  /** ...and the whole call, so a CRM dripping bytes under the idle timeout still ends. */
+  CRM_HTTP_REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 60_000 }),
+  /** A CRM answer larger than this is not read: the call fails as transient and the connection is dropped. */
+  CRM_HTTP_MAX_RESPONSE_BYTES: Type.Integer({ minimum: 1024, default: 8 * 1024 * 1024 }),
 });
 
 export type CrmSinkConfig = Static<typeof CrmSinkConfigSchema>;

@@ -7,7 +7,7 @@ import { createMetricsRegistry, type Registry } from '@ingest/shared';
 import { uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
-import { type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
 import { createStaticMappings } from './test-support/memory-crm.js';
 import { createSinkFixture, type SinkFixture } from './test-support/sink.fixture.js';
 
@@ -48,7 +48,7 @@ beforeAll(async () => {
     mappings: createStaticMappings(
       Object.fromEntries(ACCOUNTS.map((a) => [a, { mapping, credential: { type: 'hubspot' as const, accessToken: token(a), baseUrl: crm.url } }])),
     ),
-    createAdapter: (credential) => createAdapter(credential),
+    createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }),
   });
   await fx.startSink(`crm-sink-${uniqueSuffix()}`, {
     metrics,

@@ -1,5 +1,6 @@
 import {
   createControlPlane,
+  createOutboundPolicy,
   createKafkaClient,
   createLagCollector,
   createLogger,
@@ -22,6 +23,8 @@ const producer = createProducer(kafka);
 const redis = createRedis({ url: config.REDIS_URL });
 const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics, instanceId: 'crm-sink' });
 
+const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
+
 await Promise.all([producer.connect(), redis.connect()]);
 const sink = createCrmSink({
   kafka,
@@ -33,6 +36,9 @@ const sink = createCrmSink({
       connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
       headersTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
       bodyTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
+      requestTimeoutMs: config.CRM_HTTP_REQUEST_TIMEOUT_MS,
+      maxResponseBytes: config.CRM_HTTP_MAX_RESPONSE_BYTES,
+      outboundPolicy,
     }),
   logger,
   metrics,

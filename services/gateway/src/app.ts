@@ -9,6 +9,7 @@ import {
   createEventValidator,
   createLedgerReader,
   createLedgerWriter,
+  createOutboundPolicy,
   createRecordStateReader,
   createSyncStateStore,
   type JobStatusStore,
@@ -124,9 +125,13 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       reader: createLedgerReader(deps.ch),
       periodUsage: allowance.periodUsage,
     };
-    await app.register(adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN, validateEvent: validate, recordStates, billing, now }), {
-      prefix: '/admin/v1',
-    });
+    const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
+    await app.register(
+      adminRoutes({ controlPlane: deps.controlPlane, adminToken: config.ADMIN_TOKEN, validateEvent: validate, recordStates, billing, outboundPolicy, now }),
+      {
+        prefix: '/admin/v1',
+      },
+    );
   }
 
   const ingestMetrics = createIngestMetrics(deps.metrics);

@@ -26,7 +26,7 @@ export interface RateLimit {
 /** A call that failed for good: dead-letter its events with `code` and the CRM's `message`. */
 export class CrmCallFailed extends Error {
   constructor(
-    readonly code: 'crm_permanent' | 'crm_auth' | 'crm_retries_exhausted',
+    readonly code: 'crm_permanent' | 'crm_auth' | 'crm_address_not_allowed' | 'crm_retries_exhausted',
     message: string,
   ) {
     super(message);
@@ -88,6 +88,7 @@ export function createAccountLimiter(options: {
           const e = err instanceof CrmError ? err : new CrmError('transient', err instanceof Error ? err.message : String(err));
           if (e.kind === 'permanent') throw new CrmCallFailed('crm_permanent', e.message);
           if (e.kind === 'auth') throw new CrmCallFailed('crm_auth', e.message);
+          if (e.kind === 'forbidden') throw new CrmCallFailed('crm_address_not_allowed', e.message);
           const spent = now() - started;
           if (e.kind === 'rate_limited') {
             if (spent >= options.retry.budgetMs) throw new CrmCallFailed('crm_retries_exhausted', `still rate limited after ${spent} ms: ${e.message}`);

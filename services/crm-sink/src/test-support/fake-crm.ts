@@ -1,3 +1,4 @@
+import { createOutboundPolicy } from '@ingest/shared';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { registerFakeHubSpot } from './fake-hubspot.routes.js';
 import { registerFakeSalesforce } from './fake-salesforce.routes.js';
@@ -27,6 +28,12 @@ export type { FailSpec, FakeCall, FakeCrmName, FakeRecord, RateLimit } from './f
  *   createAdapter({ type: 'webhook', url: `${crm.url}/webhook/acme`, secret: FAKE_WEBHOOK_SECRET });
  */
 export const FAKE_CRM_TOKEN = 'fake-crm-token';
+/**
+ * The fake CRM listens on plain http on loopback, which the outbound address policy refuses by
+ * default: adapters in tests are made with this policy (the operator settings CRM_ALLOW_HTTP=true
+ * and CRM_ALLOWED_CIDRS=127.0.0.1/32 do the same for a running sink).
+ */
+export const FAKE_CRM_OUTBOUND = createOutboundPolicy({ allowHttp: true, allowedCidrs: '127.0.0.1/32' });
 export const FAKE_WEBHOOK_SECRET = 'whsec_fake_crm';
 
 export interface FakeCrmOptions {

@@ -8,6 +8,7 @@ import {
   createProducer,
   createRecordStateReader,
   createRedis,
+  type OutboundPolicy,
   type Producer,
   type Redis,
 } from '@ingest/shared';
@@ -29,8 +30,8 @@ export interface AdminTestStack {
   controlPlane: ControlPlane;
   redis: Redis;
   redisKeyPrefix: string;
-  /** A new app over the same control plane, e.g. with another token. */
-  app(adminToken: string): Promise<FastifyInstance>;
+  /** A new app over the same control plane, e.g. with another token or outbound policy (default: the production one). */
+  app(adminToken: string, options?: { outboundPolicy?: OutboundPolicy }): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
 
@@ -49,7 +50,7 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
     controlPlane,
     redis,
     redisKeyPrefix,
-    async app(adminToken) {
+    async app(adminToken, appOptions = {}) {
       const app = Fastify({
         loggerInstance: testLogger() as FastifyBaseLogger,
         genReqId: () => randomUUID(),
@@ -68,7 +69,7 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
         periodUsage: createAllowance({ redis, keyPrefix: redisKeyPrefix }).periodUsage,
       };
       const recordStates = createRecordStateReader({ redis, keyPrefix: redisKeyPrefix });
-      await app.register(adminRoutes({ controlPlane, adminToken, recordStates, billing }), { prefix: '/admin/v1' });
+      await app.register(adminRoutes({ controlPlane, adminToken, recordStates, billing, ...appOptions }), { prefix: '/admin/v1' });
       await app.ready();
       apps.push(app);
       return app;

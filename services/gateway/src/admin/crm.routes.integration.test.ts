@@ -3,7 +3,7 @@
  * container; see scripts/test). The HTTP side runs in-process through fastify's inject.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import { ledgerKey, planSync, recordStateKeys } from '@ingest/shared';
+import { createOutboundPolicy, ledgerKey, planSync, recordStateKeys } from '@ingest/shared';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from './admin.test-app.js';
@@ -410,10 +410,10 @@ describe('CRM credentials admin API', () => {
       method: 'PUT',
       url: `${base(accountId)}/credentials/main`,
       headers: auth,
-      payload: { type: 'hubspot', accessToken: secrets[0], baseUrl: 'http://127.0.0.1:9999' },
+      payload: { type: 'hubspot', accessToken: secrets[0], baseUrl: 'https://hubspot.example.com:9999' },
     });
     expect(put.statusCode).toBe(200);
-    expect(put.json()).toEqual({ name: 'main', type: 'hubspot', baseUrl: 'http://127.0.0.1:9999', updatedAt: expect.any(String) });
+    expect(put.json()).toEqual({ name: 'main', type: 'hubspot', baseUrl: 'https://hubspot.example.com:9999', updatedAt: expect.any(String) });
     await app.inject({
       method: 'PUT',
       url: `${base(accountId)}/credentials/hooks`,
@@ -426,12 +426,78 @@ describe('CRM credentials admin API', () => {
     expect(list.json()).toEqual({
       credentials: [
         { name: 'hooks', type: 'webhook', url: 'https://example.com/h', updatedAt: expect.any(String) },
-        { name: 'main', type: 'hubspot', baseUrl: 'http://127.0.0.1:9999', updatedAt: expect.any(String) },
+        { name: 'main', type: 'hubspot', baseUrl: 'https://hubspot.example.com:9999', updatedAt: expect.any(String) },
       ],
     });
     for (const s of secrets) expect(put.payload + list.payload).not.toContain(s);
     // The sink reads the secret from the control plane.
     expect(stack.controlPlane.crmCredential(accountId, 'main')?.credential).toMatchObject({ accessToken: secrets[0] });
+  });
+
+  it.each([
+    ['the cloud metadata service', 'http://169.254.169.254/latest/meta-data/', 'scheme_not_allowed'],
+    ['the cloud metadata service over https', 'https://169.254.169.254/latest/meta-data/', 'address_not_allowed'],
+    ['loopback', 'https://127.0.0.1:3102/metrics', 'address_not_allowed'],
+    ['loopback by name', 'https://localhost/hook', 'address_not_allowed'],
+    ['an RFC 1918 address', 'https://10.0.0.7/hook', 'address_not_allowed'],
+    ['an IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/hook', 'address_not_allowed'],
+    ['a unique-local IPv6 address', 'https://[fd00::1]/hook', 'address_not_allowed'],
+    ['plain http', 'http://hooks.example.com/in', 'scheme_not_allowed'],
+  ])('regression (SSRF): refuses a webhook URL pointing at %s with a 400 naming the reason, and stores nothing', async (_what, url, code) => {
+    const accountId = await newAccount();
+    const res = await app.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/hooks`,
+      headers: auth,
+      payload: { type: 'webhook', url, secret: 'whsec_x' },
+    });
+    const body = expectProblem(res, 400, '/problems/validation-error');
+    expect(body.detail).toMatch(/^The credential's url is refused by the outbound address policy: /);
+    expect(body.errors).toEqual([{ field: '/url', code, message: expect.any(String) }]);
+    expect(stack.controlPlane.crmCredential(accountId, 'hooks')).toBeUndefined();
+  });
+
+  it('checks baseUrl and instanceUrl too, listing the other errors of the credential with them', async () => {
+    const accountId = await newAccount();
+    const hubspot = await app.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/main`,
+      headers: auth,
+      payload: { type: 'hubspot', accessToken: 't', baseUrl: 'https://192.168.1.10' },
+    });
+    expect(expectProblem(hubspot, 400, '/problems/validation-error').errors).toEqual([
+      { field: '/baseUrl', code: 'address_not_allowed', message: expect.stringContaining('private (RFC 1918)') },
+    ]);
+    const salesforce = await app.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/sf`,
+      headers: auth,
+      payload: { type: 'salesforce', instanceUrl: 'https://100.64.1.1' },
+    });
+    expect((expectProblem(salesforce, 400, '/problems/validation-error').errors as { field: string; code: string }[]).map((e) => [e.field, e.code])).toEqual([
+      ['/accessToken', 'required'],
+      ['/instanceUrl', 'address_not_allowed'],
+    ]);
+  });
+
+  it('lets an operator allow plain http and loopback (CRM_ALLOW_HTTP, CRM_ALLOWED_CIDRS) for a local fake CRM', async () => {
+    const local = await stack.app('local-admin-token', { outboundPolicy: createOutboundPolicy({ allowHttp: true, allowedCidrs: '127.0.0.1/32' }) });
+    const accountId = await newAccount();
+    const headers = { authorization: 'Bearer local-admin-token' };
+    const ok = await local.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/hooks`,
+      headers,
+      payload: { type: 'webhook', url: 'http://127.0.0.1:4000/webhook/a', secret: 'whsec_x' },
+    });
+    expect(ok.statusCode).toBe(200);
+    const metadata = await local.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/meta`,
+      headers,
+      payload: { type: 'webhook', url: 'http://169.254.169.254/latest/meta-data/', secret: 'whsec_x' },
+    });
+    expectProblem(metadata, 400, '/problems/validation-error');
   });
 
   it('refuses an invalid credential with pointers, without echoing the secret', async () => {

@@ -14,7 +14,16 @@ import {
   MappingVersionParams,
   StoredMappingView,
 } from '@ingest/schemas';
-import type { ControlPlane, EventCheck, RecordStateReader, StoredCrmCredential } from '@ingest/shared';
+import {
+  type ControlPlane,
+  createOutboundPolicy,
+  credentialUrls,
+  crmCredentialErrors,
+  type EventCheck,
+  type OutboundPolicy,
+  type RecordStateReader,
+  type StoredCrmCredential,
+} from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import {
@@ -34,6 +43,8 @@ export interface CrmRoutesDeps {
   validateEvent: (input: unknown, receivedAtMs: number) => EventCheck;
   /** The crm-sink's record state and ledgers (Redis, same key prefix), read-only: the dry-run shows calls for the current state. */
   recordStates: RecordStateReader;
+  /** Where credentials may point (CRM_ALLOW_HTTP, CRM_ALLOWED_CIDRS); default https and public addresses only. */
+  outboundPolicy?: OutboundPolicy;
   now: () => number;
 }
 
@@ -57,6 +68,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
   return async (app) => {
     const cp = deps.controlPlane;
     const handlerValidatesBody = bodyValidatedByHandler();
+    const outbound = deps.outboundPolicy ?? createOutboundPolicy();
 
     app.put<{ Params: AccountParams; Headers: { 'if-match'?: string }; Body: unknown }>(
       '/accounts/:accountId/crm/mapping',
@@ -166,6 +178,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       },
       async (request) => {
         const { accountId, name } = request.params;
+        refuseOutboundUrls(outbound, name, request.body);
         const stored = await mapErrors(() => cp.putCrmCredential(accountId, name, request.body as CrmCredentialBody));
         request.log.info({ accountId, credentialName: name, crmType: stored.credential.type }, 'admin: crm credential stored');
         return toCredentialView(stored);
@@ -189,6 +202,25 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       },
     );
   };
+}
+
+/**
+ * The outbound address policy when a credential is stored: a URL the sink would refuse to
+ * connect to (plain http, loopback, private, link-local, ...) is a 400 now rather than a dead
+ * letter later. Listed with the credential's other errors, so one answer names them all. The
+ * sink checks again on every connect, on the resolved address (DNS rebinding).
+ */
+function refuseOutboundUrls(policy: OutboundPolicy, name: string, body: unknown): void {
+  const refused = credentialUrls(body).flatMap(({ field, url }) => {
+    const check = policy.checkUrl(url);
+    return check.ok ? [] : [{ field, code: check.code, message: check.reason }];
+  });
+  if (refused.length === 0) return;
+  const errors = [...crmCredentialErrors(name, body).filter((e) => !refused.some((r) => r.field === e.field)), ...refused];
+  const first = refused[0] as { field: string; message: string };
+  throw new ProblemError('validation', `The credential's ${first.field.slice(1)} is refused by the outbound address policy: ${first.message}.`, {
+    errors: errors.map((e) => ({ ...e, field: e.field === '' ? '/' : e.field })),
+  });
 }
 
 /** Non-secret fields by allow-list, so a secret field added later stays hidden by default. */

@@ -51,7 +51,6 @@ const WRITE_ATTEMPTS = 3;
 
 export function createCrmConfigOps(parts: CrmConfigStoreParts): MappingReader & MappingWriter & CrmCredentialLister {
   const { state, log } = parts;
-  let validateCredential: ReturnType<typeof compileCredentialValidator> | undefined;
 
   async function putMapping(accountId: string, input: unknown, author: string, options: { expectedVersion?: number } = {}): Promise<StoredMapping> {
     const check = validateMapping(input);
@@ -88,8 +87,7 @@ export function createCrmConfigOps(parts: CrmConfigStoreParts): MappingReader & 
   }
 
   async function putCrmCredential(accountId: string, name: string, credential: CrmCredential): Promise<StoredCrmCredential> {
-    validateCredential ??= compileCredentialValidator();
-    const errors = [...nameErrors(name), ...validateCredential(credential)];
+    const errors = crmCredentialErrors(name, credential);
     if (errors.length > 0) throw new InvalidConfigError('crm_credential_invalid', `the credential has ${errors.length} error(s)`, errors);
     await parts.barrier('catch up before the write');
     parts.requireAccount(accountId);
@@ -108,6 +106,23 @@ export function createCrmConfigOps(parts: CrmConfigStoreParts): MappingReader & 
     putMapping,
     putCrmCredential,
   };
+}
+
+let validateCredential: ReturnType<typeof compileCredentialValidator> | undefined;
+
+/** Every error of a credential and its name, each with a JSON Pointer; empty when it may be stored. */
+export function crmCredentialErrors(name: string, credential: unknown): MappingFieldError[] {
+  validateCredential ??= compileCredentialValidator();
+  return [...nameErrors(name), ...validateCredential(credential)];
+}
+
+/** The fields of a credential that name where the sink connects, as JSON Pointers. */
+export function credentialUrls(credential: unknown): { field: string; url: string }[] {
+  if (typeof credential !== 'object' || credential === null) return [];
+  return (['url', 'baseUrl', 'instanceUrl'] as const).flatMap((f) => {
+    const value = (credential as Record<string, unknown>)[f];
+    return typeof value === 'string' ? [{ field: `/${f}`, url: value }] : [];
+  });
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
