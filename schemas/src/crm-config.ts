@@ -49,7 +49,12 @@ const webhookFields = { url: HttpsOrHttpUrl('Where signed POSTs go.') };
 const credentialBranches = [
   closed({ type: Type.Literal('hubspot'), accessToken: Secret('HubSpot private app token.'), ...hubspotFields }),
   closed({ type: Type.Literal('salesforce'), accessToken: Secret('Salesforce OAuth access token.'), ...salesforceFields }),
-  closed({ type: Type.Literal('webhook'), secret: Secret('HMAC-SHA256 signing secret.'), ...webhookFields }),
+  closed({
+    type: Type.Literal('webhook'),
+    secret: Secret('HMAC-SHA256 signing secret; `whsec_` + base64 (as Standard Webhooks libraries generate) is used as its decoded bytes.'),
+    previousSecret: Type.Optional(Secret('The secret being rotated out: while set, deliveries are signed with both.')),
+    ...webhookFields,
+  }),
 ] as const;
 
 /** PUT .../crm/credentials/{name}: a credential with its secret. */
@@ -87,6 +92,7 @@ export const CrmCredentialView = Type.Object(
     contactExternalIdField: Type.Optional(Type.String()),
     accountExternalIdField: Type.Optional(Type.String()),
     url: Type.Optional(Type.String()),
+    signsWithPreviousSecret: Type.Optional(Type.Boolean({ description: 'Webhook: a previousSecret is set and signs too (a rotation is under way).' })),
   },
   { $id: 'CrmCredentialView', additionalProperties: false },
 );

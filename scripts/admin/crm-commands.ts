@@ -44,7 +44,8 @@ export const CRM_ENV_USAGE = `  CRM_ACCESS_TOKEN     hubspot, salesforce: the ac
   CRM_INSTANCE_URL     salesforce: org instance URL
   CRM_API_VERSION, CRM_CONTACT_EXTERNAL_ID_FIELD, CRM_ACCOUNT_EXTERNAL_ID_FIELD   salesforce (optional)
   CRM_WEBHOOK_URL      webhook: where signed POSTs go
-  CRM_WEBHOOK_SECRET   webhook: the signing secret (secret)`;
+  CRM_WEBHOOK_SECRET   webhook: the signing secret (secret)
+  CRM_WEBHOOK_PREVIOUS_SECRET   webhook: the secret being rotated out; signs too while set (secret)`;
 
 export interface CrmFlags {
   version?: string;
@@ -208,6 +209,7 @@ const ENV_FIELDS: Record<CrmType, [field: string, variable: string][]> = {
   webhook: [
     ['url', 'CRM_WEBHOOK_URL'],
     ['secret', 'CRM_WEBHOOK_SECRET'],
+    ['previousSecret', 'CRM_WEBHOOK_PREVIOUS_SECRET'],
   ],
 };
 

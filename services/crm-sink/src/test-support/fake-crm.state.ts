@@ -24,6 +24,8 @@ export interface FakeCall {
   body: unknown;
   /** Status answered; 0 while the request is in flight. */
   status: number;
+  /** Webhook: the Standard Webhooks delivery id. */
+  webhookId?: string;
 }
 
 export interface RateLimit {

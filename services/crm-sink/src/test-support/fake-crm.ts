@@ -34,7 +34,8 @@ export const FAKE_CRM_TOKEN = 'fake-crm-token';
  * and CRM_ALLOWED_CIDRS=127.0.0.1/32 do the same for a running sink).
  */
 export const FAKE_CRM_OUTBOUND = createOutboundPolicy({ allowHttp: true, allowedCidrs: '127.0.0.1/32' });
-export const FAKE_WEBHOOK_SECRET = 'whsec_fake_crm';
+/** In the Standard Webhooks format (`whsec_` + base64), as its libraries generate secrets. */
+export const FAKE_WEBHOOK_SECRET = 'whsec_ZmFrZS1jcm0td2ViaG9vay1zaWduaW5nLWtleS0zMmI=';
 
 export interface FakeCrmOptions {
   /** Accepted bearer tokens (HubSpot and Salesforce); anything else gets a 401. */
@@ -131,6 +132,7 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
       batchSize: batchSizeOf(request.body),
       body: request.body,
       status: 0,
+      ...(typeof request.headers['webhook-id'] === 'string' ? { webhookId: request.headers['webhook-id'] } : {}),
     };
     state.calls.push(call);
     reply.raw.once('finish', () => {

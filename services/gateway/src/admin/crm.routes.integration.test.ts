@@ -405,7 +405,7 @@ describe('CRM dry-run', () => {
 describe('CRM credentials admin API', () => {
   it('stores credentials and never returns or echoes their secrets', async () => {
     const accountId = await newAccount();
-    const secrets = ['pat-na1-SECRET-1', 'whsec_SECRET_2'];
+    const secrets = ['pat-na1-SECRET-1', 'whsec_SECRET_2', 'whsec_PREVIOUS_3'];
     const put = await app.inject({
       method: 'PUT',
       url: `${base(accountId)}/credentials/main`,
@@ -418,14 +418,14 @@ describe('CRM credentials admin API', () => {
       method: 'PUT',
       url: `${base(accountId)}/credentials/hooks`,
       headers: auth,
-      payload: { type: 'webhook', url: 'https://example.com/h', secret: secrets[1] },
+      payload: { type: 'webhook', url: 'https://example.com/h', secret: secrets[1], previousSecret: secrets[2] },
     });
 
     const list = await app.inject({ method: 'GET', url: `${base(accountId)}/credentials`, headers: auth });
     expect(list.statusCode).toBe(200);
     expect(list.json()).toEqual({
       credentials: [
-        { name: 'hooks', type: 'webhook', url: 'https://example.com/h', updatedAt: expect.any(String) },
+        { name: 'hooks', type: 'webhook', url: 'https://example.com/h', signsWithPreviousSecret: true, updatedAt: expect.any(String) },
         { name: 'main', type: 'hubspot', baseUrl: 'https://hubspot.example.com:9999', updatedAt: expect.any(String) },
       ],
     });

@@ -234,7 +234,10 @@ function toCredentialView(stored: StoredCrmCredential): CrmCredentialView {
     if (c.contactExternalIdField !== undefined) view.contactExternalIdField = c.contactExternalIdField;
     if (c.accountExternalIdField !== undefined) view.accountExternalIdField = c.accountExternalIdField;
   }
-  if (c.type === 'webhook') view.url = c.url;
+  if (c.type === 'webhook') {
+    view.url = c.url;
+    if (c.previousSecret !== undefined) view.signsWithPreviousSecret = true;
+  }
   return view;
 }
 

@@ -90,7 +90,8 @@ export type CrmCredential =
       contactExternalIdField?: string;
       accountExternalIdField?: string;
     }
-  | { type: 'webhook'; url: string; secret: string };
+  /** `previousSecret`: during a rotation it signs too, so receivers can switch secrets at their pace. */
+  | { type: 'webhook'; url: string; secret: string; previousSecret?: string };
 
 export interface StoredCrmCredential {
   accountId: string;
