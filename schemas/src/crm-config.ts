@@ -174,6 +174,7 @@ export const CREDENTIAL_STATUSES = ['stored', 'missing', 'mismatch'] as const;
 export const DRY_RUN_NOTE_CODES = [
   'crm_values_assumed_empty',
   'already_applied',
+  'older_set_ignored',
   'activity_already_created',
   'record_id_placeholder',
   'record_refused',

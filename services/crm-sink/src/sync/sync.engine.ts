@@ -213,7 +213,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
           skipped.push({ event, update: { accountId, eventId, state: 'skipped', reason } });
           continue;
         }
-        const pending: PendingEvent = { accountId, eventId, sink: event };
+        const pending: PendingEvent = { accountId, eventId, timestampMs: event.record.timestampMs, sink: event };
         for (const op of ops) coalescer.add(accountId, op, pending, at);
       }
       if (skipped.length > 0) {
