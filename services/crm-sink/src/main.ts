@@ -57,6 +57,23 @@ const sink = createCrmSink({
     maxDelayMs: config.CRM_RETRY_MAX_DELAY_MS,
   },
   maxUnfinishedPerPartition: config.CRM_SINK_MAX_UNFINISHED_PER_PARTITION,
+  park: {
+    hold: { holdMs: config.CRM_ACCOUNT_HOLD_MS, maxRetryAfterMs: config.CRM_MAX_RETRY_AFTER_MS },
+    limits: {
+      maxEventsPerAccount: config.CRM_PARK_MAX_EVENTS_PER_ACCOUNT,
+      maxBytesPerAccount: config.CRM_PARK_MAX_BYTES_PER_ACCOUNT,
+      maxEventsTotal: config.CRM_PARK_MAX_EVENTS_TOTAL,
+      maxBytesTotal: config.CRM_PARK_MAX_BYTES_TOTAL,
+    },
+    maxAgeMs: config.CRM_PARK_MAX_AGE_MS,
+    baseDelayMs: config.CRM_RETRY_BASE_DELAY_MS,
+    maxDelayMs: config.CRM_PARK_MAX_DELAY_MS,
+    // After a hanging call, the abandoned call may run until the whole-call timeout.
+    hangingDelayMs: config.CRM_HTTP_REQUEST_TIMEOUT_MS,
+    pollMs: config.CRM_PARK_POLL_MS,
+    resumeBatch: config.CRM_PARK_RESUME_BATCH,
+    leaseMs: config.CRM_PARK_LEASE_MS,
+  },
   partitionsConsumedConcurrently: config.CRM_SINK_PARTITIONS_CONCURRENCY,
 });
 const lag = createLagCollector({

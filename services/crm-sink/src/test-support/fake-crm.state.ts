@@ -46,6 +46,8 @@ export interface FailSpec {
   crm?: FakeCrmName;
   /** Wait before answering: longer than a client's timeout simulates a hung CRM. */
   delayMs?: number;
+  /** Answer 200 with a body of this many bytes (streamed, never held in memory): a CRM gone wrong. */
+  bodyBytes?: number;
 }
 
 export class FakeCrmState {

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { createOutboundPolicy } from '@ingest/shared';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { registerFakeHubSpot } from './fake-hubspot.routes.js';
@@ -101,6 +102,15 @@ function sendError(reply: FastifyReply, crm: FakeCrmName, status: number, retryA
   return reply.send({ error: `Injected failure ${status}` });
 }
 
+/** `total` bytes of spaces, produced as the client reads them; a client that stops reading ends the stream. */
+function sendHugeBody(reply: FastifyReply, total: number): FastifyReply {
+  const chunk = Buffer.alloc(64 * 1024, 0x20);
+  function* body() {
+    for (let sent = 0; sent < total; sent += chunk.length) yield total - sent >= chunk.length ? chunk : chunk.subarray(0, total - sent);
+  }
+  return reply.code(200).header('content-type', 'application/json').header('content-length', String(total)).send(Readable.from(body()));
+}
+
 export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
   const tokens = new Set(options.tokens ?? [FAKE_CRM_TOKEN]);
   const limits = { ...DEFAULT_RATE_LIMITS, ...options.rateLimits };
@@ -143,6 +153,7 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
     const fault = state.takeFault(crm, token);
     if (fault?.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
     if (fault?.status) return sendError(reply, crm, fault.status, fault.retryAfter ?? fault.retryAfterSeconds);
+    if (fault?.bodyBytes) return sendHugeBody(reply, fault.bodyBytes);
     if (crm === 'webhook') return;
     if (token === undefined || !tokens.has(token)) return sendError(reply, crm, 401);
     const retryAfter = state.overRateLimit(crm, token);
