@@ -30,6 +30,11 @@ export const StoredMappingRecord = Type.Object({
   mapping: Type.Object({}, { additionalProperties: true }),
   createdAt: Timestamp,
   author: Author,
+  /**
+   * A version that deletes the mapping: sync stops. Its `mapping` keeps the previous `crm` with no
+   * rules, so a release that does not know this field plans nothing for the account either.
+   */
+  deleted: Type.Optional(Type.Literal(true)),
 });
 export type StoredMappingRecord = Static<typeof StoredMappingRecord>;
 
@@ -100,10 +105,28 @@ export type CrmCredentialView = Static<typeof CrmCredentialView>;
 export const CrmCredentialList = Type.Object({ credentials: Type.Array(CrmCredentialView) }, { additionalProperties: false });
 
 export const StoredMappingView = Type.Object(
-  { accountId: AccountId, version: Version, mapping: CrmMapping, createdAt: Timestamp, author: Author },
+  {
+    accountId: AccountId,
+    version: Version,
+    mapping: CrmMapping,
+    createdAt: Timestamp,
+    author: Author,
+    deleted: Type.Optional(Type.Literal(true, { description: 'This version deleted the mapping (its document keeps the crm, with no rules).' })),
+  },
   { $id: 'StoredMappingView', additionalProperties: false },
 );
-export const MappingVersionSummary = Type.Object({ version: Version, createdAt: Timestamp, author: Author }, { additionalProperties: false });
+export const MappingVersionSummary = Type.Object(
+  { version: Version, createdAt: Timestamp, author: Author, deleted: Type.Optional(Type.Literal(true, { description: 'This version deleted the mapping.' })) },
+  { additionalProperties: false },
+);
+export const DeletedCredentialView = Type.Object(
+  { accountId: AccountId, name: CredentialName, deleted: Type.Literal(true) },
+  { $id: 'DeletedCredentialView', additionalProperties: false, description: 'The credential is deleted (a tombstone in control.crm-credentials).' },
+);
+export const DeletedMappingView = Type.Object(
+  { accountId: AccountId, version: Version, createdAt: Timestamp, author: Author, deleted: Type.Literal(true) },
+  { $id: 'DeletedMappingView', additionalProperties: false, description: 'The version that deleted the mapping; sync stops from the next event on.' },
+);
 export const MappingVersionList = Type.Object(
   { accountId: AccountId, versions: Type.Array(MappingVersionSummary, { description: 'Newest first.' }) },
   { additionalProperties: false },

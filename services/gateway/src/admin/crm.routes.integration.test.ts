@@ -402,6 +402,56 @@ describe('CRM dry-run', () => {
   });
 });
 
+describe('deleting mappings and credentials', () => {
+  it('deletes a mapping as a new version that stops sync, keeps its history, and lets a later PUT start again', async () => {
+    const accountId = await newAccount();
+    expect((await putMapping(accountId, mapping)).statusCode).toBe(201);
+    expectProblem(
+      await app.inject({ method: 'DELETE', url: `${base(accountId)}/mapping`, headers: { ...auth, 'if-match': '"7"' } }),
+      412,
+      '/problems/precondition-failed',
+    );
+    const deleted = await app.inject({ method: 'DELETE', url: `${base(accountId)}/mapping`, headers: { ...auth, 'if-match': '"1"' } });
+    expect(deleted.statusCode).toBe(200);
+    expect(deleted.json()).toEqual({ accountId, version: 2, deleted: true, author: 'admin', createdAt: expect.any(String) });
+    // The sink and the dry-run see no mapping; the history shows the deletion.
+    expect(stack.controlPlane.currentMapping(accountId)).toBeUndefined();
+    const current = expectProblem(await app.inject({ method: 'GET', url: `${base(accountId)}/mapping`, headers: auth }), 404, '/problems/not-found');
+    expect(current.detail).toMatch(/was deleted in version 2/);
+    const versions = await app.inject({ method: 'GET', url: `${base(accountId)}/mapping/versions`, headers: auth });
+    expect(versions.json().versions.map((v: { version: number; deleted?: boolean }) => [v.version, v.deleted ?? false])).toEqual([
+      [2, true],
+      [1, false],
+    ]);
+    expect((await app.inject({ method: 'GET', url: `${base(accountId)}/mapping/versions/2`, headers: auth })).json()).toMatchObject({
+      version: 2,
+      deleted: true,
+      mapping: { crm: mapping.crm, rules: [] },
+    });
+    expectProblem(await app.inject({ method: 'DELETE', url: `${base(accountId)}/mapping`, headers: auth }), 404, '/problems/not-found');
+    const again = await putMapping(accountId, mapping, { 'if-match': '"2"' });
+    expect(again.statusCode).toBe(201);
+    expect(again.json()).toMatchObject({ version: 3 });
+    expect(stack.controlPlane.currentMapping(accountId)?.version).toBe(3);
+  });
+
+  it('deletes a credential with a tombstone, refusing while the current mapping uses it', async () => {
+    const accountId = await newAccount();
+    const hooks = { type: 'webhook', url: 'https://hooks.example.com/in', secret: 'whsec_delete_me' };
+    expect((await app.inject({ method: 'PUT', url: `${base(accountId)}/credentials/hooks`, headers: auth, payload: hooks })).statusCode).toBe(200);
+    expect((await putMapping(accountId, { ...mapping, crm: { type: 'webhook', credentialsRef: 'hooks' } })).statusCode).toBe(201);
+    const inUse = expectProblem(await app.inject({ method: 'DELETE', url: `${base(accountId)}/credentials/hooks`, headers: auth }), 409, '/problems/conflict');
+    expect(inUse.detail).toMatch(/mapping version 1 syncs with credential hooks/);
+    expect((await app.inject({ method: 'DELETE', url: `${base(accountId)}/mapping`, headers: auth })).statusCode).toBe(200);
+    const gone = await app.inject({ method: 'DELETE', url: `${base(accountId)}/credentials/hooks`, headers: auth });
+    expect(gone.statusCode).toBe(200);
+    expect(gone.json()).toEqual({ accountId, name: 'hooks', deleted: true });
+    expect(stack.controlPlane.crmCredential(accountId, 'hooks')).toBeUndefined();
+    expect((await app.inject({ method: 'GET', url: `${base(accountId)}/credentials`, headers: auth })).json()).toEqual({ credentials: [] });
+    expectProblem(await app.inject({ method: 'DELETE', url: `${base(accountId)}/credentials/hooks`, headers: auth }), 404, '/problems/not-found');
+  });
+});
+
 describe('CRM credentials admin API', () => {
   it('stores credentials and never returns or echoes their secrets', async () => {
     const accountId = await newAccount();

@@ -7,6 +7,8 @@ import {
   CrmCredentialView as CrmCredentialViewSchema,
   CrmMapping,
   CredentialParams,
+  DeletedCredentialView,
+  DeletedMappingView,
   DryRunRequest,
   DryRunResult,
   IfMatchHeaders,
@@ -28,6 +30,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import {
   bodyValidatedByHandler,
+  deleteMapping,
   dryRunResult,
   mapErrors,
   mappingVersion,
@@ -107,8 +110,34 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
         const { accountId } = request.params;
         requireAccount(cp, accountId);
         const current = cp.currentMapping(accountId);
-        if (!current) throw new ProblemError('notFound', `Account ${accountId} has no CRM mapping yet.`);
+        if (!current) {
+          const deleted = cp.mappingVersions(accountId).at(-1);
+          throw new ProblemError(
+            'notFound',
+            deleted ? `The CRM mapping of account ${accountId} was deleted in version ${deleted.version}.` : `Account ${accountId} has no CRM mapping yet.`,
+          );
+        }
         return withVersionTag(reply, current).send(current);
+      },
+    );
+
+    app.delete<{ Params: AccountParams; Headers: { 'if-match'?: string } }>(
+      '/accounts/:accountId/crm/mapping',
+      {
+        schema: {
+          summary: 'Delete the CRM mapping: stores a version that stops sync (history is kept; a later PUT starts again)',
+          tags,
+          params: CrmAccountParams,
+          headers: IfMatchHeaders,
+          response: { 200: DeletedMappingView, ...problems(404, 412) },
+        },
+      },
+      async (request) => {
+        const { accountId } = request.params;
+        requireAccount(cp, accountId);
+        const deleted = await deleteMapping(cp, accountId, AUTHOR, request.headers['if-match']);
+        request.log.info({ accountId, version: deleted.version }, 'admin: crm mapping deleted');
+        return deleted;
       },
     );
 
@@ -182,6 +211,25 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
         const stored = await mapErrors(() => cp.putCrmCredential(accountId, name, request.body as CrmCredentialBody));
         request.log.info({ accountId, credentialName: name, crmType: stored.credential.type }, 'admin: crm credential stored');
         return toCredentialView(stored);
+      },
+    );
+
+    app.delete<{ Params: { accountId: string; name: string } }>(
+      '/accounts/:accountId/crm/credentials/:name',
+      {
+        schema: {
+          summary: 'Delete a CRM credential (a tombstone: compaction removes the secret); 409 while the current mapping uses it',
+          tags,
+          params: CredentialParams,
+          response: { 200: DeletedCredentialView, ...problems(404, 409) },
+        },
+      },
+      async (request) => {
+        const { accountId, name } = request.params;
+        requireAccount(cp, accountId);
+        await mapErrors(() => cp.deleteCrmCredential(accountId, name));
+        request.log.info({ accountId, credentialName: name }, 'admin: crm credential deleted');
+        return { accountId, name, deleted: true as const };
       },
     );
 
