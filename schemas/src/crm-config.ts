@@ -30,6 +30,11 @@ export const StoredMappingRecord = Type.Object({
   mapping: Type.Object({}, { additionalProperties: true }),
   createdAt: Timestamp,
   author: Author,
+  /**
+   * A version that deletes the mapping: sync stops. Its `mapping` keeps the previous `crm` with no
+   * rules, so a release that does not know this field plans nothing for the account either.
+   */
+  deleted: Type.Optional(Type.Literal(true)),
 });
 export type StoredMappingRecord = Static<typeof StoredMappingRecord>;
 
@@ -49,7 +54,12 @@ const webhookFields = { url: HttpsOrHttpUrl('Where signed POSTs go.') };
 const credentialBranches = [
   closed({ type: Type.Literal('hubspot'), accessToken: Secret('HubSpot private app token.'), ...hubspotFields }),
   closed({ type: Type.Literal('salesforce'), accessToken: Secret('Salesforce OAuth access token.'), ...salesforceFields }),
-  closed({ type: Type.Literal('webhook'), secret: Secret('HMAC-SHA256 signing secret.'), ...webhookFields }),
+  closed({
+    type: Type.Literal('webhook'),
+    secret: Secret('HMAC-SHA256 signing secret; `whsec_` + base64 (as Standard Webhooks libraries generate) is used as its decoded bytes.'),
+    previousSecret: Type.Optional(Secret('The secret being rotated out: while set, deliveries are signed with both.')),
+    ...webhookFields,
+  }),
 ] as const;
 
 /** PUT .../crm/credentials/{name}: a credential with its secret. */
@@ -87,6 +97,7 @@ export const CrmCredentialView = Type.Object(
     contactExternalIdField: Type.Optional(Type.String()),
     accountExternalIdField: Type.Optional(Type.String()),
     url: Type.Optional(Type.String()),
+    signsWithPreviousSecret: Type.Optional(Type.Boolean({ description: 'Webhook: a previousSecret is set and signs too (a rotation is under way).' })),
   },
   { $id: 'CrmCredentialView', additionalProperties: false },
 );
@@ -94,10 +105,28 @@ export type CrmCredentialView = Static<typeof CrmCredentialView>;
 export const CrmCredentialList = Type.Object({ credentials: Type.Array(CrmCredentialView) }, { additionalProperties: false });
 
 export const StoredMappingView = Type.Object(
-  { accountId: AccountId, version: Version, mapping: CrmMapping, createdAt: Timestamp, author: Author },
+  {
+    accountId: AccountId,
+    version: Version,
+    mapping: CrmMapping,
+    createdAt: Timestamp,
+    author: Author,
+    deleted: Type.Optional(Type.Literal(true, { description: 'This version deleted the mapping (its document keeps the crm, with no rules).' })),
+  },
   { $id: 'StoredMappingView', additionalProperties: false },
 );
-export const MappingVersionSummary = Type.Object({ version: Version, createdAt: Timestamp, author: Author }, { additionalProperties: false });
+export const MappingVersionSummary = Type.Object(
+  { version: Version, createdAt: Timestamp, author: Author, deleted: Type.Optional(Type.Literal(true, { description: 'This version deleted the mapping.' })) },
+  { additionalProperties: false },
+);
+export const DeletedCredentialView = Type.Object(
+  { accountId: AccountId, name: CredentialName, deleted: Type.Literal(true) },
+  { $id: 'DeletedCredentialView', additionalProperties: false, description: 'The credential is deleted (a tombstone in control.crm-credentials).' },
+);
+export const DeletedMappingView = Type.Object(
+  { accountId: AccountId, version: Version, createdAt: Timestamp, author: Author, deleted: Type.Literal(true) },
+  { $id: 'DeletedMappingView', additionalProperties: false, description: 'The version that deleted the mapping; sync stops from the next event on.' },
+);
 export const MappingVersionList = Type.Object(
   { accountId: AccountId, versions: Type.Array(MappingVersionSummary, { description: 'Newest first.' }) },
   { additionalProperties: false },
@@ -168,6 +197,7 @@ export const CREDENTIAL_STATUSES = ['stored', 'missing', 'mismatch'] as const;
 export const DRY_RUN_NOTE_CODES = [
   'crm_values_assumed_empty',
   'already_applied',
+  'older_set_ignored',
   'activity_already_created',
   'record_id_placeholder',
   'record_refused',

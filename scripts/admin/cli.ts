@@ -187,7 +187,7 @@ function plan(value: string): PlanId {
 }
 
 export interface ApiRequest {
-  method: 'GET' | 'POST' | 'PUT';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
   headers?: Record<string, string>;
   body?: unknown;

@@ -120,4 +120,31 @@ describe('admin CLI: CRM commands against the admin API', () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/\/accessToken: .*\(required\)/);
   });
+
+  it('deletes a mapping (a version that stops sync) and a credential the mapping no longer uses', async () => {
+    const { id: accountId } = await stack.controlPlane.createAccount({ name: 'CLI deletes', plan: 'pro' });
+    expect(
+      (
+        await cli(
+          ['credentials', 'put', accountId, 'hooks', '--type', 'webhook', '--stdin'],
+          {},
+          JSON.stringify({ url: 'https://example.com/h', secret: 'whsec_DEL' }),
+        )
+      ).code,
+    ).toBe(0);
+    expect((await cli(['mapping', 'put', accountId, await file('del.json', mapping)])).code).toBe(0);
+
+    const inUse = await cli(['credentials', 'delete', accountId, 'hooks']);
+    expect(inUse.code).toBe(1);
+    expect(inUse.stderr).toMatch(/409 .*mapping version 1 syncs with credential hooks/);
+
+    expect(await cli(['mapping', 'delete', accountId, '--if-match', '1'])).toMatchObject({
+      code: 0,
+      stdout: `deleted the mapping of account ${accountId}: version 2 stops sync\n`,
+    });
+    expect(stack.controlPlane.currentMapping(accountId)).toBeUndefined();
+    expect(await cli(['credentials', 'delete', accountId, 'hooks'])).toMatchObject({ code: 0, stdout: `deleted credential hooks of account ${accountId}\n` });
+    expect(stack.controlPlane.crmCredential(accountId, 'hooks')).toBeUndefined();
+    expect((await cli(['credentials', 'delete', accountId, 'hooks'])).stderr).toMatch(/404/);
+  });
 });

@@ -36,7 +36,9 @@ describe('admin CLI: CRM command parsing', () => {
     [['credentials', 'put', 'acc_1', 'main'], /needs --type hubspot\|salesforce\|webhook/],
     [['credentials', 'put', 'acc_1', 'main', '--type', 'pipedrive'], /needs --type/],
     [['credentials', 'list', 'acc_1', '--stdin'], /--stdin does not apply/],
-    [['mapping', 'delete', 'acc_1'], /unknown command "mapping delete"/],
+    [['mapping', 'remove', 'acc_1'], /unknown command "mapping remove"/],
+    [['mapping', 'delete', 'acc_1', '--if-match', 'x'], /--if-match must be a version number/],
+    [['credentials', 'delete', 'acc_1'], /name/],
     // No flag takes a secret: there is nothing to put in argv.
     [['credentials', 'put', 'acc_1', 'main', '--type', 'hubspot', '--token', 'pat-x'], /token/],
   ])('refuses %j', (argv, message) => {

@@ -13,16 +13,20 @@ export type CrmCommand =
   | { kind: 'mapping get'; accountId: string; version?: number }
   | { kind: 'mapping versions'; accountId: string }
   | { kind: 'mapping dry-run'; accountId: string; eventFile: string; mappingFile?: string }
+  | { kind: 'mapping delete'; accountId: string; ifMatch?: number }
   | { kind: 'credentials put'; accountId: string; name: string; type: CrmType; fromStdin: boolean }
-  | { kind: 'credentials list'; accountId: string };
+  | { kind: 'credentials list'; accountId: string }
+  | { kind: 'credentials delete'; accountId: string; name: string };
 
 const CRM_KINDS: ReadonlySet<string> = new Set<CrmCommand['kind']>([
   'mapping put',
   'mapping get',
   'mapping versions',
   'mapping dry-run',
+  'mapping delete',
   'credentials put',
   'credentials list',
+  'credentials delete',
 ]);
 
 export function isCrmCommand(command: { kind: string }): command is CrmCommand {
@@ -34,17 +38,20 @@ export const CRM_USAGE = `  mapping put <accountId> <file.json> [--if-match N]  
   mapping versions <accountId>                             list mapping versions, newest first
   mapping dry-run <accountId> <event.json> [--mapping draft.json]
                                                            show the CRM operations an event would cause
+  mapping delete <accountId> [--if-match N]                delete the mapping (a new version that stops sync)
   credentials put <accountId> <name> --type hubspot|salesforce|webhook [--stdin]
                                                            store a CRM credential; fields from the
                                                            environment (below) or a JSON object on stdin
-  credentials list <accountId>                             list credentials (never their secrets)`;
+  credentials list <accountId>                             list credentials (never their secrets)
+  credentials delete <accountId> <name>                    delete a credential (refused while the mapping uses it)`;
 
 export const CRM_ENV_USAGE = `  CRM_ACCESS_TOKEN     hubspot, salesforce: the access token (secret)
   CRM_BASE_URL         hubspot: API base URL (optional)
   CRM_INSTANCE_URL     salesforce: org instance URL
   CRM_API_VERSION, CRM_CONTACT_EXTERNAL_ID_FIELD, CRM_ACCOUNT_EXTERNAL_ID_FIELD   salesforce (optional)
   CRM_WEBHOOK_URL      webhook: where signed POSTs go
-  CRM_WEBHOOK_SECRET   webhook: the signing secret (secret)`;
+  CRM_WEBHOOK_SECRET   webhook: the signing secret (secret)
+  CRM_WEBHOOK_PREVIOUS_SECRET   webhook: the secret being rotated out; signs too while set (secret)`;
 
 export interface CrmFlags {
   version?: string;
@@ -101,6 +108,16 @@ export function parseCrmCommand(group: 'mapping' | 'credentials', ctx: CrmParseC
       const [accountId = ''] = ctx.args(['accountId']);
       return { kind: 'credentials list', accountId };
     }
+    case 'mapping delete': {
+      ctx.allow('if-match');
+      const [accountId = ''] = ctx.args(['accountId']);
+      return { kind: 'mapping delete', accountId, ...(flags['if-match'] !== undefined ? { ifMatch: positive(ctx, '--if-match', flags['if-match']) } : {}) };
+    }
+    case 'credentials delete': {
+      ctx.allow();
+      const [accountId = '', name = ''] = ctx.args(['accountId', 'name']);
+      return { kind: 'credentials delete', accountId, name };
+    }
     default:
       return undefined;
   }
@@ -112,7 +129,7 @@ function positive(ctx: CrmParseContext, flag: string, value: string): number {
 }
 
 export interface CrmRequest {
-  method: 'GET' | 'POST' | 'PUT';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
   headers?: Record<string, string>;
   /** Whether the command sends a body, which `loadBody` provides. */
@@ -139,6 +156,15 @@ export function crmRequestFor(command: CrmCommand): CrmRequest {
       return { method: 'PUT', path: `${crm}/credentials/${encodeURIComponent(command.name)}`, hasBody: true };
     case 'credentials list':
       return { method: 'GET', path: `${crm}/credentials`, hasBody: false };
+    case 'mapping delete':
+      return {
+        method: 'DELETE',
+        path: `${crm}/mapping`,
+        hasBody: false,
+        ...(command.ifMatch !== undefined ? { headers: { 'if-match': `"${command.ifMatch}"` } } : {}),
+      };
+    case 'credentials delete':
+      return { method: 'DELETE', path: `${crm}/credentials/${encodeURIComponent(command.name)}`, hasBody: false };
   }
 }
 
@@ -208,6 +234,7 @@ const ENV_FIELDS: Record<CrmType, [field: string, variable: string][]> = {
   webhook: [
     ['url', 'CRM_WEBHOOK_URL'],
     ['secret', 'CRM_WEBHOOK_SECRET'],
+    ['previousSecret', 'CRM_WEBHOOK_PREVIOUS_SECRET'],
   ],
 };
 
@@ -274,6 +301,10 @@ export function formatCrmSuccess(command: CrmCommand, body: unknown, table: (row
       const c = body as CredentialOut;
       return `stored ${c.type} credential ${c.name} for account ${command.accountId} (the secret is not shown)\n`;
     }
+    case 'mapping delete':
+      return `deleted the mapping of account ${command.accountId}: version ${(body as { version: number }).version} stops sync\n`;
+    case 'credentials delete':
+      return `deleted credential ${command.name} of account ${command.accountId}\n`;
     case 'credentials list': {
       const { credentials } = body as { credentials: CredentialOut[] };
       if (credentials.length === 0) return 'no credentials\n';

@@ -1,4 +1,4 @@
-import { CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { CommonConfig, CrmOutboundConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
 import { type Static, Type } from '@sinclair/typebox';
 
 const DAY_S = 24 * 3600;
@@ -7,6 +7,7 @@ export const CrmSinkConfigSchema = Type.Object({
   ...CommonConfig,
   ...KafkaConfig,
   ...RedisConfig,
+  ...CrmOutboundConfig,
   CRM_SINK_OPS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3102 }),
   CRM_SINK_OPS_HOST: Type.String({ default: '127.0.0.1' }),
   CRM_SINK_GROUP: Type.String({ minLength: 1, default: 'crm-sink' }),
@@ -26,13 +27,39 @@ export const CrmSinkConfigSchema = Type.Object({
   CRM_RETRY_BUDGET_MS: Type.Integer({ minimum: 0, default: 300_000 }),
   CRM_RETRY_BASE_DELAY_MS: Type.Integer({ minimum: 1, default: 500 }),
   CRM_RETRY_MAX_DELAY_MS: Type.Integer({ minimum: 1, default: 30_000 }),
+  /**
+   * Isolation (docs/crm-sync.md): a call may wait (Retry-After, backoff) or hang this long; beyond
+   * it the account is blocked and its events are parked in Redis, so its partitions move on.
+   */
+  CRM_ACCOUNT_HOLD_MS: Type.Integer({ minimum: 100, default: 10_000 }),
+  /** Retry-After values above this are taken as this. */
+  CRM_MAX_RETRY_AFTER_MS: Type.Integer({ minimum: 1_000, default: 60_000 }),
+  /** Parked events per account, and their bytes; beyond them an account's new events are dead-lettered (crm_park_full). */
+  CRM_PARK_MAX_EVENTS_PER_ACCOUNT: Type.Integer({ minimum: 1, default: 100_000 }),
+  CRM_PARK_MAX_BYTES_PER_ACCOUNT: Type.Integer({ minimum: 1024, default: 64 * 1024 * 1024 }),
+  /** Parked events of all accounts together, and their bytes (Redis memory). */
+  CRM_PARK_MAX_EVENTS_TOTAL: Type.Integer({ minimum: 1, default: 1_000_000 }),
+  CRM_PARK_MAX_BYTES_TOTAL: Type.Integer({ minimum: 1024, default: 512 * 1024 * 1024 }),
+  /** A parked event not synced this long after it was parked is dead-lettered (crm_retries_exhausted). */
+  CRM_PARK_MAX_AGE_MS: Type.Integer({ minimum: 1_000, default: 24 * 3600 * 1000 }),
+  /** Longest delay between two tries of a blocked account (full jitter from CRM_RETRY_BASE_DELAY_MS). */
+  CRM_PARK_MAX_DELAY_MS: Type.Integer({ minimum: 1, default: 60_000 }),
+  /** How often each replica looks for parked accounts that are due, and how many events one resume step takes. */
+  CRM_PARK_POLL_MS: Type.Integer({ minimum: 10, default: 1_000 }),
+  CRM_PARK_RESUME_BATCH: Type.Integer({ minimum: 1, default: 500 }),
+  /** A replica's lease on resuming one account, renewed after each step. */
+  CRM_PARK_LEASE_MS: Type.Integer({ minimum: 1_000, default: 120_000 }),
   /** How long applied (account, eventId, rule) are remembered; longer than Kafka retention plus any replay. */
   CRM_LEDGER_TTL_SECONDS: Type.Integer({ minimum: 3600, default: 35 * DAY_S }),
   /** How long an event's sync state stays readable through GET /v1/events/{eventId}. */
   CRM_SYNC_STATE_TTL_SECONDS: Type.Integer({ minimum: 60, default: 30 * DAY_S }),
-  /** HTTP timeouts of the CRM clients. */
+  /** HTTP timeouts of the CRM clients: connect, then each wait for headers or the next body bytes... */
   CRM_HTTP_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 5_000 }),
   CRM_HTTP_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000 }),
+  /** ...and the whole call, so a CRM dripping bytes under the idle timeout still ends. */
+  CRM_HTTP_REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 60_000 }),
+  /** A CRM answer larger than this is not read: the call fails as transient and the connection is dropped. */
+  CRM_HTTP_MAX_RESPONSE_BYTES: Type.Integer({ minimum: 1024, default: 8 * 1024 * 1024 }),
 });
 
 export type CrmSinkConfig = Static<typeof CrmSinkConfigSchema>;

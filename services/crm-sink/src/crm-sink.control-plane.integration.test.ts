@@ -8,7 +8,7 @@ import { type ControlPlane, createControlPlane, planSync } from '@ingest/shared'
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
-import { type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
 import { createSinkFixture, type SinkFixture } from './test-support/sink.fixture.js';
 
 const TOKEN = 'tok-control-plane';
@@ -36,7 +36,7 @@ const mapping: CrmMapping = {
 beforeAll(async () => {
   crm = await startFakeCrm({ tokens: [TOKEN] });
   fx = await createSinkFixture({
-    createAdapter: (credential) => createAdapter(credential),
+    createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }),
     extraTopics: ['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners'],
   });
   controlPlane = createControlPlane({ kafka: fx.kafka.kafka, producer: fx.producer, topicPrefix: fx.kafka.prefix, logger: testLogger() });

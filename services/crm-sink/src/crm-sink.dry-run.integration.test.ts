@@ -14,7 +14,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from '../../gateway/src/admin/admin.test-app.js';
 import { createAdapter } from './adapters/index.js';
-import { FAKE_WEBHOOK_SECRET, type FakeCall, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCall, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
 import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './test-support/sink.fixture.js';
 
 const ADMIN_TOKEN = 'admin-token-for-dry-run-tests';
@@ -28,7 +28,7 @@ let app: FastifyInstance;
 
 beforeAll(async () => {
   crm = await startFakeCrm({ tokens: [HUBSPOT_TOKEN, SALESFORCE_TOKEN] });
-  fx = await createSinkFixture({ createAdapter: (credential) => createAdapter(credential) });
+  fx = await createSinkFixture({ createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }) });
   // The gateway's dry-run reads the sink's Redis state: same key prefix, as REDIS_KEY_PREFIX is for both in production.
   stack = await startAdminTestStack({ redisKeyPrefix: fx.redisKeyPrefix });
   app = await stack.app(ADMIN_TOKEN);

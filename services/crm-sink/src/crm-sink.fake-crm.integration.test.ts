@@ -7,7 +7,7 @@ import { createMetricsRegistry, type Registry } from '@ingest/shared';
 import { uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
-import { type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
 import { createStaticMappings } from './test-support/memory-crm.js';
 import { createSinkFixture, type SinkFixture } from './test-support/sink.fixture.js';
 
@@ -48,7 +48,7 @@ beforeAll(async () => {
     mappings: createStaticMappings(
       Object.fromEntries(ACCOUNTS.map((a) => [a, { mapping, credential: { type: 'hubspot' as const, accessToken: token(a), baseUrl: crm.url } }])),
     ),
-    createAdapter: (credential) => createAdapter(credential),
+    createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }),
   });
   await fx.startSink(`crm-sink-${uniqueSuffix()}`, {
     metrics,
@@ -76,7 +76,7 @@ const callsOf = (accountId: string) => crm.calls.filter((c) => c.token === token
 
 describe('crm-sink with the HubSpot adapter and the fake CRM', () => {
   it('syncs 1,000 events for 10 contacts in few batched calls, within the batch and rate limits', async () => {
-    const events = Array.from({ length: 1000 }, (_, i) => event('acc_volume', 'Page Viewed', `user${i % 10}@volume.io`, { path: `/p${i}` }, i % 60));
+    const events = Array.from({ length: 1000 }, (_, i) => event('acc_volume', 'Page Viewed', `user${i % 10}@volume.io`, { path: `/p${i}` }, i));
     await produce(events);
     await waitFor(async () => (await pending(events)) === 0, { description: 'all 1,000 events synced', timeoutMs: 90_000 });
 

@@ -8,6 +8,7 @@ import { sampleValue } from '@ingest/shared/testing';
 import { describe, expect, it } from 'vitest';
 import type { CreateAdapter } from './adapters/adapter.js';
 import { createCrmSink } from './crm-sink.js';
+import { TEST_PARK } from './test-support/sink.fixture.js';
 
 const unused = <T>(): T => ({}) as T;
 
@@ -31,6 +32,7 @@ describe('crm-sink metrics before the first event', () => {
       rate: { ratePerSecond: 1, burst: 1 },
       retry: { maxAttempts: 1, budgetMs: 1, baseDelayMs: 1, maxDelayMs: 1 },
       maxUnfinishedPerPartition: 10,
+      park: TEST_PARK,
     });
     const text = await metrics.metrics();
     const zero = (name: string, labels: Record<string, string> = {}) => expect(sampleValue(text, name, labels), `${name} ${JSON.stringify(labels)}`).toBe(0);
@@ -47,6 +49,7 @@ describe('crm-sink metrics before the first event', () => {
       }
     }
     zero('ingest_crm_sync_lag_seconds_count');
+    for (const action of ['parked', 'resumed', 'dead_lettered']) zero('ingest_crm_park_events_total', { action });
     expect(text).toMatch(/# HELP ingest_crm_sync_lag_seconds .*accept -> synced/);
   });
 });

@@ -12,6 +12,9 @@ import {
 } from '@ingest/shared';
 import type { CreateAdapter } from './adapters/adapter.js';
 import { createCrmCallMetrics, instrumentAdapter } from './adapters/instrumented.adapter.js';
+import type { ParkingSettings } from './park/account-parking.js';
+import { createParkResumer } from './park/park.resumer.js';
+import { createParkStore, type ParkLimits } from './park/park.store.js';
 import type { RateLimit, RetryPolicy } from './rate/account-limiter.js';
 import { createSharedTokenBuckets } from './rate/shared-token-bucket.js';
 import { createRecordStateStore } from './sync/record-state.store.js';
@@ -38,7 +41,11 @@ export interface CrmSinkDeps {
   retry: RetryPolicy;
   maxUnfinishedPerPartition: number;
   partitionsConsumedConcurrently?: number;
+  /** Isolation of blocked accounts (docs/crm-sync.md): the hold, then parking in Redis. */
+  park: ParkConfig;
 }
+
+export type ParkConfig = Omit<ParkingSettings, 'store'> & { limits: ParkLimits };
 
 /** Assembles the sink; main.ts and the integration tests both call this. */
 export function createCrmSink(deps: CrmSinkDeps): Component {
@@ -48,6 +55,9 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
     logger: deps.logger,
   });
   const callMetrics = createCrmCallMetrics(deps.metrics);
+  const syncMetrics = createSyncMetrics(deps.metrics);
+  const { limits, ...parkSettings } = deps.park;
+  const parking: ParkingSettings = { ...parkSettings, store: createParkStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, limits }) };
   const engine = createSyncEngine({
     mappings: deps.mappings,
     createAdapter: (credential) => instrumentAdapter(deps.createAdapter(credential), callMetrics),
@@ -60,14 +70,15 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
     syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, ttlSeconds: deps.syncStateTtlSeconds }),
     deadLetters,
     logger: deps.logger,
-    metrics: createSyncMetrics(deps.metrics),
+    metrics: syncMetrics,
+    parking,
     coalesceWindowMs: deps.coalesceWindowMs,
     coalesceMaxRecords: deps.coalesceMaxRecords,
     rate: deps.rate,
     retry: deps.retry,
     tokenBucketOf: createSharedTokenBuckets({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, rate: deps.rate }),
   });
-  return createSinkConsumer({
+  const consumer = createSinkConsumer({
     kafka: deps.kafka,
     topics: [topicName(deps.topicPrefix, 'eventsUnique'), topicName(deps.topicPrefix, 'crmReplay')],
     groupId: deps.groupId,
@@ -78,4 +89,18 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
     maxUnfinishedPerPartition: deps.maxUnfinishedPerPartition,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
+  const resumer = createParkResumer({ resumeParked: engine.resumeParked, settings: parking, metrics: syncMetrics, logger: deps.logger });
+  return {
+    name: consumer.name,
+    async start() {
+      await consumer.start();
+      await resumer.start();
+    },
+    async stop() {
+      // The resumer first: it calls into the engine, which the consumer's stop ends.
+      await resumer.stop();
+      await consumer.stop();
+    },
+    healthy: () => consumer.healthy(),
+  };
 }

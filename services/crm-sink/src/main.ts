@@ -1,5 +1,6 @@
 import {
   createControlPlane,
+  createOutboundPolicy,
   createKafkaClient,
   createLagCollector,
   createLogger,
@@ -31,6 +32,8 @@ const controlPlane = createControlPlane({
   mappingVersionsKept: 1,
 });
 
+const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
+
 await Promise.all([producer.connect(), redis.connect()]);
 const sink = createCrmSink({
   kafka,
@@ -42,6 +45,9 @@ const sink = createCrmSink({
       connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
       headersTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
       bodyTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
+      requestTimeoutMs: config.CRM_HTTP_REQUEST_TIMEOUT_MS,
+      maxResponseBytes: config.CRM_HTTP_MAX_RESPONSE_BYTES,
+      outboundPolicy,
     }),
   logger,
   metrics,
@@ -60,6 +66,23 @@ const sink = createCrmSink({
     maxDelayMs: config.CRM_RETRY_MAX_DELAY_MS,
   },
   maxUnfinishedPerPartition: config.CRM_SINK_MAX_UNFINISHED_PER_PARTITION,
+  park: {
+    hold: { holdMs: config.CRM_ACCOUNT_HOLD_MS, maxRetryAfterMs: config.CRM_MAX_RETRY_AFTER_MS },
+    limits: {
+      maxEventsPerAccount: config.CRM_PARK_MAX_EVENTS_PER_ACCOUNT,
+      maxBytesPerAccount: config.CRM_PARK_MAX_BYTES_PER_ACCOUNT,
+      maxEventsTotal: config.CRM_PARK_MAX_EVENTS_TOTAL,
+      maxBytesTotal: config.CRM_PARK_MAX_BYTES_TOTAL,
+    },
+    maxAgeMs: config.CRM_PARK_MAX_AGE_MS,
+    baseDelayMs: config.CRM_RETRY_BASE_DELAY_MS,
+    maxDelayMs: config.CRM_PARK_MAX_DELAY_MS,
+    // After a hanging call, the abandoned call may run until the whole-call timeout.
+    hangingDelayMs: config.CRM_HTTP_REQUEST_TIMEOUT_MS,
+    pollMs: config.CRM_PARK_POLL_MS,
+    resumeBatch: config.CRM_PARK_RESUME_BATCH,
+    leaseMs: config.CRM_PARK_LEASE_MS,
+  },
   partitionsConsumedConcurrently: config.CRM_SINK_PARTITIONS_CONCURRENCY,
 });
 const lag = createLagCollector({

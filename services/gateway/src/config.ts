@@ -1,4 +1,4 @@
-import { AppError, ClickHouseConfig, CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { AppError, ClickHouseConfig, CommonConfig, CrmOutboundConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const GatewayConfigSchema = Type.Object({
@@ -6,6 +6,8 @@ export const GatewayConfigSchema = Type.Object({
   ...KafkaConfig,
   ...ClickHouseConfig,
   ...RedisConfig,
+  /** Where CRM credentials may point (checked when the admin API stores one; the crm-sink checks on connect). */
+  ...CrmOutboundConfig,
   GATEWAY_HOST: Type.String({ default: '127.0.0.1' }),
   GATEWAY_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   GATEWAY_OPS_HOST: Type.String({ default: '127.0.0.1' }),

@@ -58,3 +58,4 @@ export * from './billing/ledger-record.js';
 export * from './billing/ledger.store.js';
 export * from './control-plane/accounts.read.js';
 export * from './redis-lock.js';
+export * from './crm/outbound-policy.js';

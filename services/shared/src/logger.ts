@@ -28,6 +28,10 @@ const REDACT_PATHS = [
   'credential.secret',
   '*.credential.accessToken',
   '*.credential.secret',
+  'previousSecret',
+  '*.previousSecret',
+  'credential.previousSecret',
+  '*.credential.previousSecret',
   // Dashboard owners and sessions.
   'passwordHash',
   '*.passwordHash',

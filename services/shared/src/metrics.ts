@@ -60,6 +60,9 @@ export const METRIC_NAMES = {
   crmSyncLag: 'ingest_crm_sync_lag_seconds',
   crmSyncOutcomes: 'ingest_crm_sync_outcomes_total',
   crmPausedAccounts: 'ingest_crm_paused_accounts',
+  crmParkEvents: 'ingest_crm_park_events_total',
+  crmParkedAccounts: 'ingest_crm_parked_accounts',
+  crmParkedEvents: 'ingest_crm_parked_events',
 } as const;
 
 /**

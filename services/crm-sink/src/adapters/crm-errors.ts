@@ -1,4 +1,5 @@
 import { CrmError, type CrmErrorKind } from './adapter.js';
+import { ADDRESS_NOT_ALLOWED } from './guarded-connect.js';
 
 /**
  * The one place HTTP outcomes become CrmError kinds, for every adapter: the sink retries
@@ -60,9 +61,17 @@ export function classifyHttpFailure(failure: HttpFailure): CrmError {
   return new CrmError(kind, message, failure.status, retryAfterMs);
 }
 
-/** Timeouts, refused or reset connections, DNS failures: the CRM may answer on a later try. */
+/**
+ * Timeouts, refused or reset connections, DNS failures: the CRM may answer on a later try. An
+ * address the outbound policy refused (guarded-connect.ts) is `forbidden`: retrying cannot help.
+ */
 export function classifyNetworkError(crm: string, err: unknown, secrets: readonly string[]): CrmError {
   const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
+  if (code === ADDRESS_NOT_ALLOWED) {
+    const refused = new CrmError('forbidden', safeMessage(`${crm} request refused by the outbound address policy: ${(err as Error).message}`, secrets));
+    refused.cause = err;
+    return refused;
+  }
   const name = err instanceof Error ? err.name : 'Error';
   const reason = code ?? (name === 'TimeoutError' || name === 'AbortError' ? 'request timed out' : err instanceof Error ? err.message : String(err));
   const crmError = new CrmError('transient', safeMessage(`${crm} request failed: ${reason}`, secrets));

@@ -1,6 +1,7 @@
+import { CrmError, type CrmRequest, createOutboundPolicy, type OutboundPolicy, requestTarget } from '@ingest/shared';
 import { Pool } from 'undici';
-import { CrmError, type CrmRequest, requestTarget } from '@ingest/shared';
 import { type CrmErrorDetail, classifyHttpFailure, classifyNetworkError, safeMessage } from './crm-errors.js';
+import { guardedConnector, type Resolve } from './guarded-connect.js';
 
 export type { CrmRequest } from '@ingest/shared';
 
@@ -24,6 +25,14 @@ export interface CrmHttpOptions {
   connectTimeoutMs?: number;
   headersTimeoutMs?: number;
   bodyTimeoutMs?: number;
+  /** The whole call, connect to last body byte: a CRM that drips bytes under the idle timeouts still ends. */
+  requestTimeoutMs?: number;
+  /** Bodies larger than this are not read: the call fails (transient) and the connection is dropped. */
+  maxResponseBytes?: number;
+  /** Where requests may go; default: https only, public addresses only. */
+  outboundPolicy?: OutboundPolicy;
+  /** Name resolution (tests pass a stub resolver); default dns.lookup. */
+  resolve?: Resolve;
   connections?: number;
   /** Called once per HTTP call, for metrics (calls by CRM and status, latency); `status` 0 = no answer. */
   onCall?: (call: CrmCallObservation) => void;
@@ -37,7 +46,23 @@ export interface CrmCallObservation {
 }
 
 /** The tunable part of the HTTP options, what a caller of `createAdapter` may set. */
-export type AdapterHttpOptions = Partial<Pick<CrmHttpOptions, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'connections' | 'onCall'>>;
+export type AdapterHttpOptions = Partial<
+  Pick<
+    CrmHttpOptions,
+    | 'connectTimeoutMs'
+    | 'headersTimeoutMs'
+    | 'bodyTimeoutMs'
+    | 'requestTimeoutMs'
+    | 'maxResponseBytes'
+    | 'outboundPolicy'
+    | 'resolve'
+    | 'connections'
+    | 'onCall'
+  >
+>;
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
 
 export interface SendOptions {
   /** Non-2xx statuses the caller handles itself (e.g. HubSpot's 409 for a duplicate unique value). */
@@ -61,21 +86,53 @@ function parseJson(text: string): unknown {
   }
 }
 
+class ResponseTooLarge extends Error {}
+
+/** The body as text, or ResponseTooLarge past `max` bytes (declared or counted): never more than `max` in memory. */
+async function readCapped(body: AsyncIterable<Buffer> & { destroy(err?: Error): unknown }, max: number, declared: unknown): Promise<string> {
+  const length = Number(Array.isArray(declared) ? declared[0] : declared);
+  if (Number.isFinite(length) && length > max) {
+    body.destroy();
+    throw new ResponseTooLarge();
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > max) {
+      body.destroy();
+      throw new ResponseTooLarge();
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /**
- * A keep-alive connection pool to one CRM base URL with connect, headers and body timeouts.
- * Non-2xx answers and network failures come back as CrmError, classified in one place.
+ * A keep-alive connection pool to one CRM base URL with connect, headers, body and whole-call
+ * timeouts, a cap on response bytes, and the outbound address policy applied to the URL and
+ * to every address connected to. Redirects are never followed (undici's pool does not; a 3xx
+ * is a permanent failure). Non-2xx answers and network failures come back as CrmError,
+ * classified in one place.
  */
 export function createCrmHttpClient(options: CrmHttpOptions): CrmHttpClient {
+  const policy = options.outboundPolicy ?? createOutboundPolicy();
+  const urlCheck = policy.checkUrl(options.baseUrl);
   const base = new URL(options.baseUrl);
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const pool = new Pool(base.origin, {
     connections: options.connections ?? 4,
-    connect: { timeout: options.connectTimeoutMs ?? 5_000 },
+    connect: guardedConnector({ policy, timeoutMs: options.connectTimeoutMs ?? 5_000, ...(options.resolve ? { resolve: options.resolve } : {}) }),
     headersTimeout: options.headersTimeoutMs ?? 15_000,
     bodyTimeout: options.bodyTimeoutMs ?? 15_000,
     keepAliveTimeout: 30_000,
   });
 
   async function send(request: CrmRequest, sendOptions: SendOptions = {}): Promise<CrmResponse> {
+    // A URL stored before the policy existed (or under a looser one) is refused here, before any connection.
+    if (!urlCheck.ok)
+      throw new CrmError('forbidden', safeMessage(`${options.crm} URL refused by the outbound address policy: ${urlCheck.reason}`, options.secrets));
     const body = sendOptions.rawBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body));
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers, ...sendOptions.headers };
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -86,11 +143,14 @@ export function createCrmHttpClient(options: CrmHttpOptions): CrmHttpClient {
     try {
       // The same target the dry-run shows (an empty path is the base URL itself, query included).
       const path = requestTarget(options.baseUrl, request.path);
-      const response = await pool.request({ method: request.method, path, headers, body: body ?? null });
+      const signal = AbortSignal.timeout(requestTimeoutMs);
+      const response = await pool.request({ method: request.method, path, headers, body: body ?? null, signal });
       status = response.statusCode;
       retryAfter = response.headers['retry-after'];
-      text = await response.body.text();
+      text = await readCapped(response.body, maxResponseBytes, response.headers['content-length']);
     } catch (err) {
+      if (err instanceof ResponseTooLarge)
+        throw new CrmError('transient', `${options.crm} answered ${status} with a body over ${maxResponseBytes} bytes; not read`, status);
       throw classifyNetworkError(options.crm, err, options.secrets);
     } finally {
       options.onCall?.({ crm: options.crm, method: request.method, status, durationMs: performance.now() - startedAt });

@@ -1,6 +1,6 @@
 // Servers: the fake CRM only (fastify on 127.0.0.1), over real HTTP.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
 import { CrmError, type RecordWrite } from './adapter.js';
 import { createHubSpotAdapter, hubspotBatchFailures } from './hubspot.adapter.js';
 import { buildHubSpotUpsertRequests } from '@ingest/shared';
@@ -12,7 +12,7 @@ let hubspot: ReturnType<typeof createHubSpotAdapter>;
 
 beforeAll(async () => {
   crm = await startFakeCrm({ tokens: [TOKEN, OTHER] });
-  hubspot = createHubSpotAdapter({ type: 'hubspot', accessToken: TOKEN, baseUrl: crm.url }, { headersTimeoutMs: 500 });
+  hubspot = createHubSpotAdapter({ type: 'hubspot', accessToken: TOKEN, baseUrl: crm.url }, { headersTimeoutMs: 500, outboundPolicy: FAKE_CRM_OUTBOUND });
 });
 afterAll(async () => {
   await hubspot.close();
@@ -100,8 +100,8 @@ describe('HubSpot adapter', () => {
 
   it("answers the fake's own per-token rate limit with 429 and a Retry-After, for that token only", async () => {
     const limited = await startFakeCrm({ tokens: [TOKEN, OTHER], rateLimits: { hubspot: { max: 2, windowMs: 60_000 } } });
-    const a = createHubSpotAdapter({ type: 'hubspot', accessToken: TOKEN, baseUrl: limited.url });
-    const b = createHubSpotAdapter({ type: 'hubspot', accessToken: OTHER, baseUrl: limited.url });
+    const a = createHubSpotAdapter({ type: 'hubspot', accessToken: TOKEN, baseUrl: limited.url }, { outboundPolicy: FAKE_CRM_OUTBOUND });
+    const b = createHubSpotAdapter({ type: 'hubspot', accessToken: OTHER, baseUrl: limited.url }, { outboundPolicy: FAKE_CRM_OUTBOUND });
     try {
       await a.read('contact', ['ada@example.com'], []);
       await a.read('contact', ['ada@example.com'], []);
@@ -135,7 +135,7 @@ describe('HubSpot adapter', () => {
     const observed: { crm: string; method: string; status: number }[] = [];
     const adapter = createHubSpotAdapter(
       { type: 'hubspot', accessToken: TOKEN, baseUrl: crm.url },
-      { onCall: ({ crm: name, method, status }) => observed.push({ crm: name, method, status }) },
+      { outboundPolicy: FAKE_CRM_OUTBOUND, onCall: ({ crm: name, method, status }) => observed.push({ crm: name, method, status }) },
     );
     try {
       crm.failNext({ status: 503 });
@@ -154,7 +154,7 @@ describe('HubSpot adapter', () => {
     const down = await startFakeCrm();
     const url = down.url;
     await down.stop();
-    const adapter = createHubSpotAdapter({ type: 'hubspot', accessToken: TOKEN, baseUrl: url });
+    const adapter = createHubSpotAdapter({ type: 'hubspot', accessToken: TOKEN, baseUrl: url }, { outboundPolicy: FAKE_CRM_OUTBOUND });
     try {
       const err = await crmError(adapter.upsert('contact', [contact('ada@example.com', {})]));
       expect(err.kind).toBe('transient');
@@ -166,7 +166,7 @@ describe('HubSpot adapter', () => {
 
   it('classifies a wrong token as auth, without the token in the message', async () => {
     const secret = 'hs-wrong-token-that-must-not-leak';
-    const adapter = createHubSpotAdapter({ type: 'hubspot', accessToken: secret, baseUrl: crm.url });
+    const adapter = createHubSpotAdapter({ type: 'hubspot', accessToken: secret, baseUrl: crm.url }, { outboundPolicy: FAKE_CRM_OUTBOUND });
     try {
       const err = await crmError(adapter.upsert('contact', [contact('ada@example.com', {})]));
       expect(err).toMatchObject({ kind: 'auth', status: 401 });

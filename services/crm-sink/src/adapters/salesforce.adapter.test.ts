@@ -1,6 +1,6 @@
 // Servers: the fake CRM only (fastify on 127.0.0.1), over real HTTP.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
 import { parseSoqlInQuery } from '../test-support/fake-soql.js';
 import { type ActivityWrite, CrmError, type RecordWrite } from './adapter.js';
 import { createSalesforceAdapter } from './salesforce.adapter.js';
@@ -12,7 +12,7 @@ let salesforce: ReturnType<typeof createSalesforceAdapter>;
 
 beforeAll(async () => {
   crm = await startFakeCrm({ tokens: [TOKEN] });
-  salesforce = createSalesforceAdapter({ type: 'salesforce', accessToken: TOKEN, instanceUrl: crm.url });
+  salesforce = createSalesforceAdapter({ type: 'salesforce', accessToken: TOKEN, instanceUrl: crm.url }, { outboundPolicy: FAKE_CRM_OUTBOUND });
 });
 afterAll(async () => {
   await salesforce.close();
@@ -45,13 +45,16 @@ describe('Salesforce adapter', () => {
   });
 
   it('uses the external id fields and API version of the credential', async () => {
-    const custom = createSalesforceAdapter({
-      type: 'salesforce',
-      accessToken: TOKEN,
-      instanceUrl: crm.url,
-      apiVersion: 'v59.0',
-      accountExternalIdField: 'Domain__c',
-    });
+    const custom = createSalesforceAdapter(
+      {
+        type: 'salesforce',
+        accessToken: TOKEN,
+        instanceUrl: crm.url,
+        apiVersion: 'v59.0',
+        accountExternalIdField: 'Domain__c',
+      },
+      { outboundPolicy: FAKE_CRM_OUTBOUND },
+    );
     try {
       await custom.upsert('company', [{ object: 'company', key: 'acme.com', properties: { Name: 'Acme' } }]);
       expect(crm.calls[0]?.path).toBe('/services/data/v59.0/composite/sobjects/Account/Domain__c');
@@ -133,7 +136,10 @@ describe('Salesforce adapter', () => {
   });
 
   it('classifies INVALID_SESSION_ID (401) as auth without leaking the token', async () => {
-    const wrong = createSalesforceAdapter({ type: 'salesforce', accessToken: 'sf-expired-session-secret', instanceUrl: crm.url });
+    const wrong = createSalesforceAdapter(
+      { type: 'salesforce', accessToken: 'sf-expired-session-secret', instanceUrl: crm.url },
+      { outboundPolicy: FAKE_CRM_OUTBOUND },
+    );
     try {
       const err = await crmError(wrong.read('contact', ['ada@example.com'], []));
       expect(err).toMatchObject({ kind: 'auth', status: 401 });
@@ -145,7 +151,7 @@ describe('Salesforce adapter', () => {
 
   it('classifies REQUEST_LIMIT_EXCEEDED (403) as rate_limited and 429 with Retry-After by its header', async () => {
     const limited = await startFakeCrm({ tokens: [TOKEN], rateLimits: { salesforce: { max: 1, windowMs: 60_000 } } });
-    const adapter = createSalesforceAdapter({ type: 'salesforce', accessToken: TOKEN, instanceUrl: limited.url });
+    const adapter = createSalesforceAdapter({ type: 'salesforce', accessToken: TOKEN, instanceUrl: limited.url }, { outboundPolicy: FAKE_CRM_OUTBOUND });
     try {
       await adapter.read('contact', ['a@example.com'], []);
       expect(await crmError(adapter.read('contact', ['a@example.com'], []))).toMatchObject({ kind: 'rate_limited', status: 403, retryAfterMs: 60_000 });

@@ -1,7 +1,7 @@
 // Servers: the fake CRM's webhook receiver only (fastify on 127.0.0.1), over real HTTP.
 import { WEBHOOK_SIGNATURE_HEADER, verifyWebhookSignature } from '@ingest/shared';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
 import { type ActivityWrite, CrmError } from './adapter.js';
 import { createAdapter, requestPlanner } from './index.js';
 
@@ -26,7 +26,7 @@ const activity: ActivityWrite = {
 
 describe('webhook adapter', () => {
   it('delivers signed record batches that the receiver verifies and applies', async () => {
-    const adapter = createAdapter({ type: 'webhook', url: webhookUrl, secret: FAKE_WEBHOOK_SECRET });
+    const adapter = createAdapter({ type: 'webhook', url: webhookUrl, secret: FAKE_WEBHOOK_SECRET }, { outboundPolicy: FAKE_CRM_OUTBOUND });
     try {
       expect(adapter).toMatchObject({ type: 'webhook', maxBatchSize: 100 });
       await expect(adapter.upsert('contact', [{ object: 'contact', key: 'ada@example.com', properties: { plan: 'pro', seats: 3 } }])).resolves.toEqual({
@@ -46,7 +46,7 @@ describe('webhook adapter', () => {
   });
 
   it('sends the same activity key twice; the receiver keeps one', async () => {
-    const adapter = createAdapter({ type: 'webhook', url: webhookUrl, secret: FAKE_WEBHOOK_SECRET });
+    const adapter = createAdapter({ type: 'webhook', url: webhookUrl, secret: FAKE_WEBHOOK_SECRET }, { outboundPolicy: FAKE_CRM_OUTBOUND });
     try {
       await adapter.createActivities([activity]);
       await adapter.createActivities([activity, { ...activity, idempotencyKey: 'k2' }]);
@@ -58,7 +58,7 @@ describe('webhook adapter', () => {
   });
 
   it('keeps the query string of the configured URL', async () => {
-    const adapter = createAdapter({ type: 'webhook', url: `${webhookUrl}?source=ingest`, secret: FAKE_WEBHOOK_SECRET });
+    const adapter = createAdapter({ type: 'webhook', url: `${webhookUrl}?source=ingest`, secret: FAKE_WEBHOOK_SECRET }, { outboundPolicy: FAKE_CRM_OUTBOUND });
     try {
       await adapter.createActivities([activity]);
       expect(crm.calls[0]).toMatchObject({ path: '/webhook/acme?source=ingest', status: 200 });
@@ -68,7 +68,7 @@ describe('webhook adapter', () => {
   });
 
   it('gets a 401 from a receiver with another secret: auth', async () => {
-    const adapter = createAdapter({ type: 'webhook', url: webhookUrl, secret: 'whsec_wrong_secret' });
+    const adapter = createAdapter({ type: 'webhook', url: webhookUrl, secret: 'whsec_wrong_secret' }, { outboundPolicy: FAKE_CRM_OUTBOUND });
     try {
       const err = await adapter.upsert('company', [{ object: 'company', key: 'acme.com', properties: {} }]).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(CrmError);
@@ -81,7 +81,7 @@ describe('webhook adapter', () => {
 
   it('plans the deliveries it makes (dry-run = real, apart from the send time)', async () => {
     const credential = { type: 'webhook' as const, url: webhookUrl, secret: FAKE_WEBHOOK_SECRET };
-    const adapter = createAdapter(credential);
+    const adapter = createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND });
     try {
       await adapter.createActivities([activity]);
       const sent = crm.calls[0]?.body as { sentAt: string };
@@ -104,7 +104,7 @@ describe('webhook adapter', () => {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as { port: number }).port;
-    const adapter = createAdapter({ type: 'webhook', url: `http://127.0.0.1:${port}/hooks/crm`, secret: 's3cret' });
+    const adapter = createAdapter({ type: 'webhook', url: `http://127.0.0.1:${port}/hooks/crm`, secret: 's3cret' }, { outboundPolicy: FAKE_CRM_OUTBOUND });
     try {
       await adapter.createActivities([activity]);
       expect(verifyWebhookSignature('s3cret', received.header, received.body ?? '', { toleranceSeconds: 5 })).toMatchObject({ ok: true });

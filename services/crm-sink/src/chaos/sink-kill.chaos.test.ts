@@ -151,6 +151,14 @@ function expectedState(events: TestEvent[]) {
   const contacts: Record<string, Record<string, string>> = {};
   const companies: Record<string, Record<string, string>> = {};
   const max = (current: string | undefined, ms: number) => String(Math.max(Number(current ?? -Infinity), ms));
+  // A set field takes the value of its newest event by event time (ties: the greater eventId in byte order).
+  const versions = new Map<string, [number, string]>();
+  const newest = (field: string, e: { timestampMs: number; eventId: string }): boolean => {
+    const stored = versions.get(field);
+    const wins = !stored || e.timestampMs > stored[0] || (e.timestampMs === stored[0] && Buffer.compare(Buffer.from(e.eventId), Buffer.from(stored[1])) >= 0);
+    if (wins) versions.set(field, [e.timestampMs, e.eventId]);
+    return wins;
+  };
   const count = (current: string | undefined, by: number) => String(Number(current ?? 0) + by);
   for (const { record: e } of events) {
     const email = e.email as string;
@@ -159,15 +167,15 @@ function expectedState(events: TestEvent[]) {
     const co = (companies[domain] ??= { domain });
     const p = e.properties as Record<string, string>;
     if (e.eventName === 'Signed Up') {
-      c.plan = p.plan as string;
+      if (newest(`${email}/plan`, e)) c.plan = p.plan as string;
       c.first_source ??= p.source as string;
       co.signups = count(co.signups, 1);
     } else if (e.eventName === 'Plan Changed') {
-      c.plan = p.plan as string;
+      if (newest(`${email}/plan`, e)) c.plan = p.plan as string;
     } else {
       if (e.eventName === 'Page Viewed') {
         c.page_views = count(c.page_views, 1);
-        c.last_page = p.path as string;
+        if (newest(`${email}/last_page`, e)) c.last_page = p.path as string;
       } else {
         c.feature_uses = count(c.feature_uses, 2);
         c.features_used = c.features_used === undefined ? (p.feature as string) : `${c.features_used};${p.feature}`;

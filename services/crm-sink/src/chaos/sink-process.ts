@@ -98,6 +98,9 @@ async function startSink(setup: SinkSetup, name: string, track: (p: SinkProcess)
         CRM_SINK_GROUP: setup.groupId,
         CRM_SINK_OPS_HOST: '127.0.0.1',
         CRM_SINK_OPS_PORT: String(port),
+        // The fake CRM is plain http on loopback, which the outbound address policy refuses by default.
+        CRM_ALLOW_HTTP: 'true',
+        CRM_ALLOWED_CIDRS: '127.0.0.1/32',
         ...setup.env,
       },
     });

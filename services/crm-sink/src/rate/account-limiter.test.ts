@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CrmError } from '../adapters/adapter.js';
-import { createAccountLimiter, CrmCallFailed } from './account-limiter.js';
+import { AccountBlocked, createAccountLimiter, CrmCallFailed } from './account-limiter.js';
 
 const retry = { maxAttempts: 3, budgetMs: 60_000, baseDelayMs: 1, maxDelayMs: 5 };
 const rate = { ratePerSecond: 1000, burst: 1000 };
@@ -60,5 +60,46 @@ describe('account limiter', () => {
     const err = await pending.catch((e: unknown) => e);
     expect(err).not.toBeInstanceOf(CrmCallFailed);
     expect((err as Error).name).toBe('AbortError');
+  });
+
+  describe('with a hold (parking)', () => {
+    const hold = { holdMs: 200, maxRetryAfterMs: 60_000 };
+    const held = (retryPolicy = retry) =>
+      createAccountLimiter({ rate, retry: retryPolicy, hold, events: { onRetry: () => undefined, onPause: () => undefined } });
+
+    it('blocks at once on a Retry-After beyond the hold, clamped (2000000 s is 60 s), and stays blocked until then', async () => {
+      const l = held();
+      const started = Date.now();
+      const err = await l.call(failing([new CrmError('rate_limited', '429', 429, 2_000_000_000)]), new AbortController().signal).catch((e: unknown) => e);
+      expect(Date.now() - started).toBeLessThan(150);
+      expect(err).toBeInstanceOf(AccountBlocked);
+      expect(err).toMatchObject({ why: 'rate_limited', retryAfterMs: 60_000 });
+      expect(l.pausedUntilMs() - Date.now()).toBeLessThanOrEqual(60_000);
+      // The next call does not wait out the pause either.
+      await expect(l.call(async () => 'ok', new AbortController().signal)).rejects.toMatchObject({ why: 'rate_limited' });
+    });
+
+    it('waits a Retry-After within the hold, as before', async () => {
+      expect(await held().call(failing([new CrmError('rate_limited', '429', 429, 50)]), new AbortController().signal)).toBe('ok');
+    });
+
+    it('blocks a failing CRM instead of dead-lettering it when its retries run out', async () => {
+      const err = await held()
+        .call(failing(Array.from({ length: 5 }, () => new CrmError('transient', '503'))), new AbortController().signal)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AccountBlocked);
+      expect(err).toMatchObject({ why: 'failing' });
+    });
+
+    it('blocks on a call that hangs past the hold, without waiting for it', async () => {
+      const started = Date.now();
+      const hanging = () => new Promise<string>((resolve) => setTimeout(() => resolve('late'), 2_000));
+      await expect(held().call(hanging, new AbortController().signal)).rejects.toMatchObject({ why: 'hanging' });
+      expect(Date.now() - started).toBeLessThan(1_000);
+    });
+
+    it('still fails permanent errors at once', async () => {
+      await expect(held().call(failing([new CrmError('permanent', 'bad')]), new AbortController().signal)).rejects.toBeInstanceOf(CrmCallFailed);
+    });
   });
 });

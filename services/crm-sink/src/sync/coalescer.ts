@@ -24,6 +24,8 @@ export interface Coalescer<E> {
   takeDue(nowMs: number, all?: boolean): AccountFlush<E>[];
   /** Milliseconds until the next account is due; undefined when nothing is buffered. */
   nextDueInMs(nowMs: number): number | undefined;
+  /** Removes and returns one account's buffer, due or not (the account is being parked). */
+  take(accountId: string): AccountFlush<E> | undefined;
 }
 
 export function createCoalescer<E>(options: { windowMs: number; maxRecords: number }): Coalescer<E> {
@@ -55,6 +57,12 @@ export function createCoalescer<E>(options: { windowMs: number; maxRecords: numb
         due.push({ accountId, records: [...account.records.values()] });
       }
       return due;
+    },
+    take(accountId) {
+      const account = accounts.get(accountId);
+      if (!account) return undefined;
+      accounts.delete(accountId);
+      return { accountId, records: [...account.records.values()] };
     },
     nextDueInMs(nowMs) {
       let next: number | undefined;

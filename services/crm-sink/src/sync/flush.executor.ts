@@ -1,4 +1,4 @@
-import { buildRecordWrite, crmFieldOf, deltaOf, ledgerKey, seedsFromCrm, stateFieldsOf } from '@ingest/shared';
+import { buildRecordWrite, crmFieldOf, deltaOf, ledgerKey, seedsFromCrm, setDeltaOf, setVersion, stateFieldsOf } from '@ingest/shared';
 import type { ActivityWrite, CrmAdapter, CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
 import { type AccountLimiter, CrmCallFailed } from '../rate/account-limiter.js';
 import type { RecordBuffer } from './coalescer.js';
@@ -14,6 +14,8 @@ import type { RecordStateStore } from './record-state.store.js';
 export interface FlushEvent {
   accountId: string;
   eventId: string;
+  /** The event's time: a set older than the one a field last took is not written. */
+  timestampMs: number;
 }
 
 export interface RecordFailure {
@@ -87,26 +89,20 @@ export async function executeFlush<E extends FlushEvent>(
       for (const [key, values] of read ?? []) current.set(key, values);
     }
 
-    // 2. Each event-rule once (ledger), in event order; the last state is the record's.
+    // 2. Each event-rule once (ledger), in event order, and each set by event time; the last state is the record's.
     const writes = new Map<RecordBuffer<E>, RecordWrite>();
     for (const rec of recs) {
       if (failures.has(rec)) continue;
       const seeds = seedsFromCrm(missing.get(rec) ?? [], current.get(rec.key));
       let state: Record<string, string> = {};
-      for (const { op, event } of rec.ops) {
-        const delta = deltaOf(op);
+      const versioned = rec.ops.map(({ op, event }) => ({ op, version: setVersion(event.timestampMs, event.eventId) }));
+      for (const [i, { op, version }] of versioned.entries()) {
+        const delta = [...setDeltaOf(op, version), ...deltaOf(op)];
         if (delta.length === 0) continue;
+        const event = (rec.ops[i] as { event: E }).event;
         state = (await store.apply(accountId, object, rec.key, ledgerKey(accountId, event.eventId, op.ruleId), seeds, delta)).state;
       }
-      writes.set(
-        rec,
-        buildRecordWrite(
-          object,
-          rec.key,
-          rec.ops.map((o) => o.op),
-          state,
-        ),
-      );
+      writes.set(rec, buildRecordWrite(object, rec.key, versioned, state));
     }
 
     // 3. Absolute values: repeating this after a crash or a replay changes nothing.

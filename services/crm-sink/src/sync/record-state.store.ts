@@ -15,6 +15,12 @@ import {
  * sink owns, and per (account, eventId, ruleId) a ledger key. One script per event-rule applies
  * its delta and sets its ledger key atomically, or changes nothing when the key exists, so a
  * redelivered or replayed event never increments or appends twice.
+ *
+ * `set` fields are last-writer-wins registers ordered by event time: the hash keeps, per field,
+ * `t:<field>` = `<event time ms>|<eventId>` of the set that last won, and a set wins only when
+ * its (time, eventId) is not older. That comparison needs no ledger — a replay of the winner wins
+ * again (same value), a replay or late arrival of an older event loses — so set-only rules set
+ * no ledger key, and the outcome does not depend on the order events arrive in.
  */
 export interface RecordStateStore extends Pick<RecordStateReader, 'present' | 'activitiesDone'> {
   /** Seeds absent fields, applies the delta once per ledger key; returns the hash afterwards. */
@@ -30,13 +36,41 @@ export interface RecordStateStore extends Pick<RecordStateReader, 'present' | 'a
 }
 
 // The dry-run (@ingest/shared sync.preview.ts, simulateApply) mirrors this script in memory; change both together.
-// KEYS: state hash, ledger key. ARGV: ledger ttl s, state ttl s, then kind/field/value triples.
+// KEYS: state hash, ledger key. ARGV: ledger ttl s, state ttl s, then kind/field/value triples ('set' values are `<ms>|<eventId>`).
 // HGET of a missing field is false in Lua, not nil. Numbers are written with %.17g: Lua's tostring would turn epoch milliseconds into 1.73e+12.
 // List items arrive JSON-encoded and are spliced into the stored JSON array as text, so no
 // number goes through cjson's 14-digit formatting.
 const APPLY = `
+local function parts(tag)
+  local ts, id = string.match(tag, '^([^|]*)|(.*)$')
+  return tonumber(ts), id
+end
+-- Byte order, not Lua's locale-dependent string comparison (Redis sets LC_COLLATE from the environment).
+local function before(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+local effects = false
+for i = 3, #ARGV, 3 do
+  local kind, field, value = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  if kind == 'set' then
+    local stored = redis.call('HGET', KEYS[1], field)
+    local wins = not stored
+    if stored then
+      local sts, sid = parts(stored)
+      local vts, vid = parts(value)
+      wins = sts == nil or vts > sts or (vts == sts and not before(vid, sid))
+    end
+    if wins then redis.call('HSET', KEYS[1], field, value) end
+  elseif kind ~= 'seed' then
+    effects = true
+  end
+end
 local applied = 0
-if redis.call('EXISTS', KEYS[2]) == 0 then
+if effects and redis.call('EXISTS', KEYS[2]) == 0 then
   for i = 3, #ARGV, 3 do
     local kind, field, value = ARGV[i], ARGV[i + 1], ARGV[i + 2]
     if kind == 'seed' or kind == 'once' then

@@ -36,9 +36,10 @@ describe('crm-sink stop and restart', () => {
     await fx.produce(warmup);
     await fx.settled(warmup);
 
-    // The next upsert is answered 429 with a long Retry-After: the account waits, mid-flush,
-    // after its ledger entries were applied.
-    crm.failNext('rate_limited', 1, { retryAfterMs: 600_000 });
+    // The next upsert is answered 429 with a Retry-After within the hold (TEST_PARK: 5 s): the
+    // account waits in memory, mid-flush, after its ledger entries were applied. (A longer one
+    // parks the account, which crm-sink.isolation.integration.test.ts covers.)
+    crm.failNext('rate_limited', 1, { retryAfterMs: 4_000 });
     const events = [
       fx.event('acc_restart', 'Signed Up', 'rae@restart.io', { plan: 'pro', source: 'ads' }, 1),
       ...Array.from({ length: 4 }, (_, i) => fx.event('acc_restart', 'Page Viewed', 'rae@restart.io', { path: `/p${i}` }, 2 + i)),

@@ -2,17 +2,21 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventRecord } from '@ingest/schemas';
 import {
   type ConsumedMessage,
+  createEventRecordDecoder,
   type DeadLetterSink,
   type Logger,
   type MappingReader,
+  type PlannedOperation,
   planSync,
   type SyncStateStore,
   type SyncStateUpdate,
 } from '@ingest/shared';
 import type { CrmAdapter, CreateAdapter } from '../adapters/adapter.js';
-import { type AccountLimiter, createAccountLimiter, type RateLimit, type RetryPolicy } from '../rate/account-limiter.js';
+import { type ParkingSettings, parkDelayMs, parkEvents } from '../park/account-parking.js';
+import type { Lease } from '../park/park.store.js';
+import { AccountBlocked, type AccountLimiter, createAccountLimiter, type RateLimit, type RetryPolicy } from '../rate/account-limiter.js';
 import { fullJitterDelayMs } from '../rate/backoff.js';
-import { type AccountFlush, createCoalescer } from './coalescer.js';
+import { type AccountFlush, createCoalescer, type RecordBuffer } from './coalescer.js';
 import { executeFlush, type FlushEvent, type RecordFailure } from './flush.executor.js';
 import type { RecordStateStore } from './record-state.store.js';
 import type { SyncMetrics } from './sync.metrics.js';
@@ -22,7 +26,13 @@ import type { SyncMetrics } from './sync.metrics.js';
  * operations per record, and runs each account's flushes one after another (so a record's
  * writes stay in event order) while accounts run side by side: a paused or failing CRM delays
  * only its own account. An event is finished (its offset may be committed) once it was synced,
- * skipped, or dead-lettered, and its sync state is recorded.
+ * skipped, dead-lettered or parked, and its sync state is recorded.
+ *
+ * Parking (with `parking` set; docs/crm-sync.md): a call that would wait or hang beyond the hold
+ * throws AccountBlocked; the account's flush, its queued flushes and its buffered events are
+ * then parked in Redis, in arrival order, and finished, so partition offsets move on. While an
+ * account has parked events, its new events are parked behind them. `resumeParked` (called by
+ * the park resumer under the account's lease) applies them again in order once the account is due.
  */
 export interface SinkEvent {
   record: EventRecord;
@@ -31,8 +41,15 @@ export interface SinkEvent {
   finish(): void;
 }
 
+interface Planned {
+  pending: PendingEvent;
+  ops: PlannedOperation[];
+}
+
 interface PendingEvent extends FlushEvent {
   sink: SinkEvent;
+  /** Arrival order in this engine: parked events keep it. */
+  seq: number;
 }
 
 export interface SyncEngineDeps {
@@ -49,12 +66,16 @@ export interface SyncEngineDeps {
   retry: RetryPolicy;
   /** The account's shared token bucket (Redis); without it each instance keeps its own. */
   tokenBucketOf?: (accountId: string) => () => Promise<number>;
+  /** Without it, a blocked account waits in memory (holding its partitions' offsets). */
+  parking?: ParkingSettings;
   now?: () => number;
 }
 
 export interface SyncEngine {
   /** Plans the events; skipped ones are recorded and finished before this resolves. */
   submit(events: readonly SinkEvent[]): Promise<void>;
+  /** Applies an account's parked events in order while it holds `lease`; stops when blocked again (rescheduled) or drained. */
+  resumeParked(accountId: string, lease: Lease): Promise<void>;
   /** Abandons buffered and waiting work (left unfinished, so uncommitted) and waits for running flushes to end. */
   stop(): Promise<void>;
 }
@@ -64,6 +85,14 @@ interface AccountWorker {
   queue: AccountFlush<PendingEvent>[];
   running?: Promise<void>;
   adapter?: { ref: string; adapter: CrmAdapter };
+  /** >0 while this replica parks the account: its flushes and checked events go to the park too. */
+  parking: number;
+  /** Bumped when this replica parks the account, so a submit that checked before knows. */
+  epoch: number;
+  /** This replica's park writes of the account, one after another (their order is the park's). */
+  parkChain: Promise<unknown>;
+  /** Flushes of the account, direct and resumed, one at a time on this replica. */
+  lock: Promise<unknown>;
 }
 
 /** HTTP adapters own a keep-alive pool (`close`); the in-memory ones do not. */
@@ -81,15 +110,38 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
   const workers = new Map<string, AccountWorker>();
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
+  let seq = 0;
+  const decodeRecord = createEventRecordDecoder();
+  const parking = deps.parking;
+  const parkDeps = parking && {
+    settings: parking,
+    deadLetters: deps.deadLetters,
+    syncStates: deps.syncStates,
+    metrics: deps.metrics,
+    logger: log,
+    signal: abort.signal,
+    now,
+  };
+
+  function chained<T>(w: AccountWorker, key: 'parkChain' | 'lock', work: () => Promise<T>): Promise<T> {
+    const run = w[key].then(work);
+    w[key] = run.catch(() => undefined);
+    return run;
+  }
 
   function worker(accountId: string): AccountWorker {
     let w = workers.get(accountId);
     if (!w) {
       w = {
         queue: [],
+        parking: 0,
+        epoch: 0,
+        parkChain: Promise.resolve(),
+        lock: Promise.resolve(),
         limiter: createAccountLimiter({
           rate: deps.rate,
           retry: deps.retry,
+          ...(parking ? { hold: parking.hold } : {}),
           ...(deps.tokenBucketOf ? { takeToken: deps.tokenBucketOf(accountId) } : {}),
           now,
           events: {
@@ -122,10 +174,38 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
 
   function enqueue(flush: AccountFlush<PendingEvent>): void {
     const w = worker(flush.accountId);
+    if (parkDeps && w.parking > 0) {
+      void chained(w, 'parkChain', () => parkEvents(parkDeps, flush.accountId, eventsOf([flush]), { force: true })).catch((err: unknown) => {
+        if (!abort.signal.aborted) log.error({ err, accountId: flush.accountId }, 'parking a flush failed');
+      });
+      return;
+    }
     w.queue.push(flush);
     w.running ??= drain(flush.accountId, w).finally(() => {
       w.running = undefined;
     });
+  }
+
+  /** The events of flushes, each once, in arrival order. */
+  function eventsOf(flushes: readonly (AccountFlush<PendingEvent> | undefined)[]): PendingEvent[] {
+    const events = new Set<PendingEvent>();
+    for (const flush of flushes) for (const rec of flush?.records ?? []) for (const { event } of rec.ops) events.add(event);
+    return [...events].sort((a, b) => a.seq - b.seq);
+  }
+
+  /** The account is blocked: park the flush, the queued ones and the buffered events, in arrival order. */
+  async function parkBlocked(accountId: string, w: AccountWorker, blocked: AccountBlocked, flushes: AccountFlush<PendingEvent>[]): Promise<void> {
+    if (!parkDeps || !parking) return;
+    w.epoch += 1;
+    w.parking += 1;
+    try {
+      const events = eventsOf([...flushes, coalescer.take(accountId)]);
+      const delay = parkDelayMs(parking, blocked, 0);
+      await chained(w, 'parkChain', () => parkEvents(parkDeps, accountId, events, { force: true, dueAtMs: now() + delay, reason: blocked.message }));
+      log.warn({ accountId, cause: blocked.why, parked: events.length, retryInMs: delay }, 'CRM account blocked: its events are parked');
+    } finally {
+      w.parking -= 1;
+    }
   }
 
   async function drain(accountId: string, w: AccountWorker): Promise<void> {
@@ -133,9 +213,10 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     while (w.queue.length > 0 && !abort.signal.aborted) {
       const flush = w.queue[0] as AccountFlush<PendingEvent>;
       try {
-        await runFlush(accountId, w, flush);
+        const outcome = await chained(w, 'lock', () => runFlush(accountId, w, flush));
         w.queue.shift();
         failures = 0;
+        if (outcome instanceof AccountBlocked) await parkBlocked(accountId, w, outcome, [flush, ...w.queue.splice(0)]);
       } catch (err) {
         if (abort.signal.aborted) return;
         // Redis or Kafka trouble, not the events' fault: the flush runs again (the ledger makes that safe).
@@ -169,12 +250,19 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     return w.adapter.adapter;
   }
 
-  async function runFlush(accountId: string, w: AccountWorker, flush: AccountFlush<PendingEvent>): Promise<void> {
+  /** 'done' once every event has its outcome; AccountBlocked (with parking) when the CRM cannot be used now. */
+  async function runFlush(accountId: string, w: AccountWorker, flush: AccountFlush<PendingEvent>): Promise<'done' | AccountBlocked> {
     const adapter = adapterFor(accountId, w);
-    const failures =
-      'code' in adapter
-        ? new Map(flush.records.map((r) => [r, adapter]))
-        : await executeFlush(accountId, flush.records, { adapter, limiter: w.limiter, store: deps.store, signal: abort.signal });
+    let failures: Map<RecordBuffer<PendingEvent>, RecordFailure>;
+    try {
+      failures =
+        'code' in adapter
+          ? new Map(flush.records.map((r) => [r, adapter]))
+          : await executeFlush(accountId, flush.records, { adapter, limiter: w.limiter, store: deps.store, signal: abort.signal });
+    } catch (err) {
+      if (err instanceof AccountBlocked) return err;
+      throw err;
+    }
 
     const outcomes = new Map<PendingEvent, RecordFailure | undefined>();
     for (const rec of flush.records) {
@@ -198,38 +286,126 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     }
     if (failed.length > 0)
       log.warn({ accountId, failed: failed.length, codes: [...new Set(failed.map(([, f]) => f.code))] }, 'CRM sync failed for some events; dead-lettered');
+    return 'done';
+  }
+
+  /** Plans each event with the account's newest mapping; events no rule acts on are skipped. */
+  function plan(events: readonly SinkEvent[]): { skipped: { event: SinkEvent; update: SyncStateUpdate }[]; planned: Planned[] } {
+    const skipped: { event: SinkEvent; update: SyncStateUpdate }[] = [];
+    const planned: Planned[] = [];
+    for (const event of events) {
+      const { accountId, eventId } = event.record;
+      const mapping = deps.mappings.currentMapping(accountId);
+      const ops = mapping ? planSync(mapping.mapping, event.record) : [];
+      if (ops.length === 0) {
+        const reason = !mapping ? 'no_mapping' : event.record.email === null && event.record.domain === null ? 'missing_identity' : 'no_rule_matched';
+        skipped.push({ event, update: { accountId, eventId, state: 'skipped', reason } });
+        continue;
+      }
+      planned.push({ pending: { accountId, eventId, timestampMs: event.record.timestampMs, sink: event, seq: seq++ }, ops });
+    }
+    return { skipped, planned };
+  }
+
+  async function recordSkipped(skipped: { event: SinkEvent; update: SyncStateUpdate }[]): Promise<void> {
+    if (skipped.length === 0) return;
+    await deps.syncStates.record(skipped.map((s) => s.update));
+    for (const s of skipped) {
+      deps.metrics.outcomes.inc({ state: 'skipped' });
+      s.event.finish();
+    }
+  }
+
+  /** New events of an account: behind its parked ones if it has any, else into the coalescer. */
+  async function admit(accountId: string, items: Planned[], at: number): Promise<void> {
+    const w = worker(accountId);
+    if (parkDeps) {
+      const epoch = w.epoch;
+      const pendings = items.map((i) => i.pending);
+      if (await chained(w, 'parkChain', () => parkEvents(parkDeps, accountId, pendings, { force: w.parking > 0 }))) return;
+      // Parked by this replica while we asked: behind the parked events too.
+      if (w.epoch !== epoch || w.parking > 0) {
+        await chained(w, 'parkChain', () => parkEvents(parkDeps, accountId, pendings, { force: true }));
+        return;
+      }
+    }
+    for (const { pending, ops } of items) for (const op of ops) coalescer.add(accountId, op, pending, at);
+  }
+
+  /** One step of resuming: the oldest parked events; false when done (drained, blocked again, stopping). */
+  async function resumeStep(accountId: string, w: AccountWorker, settings: ParkingSettings): Promise<boolean> {
+    const chunk = await settings.store.peek(accountId, settings.resumeBatch);
+    if (chunk.entries.length === 0) {
+      await settings.store.remove(accountId, 0, 0);
+      return false;
+    }
+    const cutoff = now() - settings.maxAgeMs;
+    let expired = 0;
+    while (expired < chunk.entries.length && (chunk.entries[expired]?.parkedAtMs ?? 0) <= cutoff) expired += 1;
+    const taken = chunk.entries.slice(0, expired > 0 ? expired : chunk.entries.length);
+    const bytes = taken.reduce((sum, e) => sum + e.bytes, 0);
+    if (expired > 0) {
+      await deadLetterParked(
+        accountId,
+        taken,
+        'crm_retries_exhausted',
+        `not synced within CRM_PARK_MAX_AGE_MS (${settings.maxAgeMs} ms) of being parked: the CRM stayed blocked`,
+      );
+    } else {
+      const events: SinkEvent[] = [];
+      const broken = [];
+      for (const entry of taken) {
+        const decoded = decodeRecord(entry.message.value);
+        if (decoded.ok) events.push({ record: decoded.record, message: entry.message, finish: () => undefined });
+        else broken.push({ message: entry.message, code: decoded.code, reason: decoded.reason });
+      }
+      await deps.deadLetters.publish(broken);
+      const { skipped, planned } = plan(events);
+      await recordSkipped(skipped);
+      const local = createCoalescer<PendingEvent>({ windowMs: 0, maxRecords: Number.MAX_SAFE_INTEGER });
+      for (const { pending, ops } of planned) for (const op of ops) local.add(accountId, op, pending, now());
+      const flush = local.take(accountId);
+      const outcome = flush ? await chained(w, 'lock', () => runFlush(accountId, w, flush)) : 'done';
+      if (outcome instanceof AccountBlocked) {
+        const delay = parkDelayMs(settings, outcome, chunk.attempts + 1);
+        await settings.store.reschedule(accountId, now() + delay, outcome.message);
+        log.warn({ accountId, cause: outcome.why, retryInMs: delay }, 'CRM account still blocked: its parked events wait');
+        return false;
+      }
+      deps.metrics.park.inc({ action: 'resumed' }, taken.length);
+    }
+    await settings.store.remove(accountId, taken.length, bytes);
+    return !abort.signal.aborted;
+  }
+
+  async function deadLetterParked(accountId: string, entries: readonly { message: ConsumedMessage; parkedAtMs: number }[], code: string, why: string) {
+    const ids = entries.map((e) => decodeRecord(e.message.value)).map((d) => (d.ok ? d.record.eventId : undefined));
+    await deps.deadLetters.publish(entries.map((e, i) => ({ message: e.message, code, reason: `account ${accountId} event ${ids[i] ?? '?'}: ${why}` })));
+    await deps.syncStates.record(ids.flatMap((eventId) => (eventId ? [{ accountId, eventId, state: 'failed' as const, reason: why }] : [])));
+    deps.metrics.park.inc({ action: 'dead_lettered' }, entries.length);
+    log.warn({ accountId, deadLettered: entries.length, code }, 'parked CRM events dead-lettered');
   }
 
   return {
     async submit(events) {
-      const skipped: { event: SinkEvent; update: SyncStateUpdate }[] = [];
       const at = now();
-      for (const event of events) {
-        const { accountId, eventId } = event.record;
-        const mapping = deps.mappings.currentMapping(accountId);
-        const ops = mapping ? planSync(mapping.mapping, event.record) : [];
-        if (ops.length === 0) {
-          const reason = !mapping ? 'no_mapping' : event.record.email === null && event.record.domain === null ? 'missing_identity' : 'no_rule_matched';
-          skipped.push({ event, update: { accountId, eventId, state: 'skipped', reason } });
-          continue;
-        }
-        const pending: PendingEvent = { accountId, eventId, sink: event };
-        for (const op of ops) coalescer.add(accountId, op, pending, at);
-      }
-      if (skipped.length > 0) {
-        await deps.syncStates.record(skipped.map((s) => s.update));
-        for (const s of skipped) {
-          deps.metrics.outcomes.inc({ state: 'skipped' });
-          s.event.finish();
-        }
-      }
+      const { skipped, planned } = plan(events);
+      await recordSkipped(skipped);
+      const byAccount = new Map<string, Planned[]>();
+      for (const item of planned) byAccount.set(item.pending.accountId, [...(byAccount.get(item.pending.accountId) ?? []), item]);
+      await Promise.all([...byAccount].map(([accountId, items]) => admit(accountId, items, at)));
       for (const flush of coalescer.takeDue(now())) enqueue(flush);
       schedule();
+    },
+    async resumeParked(accountId, lease) {
+      if (!parking) return;
+      const w = worker(accountId);
+      while (!abort.signal.aborted && (await resumeStep(accountId, w, parking)) && (await lease.renew()));
     },
     async stop() {
       abort.abort();
       if (timer) clearTimeout(timer);
-      await Promise.allSettled([...workers.values()].map((w) => w.running));
+      await Promise.allSettled([...workers.values()].flatMap((w) => [w.running, w.parkChain, w.lock]));
       await Promise.allSettled([...workers.values()].map((w) => (w.adapter ? closeAdapter(w.adapter.adapter) : undefined)));
     },
   };

@@ -7,6 +7,10 @@ export interface SyncMetrics {
   coalesced: Counter;
   lag: Histogram;
   pausedAccounts: Gauge;
+  /** Events parked, resumed from the park, or dead-lettered from it (cap or age). */
+  park: Counter<'action'>;
+  parkedAccounts: Gauge;
+  parkedEvents: Gauge;
 }
 
 export function createSyncMetrics(registry: Registry): SyncMetrics {
@@ -35,7 +39,20 @@ export function createSyncMetrics(registry: Registry): SyncMetrics {
       registers: [registry],
     }),
     pausedAccounts: new Gauge({ name: METRIC_NAMES.crmPausedAccounts, help: 'Accounts whose CRM work waits for a Retry-After', registers: [registry] }),
+    park: new Counter({
+      name: METRIC_NAMES.crmParkEvents,
+      help: 'Events of blocked accounts parked in Redis, resumed from there, or dead-lettered from there (cap reached, too old)',
+      labelNames: ['action'],
+      registers: [registry],
+    }),
+    parkedAccounts: new Gauge({ name: METRIC_NAMES.crmParkedAccounts, help: 'Accounts with parked events (all replicas)', registers: [registry] }),
+    parkedEvents: new Gauge({
+      name: METRIC_NAMES.crmParkedEvents,
+      help: 'Parked events waiting for their account to recover (all replicas)',
+      registers: [registry],
+    }),
   };
+  for (const action of ['parked', 'resumed', 'dead_lettered']) metrics.park.inc({ action }, 0);
   // Known label values start at zero, so rate() and the alerts see them from the first scrape.
   for (const state of ['synced', 'skipped', 'failed']) metrics.outcomes.inc({ state }, 0);
   for (const kind of ['rate_limited', 'transient']) metrics.retries.inc({ kind }, 0);

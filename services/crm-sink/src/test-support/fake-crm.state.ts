@@ -24,6 +24,8 @@ export interface FakeCall {
   body: unknown;
   /** Status answered; 0 while the request is in flight. */
   status: number;
+  /** Webhook: the Standard Webhooks delivery id. */
+  webhookId?: string;
 }
 
 export interface RateLimit {
@@ -44,6 +46,8 @@ export interface FailSpec {
   crm?: FakeCrmName;
   /** Wait before answering: longer than a client's timeout simulates a hung CRM. */
   delayMs?: number;
+  /** Answer 200 with a body of this many bytes (streamed, never held in memory): a CRM gone wrong. */
+  bodyBytes?: number;
 }
 
 export class FakeCrmState {

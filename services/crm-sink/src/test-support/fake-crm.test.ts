@@ -1,5 +1,5 @@
 // Servers: the fake CRM itself (fastify on 127.0.0.1), called with plain fetch.
-import { signWebhook } from '@ingest/shared';
+import { signWebhook, standardWebhookHeaders } from '@ingest/shared';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from './fake-crm.js';
 import { parseSoqlInQuery } from './fake-soql.js';
@@ -80,10 +80,14 @@ describe('fake CRM', () => {
       records: [{ key: 'acme.com', properties: { tier: 'gold' } }],
       sentAt: '2026-01-01T00:00:00Z',
     });
-    const post = (signature: string) =>
-      fetch(`${crm.url}/webhook/acme`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-ingest-signature': signature }, body });
+    const standard = (secret: string) => standardWebhookHeaders(secret, 'msg_test', body);
+    const post = (signature: string, headers: Record<string, string> = standard(FAKE_WEBHOOK_SECRET)) =>
+      fetch(`${crm.url}/webhook/acme`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-ingest-signature': signature, ...headers }, body });
     expect((await post(signWebhook('whsec_other', body))).status).toBe(401);
     expect((await post(signWebhook(FAKE_WEBHOOK_SECRET, body, Math.floor(Date.now() / 1000) - 3600))).status).toBe(401);
+    // Both signatures must verify: the Standard Webhooks one (checked with the standardwebhooks library) and the older one.
+    expect((await post(signWebhook(FAKE_WEBHOOK_SECRET, body), standard('whsec_b3RoZXI='))).status).toBe(401);
+    expect((await post(signWebhook(FAKE_WEBHOOK_SECRET, body), {})).status).toBe(401);
     expect((await post(signWebhook(FAKE_WEBHOOK_SECRET, body))).status).toBe(200);
     expect(crm.records('webhook', 'company').get('acme.com')?.properties).toEqual({ tier: 'gold' });
     crm.reset();

@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream';
+import { createOutboundPolicy } from '@ingest/shared';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { registerFakeHubSpot } from './fake-hubspot.routes.js';
 import { registerFakeSalesforce } from './fake-salesforce.routes.js';
@@ -27,7 +29,14 @@ export type { FailSpec, FakeCall, FakeCrmName, FakeRecord, RateLimit } from './f
  *   createAdapter({ type: 'webhook', url: `${crm.url}/webhook/acme`, secret: FAKE_WEBHOOK_SECRET });
  */
 export const FAKE_CRM_TOKEN = 'fake-crm-token';
-export const FAKE_WEBHOOK_SECRET = 'whsec_fake_crm';
+/**
+ * The fake CRM listens on plain http on loopback, which the outbound address policy refuses by
+ * default: adapters in tests are made with this policy (the operator settings CRM_ALLOW_HTTP=true
+ * and CRM_ALLOWED_CIDRS=127.0.0.1/32 do the same for a running sink).
+ */
+export const FAKE_CRM_OUTBOUND = createOutboundPolicy({ allowHttp: true, allowedCidrs: '127.0.0.1/32' });
+/** In the Standard Webhooks format (`whsec_` + base64), as its libraries generate secrets. */
+export const FAKE_WEBHOOK_SECRET = 'whsec_ZmFrZS1jcm0td2ViaG9vay1zaWduaW5nLWtleS0zMmI=';
 
 export interface FakeCrmOptions {
   /** Accepted bearer tokens (HubSpot and Salesforce); anything else gets a 401. */
@@ -93,6 +102,15 @@ function sendError(reply: FastifyReply, crm: FakeCrmName, status: number, retryA
   return reply.send({ error: `Injected failure ${status}` });
 }
 
+/** `total` bytes of spaces, produced as the client reads them; a client that stops reading ends the stream. */
+function sendHugeBody(reply: FastifyReply, total: number): FastifyReply {
+  const chunk = Buffer.alloc(64 * 1024, 0x20);
+  function* body() {
+    for (let sent = 0; sent < total; sent += chunk.length) yield total - sent >= chunk.length ? chunk : chunk.subarray(0, total - sent);
+  }
+  return reply.code(200).header('content-type', 'application/json').header('content-length', String(total)).send(Readable.from(body()));
+}
+
 export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
   const tokens = new Set(options.tokens ?? [FAKE_CRM_TOKEN]);
   const limits = { ...DEFAULT_RATE_LIMITS, ...options.rateLimits };
@@ -124,6 +142,7 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
       batchSize: batchSizeOf(request.body),
       body: request.body,
       status: 0,
+      ...(typeof request.headers['webhook-id'] === 'string' ? { webhookId: request.headers['webhook-id'] } : {}),
     };
     state.calls.push(call);
     reply.raw.once('finish', () => {
@@ -134,6 +153,7 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
     const fault = state.takeFault(crm, token);
     if (fault?.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
     if (fault?.status) return sendError(reply, crm, fault.status, fault.retryAfter ?? fault.retryAfterSeconds);
+    if (fault?.bodyBytes) return sendHugeBody(reply, fault.bodyBytes);
     if (crm === 'webhook') return;
     if (token === undefined || !tokens.has(token)) return sendError(reply, crm, 401);
     const retryAfter = state.overRateLimit(crm, token);

@@ -37,6 +37,19 @@ export interface SinkFixture {
 
 export const T0 = Date.UTC(2026, 10, 20, 12, 0, 0);
 
+/** Parking as in production, with short delays for tests. */
+export const TEST_PARK: CrmSinkDeps['park'] = {
+  hold: { holdMs: 5_000, maxRetryAfterMs: 60_000 },
+  limits: { maxEventsPerAccount: 10_000, maxBytesPerAccount: 16 * 1024 * 1024, maxEventsTotal: 100_000, maxBytesTotal: 64 * 1024 * 1024 },
+  maxAgeMs: 10 * 60_000,
+  baseDelayMs: 100,
+  maxDelayMs: 1_000,
+  hangingDelayMs: 1_000,
+  pollMs: 100,
+  resumeBatch: 200,
+  leaseMs: 30_000,
+};
+
 export interface SinkFixtureOptions {
   /** Where the sinks read mappings; can be set later (e.g. a control plane on the fixture's topics). */
   mappings?: MappingReader;
@@ -80,6 +93,7 @@ export async function createSinkFixture(options: SinkFixtureOptions): Promise<Si
         retry: { maxAttempts: 5, budgetMs: 30_000, baseDelayMs: 50, maxDelayMs: 400 },
         maxUnfinishedPerPartition: 500,
         partitionsConsumedConcurrently: 3,
+        park: TEST_PARK,
         ...overrides,
       });
       sinks.push(sink);

@@ -5,7 +5,9 @@ import {
   createEventValidator,
   createLedgerReader,
   createLedgerWriter,
+  createOutboundPolicy,
   createRecordStateReader,
+  type OutboundPolicy,
   type Producer,
   topicName,
 } from '@ingest/shared';
@@ -19,6 +21,8 @@ export interface AdminAppDeps extends BaseAppDeps {
   producer: Producer;
   /** Reads the billing ledger (its ClickHouse copy). */
   ch: ClickHouse;
+  /** Where CRM credentials may point; default from CRM_ALLOW_HTTP and CRM_ALLOWED_CIDRS. */
+  outboundPolicy?: OutboundPolicy;
   now?: () => number;
 }
 
@@ -58,6 +62,7 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
       validateEvent: createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS }),
       recordStates,
       billing,
+      outboundPolicy: deps.outboundPolicy ?? createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS }),
       ...(deps.now ? { now: deps.now } : {}),
     }),
     { prefix: '/admin/v1' },

@@ -21,6 +21,7 @@ import {
   type EventCheck,
   type LedgerReader,
   type LedgerWriter,
+  type OutboundPolicy,
   PLAN_LIMITS,
   type Plan,
   quotaPeriod,
@@ -40,6 +41,8 @@ export interface AdminRoutesDeps {
   validateEvent?: (input: unknown, receivedAtMs: number) => EventCheck;
   /** The crm-sink's record state (read-only), for CRM dry-runs. */
   recordStates: RecordStateReader;
+  /** Where CRM credentials may point; default https and public addresses only. */
+  outboundPolicy?: OutboundPolicy;
   /** The billing ledger: plan changes are recorded in it; it is read through /billing/ledger. */
   billing: {
     ledger: LedgerWriter;
@@ -83,6 +86,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
         controlPlane: cp,
         validateEvent: deps.validateEvent ?? createEventValidator(),
         recordStates: deps.recordStates,
+        ...(deps.outboundPolicy ? { outboundPolicy: deps.outboundPolicy } : {}),
         now: deps.now ?? Date.now,
       }),
     );

@@ -1,4 +1,13 @@
-import { type ControlPlane, createControlPlane, createMetricsRegistry, createProducer, createRedis, type Producer, type Redis } from '@ingest/shared';
+import {
+  type ControlPlane,
+  createControlPlane,
+  createMetricsRegistry,
+  createProducer,
+  createRedis,
+  type OutboundPolicy,
+  type Producer,
+  type Redis,
+} from '@ingest/shared';
 import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix } from '@ingest/shared/testing';
 import type { FastifyInstance } from 'fastify';
 import { loadGatewayConfig } from '../config.js';
@@ -16,8 +25,8 @@ export interface AdminTestStack {
   controlPlane: ControlPlane;
   redis: Redis;
   redisKeyPrefix: string;
-  /** A new app over the same control plane, e.g. with another token. */
-  app(adminToken: string): Promise<FastifyInstance>;
+  /** A new app over the same control plane, e.g. with another token or outbound policy (default: the production one). */
+  app(adminToken: string, options?: { outboundPolicy?: OutboundPolicy }): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
 
@@ -39,7 +48,7 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
     controlPlane,
     redis,
     redisKeyPrefix,
-    async app(adminToken) {
+    async app(adminToken, appOptions = {}) {
       const config = loadGatewayConfig({
         ADMIN_TOKEN: adminToken,
         REDIS_URL: integrationEnv().redisUrl,
@@ -56,6 +65,7 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
         controlPlane,
         producer,
         ch: clickhouse.ch,
+        ...appOptions,
       });
       await app.ready();
       apps.push(app);

@@ -1,5 +1,6 @@
 import { DryRunEnvelope, type EventRecord } from '@ingest/schemas';
 import {
+  AppError,
   type ControlPlane,
   type EventCheck,
   InvalidConfigError,
@@ -34,11 +35,23 @@ export async function storeMapping(cp: ControlPlane, accountId: string, body: un
 }
 
 /** Every version's summary, newest first. */
-export function mappingVersionSummaries(cp: ControlPlane, accountId: string): { version: number; createdAt: string; author: string }[] {
+export function mappingVersionSummaries(cp: ControlPlane, accountId: string): { version: number; createdAt: string; author: string; deleted?: true }[] {
   return cp
     .mappingVersions(accountId)
-    .map(({ version, createdAt, author }) => ({ version, createdAt, author }))
+    .map(({ version, createdAt, author, deleted }) => ({ version, createdAt, author, ...(deleted ? { deleted } : {}) }))
     .reverse();
+}
+
+/** Stores a version that deletes the mapping (If-Match as for a put). 404 when there is none; 412 when stale. */
+export async function deleteMapping(
+  cp: ControlPlane,
+  accountId: string,
+  author: string,
+  ifMatch: string | undefined,
+): Promise<{ accountId: string; version: number; createdAt: string; author: string; deleted: true }> {
+  const expectedVersion = expectedVersionOf(cp, accountId, ifMatch);
+  const stored = await mapErrors(() => cp.deleteMapping(accountId, author, { expectedVersion }));
+  return { accountId, version: stored.version, createdAt: stored.createdAt, author: stored.author, deleted: true };
 }
 
 export function mappingVersion(cp: ControlPlane, accountId: string, version: number): StoredMapping {
@@ -170,6 +183,10 @@ export async function mapErrors<T>(work: () => Promise<T>): Promise<T> {
       });
     }
     if (err instanceof MappingVersionMismatchError) throw preconditionFailed(err.currentVersion, `"${err.expectedVersion}"`);
+    if (err instanceof AppError && (err.code === 'mapping_not_found' || err.code === 'crm_credential_not_found')) {
+      throw new ProblemError('notFound', `${err.message[0]?.toUpperCase() ?? ''}${err.message.slice(1)}.`, { cause: err });
+    }
+    if (err instanceof AppError && err.code === 'crm_credential_in_use') throw new ProblemError('conflict', `${err.message}.`, { cause: err });
     throw toProblem(err);
   }
 }

@@ -72,6 +72,7 @@ export async function dryRun(input: DryRunInput): Promise<DryRunResult> {
   const preview = await previewSync({
     accountId,
     eventId: record.eventId,
+    timestampMs: record.timestampMs,
     crmType: type,
     operations,
     planner: requestPlanner(credential, () => new Date(input.now())),

@@ -3,7 +3,7 @@
  * container; see scripts/test). The HTTP side runs in-process through fastify's inject.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import { ledgerKey, planSync, recordStateKeys } from '@ingest/shared';
+import { createOutboundPolicy, ledgerKey, planSync, recordStateKeys } from '@ingest/shared';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from './admin.test-app.js';
@@ -402,36 +402,152 @@ describe('CRM dry-run', () => {
   });
 });
 
+describe('deleting mappings and credentials', () => {
+  it('deletes a mapping as a new version that stops sync, keeps its history, and lets a later PUT start again', async () => {
+    const accountId = await newAccount();
+    expect((await putMapping(accountId, mapping)).statusCode).toBe(201);
+    expectProblem(
+      await app.inject({ method: 'DELETE', url: `${base(accountId)}/mapping`, headers: { ...auth, 'if-match': '"7"' } }),
+      412,
+      '/problems/precondition-failed',
+    );
+    const deleted = await app.inject({ method: 'DELETE', url: `${base(accountId)}/mapping`, headers: { ...auth, 'if-match': '"1"' } });
+    expect(deleted.statusCode).toBe(200);
+    expect(deleted.json()).toEqual({ accountId, version: 2, deleted: true, author: 'admin', createdAt: expect.any(String) });
+    // The sink and the dry-run see no mapping; the history shows the deletion.
+    expect(stack.controlPlane.currentMapping(accountId)).toBeUndefined();
+    const current = expectProblem(await app.inject({ method: 'GET', url: `${base(accountId)}/mapping`, headers: auth }), 404, '/problems/not-found');
+    expect(current.detail).toMatch(/was deleted in version 2/);
+    const versions = await app.inject({ method: 'GET', url: `${base(accountId)}/mapping/versions`, headers: auth });
+    expect(versions.json().versions.map((v: { version: number; deleted?: boolean }) => [v.version, v.deleted ?? false])).toEqual([
+      [2, true],
+      [1, false],
+    ]);
+    expect((await app.inject({ method: 'GET', url: `${base(accountId)}/mapping/versions/2`, headers: auth })).json()).toMatchObject({
+      version: 2,
+      deleted: true,
+      mapping: { crm: mapping.crm, rules: [] },
+    });
+    expectProblem(await app.inject({ method: 'DELETE', url: `${base(accountId)}/mapping`, headers: auth }), 404, '/problems/not-found');
+    const again = await putMapping(accountId, mapping, { 'if-match': '"2"' });
+    expect(again.statusCode).toBe(201);
+    expect(again.json()).toMatchObject({ version: 3 });
+    expect(stack.controlPlane.currentMapping(accountId)?.version).toBe(3);
+  });
+
+  it('deletes a credential with a tombstone, refusing while the current mapping uses it', async () => {
+    const accountId = await newAccount();
+    const hooks = { type: 'webhook', url: 'https://hooks.example.com/in', secret: 'whsec_delete_me' };
+    expect((await app.inject({ method: 'PUT', url: `${base(accountId)}/credentials/hooks`, headers: auth, payload: hooks })).statusCode).toBe(200);
+    expect((await putMapping(accountId, { ...mapping, crm: { type: 'webhook', credentialsRef: 'hooks' } })).statusCode).toBe(201);
+    const inUse = expectProblem(await app.inject({ method: 'DELETE', url: `${base(accountId)}/credentials/hooks`, headers: auth }), 409, '/problems/conflict');
+    expect(inUse.detail).toMatch(/mapping version 1 syncs with credential hooks/);
+    expect((await app.inject({ method: 'DELETE', url: `${base(accountId)}/mapping`, headers: auth })).statusCode).toBe(200);
+    const gone = await app.inject({ method: 'DELETE', url: `${base(accountId)}/credentials/hooks`, headers: auth });
+    expect(gone.statusCode).toBe(200);
+    expect(gone.json()).toEqual({ accountId, name: 'hooks', deleted: true });
+    expect(stack.controlPlane.crmCredential(accountId, 'hooks')).toBeUndefined();
+    expect((await app.inject({ method: 'GET', url: `${base(accountId)}/credentials`, headers: auth })).json()).toEqual({ credentials: [] });
+    expectProblem(await app.inject({ method: 'DELETE', url: `${base(accountId)}/credentials/hooks`, headers: auth }), 404, '/problems/not-found');
+  });
+});
+
 describe('CRM credentials admin API', () => {
   it('stores credentials and never returns or echoes their secrets', async () => {
     const accountId = await newAccount();
-    const secrets = ['pat-na1-SECRET-1', 'whsec_SECRET_2'];
+    const secrets = ['pat-na1-SECRET-1', 'whsec_SECRET_2', 'whsec_PREVIOUS_3'];
     const put = await app.inject({
       method: 'PUT',
       url: `${base(accountId)}/credentials/main`,
       headers: auth,
-      payload: { type: 'hubspot', accessToken: secrets[0], baseUrl: 'http://127.0.0.1:9999' },
+      payload: { type: 'hubspot', accessToken: secrets[0], baseUrl: 'https://hubspot.example.com:9999' },
     });
     expect(put.statusCode).toBe(200);
-    expect(put.json()).toEqual({ name: 'main', type: 'hubspot', baseUrl: 'http://127.0.0.1:9999', updatedAt: expect.any(String) });
+    expect(put.json()).toEqual({ name: 'main', type: 'hubspot', baseUrl: 'https://hubspot.example.com:9999', updatedAt: expect.any(String) });
     await app.inject({
       method: 'PUT',
       url: `${base(accountId)}/credentials/hooks`,
       headers: auth,
-      payload: { type: 'webhook', url: 'https://example.com/h', secret: secrets[1] },
+      payload: { type: 'webhook', url: 'https://example.com/h', secret: secrets[1], previousSecret: secrets[2] },
     });
 
     const list = await app.inject({ method: 'GET', url: `${base(accountId)}/credentials`, headers: auth });
     expect(list.statusCode).toBe(200);
     expect(list.json()).toEqual({
       credentials: [
-        { name: 'hooks', type: 'webhook', url: 'https://example.com/h', updatedAt: expect.any(String) },
-        { name: 'main', type: 'hubspot', baseUrl: 'http://127.0.0.1:9999', updatedAt: expect.any(String) },
+        { name: 'hooks', type: 'webhook', url: 'https://example.com/h', signsWithPreviousSecret: true, updatedAt: expect.any(String) },
+        { name: 'main', type: 'hubspot', baseUrl: 'https://hubspot.example.com:9999', updatedAt: expect.any(String) },
       ],
     });
     for (const s of secrets) expect(put.payload + list.payload).not.toContain(s);
     // The sink reads the secret from the control plane.
     expect(stack.controlPlane.crmCredential(accountId, 'main')?.credential).toMatchObject({ accessToken: secrets[0] });
+  });
+
+  it.each([
+    ['the cloud metadata service', 'http://169.254.169.254/latest/meta-data/', 'scheme_not_allowed'],
+    ['the cloud metadata service over https', 'https://169.254.169.254/latest/meta-data/', 'address_not_allowed'],
+    ['loopback', 'https://127.0.0.1:3102/metrics', 'address_not_allowed'],
+    ['loopback by name', 'https://localhost/hook', 'address_not_allowed'],
+    ['an RFC 1918 address', 'https://10.0.0.7/hook', 'address_not_allowed'],
+    ['an IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/hook', 'address_not_allowed'],
+    ['a unique-local IPv6 address', 'https://[fd00::1]/hook', 'address_not_allowed'],
+    ['plain http', 'http://hooks.example.com/in', 'scheme_not_allowed'],
+  ])('regression (SSRF): refuses a webhook URL pointing at %s with a 400 naming the reason, and stores nothing', async (_what, url, code) => {
+    const accountId = await newAccount();
+    const res = await app.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/hooks`,
+      headers: auth,
+      payload: { type: 'webhook', url, secret: 'whsec_x' },
+    });
+    const body = expectProblem(res, 400, '/problems/validation-error');
+    expect(body.detail).toMatch(/^The credential's url is refused by the outbound address policy: /);
+    expect(body.errors).toEqual([{ field: '/url', code, message: expect.any(String) }]);
+    expect(stack.controlPlane.crmCredential(accountId, 'hooks')).toBeUndefined();
+  });
+
+  it('checks baseUrl and instanceUrl too, listing the other errors of the credential with them', async () => {
+    const accountId = await newAccount();
+    const hubspot = await app.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/main`,
+      headers: auth,
+      payload: { type: 'hubspot', accessToken: 't', baseUrl: 'https://192.168.1.10' },
+    });
+    expect(expectProblem(hubspot, 400, '/problems/validation-error').errors).toEqual([
+      { field: '/baseUrl', code: 'address_not_allowed', message: expect.stringContaining('private (RFC 1918)') },
+    ]);
+    const salesforce = await app.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/sf`,
+      headers: auth,
+      payload: { type: 'salesforce', instanceUrl: 'https://100.64.1.1' },
+    });
+    expect((expectProblem(salesforce, 400, '/problems/validation-error').errors as { field: string; code: string }[]).map((e) => [e.field, e.code])).toEqual([
+      ['/accessToken', 'required'],
+      ['/instanceUrl', 'address_not_allowed'],
+    ]);
+  });
+
+  it('lets an operator allow plain http and loopback (CRM_ALLOW_HTTP, CRM_ALLOWED_CIDRS) for a local fake CRM', async () => {
+    const local = await stack.app('local-admin-token', { outboundPolicy: createOutboundPolicy({ allowHttp: true, allowedCidrs: '127.0.0.1/32' }) });
+    const accountId = await newAccount();
+    const headers = { authorization: 'Bearer local-admin-token' };
+    const ok = await local.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/hooks`,
+      headers,
+      payload: { type: 'webhook', url: 'http://127.0.0.1:4000/webhook/a', secret: 'whsec_x' },
+    });
+    expect(ok.statusCode).toBe(200);
+    const metadata = await local.inject({
+      method: 'PUT',
+      url: `${base(accountId)}/credentials/meta`,
+      headers,
+      payload: { type: 'webhook', url: 'http://169.254.169.254/latest/meta-data/', secret: 'whsec_x' },
+    });
+    expectProblem(metadata, 400, '/problems/validation-error');
   });
 
   it('refuses an invalid credential with pointers, without echoing the secret', async () => {

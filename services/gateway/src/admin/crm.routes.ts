@@ -7,6 +7,8 @@ import {
   CrmCredentialView as CrmCredentialViewSchema,
   CrmMapping,
   CredentialParams,
+  DeletedCredentialView,
+  DeletedMappingView,
   DryRunRequest,
   DryRunResult,
   IfMatchHeaders,
@@ -14,11 +16,21 @@ import {
   MappingVersionParams,
   StoredMappingView,
 } from '@ingest/schemas';
-import type { ControlPlane, EventCheck, RecordStateReader, StoredCrmCredential } from '@ingest/shared';
+import {
+  type ControlPlane,
+  createOutboundPolicy,
+  credentialUrls,
+  crmCredentialErrors,
+  type EventCheck,
+  type OutboundPolicy,
+  type RecordStateReader,
+  type StoredCrmCredential,
+} from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import {
   bodyValidatedByHandler,
+  deleteMapping,
   dryRunResult,
   mapErrors,
   mappingVersion,
@@ -34,6 +46,8 @@ export interface CrmRoutesDeps {
   validateEvent: (input: unknown, receivedAtMs: number) => EventCheck;
   /** The crm-sink's record state and ledgers (Redis, same key prefix), read-only: the dry-run shows calls for the current state. */
   recordStates: RecordStateReader;
+  /** Where credentials may point (CRM_ALLOW_HTTP, CRM_ALLOWED_CIDRS); default https and public addresses only. */
+  outboundPolicy?: OutboundPolicy;
   now: () => number;
 }
 
@@ -57,6 +71,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
   return async (app) => {
     const cp = deps.controlPlane;
     const handlerValidatesBody = bodyValidatedByHandler();
+    const outbound = deps.outboundPolicy ?? createOutboundPolicy();
 
     app.put<{ Params: AccountParams; Headers: { 'if-match'?: string }; Body: unknown }>(
       '/accounts/:accountId/crm/mapping',
@@ -95,8 +110,34 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
         const { accountId } = request.params;
         requireAccount(cp, accountId);
         const current = cp.currentMapping(accountId);
-        if (!current) throw new ProblemError('notFound', `Account ${accountId} has no CRM mapping yet.`);
+        if (!current) {
+          const deleted = cp.mappingVersions(accountId).at(-1);
+          throw new ProblemError(
+            'notFound',
+            deleted ? `The CRM mapping of account ${accountId} was deleted in version ${deleted.version}.` : `Account ${accountId} has no CRM mapping yet.`,
+          );
+        }
         return withVersionTag(reply, current).send(current);
+      },
+    );
+
+    app.delete<{ Params: AccountParams; Headers: { 'if-match'?: string } }>(
+      '/accounts/:accountId/crm/mapping',
+      {
+        schema: {
+          summary: 'Delete the CRM mapping: stores a version that stops sync (history is kept; a later PUT starts again)',
+          tags,
+          params: CrmAccountParams,
+          headers: IfMatchHeaders,
+          response: { 200: DeletedMappingView, ...problems(404, 412) },
+        },
+      },
+      async (request) => {
+        const { accountId } = request.params;
+        requireAccount(cp, accountId);
+        const deleted = await deleteMapping(cp, accountId, AUTHOR, request.headers['if-match']);
+        request.log.info({ accountId, version: deleted.version }, 'admin: crm mapping deleted');
+        return deleted;
       },
     );
 
@@ -166,9 +207,29 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       },
       async (request) => {
         const { accountId, name } = request.params;
+        refuseOutboundUrls(outbound, name, request.body);
         const stored = await mapErrors(() => cp.putCrmCredential(accountId, name, request.body as CrmCredentialBody));
         request.log.info({ accountId, credentialName: name, crmType: stored.credential.type }, 'admin: crm credential stored');
         return toCredentialView(stored);
+      },
+    );
+
+    app.delete<{ Params: { accountId: string; name: string } }>(
+      '/accounts/:accountId/crm/credentials/:name',
+      {
+        schema: {
+          summary: 'Delete a CRM credential (a tombstone: compaction removes the secret); 409 while the current mapping uses it',
+          tags,
+          params: CredentialParams,
+          response: { 200: DeletedCredentialView, ...problems(404, 409) },
+        },
+      },
+      async (request) => {
+        const { accountId, name } = request.params;
+        requireAccount(cp, accountId);
+        await mapErrors(() => cp.deleteCrmCredential(accountId, name));
+        request.log.info({ accountId, credentialName: name }, 'admin: crm credential deleted');
+        return { accountId, name, deleted: true as const };
       },
     );
 
@@ -191,6 +252,25 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
   };
 }
 
+/**
+ * The outbound address policy when a credential is stored: a URL the sink would refuse to
+ * connect to (plain http, loopback, private, link-local, ...) is a 400 now rather than a dead
+ * letter later. Listed with the credential's other errors, so one answer names them all. The
+ * sink checks again on every connect, on the resolved address (DNS rebinding).
+ */
+function refuseOutboundUrls(policy: OutboundPolicy, name: string, body: unknown): void {
+  const refused = credentialUrls(body).flatMap(({ field, url }) => {
+    const check = policy.checkUrl(url);
+    return check.ok ? [] : [{ field, code: check.code, message: check.reason }];
+  });
+  if (refused.length === 0) return;
+  const errors = [...crmCredentialErrors(name, body).filter((e) => !refused.some((r) => r.field === e.field)), ...refused];
+  const first = refused[0] as { field: string; message: string };
+  throw new ProblemError('validation', `The credential's ${first.field.slice(1)} is refused by the outbound address policy: ${first.message}.`, {
+    errors: errors.map((e) => ({ ...e, field: e.field === '' ? '/' : e.field })),
+  });
+}
+
 /** Non-secret fields by allow-list, so a secret field added later stays hidden by default. */
 function toCredentialView(stored: StoredCrmCredential): CrmCredentialView {
   const c = stored.credential;
@@ -202,7 +282,10 @@ function toCredentialView(stored: StoredCrmCredential): CrmCredentialView {
     if (c.contactExternalIdField !== undefined) view.contactExternalIdField = c.contactExternalIdField;
     if (c.accountExternalIdField !== undefined) view.accountExternalIdField = c.accountExternalIdField;
   }
-  if (c.type === 'webhook') view.url = c.url;
+  if (c.type === 'webhook') {
+    view.url = c.url;
+    if (c.previousSecret !== undefined) view.signsWithPreviousSecret = true;
+  }
   return view;
 }
 

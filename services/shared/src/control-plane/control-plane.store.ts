@@ -191,9 +191,12 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     }
   }
 
-  async function write(topic: string, id: string, value: object): Promise<void> {
+  /** `null` writes a tombstone (a deleted CRM credential). */
+  async function write(topic: string, id: string, value: object | null): Promise<void> {
     if (!running) throw new AppError('control_plane_not_started', 'the control plane is not running', { retryable: true });
-    await deps.producer.send(topic, [{ key: id, value: JSON.stringify(value) }]);
+    // A null value is Kafka's tombstone (kafkajs sends it as such). OutgoingMessage admits no null
+    // on purpose, every other topic carries values: this one place casts.
+    await deps.producer.send(topic, [{ key: id, value: value === null ? (null as unknown as string) : JSON.stringify(value) }]);
     await barrier('read back its write');
   }
 

@@ -137,7 +137,14 @@ export const createMappingDecoder = () =>
     (r) => mappingKey(r.accountId, r.version, r.writeId),
     (r) => ({
       writeId: r.writeId,
-      stored: Object.freeze({ accountId: r.accountId, version: r.version, mapping: r.mapping as CrmMapping, createdAt: r.createdAt, author: r.author }),
+      stored: Object.freeze({
+        accountId: r.accountId,
+        version: r.version,
+        mapping: r.mapping as CrmMapping,
+        createdAt: r.createdAt,
+        author: r.author,
+        ...(r.deleted === true ? { deleted: true as const } : {}),
+      }),
     }),
   );
 

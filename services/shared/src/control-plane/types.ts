@@ -90,7 +90,8 @@ export type CrmCredential =
       contactExternalIdField?: string;
       accountExternalIdField?: string;
     }
-  | { type: 'webhook'; url: string; secret: string };
+  /** `previousSecret`: during a rotation it signs too, so receivers can switch secrets at their pace. */
+  | { type: 'webhook'; url: string; secret: string; previousSecret?: string };
 
 export interface StoredCrmCredential {
   accountId: string;
@@ -108,10 +109,12 @@ export interface StoredMapping {
   createdAt: string;
   /** Who made the change: `admin` (operator token: the admin API and its CLI) or `owner:<email>` (dashboard). */
   author: string;
+  /** This version deleted the mapping: the account's events are not synced (its `mapping` has no rules). */
+  deleted?: true;
 }
 
 export interface MappingReader {
-  /** The newest version, or undefined when the account has none (the sink skips its events). */
+  /** The newest version, or undefined when the account has none or its newest version deleted it (the sink skips its events). */
   currentMapping(accountId: string): StoredMapping | undefined;
   /** The versions held in memory (the newest ones, see DEFAULT_MAPPING_VERSIONS_KEPT), oldest first. */
   mappingVersions(accountId: string): StoredMapping[];
@@ -134,7 +137,11 @@ export interface MappingWriter {
    * `account_not_found` for an unknown account.
    */
   putMapping(accountId: string, mapping: unknown, author: string, options?: PutMappingOptions): Promise<StoredMapping>;
+  /** Stores a version that deletes the mapping (`mapping_not_found` when there is none; If-Match as putMapping). */
+  deleteMapping(accountId: string, author: string, options?: PutMappingOptions): Promise<StoredMapping>;
   putCrmCredential(accountId: string, name: string, credential: CrmCredential): Promise<StoredCrmCredential>;
+  /** A tombstone; `crm_credential_not_found`, or `crm_credential_in_use` while the current mapping names it. */
+  deleteCrmCredential(accountId: string, name: string): Promise<void>;
 }
 
 /** For the admin API and CLI, which show credentials without their secrets. */

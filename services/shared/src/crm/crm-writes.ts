@@ -45,7 +45,9 @@ export type CrmErrorKind =
   /** 4xx other than 429: retrying cannot help; dead-letter with the CRM's message. */
   | 'permanent'
   /** 401/403: the credential is wrong or expired; dead-letter, never log the secret. */
-  | 'auth';
+  | 'auth'
+  /** The outbound address policy refused the destination (outbound-policy.ts): dead-letter; fix the URL, then replay. */
+  | 'forbidden';
 
 /** Lives here because a request builder may refuse a write before any call (a Salesforce field that is no API name). */
 export class CrmError extends Error {

@@ -1,6 +1,6 @@
 import type { PlannedOperation } from './mapping.plan.js';
 import { describe, expect, it } from 'vitest';
-import { buildRecordWrite, deltaOf, numberFromCrm, seedsFromCrm, stateFieldsOf } from './record-state.js';
+import { buildRecordWrite, deltaOf, numberFromCrm, seedsFromCrm, setVersion, setWins, simulateApply, stateFieldsOf } from './record-state.js';
 
 const base: PlannedOperation = {
   ruleId: 'r',
@@ -62,16 +62,46 @@ describe('record state', () => {
     expect(numberFromCrm('not a number')).toBeUndefined();
   });
 
-  it('writes absolute values: last set wins, state fields from the hash, setOnce only when an event set it', () => {
+  it('writes absolute values: the set whose version the state kept, state fields from the hash, setOnce only when an event set it', () => {
     const ops = [
-      { ...base, set: { plan: 'free', name: 'A' }, increment: { logins: 1 }, setOnce: { source: 'ads' } },
-      { ...base, set: { plan: 'pro', meta: { a: 1 } }, increment: { logins: 1 }, append: { tags: ['x'] }, setOnce: { referrer: 'b' } },
+      { op: { ...base, set: { plan: 'free', name: 'A' }, increment: { logins: 1 }, setOnce: { source: 'ads' } }, version: '100|e1' },
+      {
+        op: { ...base, set: { plan: 'pro', meta: { a: 1 } }, increment: { logins: 1 }, append: { tags: ['x'] }, setOnce: { referrer: 'b' } },
+        version: '200|e2',
+      },
     ];
-    const state = { 'n:logins': '12', 'l:tags': '["x","y",1]', 'o:source': '{"v":"ads"}', 'o:referrer': '{"crm":1}' };
+    const state = {
+      'n:logins': '12',
+      'l:tags': '["x","y",1]',
+      'o:source': '{"v":"ads"}',
+      'o:referrer': '{"crm":1}',
+      't:plan': '200|e2',
+      't:name': '100|e1',
+      't:meta': '200|e2',
+    };
     expect(buildRecordWrite('contact', 'a@x.com', ops, state)).toEqual({
       object: 'contact',
       key: 'a@x.com',
       properties: { plan: 'pro', name: 'A', meta: '{"a":1}', logins: 12, tags: 'x;y;1', source: 'ads' },
     });
+  });
+
+  it('keeps the newest set by event time, ties by eventId in byte order, whatever the order of arrival', () => {
+    expect(setWins(undefined, setVersion(5, 'b'))).toBe(true);
+    expect(setWins('10|b', '9|z')).toBe(false);
+    expect(setWins('10|b', '11|a')).toBe(true);
+    expect(setWins('10|b', '10|b')).toBe(true);
+    expect(setWins('10|b', '10|a')).toBe(false);
+    expect(setWins('10|b', '10|c')).toBe(true);
+    // Byte order of UTF-8, as the Lua script compares: 'Z' (0x5a) < 'a' (0x61) < 'é' (0xc3 0xa9).
+    expect(setWins('10|a', '10|Z')).toBe(false);
+    expect(setWins('10|a', '10|é')).toBe(true);
+    const versions = ['30|e3', '10|e1', '20|e2', '30|e2', '10|e9'];
+    const final = (order: string[]) => order.reduce((state, v) => simulateApply(state, [], ['set', 't:plan', v]), {} as Record<string, string>)['t:plan'];
+    expect(final(versions)).toBe('30|e3');
+    expect(final([...versions].reverse())).toBe('30|e3');
+    // A late or replayed older set leaves the field out of the write.
+    const late = { op: { ...base, set: { plan: 'old' } }, version: '10|e1' };
+    expect(buildRecordWrite('contact', 'a@x.com', [late], { 't:plan': '30|e3' }).properties).toEqual({});
   });
 });

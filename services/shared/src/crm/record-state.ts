@@ -7,7 +7,10 @@ import type { CrmObject, PropertyValue, RecordWrite } from './crm-writes.js';
  * - `n:<field>`: the number of an increment/max/min field, as decimal text;
  * - `l:<field>`: the JSON array of an append field;
  * - `o:<field>`: a setOnce field, `{"v":value}` when an event set it, `{"crm":1}` when the CRM
- *   already had a value the first time the sink looked (then the sink never writes it).
+ *   already had a value the first time the sink looked (then the sink never writes it);
+ * - `t:<field>`: a set field's version, `<event time ms>|<eventId>` of the set that last won: a
+ *   set older than it (late, or replayed from dead letters) is not written (last writer wins by
+ *   event time, ties broken by eventId in byte order, so arrival order does not matter).
  * The CRM receives absolute values computed from this state, so repeating a write changes
  * nothing. A field is seeded from the CRM's current value the first time the sink touches it.
  */
@@ -74,6 +77,39 @@ export function seedsFromCrm(missing: readonly string[], current: Record<string,
   return delta;
 }
 
+/** A set's version: the event's time, then its id (the tie-break). */
+export function setVersion(timestampMs: number, eventId: string): string {
+  return `${timestampMs}|${eventId}`;
+}
+
+/** The `t:` fields of an operation's sets: read and compared, never seeded from the CRM. */
+export function setVersionFieldsOf(op: PlannedOperation): string[] {
+  return Object.keys(op.set).map((f) => `t:${f}`);
+}
+
+/** Each set field with the event's version; the apply script keeps the newest per field. */
+export function setDeltaOf(op: PlannedOperation, version: string): StateDelta {
+  return Object.keys(op.set).flatMap((f) => ['set', `t:${f}`, version]);
+}
+
+/** Byte order of the UTF-8 encodings, as the apply script compares. */
+function bytewiseBefore(a: string, b: string): boolean {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')) < 0;
+}
+
+/** Whether a set with `version` wins over the stored version (absent: it wins). */
+export function setWins(stored: string | undefined, version: string): boolean {
+  if (stored === undefined) return true;
+  const split = (tag: string): [number, string] => {
+    const at = tag.indexOf('|');
+    return [Number(tag.slice(0, at)), tag.slice(at + 1)];
+  };
+  const [sts, sid] = split(stored);
+  const [vts, vid] = split(version);
+  if (!Number.isFinite(sts) || vts > sts) return true;
+  return vts === sts && !bytewiseBefore(vid, sid);
+}
+
 /** The non-idempotent part of one event-rule, applied once per ledger key. */
 export function deltaOf(op: PlannedOperation): StateDelta {
   const delta: StateDelta = [];
@@ -107,14 +143,21 @@ function stateValue(stateField: string, raw: string | undefined): PropertyValue 
   return 'v' in once ? toPropertyValue(once.v) : undefined;
 }
 
+/** An operation with the version of its event (setVersion), which decides whether its sets are written. */
+export interface VersionedOperation {
+  op: PlannedOperation;
+  version: string;
+}
+
 /**
- * One upsert for a record: its operations in event order (a later set wins), each state field
- * they touched with its absolute value from `state` (the hash after every operation applied).
+ * One upsert for a record: each set field with the value of the operation whose version the
+ * state kept (the newest by event time; an older set is left out), and each state field the
+ * operations touched with its absolute value from `state` (the hash after every operation applied).
  */
-export function buildRecordWrite(object: CrmObject, key: string, ops: readonly PlannedOperation[], state: RecordState): RecordWrite {
+export function buildRecordWrite(object: CrmObject, key: string, ops: readonly VersionedOperation[], state: RecordState): RecordWrite {
   const properties: Record<string, PropertyValue> = {};
-  for (const op of ops) {
-    for (const [f, v] of Object.entries(op.set)) properties[f] = toPropertyValue(v);
+  for (const { op, version } of ops) {
+    for (const [f, v] of Object.entries(op.set)) if (state[`t:${f}`] === version) properties[f] = toPropertyValue(v);
     for (const stateField of stateFieldsOf(op)) {
       const value = stateValue(stateField, state[stateField]);
       const field = crmFieldOf(stateField);
@@ -141,7 +184,9 @@ export function simulateApply(state: RecordState, seeds: StateDelta, delta: Stat
     const kind = args[i] as string;
     const field = args[i + 1] as string;
     const value = args[i + 2] as string;
-    if (kind === 'seed' || kind === 'once') {
+    if (kind === 'set') {
+      if (setWins(next[field], value)) next[field] = value;
+    } else if (kind === 'seed' || kind === 'once') {
       if (!Object.hasOwn(next, field)) next[field] = value;
     } else if (kind === 'inc') {
       next[field] = String((num(next[field]) ?? 0) + Number(value));

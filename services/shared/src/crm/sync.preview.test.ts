@@ -36,6 +36,7 @@ describe('previewSync', () => {
   it('continues from the state, reads nothing the sink holds, creates the activity', async () => {
     const preview = await previewSync({
       accountId: 'acc',
+      timestampMs: 1_700_000_000_000,
       eventId: 'e1',
       crmType: 'webhook',
       operations: [op],
@@ -51,6 +52,7 @@ describe('previewSync', () => {
     const key = ledgerKey('acc', 'e1', 'r');
     const preview = await previewSync({
       accountId: 'acc',
+      timestampMs: 1_700_000_000_000,
       eventId: 'e1',
       crmType: 'webhook',
       operations: [op],
@@ -66,6 +68,7 @@ describe('previewSync', () => {
     const hubspot = requestPlanner({ type: 'hubspot', accessToken: 't' });
     const preview = await previewSync({
       accountId: 'acc',
+      timestampMs: 1_700_000_000_000,
       eventId: 'e1',
       crmType: 'hubspot',
       operations: [{ ...op, activity: undefined }],

@@ -1,7 +1,19 @@
 import type { CrmType } from '../control-plane/types.js';
 import { type ActivityWrite, CrmError, type CrmObject, type CrmRequest } from './crm-writes.js';
 import { ledgerKey, type PlannedOperation } from './mapping.plan.js';
-import { buildRecordWrite, crmFieldOf, deltaOf, type RecordState, recordKeyOf, seedsFromCrm, simulateApply, stateFieldsOf } from './record-state.js';
+import {
+  buildRecordWrite,
+  crmFieldOf,
+  deltaOf,
+  type RecordState,
+  recordKeyOf,
+  seedsFromCrm,
+  setDeltaOf,
+  setVersion,
+  setVersionFieldsOf,
+  simulateApply,
+  stateFieldsOf,
+} from './record-state.js';
 import type { RecordStateReader } from './record-state.reader.js';
 import type { CrmRequestPlanner } from './request-planner.js';
 
@@ -19,6 +31,8 @@ export type SyncPreviewNoteCode =
   | 'crm_values_assumed_empty'
   /** The event-rule's ledger key is set: its increment/max/min/append/setOnce is not applied again. */
   | 'already_applied'
+  /** A newer event (by event time) set these fields already: this event's older values are not written. */
+  | 'older_set_ignored'
   /** The event-rule's activity was created already: not created again. */
   | 'activity_already_created'
   /** HubSpot note associations name the record id the upsert before them returns. */
@@ -45,6 +59,8 @@ export interface SyncPreview {
 export interface SyncPreviewInput {
   accountId: string;
   eventId: string;
+  /** The event's time: its sets are shown only where they are not older than the field's last set. */
+  timestampMs: number;
   crmType: CrmType;
   /** planSync's operations for the event, in mapping order. */
   operations: readonly PlannedOperation[];
@@ -81,7 +97,8 @@ export async function previewSync(input: SyncPreviewInput): Promise<SyncPreview>
 
       // 1. State fields the sink has never held are read from the CRM and seeded from its values.
       const needed = [...new Set(ops.flatMap((op) => stateFieldsOf(op)))];
-      let state: RecordState = await reader.values(accountId, object, key, needed);
+      const versions = [...new Set(ops.flatMap((op) => setVersionFieldsOf(op)))];
+      let state: RecordState = await reader.values(accountId, object, key, [...needed, ...versions]);
       const missing = needed.filter((f) => !Object.hasOwn(state, f));
       if (missing.length > 0) {
         const fields = [...new Set(missing.map(crmFieldOf))];
@@ -102,7 +119,20 @@ export async function previewSync(input: SyncPreviewInput): Promise<SyncPreview>
       const seeds = seedsFromCrm(missing, undefined);
       const ledgerKeys = ops.map((op) => ledgerKey(accountId, eventId, op.ruleId));
       const applied = await reader.applied(ledgerKeys);
+      const version = setVersion(input.timestampMs, eventId);
       ops.forEach((op, i) => {
+        // Sets are compared by event time whether or not the event was applied before.
+        state = simulateApply(state, [], setDeltaOf(op, version));
+        const older = Object.keys(op.set).filter((f) => state[`t:${f}`] !== version);
+        if (older.length > 0)
+          notes.push({
+            code: 'older_set_ignored',
+            object,
+            key,
+            ruleId: op.ruleId,
+            fields: older,
+            message: `a newer event set ${older.join(', ')} already: this older event's value is not written`,
+          });
         const delta = deltaOf(op);
         if (delta.length === 0) return;
         if (!applied.has(ledgerKeys[i] as string)) {
@@ -120,7 +150,13 @@ export async function previewSync(input: SyncPreviewInput): Promise<SyncPreview>
       });
 
       // 3. The absolute values.
-      const upserts = attempt(() => planner.upsert(object, [buildRecordWrite(object, key, ops, state)]), refused);
+      const write = buildRecordWrite(
+        object,
+        key,
+        ops.map((op) => ({ op, version })),
+        state,
+      );
+      const upserts = attempt(() => planner.upsert(object, [write]), refused);
       if (upserts === undefined) continue;
       calls.push(...upserts);
 

@@ -77,3 +77,48 @@ export function verifyWebhookSignature(
   }
   return match ? { ok: true, timestamp: parsed.timestamp } : { ok: false, reason: 'signature_mismatch' };
 }
+
+/**
+ * Standard Webhooks (standardwebhooks.com), which receivers verify with any of its libraries:
+ * `webhook-id` (the delivery's id, the same when it is retried), `webhook-timestamp` (unix
+ * seconds) and `webhook-signature: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<raw body>")>`,
+ * one space-separated `v1,` entry per secret during a rotation. The key is the secret's base64
+ * part when the secret is `whsec_<base64>` (the format the libraries generate and expect);
+ * any other secret is used as its UTF-8 bytes, which the libraries accept as a raw key
+ * (`new Webhook(secret, { format: 'raw' })` in JavaScript).
+ */
+export const STANDARD_WEBHOOK_HEADERS = { id: 'webhook-id', timestamp: 'webhook-timestamp', signature: 'webhook-signature' } as const;
+
+const STANDARD_SECRET = /^whsec_((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)$/;
+
+/** The HMAC key of a secret, as Standard Webhooks libraries derive it. */
+export function standardWebhookKey(secret: string): Buffer {
+  const base64 = STANDARD_SECRET.exec(secret)?.[1];
+  return base64 ? Buffer.from(base64, 'base64') : Buffer.from(secret, 'utf8');
+}
+
+/** True when a library's default constructor (`new Webhook(secret)`) takes the secret as it is. */
+export function isStandardWebhookSecret(secret: string): boolean {
+  return (STANDARD_SECRET.exec(secret)?.[1] ?? '') !== '';
+}
+
+export function signStandardWebhook(secrets: string | readonly string[], msgId: string, timestampSeconds: number, rawBody: string | Buffer): string {
+  const list = typeof secrets === 'string' ? [secrets] : secrets;
+  return list
+    .map((s) => `v1,${createHmac('sha256', standardWebhookKey(s)).update(`${msgId}.${timestampSeconds}.`).update(rawBody).digest('base64')}`)
+    .join(' ');
+}
+
+/** The three Standard Webhooks headers of one delivery, signed with each secret (current first). */
+export function standardWebhookHeaders(
+  secrets: string | readonly string[],
+  msgId: string,
+  rawBody: string | Buffer,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): Record<(typeof STANDARD_WEBHOOK_HEADERS)[keyof typeof STANDARD_WEBHOOK_HEADERS], string> {
+  return {
+    [STANDARD_WEBHOOK_HEADERS.id]: msgId,
+    [STANDARD_WEBHOOK_HEADERS.timestamp]: String(nowSeconds),
+    [STANDARD_WEBHOOK_HEADERS.signature]: signStandardWebhook(secrets, msgId, nowSeconds, rawBody),
+  };
+}
