@@ -149,6 +149,26 @@ describe('CRM mapping page', () => {
     await result.getByText('1 planned operation (version 3)').waitFor();
     await screenshot(page, 'mapping-dry-run');
   });
+
+  it('deletes the mapping after a confirmation (a version that turns sync off) and saves a new one after it', async () => {
+    await page.getByRole('button', { name: 'Delete mapping…' }).click();
+    const confirm = page.getByRole('alert').filter({ hasText: 'Delete the mapping?' });
+    await confirm.waitFor();
+    expect(await confirm.textContent()).toContain('Version 4 will turn CRM sync off');
+    await confirm.getByRole('button', { name: 'Delete mapping', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Deleted in version 4' }).waitFor();
+    // The sink's view: no current mapping, and the deleting version in the history.
+    expect(gw.controlPlane.currentMapping(accountId)).toBeUndefined();
+    expect(gw.controlPlane.mappingVersions(accountId).at(-1)).toMatchObject({ version: 4, deleted: true, author: `owner:${email}` });
+    await page.getByRole('row', { name: /^4\s*deleted/ }).waitFor();
+    expect(await page.getByText('The mapping was deleted in version 4').count()).toBe(1);
+    await screenshot(page, 'mapping-deleted');
+
+    // Saving again turns sync back on, as version 5.
+    await page.getByRole('button', { name: 'Save as version 5' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved as version 5.' }).waitFor();
+    expect(gw.controlPlane.currentMapping(accountId)?.version).toBe(5);
+  });
 });
 
 const send = async (events: Record<string, unknown>[]) => {

@@ -1,9 +1,10 @@
-import { DryRunResult, IfMatchHeaders, MappingVersionSummary, StoredMappingView } from '@ingest/schemas';
+import { DeletedMappingView, DryRunResult, IfMatchHeaders, MappingVersionSummary, StoredMappingView } from '@ingest/schemas';
 import type { ControlPlane, EventCheck, RecordStateReader } from '@ingest/shared';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import {
   bodyValidatedByHandler,
+  deleteMapping,
   dryRunResult,
   mappingVersion,
   mappingVersionSummaries,
@@ -19,8 +20,9 @@ const VersionList = Type.Object({ versions: Type.Array(MappingVersionSummary) },
 const VersionParams = Type.Object({ version: Type.String({ pattern: '^[1-9][0-9]{0,8}$' }) });
 
 /**
- * The signed-in owner's CRM mapping: the current document, versions, store (If-Match, author
- * `owner:<email>`) and dry-run. The account is the session's; the handlers are the admin API's.
+ * The signed-in owner's CRM mapping: the current document, versions, store and delete (If-Match,
+ * author `owner:<email>`) and dry-run. The account is the session's; the handlers are the admin
+ * API's. Deleting stores a version that turns sync off; saving a mapping again turns it back on.
  */
 export function mappingRoutes(deps: {
   controlPlane: ControlPlane;
@@ -53,6 +55,17 @@ export function mappingRoutes(deps: {
         const stored = await storeMapping(cp, account.id, request.body, `owner:${session.email}`, request.headers['if-match']);
         request.log.info({ accountId: account.id, version: stored.version, ownerId: session.ownerId }, 'dashboard: crm mapping stored');
         return withVersionTag(reply, stored).code(201).send(stored);
+      },
+    );
+
+    app.delete<{ Headers: { 'if-match'?: string } }>(
+      '/mapping',
+      { ...deps.limits.api, schema: { hide: true, headers: IfMatchHeaders, response: { 200: DeletedMappingView } } },
+      async (request) => {
+        const { account, session } = dashboardOf(request);
+        const deleted = await deleteMapping(cp, account.id, `owner:${session.email}`, request.headers['if-match']);
+        request.log.info({ accountId: account.id, version: deleted.version, ownerId: session.ownerId }, 'dashboard: crm mapping deleted');
+        return deleted;
       },
     );
 

@@ -79,6 +79,8 @@ export const api = {
   /** `editedVersion`: the version the edit started from (If-Match), null for the first one. */
   saveMapping: (mapping: unknown, editedVersion: number | null) =>
     call<StoredMappingView>('PUT', '/mapping', mapping, editedVersion === null ? {} : { 'if-match': `"${editedVersion}"` }),
+  /** Stores a version that turns sync off; `version` is the one shown (If-Match). */
+  deleteMapping: (version: number) => call<{ version: number }>('DELETE', '/mapping', undefined, { 'if-match': `"${version}"` }),
   events: (filter: { name: string; identity: string }) => {
     const query = new URLSearchParams();
     if (filter.name.trim()) query.set('name', filter.name.trim());

@@ -14,6 +14,8 @@ export interface MappingVersionView {
   version: number;
   createdAt: string;
   author: string;
+  /** This version deleted the mapping: sync was off from it on. */
+  deleted?: true;
 }
 /** The dry-run answer: rendered field by field, so fields added later (e.g. exact HTTP calls) show up too. */
 export interface DryRunView {

@@ -77,6 +77,7 @@ export function MappingsPage() {
   const [conflict, setConflict] = useState<number | null | undefined>(undefined);
   const [saved, setSaved] = useState('');
   const [saving, setSaving] = useState(false);
+  const [confirmDelete, setConfirmDelete] = useState(false);
   const editor = useRef<HTMLTextAreaElement>(null);
 
   const load = useCallback(async (replaceText: boolean) => {
@@ -86,7 +87,8 @@ export function MappingsPage() {
       setVersions(list);
       if (replaceText) {
         setText(pretty(cur ? cur.mapping : STARTER));
-        setEditedVersion(cur ? cur.version : null);
+        // After a deletion the next save follows the deleting version (If-Match on it).
+        setEditedVersion(cur ? cur.version : (list[0]?.version ?? null));
         setErrors([]);
         setConflict(undefined);
       }
@@ -132,13 +134,37 @@ export function MappingsPage() {
     }
   };
 
+  const remove = async () => {
+    if (!current) return;
+    setConfirmDelete(false);
+    setSaved('');
+    setProblem('');
+    try {
+      const deleted = await api.deleteMapping(current.version);
+      setSaved(`Deleted in version ${deleted.version}: the CRM sink syncs nothing until a mapping is saved again.`);
+      await load(true);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 412) {
+        setConflict(typeof err.extensions.currentVersion === 'number' ? err.extensions.currentVersion : null);
+        await load(false);
+      } else {
+        setProblem((err as Error).message);
+      }
+    }
+  };
+
   if (current === undefined) return problem ? <p className="error">{problem}</p> : <p>Loading…</p>;
+  const deletedIn = current === null && versions[0]?.deleted ? versions[0].version : undefined;
 
   return (
     <section aria-labelledby="mapping-title">
       <h1 id="mapping-title">CRM mapping</h1>
       <p className="hint">
-        {editedVersion === null ? 'No mapping stored yet: the editor holds a starting point. Saving stores version 1.' : `Editing version ${editedVersion}.`}{' '}
+        {deletedIn !== undefined
+          ? `The mapping was deleted in version ${deletedIn}: the CRM sink syncs nothing. The editor holds a starting point; saving stores version ${deletedIn + 1} and turns sync on again.`
+          : editedVersion === null
+            ? 'No mapping stored yet: the editor holds a starting point. Saving stores version 1.'
+            : `Editing version ${editedVersion}.`}{' '}
         The CRM sink applies the newest version to every deduplicated event.
       </p>
       <form className="mapping-grid" onSubmit={save} noValidate>
@@ -165,7 +191,26 @@ export function MappingsPage() {
             <button type="button" className="secondary" onClick={() => void load(true)}>
               Discard changes
             </button>
+            {current && !confirmDelete && (
+              <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>
+                Delete mapping…
+              </button>
+            )}
           </div>
+          {current && confirmDelete && (
+            <div className="banner danger" role="alert">
+              <p>
+                <strong>Delete the mapping?</strong> Version {current.version + 1} will turn CRM sync off from the next event on; the history keeps every
+                version.
+              </p>
+              <button type="button" onClick={() => void remove()}>
+                Delete mapping
+              </button>{' '}
+              <button type="button" className="secondary" onClick={() => setConfirmDelete(false)}>
+                Keep it
+              </button>
+            </div>
+          )}
           {saved && (
             <p className="ok" role="status">
               {saved}
@@ -258,18 +303,23 @@ function History({ versions, current }: { versions: MappingVersionView[]; curren
                   <td>
                     {v.version}
                     {v.version === current?.version && <span className="badge">current</span>}
+                    {v.deleted && <span className="badge">deleted</span>}
                   </td>
                   <td>{formatDate(v.createdAt)}</td>
                   <td>{v.author}</td>
                   <td>
-                    <button
-                      type="button"
-                      className="secondary"
-                      onClick={() => void compare(v.version)}
-                      aria-label={`Compare version ${v.version} with the current one`}
-                    >
-                      Compare with current
-                    </button>
+                    {v.deleted ? (
+                      'sync off'
+                    ) : (
+                      <button
+                        type="button"
+                        className="secondary"
+                        onClick={() => void compare(v.version)}
+                        aria-label={`Compare version ${v.version} with the current one`}
+                      >
+                        Compare with current
+                      </button>
+                    )}
                   </td>
                 </tr>
               ))}
