@@ -1,6 +1,6 @@
 import {
   createControlPlane,
-  createKafkaClient,
+  createKafkaClientFromConfig,
   createLagCollector,
   createLogger,
   createMetricsRegistry,
@@ -17,7 +17,7 @@ import { createCrmSink } from './crm-sink.js';
 const config = loadCrmSinkConfig();
 const logger = createLogger({ service: 'crm-sink', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('crm-sink');
-const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-crm-sink`, logger });
+const kafka = createKafkaClientFromConfig(config, 'crm-sink', logger);
 const producer = createProducer(kafka);
 const redis = createRedis({ url: config.REDIS_URL });
 const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics, instanceId: 'crm-sink' });

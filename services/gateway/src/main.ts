@@ -2,7 +2,7 @@ import {
   createClickHouseFromConfig,
   createControlPlane,
   createJobStatusStore,
-  createKafkaClient,
+  createKafkaClientFromConfig,
   createLogger,
   createMetricsRegistry,
   createOpsServer,
@@ -18,7 +18,7 @@ import { httpServerComponent } from './http/http-server.js';
 const config = loadGatewayConfig();
 const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('gateway');
-const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-gateway`, logger });
+const kafka = createKafkaClientFromConfig(config, 'gateway', logger);
 const producer = createProducer(kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
 const redis = createRedis({ url: config.REDIS_URL });
 const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics });

@@ -2,7 +2,7 @@ import {
   type Component,
   createAllowanceReconciler,
   createClickHouseFromConfig,
-  createKafkaClient,
+  createKafkaClientFromConfig,
   createLagCollector,
   createLogger,
   createMetricsRegistry,
@@ -19,7 +19,7 @@ import { createProcessor, type ProcessorStage } from './processor.js';
 const config = loadProcessorConfig();
 const logger = createLogger({ service: 'processor', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('processor');
-const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-processor`, logger });
+const kafka = createKafkaClientFromConfig(config, 'processor', logger);
 const producer = createProducer(kafka);
 const ch = createClickHouseFromConfig(config);
 

@@ -91,6 +91,7 @@ async function startSink(setup: SinkSetup, name: string, track: (p: SinkProcess)
         PATH: process.env.PATH ?? '',
         LOG_LEVEL: 'warn',
         KAFKA_BROKERS: env.kafkaBrokers,
+        KAFKA_DRIVER: env.kafkaDriver,
         REDIS_URL: env.redisUrl,
         KAFKA_TOPIC_PREFIX: setup.topicPrefix,
         KAFKA_CLIENT_ID: `chaos-${name}`,

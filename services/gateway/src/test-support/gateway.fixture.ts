@@ -65,6 +65,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
   const logger = testLogger();
   const config = loadGatewayConfig({
     KAFKA_BROKERS: integration.kafkaBrokers,
+    KAFKA_DRIVER: integration.kafkaDriver,
     REDIS_URL: integration.redisUrl,
     CLICKHOUSE_URL: integration.clickhouseUrl,
     KAFKA_TOPIC_PREFIX: kafka.prefix,

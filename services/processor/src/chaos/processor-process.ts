@@ -137,6 +137,7 @@ async function startProcessor(setup: ProcessorSetup, name: string, track: (p: Pr
         PATH: process.env.PATH ?? '',
         LOG_LEVEL: 'warn',
         KAFKA_BROKERS: env.kafkaBrokers,
+        KAFKA_DRIVER: env.kafkaDriver,
         CLICKHOUSE_URL: env.clickhouseUrl,
         REDIS_URL: env.redisUrl,
         KAFKA_TOPIC_PREFIX: setup.topicPrefix,

@@ -1,8 +1,6 @@
-import { CompressionTypes, type Producer as KafkaJsProducer } from 'kafkajs';
 import { AppError } from '../errors.js';
-import type { KafkaClient } from './client.js';
+import type { KafkaClient } from './driver.js';
 import { createSendCoalescer } from './send-coalescer.js';
-import { fastDefaultPartitioner } from './partitioner.js';
 
 export interface OutgoingMessage {
   key: string | Buffer | null;
@@ -43,25 +41,10 @@ export interface ProducerOptions {
 
 export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}): Producer {
   const sendTimeoutMs = options.sendTimeoutMs ?? 5_000;
-  // Idempotent: broker-side dedupe of the producer's own retries. kafkajs orders sequence
-  // numbers correctly only with one request in flight per connection, hence the 1.
-  const producer: KafkaJsProducer = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-    // The murmur2 partitioner of the Java client: keys land on the same partitions whichever
-    // client (or language) produced them. kafkajs's DefaultPartitioner, in fast arithmetic.
-    createPartitioner: fastDefaultPartitioner,
-    // Bounded on purpose (kafkajs warns that this weakens its idempotence): an unbounded retry
-    // would hold HTTP requests while Kafka is down. A send that gives up is reported as
-    // "maybe written"; downstream dedupe by eventId absorbs a copy that did get through.
-    retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 },
-  });
+  const producer = kafka.producer({ ackTimeoutMs: sendTimeoutMs, compression: 'none' });
 
   async function sendAll(batches: TopicMessages[]): Promise<void> {
-    const topicMessages = batches
-      .filter((b) => b.messages.length > 0)
-      .map((b) => ({ topic: b.topic, messages: b.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers, partition: m.partition })) }));
+    const topicMessages = batches.filter((b) => b.messages.length > 0);
     if (topicMessages.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -71,7 +54,7 @@ export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}
       );
     });
     try {
-      await Promise.race([producer.sendBatch({ topicMessages, acks: -1, timeout: sendTimeoutMs, compression: CompressionTypes.None }), timeout]);
+      await Promise.race([producer.send(topicMessages), timeout]);
     } catch (err) {
       if (err instanceof AppError) throw err;
       throw new AppError('kafka_unavailable', `kafka send failed: ${(err as Error).message}`, { retryable: true, cause: err });

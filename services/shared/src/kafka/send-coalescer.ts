@@ -74,6 +74,6 @@ function mergeByTopic(batches: TopicMessages[]): TopicMessages[] {
 
 function sizeOf(batches: TopicMessages[]): number {
   let bytes = 0;
-  for (const b of batches) for (const m of b.messages) bytes += m.value.length + (m.key?.length ?? 0) + 64;
+  for (const b of batches) for (const m of b.messages) bytes += (m.value?.length ?? 0) + (m.key?.length ?? 0) + 64;
   return bytes;
 }
