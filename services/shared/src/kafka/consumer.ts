@@ -69,6 +69,8 @@ export interface RecoveryOptions {
   maxBackoffMs: number;
   /** Bound on leaving a broken membership (a stalled broker may never answer the LeaveGroup). */
   leaveTimeoutMs: number;
+  /** A running session without any sign of life (and no batch being handled) this long is ended and replaced. */
+  stallTimeoutMs: number;
   /**
    * Without a running membership for this long, the consumer reports itself dead (`alive()`
    * false), so the service's liveness fails and an orchestrator restarts the process. It keeps
@@ -77,7 +79,7 @@ export interface RecoveryOptions {
   deadAfterMs: number;
 }
 
-const DEFAULT_RECOVERY: Omit<RecoveryOptions, 'deadAfterMs'> = { initialBackoffMs: 500, maxBackoffMs: 10_000, leaveTimeoutMs: 10_000 };
+const DEFAULT_RECOVERY: Omit<RecoveryOptions, 'deadAfterMs' | 'stallTimeoutMs'> = { initialBackoffMs: 500, maxBackoffMs: 10_000, leaveTimeoutMs: 10_000 };
 
 export interface BatchConsumer extends Component {
   /** Partitions currently assigned to this member, per topic. */
@@ -126,6 +128,30 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
   // commits once its own stop has begun, which would re-deliver work that is already done.
   const inFlight = new Set<Promise<unknown>>();
   let recovering: Promise<void> | undefined;
+  /** The current session crashed (also while it was starting, when a recovery was under way). */
+  let currentCrashed = false;
+  /** Last sign of life of the session (a fetch, a heartbeat, a batch): the watchdog's input. */
+  let lastActivity = Date.now();
+  let watchdog: NodeJS.Timeout | undefined;
+  const stallTimeoutMs = () => recovery.stallTimeoutMs ?? Math.max(60_000, 2 * sessionTimeoutMs());
+
+  /**
+   * A session that stopped fetching without telling (no crash, no handler running) is ended like
+   * a crashed one: seen with kafkajs after a broker restart, and the cheapest guard against any
+   * other library hang.
+   */
+  function watch(): void {
+    clearInterval(watchdog);
+    watchdog = setInterval(() => {
+      if (!running || stopping || inFlight.size > 0 || recovering) return;
+      const idleMs = Date.now() - lastActivity;
+      if (idleMs > stallTimeoutMs()) {
+        log.error({ idleMs }, 'consumer session stalled (no fetch, heartbeat or batch); starting a new one');
+        void recover('stalled');
+      }
+    }, 1_000);
+    watchdog.unref();
+  }
 
   function newSession(): DriverConsumer {
     const current: DriverConsumer = kafka.consumer({
@@ -146,12 +172,14 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
       },
       onCrash(error) {
         if (session !== current || stopRequested) return;
+        currentCrashed = true;
         log.error({ err: error }, 'consumer session crashed; starting a new one from the committed offsets');
         void recover('crash');
       },
       handleBatch: async (batch) => {
         // Stopping: nothing new is started (and nothing committed, so nothing is skipped either).
         if (stopping || session !== current) return;
+        lastActivity = Date.now();
         const handled = options.handleBatch(batch.messages, {
           topic: batch.topic,
           partition: batch.partition,
@@ -159,18 +187,28 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
           shouldContinue: () => !stopping && session === current && batch.isCurrent(),
         });
         inFlight.add(handled);
-        let result: Awaited<typeof handled>;
         try {
-          result = await handled;
+          const result = await handled;
+          // The partition moved during the batch: its new owner re-reads it.
+          if (!batch.isCurrent() || options.commitOffsets === false || session !== current) return;
+          const last = batch.messages.at(-1)?.offset ?? '0';
+          const offset = result?.commitOffset === undefined ? (BigInt(last) + 1n).toString() : result.commitOffset;
+          if (offset === null) return;
+          await current.commit([{ topic: batch.topic, partition: batch.partition, offset }]);
+        } catch (err) {
+          // Never thrown into the library: kafkajs retries a failed batch in place and, after a
+          // broker restart, was seen to stop fetching for good instead. A fresh membership
+          // re-reads the batch from the committed offset, the same way for every driver.
+          if (session !== current || stopRequested) return;
+          log.error({ err, topic: batch.topic, partition: batch.partition }, 'batch failed; starting a new membership from the committed offsets');
+          void recover('batch failed');
         } finally {
           inFlight.delete(handled);
+          lastActivity = Date.now();
         }
-        // The partition moved during the batch: its new owner re-reads it.
-        if (!batch.isCurrent() || options.commitOffsets === false) return;
-        const last = batch.messages.at(-1)?.offset ?? '0';
-        const offset = result?.commitOffset === undefined ? (BigInt(last) + 1n).toString() : result.commitOffset;
-        if (offset === null) return;
-        await current.commit([{ topic: batch.topic, partition: batch.partition, offset }]);
+      },
+      onActivity() {
+        if (session === current) lastActivity = Date.now();
       },
     });
     return current;
@@ -179,10 +217,15 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
   async function startSession(): Promise<void> {
     stopping = false;
     assigned = {};
+    currentCrashed = false;
     session = newSession();
+    lastActivity = Date.now();
     await session.start();
+    if (currentCrashed) throw new Error('the consumer session crashed while starting');
     running = true;
     downSince = undefined;
+    lastActivity = Date.now();
+    watch();
   }
 
   async function leave(): Promise<void> {
@@ -228,6 +271,8 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
       }
     })().finally(() => {
       recovering = undefined;
+      // A crash reported while this recovery was finishing found it still under way.
+      if (currentCrashed && !stopRequested) void recover('crash');
     });
     return recovering;
   }
@@ -253,6 +298,7 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
     },
     async stop() {
       stopRequested = true;
+      clearInterval(watchdog);
       await recovering;
       await leave();
     },

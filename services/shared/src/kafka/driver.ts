@@ -88,11 +88,10 @@ export interface DriverConsumerOptions {
   /** Batches of different partitions handled at once. */
   partitionsConsumedConcurrently: number;
   logger: Logger;
-  /**
-   * Handles one batch of one partition. The driver fetches nothing more of that partition before
-   * it settled; a rejection ends the session (reported through onCrash).
-   */
+  /** Handles one batch of one partition; never rejects. The driver fetches nothing more of that partition before it settled. */
   handleBatch(batch: DriverBatch): Promise<void>;
+  /** A sign of life: a fetch, a heartbeat (the wrapper ends a session that shows none for long). */
+  onActivity(): void;
   /** The member joined (or rejoined) the group with this assignment. */
   onJoin(assignment: Record<string, number[]>): void;
   /**

@@ -3,3 +3,4 @@ export * from './fixtures.js';
 export * from './wait.js';
 export * from './ports.js';
 export * from './metrics-text.js';
+export * from './kafka-broker.js';

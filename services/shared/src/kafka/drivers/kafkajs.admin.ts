@@ -38,13 +38,13 @@ export function createKafkajsAdmin(kafka: Kafka): KafkaAdmin {
     deleteTopics: (topics) => call('deleteTopics', () => admin.deleteTopics({ topics: [...topics], timeout: 10_000 })),
     topicOffsets: (topic) =>
       call('fetchTopicOffsets', async () =>
-        (await admin.fetchTopicOffsets(topic)).map((p) => ({ topic, partition: p.partition, low: BigInt(p.low), high: BigInt(p.high) })),
+        (await admin.fetchTopicOffsets(topic)).map((p) => ({ topic, partition: p.partition, low: BigInt(p.low), high: BigInt(p.high) })).sort(byPartition),
       ),
     committedOffsets: (groupId, topics) =>
       call('fetchOffsets', async () =>
-        (await admin.fetchOffsets({ groupId, topics: [...topics] })).flatMap((t) =>
-          t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, offset: /^\d+$/.test(p.offset) ? p.offset : '-1' })),
-        ),
+        (await admin.fetchOffsets({ groupId, topics: [...topics] }))
+          .flatMap((t) => t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, offset: /^\d+$/.test(p.offset) ? p.offset : '-1' })))
+          .sort(byPartition),
       ),
     setCommittedOffsets: (groupId, offsets) =>
       call('setOffsets', async () => {
@@ -58,4 +58,9 @@ export function createKafkajsAdmin(kafka: Kafka): KafkaAdmin {
         if (groupIds.length > 0) await admin.deleteGroups([...groupIds]);
       }),
   };
+}
+
+/** Topic, then partition: callers get the same order whatever the broker answered. */
+export function byPartition(a: { topic: string; partition: number }, b: { topic: string; partition: number }): number {
+  return a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition;
 }

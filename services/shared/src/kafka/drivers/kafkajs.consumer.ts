@@ -25,6 +25,7 @@ export function createKafkajsConsumer(kafka: Kafka, options: DriverConsumerOptio
   });
   let stopped = false;
   consumer.on(consumer.events.GROUP_JOIN, (e) => options.onJoin(e.payload.memberAssignment));
+  for (const event of [consumer.events.FETCH_START, consumer.events.HEARTBEAT, consumer.events.REBALANCING]) consumer.on(event, () => options.onActivity());
   consumer.on(consumer.events.CRASH, (e) => {
     if (!stopped) options.onCrash(e.payload.error);
   });
