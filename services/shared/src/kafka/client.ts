@@ -1,6 +1,7 @@
 import type { Logger } from '../logger.js';
 import { DEFAULT_KAFKA_DRIVER } from './defaults.js';
 import { createKafkajsClient } from './drivers/kafkajs.client.js';
+import { createPlatformaticClient } from './drivers/platformatic.client.js';
 import type { KafkaAdmin, KafkaClient, KafkaClientOptions, KafkaDriverName } from './driver.js';
 
 /**
@@ -18,6 +19,8 @@ export function createKafkaClient(options: KafkaClientOptions): KafkaClient {
   switch (driver) {
     case 'kafkajs':
       return createKafkajsClient(options);
+    case 'platformatic':
+      return createPlatformaticClient(options);
     default:
       throw new Error(`unknown Kafka driver ${String(driver)}`);
   }

@@ -1,4 +1,4 @@
-import { errorMessage } from '../errors.js';
+import { errorMessage, isRetryable } from '../errors.js';
 import type { Component } from '../lifecycle.js';
 import type { Logger } from '../logger.js';
 import type { ConsumedMessage, DriverConsumer, KafkaClient } from './driver.js';
@@ -67,6 +67,8 @@ export interface RecoveryOptions {
   /** First wait before a new membership after a crash; doubles up to `maxBackoffMs`. */
   initialBackoffMs: number;
   maxBackoffMs: number;
+  /** How long start() retries retryable failures before it fails. */
+  startTimeoutMs: number;
   /** Bound on leaving a broken membership (a stalled broker may never answer the LeaveGroup). */
   leaveTimeoutMs: number;
   /** A running session without any sign of life (and no batch being handled) this long is ended and replaced. */
@@ -79,7 +81,12 @@ export interface RecoveryOptions {
   deadAfterMs: number;
 }
 
-const DEFAULT_RECOVERY: Omit<RecoveryOptions, 'deadAfterMs' | 'stallTimeoutMs'> = { initialBackoffMs: 500, maxBackoffMs: 10_000, leaveTimeoutMs: 10_000 };
+const DEFAULT_RECOVERY: Omit<RecoveryOptions, 'deadAfterMs' | 'stallTimeoutMs'> = {
+  initialBackoffMs: 500,
+  maxBackoffMs: 10_000,
+  leaveTimeoutMs: 10_000,
+  startTimeoutMs: 20_000,
+};
 
 export interface BatchConsumer extends Component {
   /** Partitions currently assigned to this member, per topic. */
@@ -288,12 +295,20 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
     name: options.name,
     async start() {
       stopRequested = false;
-      try {
-        await startSession();
-      } catch (err) {
-        running = false;
-        await bounded(session?.stop() ?? Promise.resolve(), recovery.leaveTimeoutMs).catch(() => {});
-        throw err;
+      // A broker that is still electing a coordinator right after its start answers with
+      // retryable errors for a moment: retried here for a while before the start fails.
+      const deadline = Date.now() + recovery.startTimeoutMs;
+      for (let backoff = recovery.initialBackoffMs; ; backoff = Math.min(backoff * 2, recovery.maxBackoffMs)) {
+        try {
+          await startSession();
+          return;
+        } catch (err) {
+          running = false;
+          await bounded(session?.stop() ?? Promise.resolve(), recovery.leaveTimeoutMs).catch(() => {});
+          if (!isRetryable(err) || stopRequested || Date.now() + backoff > deadline) throw err;
+          log.warn({ err, retryInMs: backoff }, 'consumer could not start; retrying');
+          await new Promise((r) => setTimeout(r, backoff));
+        }
       }
     },
     async stop() {

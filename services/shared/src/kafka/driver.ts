@@ -185,3 +185,8 @@ export interface KafkaClient {
   /** A fresh admin connection; `withAdmin` connects and closes it around a piece of work. */
   admin(): KafkaAdmin;
 }
+
+/** Topic, then partition: admin answers come in the same order whatever the broker sent. */
+export function byPartition(a: { topic: string; partition: number }, b: { topic: string; partition: number }): number {
+  return a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition;
+}

@@ -1,5 +1,5 @@
 import type { Kafka } from 'kafkajs';
-import type { KafkaAdmin } from '../driver.js';
+import { byPartition, type KafkaAdmin } from '../driver.js';
 import { wrapErrors } from '../errors.js';
 import { kafkajsTraits } from './kafkajs.client.js';
 
@@ -58,9 +58,4 @@ export function createKafkajsAdmin(kafka: Kafka): KafkaAdmin {
         if (groupIds.length > 0) await admin.deleteGroups([...groupIds]);
       }),
   };
-}
-
-/** Topic, then partition: callers get the same order whatever the broker answered. */
-export function byPartition(a: { topic: string; partition: number }, b: { topic: string; partition: number }): number {
-  return a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition;
 }

@@ -1,0 +1,166 @@
+import { type BaseOptions, Consumer, type Message, type MessagesStream } from '@platformatic/kafka';
+import type { ConsumedMessage, DriverConsumer, DriverConsumerOptions } from '../driver.js';
+import { KafkaError, wrapErrors } from '../errors.js';
+import { platformaticTraits } from './platformatic.client.js';
+
+/**
+ * One membership through @platformatic/kafka's message stream. The stream prefetches up to its
+ * high-water mark; everything it has buffered is read at once, split into one batch per
+ * partition, and handled (up to `partitionsConsumedConcurrently` partitions at a time) before
+ * the next read, so a partition's batches are handled in order, one at a time.
+ *
+ * A rejoin (rebalance, or the member was fenced after a stall) makes the stream read every
+ * partition again from its committed offset, while what it fetched before may still arrive: per
+ * partition, messages below the next offset this member has not handled yet are dropped, and
+ * those of partitions it no longer holds are not handed over.
+ *
+ * The library's own retries are off for the consumer (`retries: 0`): after a failed commit it
+ * rejoins and commits again under the new generation, which would commit a partition another
+ * member may already be reading. A failure instead ends the session and the wrapper starts a
+ * fresh one from the committed offsets (and retries a failed start).
+ */
+export function createPlatformaticConsumer(base: BaseOptions, options: DriverConsumerOptions): DriverConsumer {
+  const log = options.logger;
+  const consumer = new Consumer({
+    ...base,
+    retries: 0,
+    groupId: options.groupId,
+    autocommit: false,
+    sessionTimeout: options.sessionTimeoutMs,
+    rebalanceTimeout: Math.max(options.sessionTimeoutMs, 30_000),
+    heartbeatInterval: options.heartbeatIntervalMs,
+    maxWaitTime: options.maxWaitTimeMs,
+    maxBytesPerPartition: options.maxBytesPerPartition,
+    maxBytes: options.maxBytesPerPartition * Math.max(1, options.partitionsConsumedConcurrently) * 2,
+    minBytes: 1,
+  });
+  let stream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | undefined;
+  let stopped = false;
+  let crashed = false;
+
+  const crash = (error: unknown) => {
+    if (stopped || crashed) return;
+    crashed = true;
+    options.onCrash(error);
+  };
+  /** Per partition, the next offset not handled yet in this session. */
+  const positions = new Map<string, bigint>();
+  const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+  consumer.on('consumer:group:join', (payload) => {
+    const assignment: Record<string, number[]> = {};
+    for (const a of payload.assignments ?? []) assignment[a.topic] = [...a.partitions];
+    // A partition that left and comes back later starts from its commit, not from here.
+    for (const key of positions.keys()) {
+      const [topic = '', partition = '-1'] = key.split('\u0000');
+      if (!(assignment[topic] ?? []).includes(Number(partition))) positions.delete(key);
+    }
+    options.onJoin(assignment);
+  });
+  consumer.on('consumer:heartbeat:end', () => options.onActivity());
+  // A rejoin that failed for good: the member has no group any more.
+  consumer.on('error' as 'consumer:heartbeat:error', (error: unknown) => crash(error));
+
+  const assigned = (topic: string, partition: number) => consumer.assignments?.some((a) => a.topic === topic && a.partitions.includes(partition)) ?? false;
+
+  let pumping = false;
+  async function pump(): Promise<void> {
+    if (pumping || !stream) return;
+    pumping = true;
+    try {
+      for (;;) {
+        const fetched: Message<Buffer, Buffer, Buffer, Buffer>[] = [];
+        for (let m = stream.read() as Message<Buffer, Buffer, Buffer, Buffer> | null; m !== null; m = stream.read() as typeof m) fetched.push(m);
+        if (fetched.length === 0 || stopped || crashed) return;
+        await handle(fetched);
+      }
+    } finally {
+      pumping = false;
+    }
+  }
+
+  async function handle(fetched: Message<Buffer, Buffer, Buffer, Buffer>[]): Promise<void> {
+    const byPartition = new Map<string, ConsumedMessage[]>();
+    for (const m of fetched) {
+      const key = keyOf(m.topic, m.partition);
+      // Handled already (read again from the commit after a rejoin), or not ours any more.
+      if (m.offset < (positions.get(key) ?? -1n) || !assigned(m.topic, m.partition)) continue;
+      const list = byPartition.get(key) ?? [];
+      list.push(toConsumed(m));
+      byPartition.set(key, list);
+    }
+    const batches = [...byPartition.values()];
+    const workers = Math.max(1, Math.min(options.partitionsConsumedConcurrently, batches.length));
+    await Promise.all(
+      Array.from({ length: workers }, async () => {
+        for (let messages = batches.shift(); messages; messages = batches.shift()) {
+          const first = messages[0] as ConsumedMessage;
+          // The library takes the new generation id as soon as a rejoin starts and the new
+          // assignment only once it finished: a batch of an older generation commits nothing
+          // (seen: a commit in that window succeeded for a partition the other member then read).
+          const generation = consumer.generationId;
+          const isCurrent = () => !stopped && !crashed && consumer.generationId === generation && assigned(first.topic, first.partition);
+          if (!isCurrent()) continue;
+          await options.handleBatch({ topic: first.topic, partition: first.partition, messages, heartbeat: async () => {}, isCurrent });
+          positions.set(keyOf(first.topic, first.partition), BigInt((messages.at(-1) as ConsumedMessage).offset) + 1n);
+        }
+      }),
+    );
+  }
+
+  return {
+    start: () =>
+      wrapErrors('kafka consumer start', platformaticTraits, async () => {
+        const opened = await consumer.consume({
+          topics: [...options.topics],
+          mode: 'committed',
+          fallbackMode: options.fromBeginning ? 'earliest' : 'latest',
+          autocommit: false,
+          highWaterMark: 4_096,
+        });
+        stream = opened;
+        opened.on('fetch', () => options.onActivity());
+        opened.on('readable', () => {
+          pump().catch((error: unknown) => crash(error));
+        });
+        opened.on('error', (error) => crash(error));
+        opened.on('close', () => {
+          if (!stopped) crash(new KafkaError('kafka_unavailable', 'the message stream closed', { retryable: true }));
+        });
+      }),
+    commit: (offsets) =>
+      wrapErrors('kafka offset commit', platformaticTraits, async () => {
+        if (stopped || crashed) throw new KafkaError('kafka_rebalance', 'the consumer session ended before the commit', { retryable: true });
+        await consumer.commit({ offsets: offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: BigInt(o.offset), leaderEpoch: -1 })) });
+      }),
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await wrapErrors('kafka consumer stop', platformaticTraits, async () => {
+        // Force: closes the stream, leaves the group, closes the connections.
+        await forceClose(consumer).catch((err: unknown) => {
+          log.debug({ err }, 'leaving the group failed; closing anyway');
+          return forceClose(consumer);
+        });
+      });
+    },
+  };
+}
+
+function toConsumed(m: Message<Buffer, Buffer, Buffer, Buffer>): ConsumedMessage {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of m.headers) headers[k.toString('utf8')] = v?.toString('utf8') ?? '';
+  return {
+    topic: m.topic,
+    partition: m.partition,
+    offset: m.offset.toString(),
+    key: m.key ?? null,
+    value: m.value ?? null,
+    headers,
+    timestamp: Number(m.timestamp),
+  };
+}
+
+/** Closes the stream, leaves the group and closes the connections. */
+function forceClose(consumer: Consumer): Promise<void> {
+  return new Promise((resolve, reject) => consumer.close(true, (err) => (err ? reject(err) : resolve())));
+}
