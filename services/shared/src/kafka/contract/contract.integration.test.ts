@@ -12,6 +12,7 @@ import { committedOffsets, deleteConsumerGroups, ensureTopics, skipGroupToEnd, t
 import { withAdmin } from '../client.js';
 import { createProducer, type OutgoingMessage, type Producer } from '../producer.js';
 import { TOPICS, type TopicKey } from '../topics.js';
+import { keyPartition } from '../drivers/partitioner.js';
 import { CONTRACT_DRIVERS, numbered, readAll, recordingConsumer, repeated } from './contract-kit.js';
 
 const logger = testLogger();
@@ -53,6 +54,19 @@ describe.each(CONTRACT_DRIVERS)('Kafka wrapper contract (%s)', (driver) => {
     }
     const ends = await topicOffsets(kafka.kafka, topic);
     expect(ends.reduce((n, r) => n + Number(r.high - r.low), 0)).toBe(300);
+  });
+
+  it('puts a key on the partition the Java client would (murmur2), whichever driver wrote it', async () => {
+    const { kafka, producer } = await setup();
+    const topic = kafka.topic('eventsUnique');
+    const keys = Array.from({ length: 60 }, (_, i) => `acc_${i % 7}:evt-${i}`);
+    await producer.send(
+      topic,
+      keys.map((key) => ({ key, value: key })),
+    );
+    const read = await readAll(kafka.kafka, topic, logger);
+    expect(read.filter((m) => m.partition !== keyPartition(m.key ?? '', 3)).map((m) => m.key?.toString())).toEqual([]);
+    expect(read).toHaveLength(keys.length);
   });
 
   it('lands every one of many concurrent sends to one partition, at distinct offsets, none written twice', async () => {
