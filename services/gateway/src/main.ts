@@ -19,7 +19,11 @@ const config = loadGatewayConfig();
 const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('gateway');
 const kafka = createKafkaClientFromConfig(config, 'gateway', logger);
-const producer = createProducer(kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
+const producer = createProducer(kafka, {
+  sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS,
+  inFlightTimeoutMs: config.KAFKA_IN_FLIGHT_TIMEOUT_MS,
+  maxQueuedBytes: config.KAFKA_MAX_QUEUED_BYTES,
+});
 const redis = createRedis({ url: config.REDIS_URL });
 const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics });
 const ch = createClickHouseFromConfig(config);

@@ -1,5 +1,5 @@
 import { BulkEventsEnvelope, BulkEventsRequest, BulkJobReceipt, type JobChunkItem } from '@ingest/schemas';
-import { type Allowance, isRetryable } from '@ingest/shared';
+import { type Allowance, AppError, isRetryable } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { authOf } from '../auth/auth.hook.js';
@@ -31,7 +31,7 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
           summary: 'Queue up to 10,000 events as a background job',
           tags: ['jobs'],
           body: BulkEventsRequest,
-          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 413, 415, 429, 503) },
+          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 413, 415, 429, 503, 504) },
         },
       },
       async (request, reply) => {
@@ -54,6 +54,13 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
           await deps.allowance
             .release(account, { count: events.length, jobId })
             .catch((e: unknown) => request.log.error({ err: e }, 'allowance release failed'));
+          // The seal may have landed: the job may run; its id says where to look.
+          if (err instanceof AppError && err.code === 'kafka_outcome_unknown') {
+            throw new ProblemError('outcomeUnknown', 'Kafka did not answer in time; the job may have been queued. Check GET /v1/jobs/{jobId}.', {
+              extensions: { jobId },
+              cause: err,
+            });
+          }
           if (isRetryable(err)) {
             throw new ProblemError('unavailable', 'The job could not be queued right now; nothing was queued. Retry later.', {
               headers: { 'retry-after': '5' },

@@ -107,7 +107,7 @@ export async function handleCsvUpload(
     await job.abort(err instanceof ProblemError ? err.kind : 'upload_failed').catch((e: unknown) => {
       request.log.warn({ err: e, jobId: job.jobId }, 'could not write the abort marker; the runner drops unsealed chunks');
     });
-    if (!(err instanceof ProblemError) && isRetryable(err)) {
+    if (!(err instanceof ProblemError) && isRetryable(err) && (err as { code?: unknown }).code !== 'kafka_outcome_unknown') {
       throw new ProblemError('unavailable', 'The upload could not be stored right now; nothing was queued. Retry later.', {
         headers: { 'retry-after': '5' },
         cause: err,

@@ -1,5 +1,5 @@
 import type { JobChunk, JobChunkItem, JobMessage, JobStatus } from '@ingest/schemas';
-import { type Account, type JobStatusStore, type OutgoingMessage, type Producer, queuedJobStatus } from '@ingest/shared';
+import { type Account, AppError, type JobStatusStore, type OutgoingMessage, type Producer, queuedJobStatus } from '@ingest/shared';
 import { v7 as uuidv7 } from 'uuid';
 import { chunkItems } from './chunking.js';
 
@@ -50,6 +50,24 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
     }
   }
 
+  /**
+   * Chunks of a job that is not sealed yet: whatever became of them, the job cannot run without
+   * its seal, so a send of unknown outcome still means "nothing was queued".
+   */
+  async function sendUnsealed(messages: OutgoingMessage[]): Promise<void> {
+    try {
+      await deps.producer.send(deps.chunksTopic, messages);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'kafka_outcome_unknown') {
+        throw new AppError('kafka_unavailable', `job chunks not confirmed; the job is not sealed, so nothing was queued: ${err.message}`, {
+          retryable: true,
+          cause: err,
+        });
+      }
+      throw err;
+    }
+  }
+
   function open(account: Account, source: 'bulk' | 'csv'): OpenJob {
     const jobId = uuidv7();
     const base = { v: 1 as const, jobId, accountId: account.id, source };
@@ -58,7 +76,7 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
       jobId,
       async writeChunk(items) {
         const chunks = chunkItems(items).map((c): JobChunk => ({ ...base, type: 'chunk', seq: seq++, receivedAtMs: now(), items: c }));
-        await deps.producer.send(deps.chunksTopic, chunks.map(message));
+        await sendUnsealed(chunks.map(message));
       },
       async seal(totalEvents) {
         const status = queuedJobStatus({ jobId, accountId: account.id, source, totalEvents, atMs: now() });
@@ -80,7 +98,7 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
       chunkItems(items).forEach((chunk, seq) => {
         messages.push(message({ ...base, type: 'chunk', seq, receivedAtMs, items: chunk }));
       });
-      await deps.producer.send(deps.chunksTopic, messages);
+      await sendUnsealed(messages);
       const status = queuedJobStatus({ jobId, accountId: account.id, source, totalEvents: items.length, atMs: now() });
       await sealWithStatus(status, message({ ...base, type: 'sealed', chunks: messages.length, totalEvents: items.length, receivedAtMs }));
       return status;

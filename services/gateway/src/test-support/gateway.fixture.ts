@@ -72,7 +72,11 @@ export async function createGatewayFixture(env: Record<string, string> = {}): Pr
     ADMIN_TOKEN,
     ...env,
   });
-  const producer = createProducer(kafka.kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
+  const producer = createProducer(kafka.kafka, {
+    sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS,
+    inFlightTimeoutMs: config.KAFKA_IN_FLIGHT_TIMEOUT_MS,
+    maxQueuedBytes: config.KAFKA_MAX_QUEUED_BYTES,
+  });
   const redis = createRedis({ url: integration.redisUrl });
   await Promise.all([producer.connect(), redis.connect()]);
   const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });

@@ -10,9 +10,11 @@ import { AppError, errorMessage } from '../errors.js';
  *   it reached the network: nothing of it was written (retryable).
  * - `kafka_producer_full`: the producer already holds its bound of queued bytes; nothing was
  *   queued (retryable).
+ * - `kafka_outcome_unknown`: a send in flight got no answer in time, or failed in a way that
+ *   does not prove it was not written: it may be stored (retryable with the same ids).
  * - `kafka_error`: anything else the broker or library refused (`retryable` as the library says).
  */
-export type KafkaErrorCode = 'kafka_unavailable' | 'kafka_rebalance' | 'kafka_send_expired' | 'kafka_producer_full' | 'kafka_error';
+export type KafkaErrorCode = 'kafka_unavailable' | 'kafka_rebalance' | 'kafka_send_expired' | 'kafka_producer_full' | 'kafka_outcome_unknown' | 'kafka_error';
 
 export class KafkaError extends AppError {
   declare readonly code: KafkaErrorCode;
@@ -48,4 +50,29 @@ export async function wrapErrors<T>(what: string, traits: (err: unknown) => Erro
   } catch (err) {
     throw toKafkaError(what, err, traits);
   }
+}
+
+const REFUSED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/**
+ * True when every attempt behind `err` failed to connect at all (connection refused, no such
+ * host): no request left this process, so nothing was written. Any other failure of a send
+ * (a timeout, a connection closed with the request on it, a broker error for some of the
+ * partitions of a request) leaves the outcome open.
+ * kafkajs reports only the last attempt's error: a stalled broker that was then killed would
+ * read as refused although an earlier attempt may have reached it (rare; written down here).
+ */
+export function connectionRefused(err: unknown): boolean {
+  const leaves: unknown[] = [];
+  const seen = new Set<unknown>();
+  const walk = (e: unknown, depth: number) => {
+    if (!e || typeof e !== 'object' || seen.has(e) || depth > 12) return;
+    seen.add(e);
+    const x = e as { cause?: unknown; errors?: unknown[] };
+    const inner = [...(x.cause ? [x.cause] : []), ...(Array.isArray(x.errors) ? x.errors : [])];
+    if (inner.length === 0) leaves.push(e);
+    for (const i of inner) walk(i, depth + 1);
+  };
+  walk(err, 0);
+  return leaves.length > 0 && leaves.every((l) => REFUSED.has(String((l as { code?: unknown }).code)));
 }
