@@ -20,7 +20,16 @@ const metrics = createMetricsRegistry('crm-sink');
 const kafka = createKafkaClientFromConfig(config, 'crm-sink', logger);
 const producer = createProducer(kafka);
 const redis = createRedis({ url: config.REDIS_URL });
-const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics, instanceId: 'crm-sink' });
+const controlPlane = createControlPlane({
+  kafka,
+  producer,
+  topicPrefix: config.KAFKA_TOPIC_PREFIX,
+  logger,
+  metrics,
+  instanceId: 'crm-sink',
+  staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
+  deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
+});
 
 await Promise.all([producer.connect(), redis.connect()]);
 const sink = createCrmSink({
@@ -64,7 +73,8 @@ const ops = createOpsServer({
   host: config.CRM_SINK_OPS_HOST,
   port: config.CRM_SINK_OPS_PORT,
   metrics,
-  ready: () => controlPlane.caughtUp() && sink.healthy(),
+  ready: () => controlPlane.caughtUp() && controlPlane.fresh() && sink.healthy(),
+  live: () => runner.alive(),
   logger,
 });
 // The control plane starts first: the sink must know the mappings before its first event.

@@ -1,9 +1,10 @@
-import { ClickHouseConfig, CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { ControlPlaneConfig, ClickHouseConfig, CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const GatewayConfigSchema = Type.Object({
   ...CommonConfig,
   ...KafkaConfig,
+  ...ControlPlaneConfig,
   ...ClickHouseConfig,
   ...RedisConfig,
   GATEWAY_HOST: Type.String({ default: '127.0.0.1' }),

@@ -25,7 +25,15 @@ const producer = createProducer(kafka, {
   maxQueuedBytes: config.KAFKA_MAX_QUEUED_BYTES,
 });
 const redis = createRedis({ url: config.REDIS_URL });
-const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics });
+const controlPlane = createControlPlane({
+  kafka,
+  producer,
+  topicPrefix: config.KAFKA_TOPIC_PREFIX,
+  logger,
+  metrics,
+  staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
+  deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
+});
 const ch = createClickHouseFromConfig(config);
 const jobStatus = createJobStatusStore({
   redis,
@@ -41,7 +49,8 @@ const ops = createOpsServer({
   host: config.GATEWAY_OPS_HOST,
   port: config.GATEWAY_OPS_PORT,
   metrics,
-  ready: () => controlPlane.caughtUp() && http.healthy(),
+  ready: () => controlPlane.caughtUp() && controlPlane.fresh() && http.healthy(),
+  live: () => runner.alive(),
   logger,
 });
 const runner = createServiceRunner({

@@ -78,6 +78,7 @@ const ops = createOpsServer({
   port: config.PROCESSOR_OPS_PORT,
   metrics,
   ready: () => parts.every((p) => p.healthy()),
+  live: () => runner.alive(),
   logger,
 });
 const runner = createServiceRunner({

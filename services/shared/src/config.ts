@@ -43,6 +43,14 @@ export const KafkaConfig = {
   KAFKA_CONSUMER_DEAD_AFTER_MS: Type.Integer({ minimum: 1_000, default: 300_000 }),
 } satisfies TProperties;
 
+/** Services that read the control plane (gateway, crm-sink). */
+export const ControlPlaneConfig = {
+  /** The control plane not confirmed caught up with its topics this long: /readyz fails. */
+  CONTROL_PLANE_STALE_AFTER_MS: Type.Integer({ minimum: 300, default: 30_000 }),
+  /** ...and this long: /healthz fails (the orchestrator restarts the process). */
+  CONTROL_PLANE_DEAD_AFTER_MS: Type.Integer({ minimum: 1_000, default: 300_000 }),
+} satisfies TProperties;
+
 export const ClickHouseConfig = {
   CLICKHOUSE_URL: Type.String({ minLength: 1, default: 'http://127.0.0.1:8123' }),
   CLICKHOUSE_USER: Type.String({ default: 'default' }),

@@ -25,6 +25,8 @@ export interface ProcessorSetup {
   groups: { storage: string; dedupe: string; jobs: string };
   /** Log files are named `chaos-<label>-<n>.log`. */
   label: string;
+  /** Further settings of every process (session timeout, liveness bounds, ...). */
+  env?: Record<string, string>;
 }
 
 export interface ProcessorProcess {
@@ -42,6 +44,8 @@ export interface ProcessorProcess {
   stop(): Promise<number | string>;
   /** The Prometheus text of its /metrics. */
   metrics(): Promise<string>;
+  /** Status of its /healthz (liveness) and /readyz. */
+  health(): Promise<{ live: number; ready: number }>;
 }
 
 export function processorSetup(topicPrefix: string, database: string, label: string): ProcessorSetup {
@@ -153,6 +157,7 @@ async function startProcessor(setup: ProcessorSetup, name: string, track: (p: Pr
         PROCESSOR_OPS_HOST: '127.0.0.1',
         PROCESSOR_OPS_PORT: String(port),
         USAGE_RECONCILE_INTERVAL_MS: '0',
+        ...setup.env,
       },
     });
   } finally {
@@ -187,6 +192,10 @@ async function startProcessor(setup: ProcessorSetup, name: string, track: (p: Pr
         await exited;
       }
       return result;
+    },
+    async health() {
+      const [live, ready] = await Promise.all(['/healthz', '/readyz'].map((p) => fetch(`${opsUrl}${p}`, { signal: AbortSignal.timeout(5_000) })));
+      return { live: live?.status ?? 0, ready: ready?.status ?? 0 };
     },
     async metrics() {
       const res = await fetch(`${opsUrl}/metrics`, { signal: AbortSignal.timeout(5_000) });

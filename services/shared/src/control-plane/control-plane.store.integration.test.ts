@@ -4,6 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../errors.js';
+import type { KafkaClient } from '../kafka/client.js';
+import { KafkaError } from '../kafka/errors.js';
 import { createProducer, type Producer } from '../kafka/producer.js';
 import { createMetricsRegistry, type Registry } from '../metrics.js';
 import { createTestKafka, sampleValue, type TestKafka, testLogger, waitFor } from '../testing/index.js';
@@ -199,5 +201,49 @@ describe('control plane store', () => {
     instances.push(cp);
     await expectAppError(cp.start(), 'control_plane_catch_up_timeout');
     expect(cp.caughtUp()).toBe(false);
+  });
+
+  it('goes stale (not ready), then dead (liveness), when it can no longer confirm it is caught up, and fresh again after', async () => {
+    // The same Kafka, except that reading end offsets fails while `broken`: what a reader that
+    // cannot see the topics any more looks like from inside.
+    let broken = false;
+    const flaky: KafkaClient = {
+      ...kafka.kafka,
+      admin() {
+        const admin = kafka.kafka.admin();
+        return {
+          ...admin,
+          topicOffsets: (topic) =>
+            broken ? Promise.reject(new KafkaError('kafka_error', 'end offsets unreadable', { retryable: false })) : admin.topicOffsets(topic),
+        };
+      },
+    };
+    const cp = createControlPlane({
+      kafka: flaky,
+      producer,
+      topicPrefix: kafka.prefix,
+      logger: testLogger(),
+      instanceId: 'stale',
+      staleAfterMs: 600,
+      deadAfterMs: 1_500,
+    });
+    instances.push(cp);
+    await cp.start();
+    expect([cp.fresh(), cp.alive?.()]).toEqual([true, true]);
+    // Quiet topics stay fresh: freshness is confirmation, not traffic.
+    const quietUntil = Date.now() + 1_500;
+    await waitFor(() => Date.now() > quietUntil, { description: 'a quiet while', timeoutMs: 3_000, intervalMs: 100 });
+    expect([cp.fresh(), cp.alive?.()]).toEqual([true, true]);
+
+    broken = true;
+    const brokenAt = Date.now();
+    await waitFor(() => !cp.fresh(), { description: 'stale after 600 ms unconfirmed', timeoutMs: 5_000, intervalMs: 50 });
+    expect(cp.alive?.()).toBe(true);
+    await waitFor(() => cp.alive?.() === false, { description: 'dead after 1.5 s unconfirmed', timeoutMs: 5_000, intervalMs: 50 });
+    expect(Date.now() - brokenAt).toBeGreaterThanOrEqual(1_400);
+
+    broken = false;
+    await waitFor(() => cp.fresh() && cp.alive?.(), { description: 'fresh and alive again', timeoutMs: 5_000, intervalMs: 50 });
+    await cp.stop();
   });
 });

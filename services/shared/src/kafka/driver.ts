@@ -29,6 +29,11 @@ export interface DriverProducerOptions {
   /** Broker-side wait for the in-sync replicas (acks=all). */
   ackTimeoutMs: number;
   compression: Compression;
+  /**
+   * How long a send in flight may wait for the broker's answer, retries included: the caller
+   * waits that long anyway, and a request given up early would leave its outcome unknown.
+   */
+  inFlightTimeoutMs?: number;
 }
 
 /**

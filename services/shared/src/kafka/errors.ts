@@ -12,9 +12,11 @@ import { AppError, errorMessage } from '../errors.js';
  *   queued (retryable).
  * - `kafka_outcome_unknown`: a send in flight got no answer in time, or failed in a way that
  *   does not prove it was not written: it may be stored (retryable with the same ids).
+ * - `kafka_unknown_topic`: the topic does not exist (not retryable: setup creates topics).
  * - `kafka_error`: anything else the broker or library refused (`retryable` as the library says).
  */
-export type KafkaErrorCode = 'kafka_unavailable' | 'kafka_rebalance' | 'kafka_send_expired' | 'kafka_producer_full' | 'kafka_outcome_unknown' | 'kafka_error';
+export type KafkaErrorCode =
+  'kafka_unavailable' | 'kafka_rebalance' | 'kafka_send_expired' | 'kafka_producer_full' | 'kafka_outcome_unknown' | 'kafka_unknown_topic' | 'kafka_error';
 
 export class KafkaError extends AppError {
   declare readonly code: KafkaErrorCode;
@@ -33,12 +35,15 @@ export interface ErrorTraits {
   unavailable: boolean;
   /** The member's generation is stale, or it is unknown to the coordinator. */
   rebalance: boolean;
+  /** The broker does not know the topic (or partition). */
+  unknownTopic?: boolean;
 }
 
 /** Wraps a library error once; a `KafkaError` passes through unchanged. */
 export function toKafkaError(what: string, err: unknown, traits: (err: unknown) => ErrorTraits): KafkaError {
   if (err instanceof KafkaError) return err;
   const t = traits(err);
+  if (t.unknownTopic) return new KafkaError('kafka_unknown_topic', `${what}: ${errorMessage(err)}`, { retryable: false, cause: err });
   const code: KafkaErrorCode = t.rebalance ? 'kafka_rebalance' : t.unavailable ? 'kafka_unavailable' : 'kafka_error';
   return new KafkaError(code, `${what}: ${errorMessage(err)}`, { retryable: t.retryable || t.unavailable || t.rebalance, cause: err });
 }

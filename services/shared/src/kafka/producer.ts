@@ -53,7 +53,11 @@ export interface ProducerOptions {
 
 export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}): Producer {
   const deadlines = { sendTimeoutMs: options.sendTimeoutMs ?? 5_000, inFlightTimeoutMs: options.inFlightTimeoutMs ?? 30_000 };
-  const producer = kafka.producer({ ackTimeoutMs: deadlines.sendTimeoutMs, compression: options.compression ?? 'none' });
+  const producer = kafka.producer({
+    ackTimeoutMs: deadlines.sendTimeoutMs,
+    compression: options.compression ?? 'none',
+    inFlightTimeoutMs: deadlines.inFlightTimeoutMs,
+  });
 
   async function sendAll(batches: TopicMessages[]): Promise<void> {
     const topicMessages = batches.filter((b) => b.messages.length > 0);

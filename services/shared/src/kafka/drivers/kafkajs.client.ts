@@ -88,6 +88,7 @@ export function kafkajsTraits(err: unknown): ErrorTraits {
     if (e.retriable === true) traits.retryable = true;
     if (e.name !== undefined && UNAVAILABLE.has(e.name)) traits.unavailable = true;
     if (e.type !== undefined && REBALANCE.has(e.type)) traits.rebalance = true;
+    if (e.type === 'UNKNOWN_TOPIC_OR_PARTITION') traits.unknownTopic = true;
     // KafkaJSNumberOfRetriesExceeded: the retries ran out on a retriable cause.
     if (e.name === 'KafkaJSNumberOfRetriesExceeded') traits.retryable = true;
     e = e.cause as typeof e;

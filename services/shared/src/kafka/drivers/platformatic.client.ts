@@ -50,6 +50,10 @@ function createPlatformaticProducer(base: BaseOptions, options: DriverProducerOp
       // The broker's own wait for the in-sync replicas.
       timeout: options.ackTimeoutMs,
       compression: options.compression,
+      // The library does not retry a produce that timed out (its TimeoutError says canRetry:
+      // false), so one attempt may wait as long as the caller does: a broker that stalls for
+      // 24 s then answers this request, instead of leaving its outcome unknown.
+      ...(options.inFlightTimeoutMs === undefined ? {} : { requestTimeout: Math.max(base.requestTimeout ?? 0, options.inFlightTimeoutMs) }),
       // The Java client's partitioner (kafkajs's DefaultPartitioner): the library's default
       // takes murmur2 unsigned and would move keys to other partitions than the other drivers.
       // It reduces the result modulo the partition count itself.
@@ -111,6 +115,7 @@ export function platformaticTraits(err: unknown): ErrorTraits {
     if (x.canRetry === false) traits.retryable = false;
     if (x.code === 'PLT_KFK_NETWORK' || x.code === 'PLT_KFK_TIMEOUT') traits.unavailable = true;
     if (x.needsRejoin === true || (x.apiId !== undefined && REBALANCE.has(x.apiId))) traits.rebalance = true;
+    if (x.apiId === 'UNKNOWN_TOPIC_OR_PARTITION' || x.apiId === 'UNKNOWN_TOPIC_ID') traits.unknownTopic = true;
     visit(x.cause, depth + 1);
     for (const inner of x.errors ?? []) visit(inner, depth + 1);
   };
