@@ -18,7 +18,7 @@ const config = loadCrmSinkConfig();
 const logger = createLogger({ service: 'crm-sink', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('crm-sink');
 const kafka = createKafkaClientFromConfig(config, 'crm-sink', logger);
-const producer = createProducer(kafka);
+const producer = createProducer(kafka, { compression: config.KAFKA_COMPRESSION });
 const redis = createRedis({ url: config.REDIS_URL });
 const controlPlane = createControlPlane({
   kafka,

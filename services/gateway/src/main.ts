@@ -23,6 +23,7 @@ const producer = createProducer(kafka, {
   sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS,
   inFlightTimeoutMs: config.KAFKA_IN_FLIGHT_TIMEOUT_MS,
   maxQueuedBytes: config.KAFKA_MAX_QUEUED_BYTES,
+  compression: config.KAFKA_COMPRESSION,
 });
 const redis = createRedis({ url: config.REDIS_URL });
 const controlPlane = createControlPlane({

@@ -20,7 +20,7 @@ const config = loadProcessorConfig();
 const logger = createLogger({ service: 'processor', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('processor');
 const kafka = createKafkaClientFromConfig(config, 'processor', logger);
-const producer = createProducer(kafka);
+const producer = createProducer(kafka, { compression: config.KAFKA_COMPRESSION });
 const ch = createClickHouseFromConfig(config);
 
 const redis = createRedis({ url: config.REDIS_URL });

@@ -2,7 +2,7 @@ import { type Static, type TObject, type TProperties, Type } from '@sinclair/typ
 import envSchema from 'env-schema';
 import { AppError } from './errors.js';
 import { DEFAULT_KAFKA_DRIVER } from './kafka/defaults.js';
-import { KAFKA_DRIVERS } from './kafka/driver.js';
+import { COMPRESSIONS, KAFKA_DRIVERS } from './kafka/driver.js';
 
 /**
  * Configuration is read from the environment once, in a service's main.ts, validated against a
@@ -36,6 +36,14 @@ export const KafkaConfig = {
   KAFKA_DRIVER: Type.Union(
     KAFKA_DRIVERS.map((d) => Type.Literal(d)),
     { default: DEFAULT_KAFKA_DRIVER },
+  ),
+  /**
+   * Compression of every producer. lz4 needs KAFKA_DRIVER=platformatic (kafkajs has no lz4 codec
+   * without a native add-on, so a kafkajs consumer could not read it either); zstd needs Node 22+.
+   */
+  KAFKA_COMPRESSION: Type.Union(
+    COMPRESSIONS.map((c) => Type.Literal(c)),
+    { default: 'none' },
   ),
   /** A consumer that misses heartbeats this long is dropped from its group (the broker allows 6 s to 30 min). */
   KAFKA_SESSION_TIMEOUT_MS: Type.Integer({ minimum: 6_000, maximum: 1_800_000, default: 30_000 }),

@@ -9,8 +9,8 @@ import type { KafkaAdmin, KafkaClient, KafkaClientOptions, KafkaDriverName } fro
  * library (an eslint rule keeps it so): the rest of the code sees `KafkaClient`, `Producer`,
  * `BatchConsumer`, `KafkaAdmin` and `KafkaError`, and `KAFKA_DRIVER` picks the library.
  */
-export { KAFKA_DRIVERS } from './driver.js';
-export type { KafkaAdmin, KafkaClient, KafkaClientOptions, KafkaDriverName, NewTopic, PartitionRange, TopicPartitionOffset } from './driver.js';
+export { COMPRESSIONS, KAFKA_DRIVERS } from './driver.js';
+export type { Compression, KafkaAdmin, KafkaClient, KafkaClientOptions, KafkaDriverName, NewTopic, PartitionRange, TopicPartitionOffset } from './driver.js';
 
 export { DEFAULT_KAFKA_DRIVER } from './defaults.js';
 

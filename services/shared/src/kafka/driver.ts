@@ -23,7 +23,8 @@ export interface DriverTopicMessages {
   messages: DriverMessage[];
 }
 
-export type Compression = 'none' | 'gzip' | 'lz4' | 'zstd';
+export const COMPRESSIONS = ['none', 'gzip', 'lz4', 'zstd'] as const;
+export type Compression = (typeof COMPRESSIONS)[number];
 
 export interface DriverProducerOptions {
   /** Broker-side wait for the in-sync replicas (acks=all). */

@@ -1,3 +1,4 @@
+import zlib from 'node:zlib';
 import { type BaseOptions, type MessageToProduce, ProduceAcks, Producer } from '@platformatic/kafka';
 import { brokerList } from '../../config.js';
 import { consumerDefaults, type DriverMessage, type DriverProducer, type DriverProducerOptions, type KafkaClient, type KafkaClientOptions } from '../driver.js';
@@ -35,6 +36,11 @@ export function createPlatformaticClient(options: KafkaClientOptions): KafkaClie
 }
 
 function createPlatformaticProducer(base: BaseOptions, options: DriverProducerOptions): DriverProducer {
+  // The library compresses zstd with node:zlib, which has it from Node 22.15 on: refuse at
+  // start rather than at the first send.
+  if (options.compression === 'zstd' && typeof (zlib as { zstdCompressSync?: unknown }).zstdCompressSync !== 'function') {
+    throw new Error(`zstd compression needs Node 22.15 or later (this is ${process.version}); use none, gzip or lz4`);
+  }
   // Created on connect(): the constructor is cheap, but a closed producer cannot be reopened.
   let producer: Producer | undefined;
   const make = () =>
