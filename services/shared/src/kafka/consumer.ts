@@ -67,7 +67,7 @@ export interface RecoveryOptions {
   /** First wait before a new membership after a crash; doubles up to `maxBackoffMs`. */
   initialBackoffMs: number;
   maxBackoffMs: number;
-  /** How long start() retries retryable failures before it fails. */
+  /** How long start() retries retryable failures before it fails (default max(60 s, 2 x session timeout)). */
   startTimeoutMs: number;
   /** Bound on leaving a broken membership (a stalled broker may never answer the LeaveGroup). */
   leaveTimeoutMs: number;
@@ -81,11 +81,10 @@ export interface RecoveryOptions {
   deadAfterMs: number;
 }
 
-const DEFAULT_RECOVERY: Omit<RecoveryOptions, 'deadAfterMs' | 'stallTimeoutMs'> = {
+const DEFAULT_RECOVERY: Omit<RecoveryOptions, 'deadAfterMs' | 'stallTimeoutMs' | 'startTimeoutMs'> = {
   initialBackoffMs: 500,
   maxBackoffMs: 10_000,
   leaveTimeoutMs: 10_000,
-  startTimeoutMs: 20_000,
 };
 
 export interface BatchConsumer extends Component {
@@ -141,6 +140,8 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
   let lastActivity = Date.now();
   let watchdog: NodeJS.Timeout | undefined;
   const stallTimeoutMs = () => recovery.stallTimeoutMs ?? Math.max(60_000, 2 * sessionTimeoutMs());
+  // A join may wait for a dead member's session to expire before the group lets anyone in.
+  const startTimeoutMs = () => recovery.startTimeoutMs ?? Math.max(60_000, 2 * sessionTimeoutMs());
 
   /**
    * A session that stopped fetching without telling (no crash, no handler running) is ended like
@@ -297,7 +298,7 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
       stopRequested = false;
       // A broker that is still electing a coordinator right after its start answers with
       // retryable errors for a moment: retried here for a while before the start fails.
-      const deadline = Date.now() + recovery.startTimeoutMs;
+      const deadline = Date.now() + startTimeoutMs();
       for (let backoff = recovery.initialBackoffMs; ; backoff = Math.min(backoff * 2, recovery.maxBackoffMs)) {
         try {
           await startSession();

@@ -21,13 +21,19 @@ import { platformaticTraits } from './platformatic.client.js';
  */
 export function createPlatformaticConsumer(base: BaseOptions, options: DriverConsumerOptions): DriverConsumer {
   const log = options.logger;
+  const rebalanceTimeoutMs = Math.max(options.sessionTimeoutMs, 30_000);
   const consumer = new Consumer({
     ...base,
+    // A JoinGroup is answered only once the group's rebalance is over, which waits for a member
+    // that died (SIGKILL) until its session expires: as the Java client does, the request may
+    // take the rebalance timeout and then some. With the library's 10 s, a processor started
+    // next to a killed one timed out joining and exited.
+    requestTimeout: Math.max(base.requestTimeout ?? 0, rebalanceTimeoutMs + 5_000),
     retries: 0,
     groupId: options.groupId,
     autocommit: false,
     sessionTimeout: options.sessionTimeoutMs,
-    rebalanceTimeout: Math.max(options.sessionTimeoutMs, 30_000),
+    rebalanceTimeout: rebalanceTimeoutMs,
     heartbeatInterval: options.heartbeatIntervalMs,
     maxWaitTime: options.maxWaitTimeMs,
     maxBytesPerPartition: options.maxBytesPerPartition,
