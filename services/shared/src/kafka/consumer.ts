@@ -1,4 +1,5 @@
 import { errorMessage, isRetryable } from '../errors.js';
+import { KafkaError } from './errors.js';
 import type { Component } from '../lifecycle.js';
 import type { Logger } from '../logger.js';
 import type { ConsumedMessage, DriverConsumer, KafkaClient } from './driver.js';
@@ -208,6 +209,13 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
           // broker restart, was seen to stop fetching for good instead. A fresh membership
           // re-reads the batch from the committed offset, the same way for every driver.
           if (session !== current || stopRequested) return;
+          // A commit refused because the group moved on: whoever owns the partition now reads the
+          // batch again, and the library rejoins by itself. A new membership of our own would
+          // only start another rebalance, and with it more refused commits.
+          if (err instanceof KafkaError && err.code === 'kafka_rebalance') {
+            log.warn({ topic: batch.topic, partition: batch.partition }, 'offset commit refused after a rebalance; the batch will be read again');
+            return;
+          }
           log.error({ err, topic: batch.topic, partition: batch.partition }, 'batch failed; starting a new membership from the committed offsets');
           void recover('batch failed');
         } finally {

@@ -1,4 +1,4 @@
-import { type BaseOptions, Consumer, type Message, type MessagesStream } from '@platformatic/kafka';
+import { type BaseOptions, Consumer, kGetApi, type Message, type MessagesStream } from '@platformatic/kafka';
 import type { ConsumedMessage, DriverConsumer, DriverConsumerOptions } from '../driver.js';
 import { KafkaError, wrapErrors } from '../errors.js';
 import { platformaticTraits } from './platformatic.client.js';
@@ -47,12 +47,30 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
   const crash = (error: unknown) => {
     if (stopped || crashed) return;
     crashed = true;
+    wakeJoinWaiters();
     options.onCrash(error);
   };
   /** Per partition, the next offset not handled yet in this session. */
   const positions = new Map<string, bigint>();
   const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+  /**
+   * The generation whose assignment this member holds. The library takes a new generation id
+   * as soon as its JoinGroup is answered and the new assignment only when SyncGroup is: in
+   * between, the old assignment is stale although the generation is current, and a commit made
+   * then succeeded for a partition the other member was already reading (the rebalance contract
+   * test caught it). Nothing is handed over or committed while the two differ.
+   */
+  let syncedGeneration = -1;
+  const inSync = () => syncedGeneration === consumer.generationId;
+  let joinWaiters: (() => void)[] = [];
+  const wakeJoinWaiters = () => {
+    const waiters = joinWaiters;
+    joinWaiters = [];
+    for (const w of waiters) w();
+  };
   consumer.on('consumer:group:join', (payload) => {
+    syncedGeneration = payload.generationId ?? consumer.generationId;
+    wakeJoinWaiters();
     const assignment: Record<string, number[]> = {};
     for (const a of payload.assignments ?? []) assignment[a.topic] = [...a.partitions];
     // A partition that left and comes back later starts from its commit, not from here.
@@ -65,6 +83,29 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
   consumer.on('consumer:heartbeat:end', () => options.onActivity());
   // A rejoin that failed for good: the member has no group any more.
   consumer.on('error' as 'consumer:heartbeat:error', (error: unknown) => crash(error));
+
+  /**
+   * The library reads the generation id when it builds the OffsetCommit request, after its own
+   * asynchronous steps (coordinator, metadata): a rejoin answered in between sent our commit
+   * under the new generation, for a partition the other member was already reading. The request
+   * is checked against the generation the commit was made for, and dropped when they differ.
+   * Commits go one at a time so that one generation is pinned at a time.
+   */
+  let commitGeneration: number | undefined;
+  let commits: Promise<unknown> = Promise.resolve();
+  const getApi = consumer[kGetApi].bind(consumer) as (name: string, callback: (error: Error | null, api?: unknown) => void) => void;
+  (consumer as unknown as Record<symbol, unknown>)[kGetApi] = (name: string, callback: (error: Error | null, api?: unknown) => void) =>
+    getApi(name, (error, api) => {
+      if (error || name !== 'OffsetCommit' || typeof api !== 'function') {
+        callback(error, api);
+        return;
+      }
+      callback(null, (...args: unknown[]) => {
+        const done = args.at(-1) as (error: Error | null) => void;
+        if (commitGeneration !== undefined && args[2] !== commitGeneration) done(STALE_COMMIT);
+        else (api as (...a: unknown[]) => void)(...args);
+      });
+    });
 
   const assigned = (topic: string, partition: number) => consumer.assignments?.some((a) => a.topic === topic && a.partitions.includes(partition)) ?? false;
 
@@ -85,6 +126,11 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
   }
 
   async function handle(fetched: Message<Buffer, Buffer, Buffer, Buffer>[]): Promise<void> {
+    // Mid-rejoin: wait for the new assignment, then hand over what is still ours. Not dropped:
+    // a fetch in flight during the rejoin may still land after it, continuing from these
+    // messages, and would leave a gap behind them.
+    while (!inSync() && !stopped && !crashed) await new Promise<void>((resolve) => joinWaiters.push(resolve));
+    if (stopped || crashed) return;
     const byPartition = new Map<string, ConsumedMessage[]>();
     for (const m of fetched) {
       const key = keyOf(m.topic, m.partition);
@@ -100,11 +146,9 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
       Array.from({ length: workers }, async () => {
         for (let messages = batches.shift(); messages; messages = batches.shift()) {
           const first = messages[0] as ConsumedMessage;
-          // The library takes the new generation id as soon as a rejoin starts and the new
-          // assignment only once it finished: a batch of an older generation commits nothing
-          // (seen: a commit in that window succeeded for a partition the other member then read).
+          // A batch of an older generation, or one begun mid-rejoin, commits nothing.
           const generation = consumer.generationId;
-          const isCurrent = () => !stopped && !crashed && consumer.generationId === generation && assigned(first.topic, first.partition);
+          const isCurrent = () => !stopped && !crashed && inSync() && consumer.generationId === generation && assigned(first.topic, first.partition);
           if (!isCurrent()) continue;
           await options.handleBatch({ topic: first.topic, partition: first.partition, messages, heartbeat: async () => {}, isCurrent });
           positions.set(keyOf(first.topic, first.partition), BigInt((messages.at(-1) as ConsumedMessage).offset) + 1n);
@@ -133,14 +177,31 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
           if (!stopped) crash(new KafkaError('kafka_unavailable', 'the message stream closed', { retryable: true }));
         });
       }),
-    commit: (offsets) =>
-      wrapErrors('kafka offset commit', platformaticTraits, async () => {
-        if (stopped || crashed) throw new KafkaError('kafka_rebalance', 'the consumer session ended before the commit', { retryable: true });
-        await consumer.commit({ offsets: offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: BigInt(o.offset), leaderEpoch: -1 })) });
-      }),
+    commit(offsets) {
+      const commit = commits.then(() =>
+        wrapErrors('kafka offset commit', platformaticTraits, async () => {
+          if (stopped || crashed) throw new KafkaError('kafka_rebalance', 'the consumer session ended before the commit', { retryable: true });
+          // Under the generation whose assignment this member holds, or not at all: a refused
+          // commit only means its messages may be read again (at least once).
+          if (!inSync()) throw new KafkaError('kafka_rebalance', 'offset commit refused: the member is rejoining its group', { retryable: true });
+          commitGeneration = syncedGeneration;
+          try {
+            await consumer.commit({ offsets: offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: BigInt(o.offset), leaderEpoch: -1 })) });
+          } catch (err) {
+            if (err === STALE_COMMIT) throw new KafkaError('kafka_rebalance', STALE_COMMIT.message, { retryable: true });
+            throw err;
+          } finally {
+            commitGeneration = undefined;
+          }
+        }),
+      );
+      commits = commit.catch(() => {});
+      return commit;
+    },
     async stop() {
       if (stopped) return;
       stopped = true;
+      wakeJoinWaiters();
       await wrapErrors('kafka consumer stop', platformaticTraits, async () => {
         // Force: closes the stream, leaves the group, closes the connections.
         await forceClose(consumer).catch((err: unknown) => {
@@ -170,3 +231,6 @@ function toConsumed(m: Message<Buffer, Buffer, Buffer, Buffer>): ConsumedMessage
 function forceClose(consumer: Consumer): Promise<void> {
   return new Promise((resolve, reject) => consumer.close(true, (err) => (err ? reject(err) : resolve())));
 }
+
+/** A commit built under another generation than the one it was made for: dropped, not sent. */
+const STALE_COMMIT = new Error('offset commit dropped: the member rejoined the group meanwhile');
