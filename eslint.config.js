@@ -23,6 +23,25 @@ export default tseslint.config(
       '@typescript-eslint/no-empty-function': 'off',
     },
   },
+  // One Kafka wrapper (services/shared/src/kafka): no other file imports a Kafka client library,
+  // so switching the library (KAFKA_DRIVER) stays a change inside that folder.
+  {
+    files: ['**/*.{ts,tsx,js,mjs,cjs}'],
+    ignores: ['services/shared/src/kafka/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['kafkajs', 'kafkajs/*', '@platformatic/kafka', '@platformatic/kafka/*', '@confluentinc/*', 'node-rdkafka', 'kafka-node'],
+              message: 'Kafka client libraries are used only inside services/shared/src/kafka (the wrapper); use its types from @ingest/shared.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   // The dashboard web app runs in the browser (its own tsconfig adds the DOM types).
   { files: ['services/gateway/web/**/*.{ts,tsx}'], languageOptions: { globals: globals.browser } },
 );

@@ -6,7 +6,7 @@ import {
   CLICKHOUSE_MIGRATIONS_DIR,
   ClickHouseConfig,
   CommonConfig,
-  createKafkaClient,
+  createKafkaClientFromConfig,
   createLogger,
   ensureTopics,
   KafkaConfig,
@@ -26,7 +26,7 @@ const config = loadConfig(
 );
 const logger = createLogger({ service: 'setup', level: config.LOG_LEVEL });
 
-const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-setup`, logger });
+const kafka = createKafkaClientFromConfig(config, 'setup', logger);
 const created = await ensureTopics(kafka, { prefix: config.KAFKA_TOPIC_PREFIX, replicationFactor: config.KAFKA_REPLICATION_FACTOR, logger });
 
 const result = await migrate({

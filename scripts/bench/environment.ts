@@ -6,6 +6,7 @@
 import {
   type ClickHouse,
   CLICKHOUSE_MIGRATIONS_DIR,
+  deleteConsumerGroups,
   deleteTopics,
   dropDatabase,
   ensureTopics,
@@ -16,6 +17,7 @@ import {
   quotaPeriod,
   type Redis,
   sql,
+  withAdmin,
 } from '@ingest/shared';
 import { uniqueSuffix } from '@ingest/shared/testing';
 import type { HttpClient } from './http-client.js';
@@ -130,18 +132,11 @@ export async function teardown(names: TeardownNames, kafka: KafkaClient, redis: 
   const step = async (what: string, work: () => Promise<unknown>) => {
     await work().catch((err: unknown) => problems.push(`${what}: ${(err as Error).message}`));
   };
-  const admin = kafka.admin();
-  await step('kafka admin', () => admin.connect());
-  await step('consumer groups', async () => {
-    const { groups } = await admin.listGroups();
-    const ours = groups.map((g) => g.groupId).filter((g) => g.startsWith(names.groupPrefix));
-    if (ours.length > 0) await admin.deleteGroups(ours);
-  });
+  await step('consumer groups', () => deleteConsumerGroups(kafka, (g) => g.startsWith(names.groupPrefix)));
   await step('topics', async () => {
-    const ours = (await admin.listTopics()).filter((t) => t.startsWith(names.topicPrefix));
+    const ours = (await withAdmin(kafka, (admin) => admin.listTopics())).filter((t) => t.startsWith(names.topicPrefix));
     await deleteTopics(kafka, ours);
   });
-  await admin.disconnect().catch(() => {});
   await step('clickhouse database', () =>
     dropDatabase({ url: servers.clickhouseUrl, username: servers.clickhouseUser, password: servers.clickhousePassword, database: names.database }),
   );

@@ -128,7 +128,14 @@ async function main(): Promise<void> {
     load: `${options.BENCH_CONCURRENCY} requests in flight, ${options.BENCH_EVENTS_PER_REQUEST} events/request, ~${options.BENCH_EVENT_BYTES} B/event`,
     logs: logDir,
   });
-  for (const v of ['PROCESSOR_PARTITIONS_CONCURRENCY', 'KAFKA_SEND_TIMEOUT_MS', 'DEDUPE_WINDOW_MS', 'DEDUPE_MAX_MARKS_PER_PARTITION']) {
+  for (const v of [
+    'KAFKA_DRIVER',
+    'KAFKA_COMPRESSION',
+    'PROCESSOR_PARTITIONS_CONCURRENCY',
+    'KAFKA_SEND_TIMEOUT_MS',
+    'DEDUPE_WINDOW_MS',
+    'DEDUPE_MAX_MARKS_PER_PARTITION',
+  ]) {
     if (process.env[v] !== undefined) result.setup[v] = process.env[v] ?? '';
   }
 

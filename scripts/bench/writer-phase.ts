@@ -5,7 +5,7 @@
  * bench times it until ClickHouse has all N rows. Afterwards the pipeline's storage group is
  * moved past these records so the end-to-end phases do not insert them again.
  */
-import { type ClickHouse, createProducer, type KafkaClient, type OutgoingMessage, topicName, uniqueEventKey } from '@ingest/shared';
+import { type ClickHouse, createProducer, type KafkaClient, type OutgoingMessage, skipGroupToEnd, topicName, uniqueEventKey } from '@ingest/shared';
 import { freePort } from '@ingest/shared/testing';
 import type { Cleanup } from './cleanup.js';
 import { type BenchNames, countRows } from './environment.js';
@@ -165,13 +165,6 @@ async function produceRecords(ctx: WriterContext, topic: string): Promise<number
 }
 
 /** Moves a consumer group (not yet joined) to the end of a topic: it skips what is there now. */
-export async function skipToEnd(kafka: KafkaClient, groupId: string, topic: string): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const offsets = await admin.fetchTopicOffsets(topic);
-    await admin.setOffsets({ groupId, topic, partitions: offsets.map((o) => ({ partition: o.partition, offset: o.high })) });
-  } finally {
-    await admin.disconnect();
-  }
+export function skipToEnd(kafka: KafkaClient, groupId: string, topic: string): Promise<void> {
+  return skipGroupToEnd(kafka, groupId, topic);
 }

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import {
   allTopicSpecs,
   CommonConfig,
-  createKafkaClient,
+  createKafkaClientFromConfig,
   createLogger,
   createProducer,
   type DeadLetterEntry,
@@ -199,7 +199,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return 2;
   }
   const logger = createLogger({ service: 'deadletters', level: config.LOG_LEVEL, destination: { write: (line: string) => io.stderr(line) } });
-  const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-deadletters`, logger });
+  const kafka = createKafkaClientFromConfig(config, 'deadletters', logger);
   const prefix = config.KAFKA_TOPIC_PREFIX;
   const ctx: Context = command.crm
     ? { kafka, logger, io, prefix, topic: topicName(prefix, 'crmDeadLetters'), replayTopic: topicName(prefix, 'crmReplay') }

@@ -18,7 +18,7 @@ import {
   allTopicSpecs,
   ClickHouseConfig,
   createClickHouse,
-  createKafkaClient,
+  createKafkaClientFromConfig,
   createLogger,
   createRedis,
   deleteTopics,
@@ -148,7 +148,7 @@ async function cleanup(): Promise<void> {
     throw new Error('cleanup needs the run-specific KAFKA_TOPIC_PREFIX, REDIS_KEY_PREFIX and CLICKHOUSE_DATABASE');
   }
   const logger = createLogger({ service: 'fuzz-cleanup', level: 'warn' });
-  const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-fuzz-cleanup`, logger });
+  const kafka = createKafkaClientFromConfig(config, 'fuzz-cleanup', logger);
   const redis = createRedis({ url: config.REDIS_URL });
   const failures: string[] = [];
   // A few tries each: a server may be briefly away (the chaos tests stop ClickHouse on purpose).

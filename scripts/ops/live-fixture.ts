@@ -6,7 +6,17 @@
  *   cleanup <prefix>  delete the topics and the consumer groups live-<id>-*
  */
 import { randomUUID } from 'node:crypto';
-import { allTopicSpecs, createKafkaClient, createLogger, createProducer, deleteTopics, ensureTopics, topicName } from '@ingest/shared';
+import {
+  allTopicSpecs,
+  createKafkaClient,
+  createLogger,
+  createProducer,
+  deleteConsumerGroups,
+  deleteTopics,
+  ensureTopics,
+  topicName,
+  withAdmin,
+} from '@ingest/shared';
 
 const [command, prefix] = process.argv.slice(2);
 if (!command || !prefix || !/^live-[a-z0-9]+\.$/.test(prefix)) {
@@ -47,18 +57,15 @@ if (command === 'topics') {
   );
   // The consumer groups prometheus-live.sh gave its processors: live-<id>-jobs|dedupe|storage.
   // A group whose member was killed stays non-empty until the session timeout (30 s): retry.
-  const admin = kafka.admin();
-  await admin.connect();
   const id = prefix.slice(0, -1);
   const deadline = Date.now() + 45_000;
   let left: string[];
   do {
-    left = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(`${id}-`));
+    left = await withAdmin(kafka, async (admin) => (await admin.listGroups()).filter((g) => g.startsWith(`${id}-`)));
     if (left.length === 0) break;
-    await admin.deleteGroups(left).catch(() => undefined);
+    await deleteConsumerGroups(kafka, (g) => left.includes(g)).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 2_000));
   } while (Date.now() < deadline);
-  await admin.disconnect();
   if (left.length > 0) console.error(`consumer groups left (Kafka expires them): ${left.join(', ')}`);
 } else {
   console.error(`unknown command ${command}`);

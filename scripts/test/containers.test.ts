@@ -31,6 +31,7 @@ describe('test containers', () => {
     });
     expect(integrationEnv(vars)).toEqual({
       kafkaBrokers: '127.0.0.1:41234',
+      kafkaDriver: 'platformatic',
       clickhouseUrl: 'http://localhost:32768',
       clickhouseUser: 'test',
       clickhousePassword: 'test',

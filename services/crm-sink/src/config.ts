@@ -1,4 +1,4 @@
-import { CommonConfig, CrmOutboundConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { CommonConfig, ControlPlaneConfig, CrmOutboundConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
 import { type Static, Type } from '@sinclair/typebox';
 
 const DAY_S = 24 * 3600;
@@ -6,6 +6,7 @@ const DAY_S = 24 * 3600;
 export const CrmSinkConfigSchema = Type.Object({
   ...CommonConfig,
   ...KafkaConfig,
+  ...ControlPlaneConfig,
   ...RedisConfig,
   ...CrmOutboundConfig,
   CRM_SINK_OPS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3102 }),

@@ -1,7 +1,7 @@
 import {
   createControlPlane,
   createOutboundPolicy,
-  createKafkaClient,
+  createKafkaClientFromConfig,
   createLagCollector,
   createLogger,
   createMetricsRegistry,
@@ -18,8 +18,8 @@ import { createCrmSink } from './crm-sink.js';
 const config = loadCrmSinkConfig();
 const logger = createLogger({ service: 'crm-sink', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('crm-sink');
-const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-crm-sink`, logger });
-const producer = createProducer(kafka);
+const kafka = createKafkaClientFromConfig(config, 'crm-sink', logger);
+const producer = createProducer(kafka, { compression: config.KAFKA_COMPRESSION });
 const redis = createRedis({ url: config.REDIS_URL, logger });
 // The sink applies the newest mapping version only: it keeps no history in memory.
 const controlPlane = createControlPlane({
@@ -30,6 +30,8 @@ const controlPlane = createControlPlane({
   metrics,
   instanceId: 'crm-sink',
   mappingVersionsKept: 1,
+  staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
+  deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
 });
 
 const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
@@ -96,7 +98,8 @@ const ops = createOpsServer({
   host: config.CRM_SINK_OPS_HOST,
   port: config.CRM_SINK_OPS_PORT,
   metrics,
-  ready: () => controlPlane.caughtUp() && sink.healthy(),
+  ready: () => controlPlane.caughtUp() && controlPlane.fresh() && sink.healthy(),
+  live: () => runner.alive(),
   logger,
 });
 // The control plane starts first: the sink must know the mappings before its first event.

@@ -1,9 +1,10 @@
-import { AppError, ClickHouseConfig, CommonConfig, CrmOutboundConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { AppError, ClickHouseConfig, CommonConfig, ControlPlaneConfig, CrmOutboundConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const GatewayConfigSchema = Type.Object({
   ...CommonConfig,
   ...KafkaConfig,
+  ...ControlPlaneConfig,
   ...ClickHouseConfig,
   ...RedisConfig,
   /** Where CRM credentials may point (checked when the admin API stores one; the crm-sink checks on connect). */
@@ -32,8 +33,19 @@ export const GatewayConfigSchema = Type.Object({
    */
   GATEWAY_MAX_UPLOADS_PER_ACCOUNT: Type.Integer({ minimum: 1, default: 4 }),
   GATEWAY_MAX_UPLOADS_PER_ADDRESS: Type.Integer({ minimum: 1, default: 8 }),
-  /** Bound on waiting for Kafka's acknowledgement before answering 503. */
+  /**
+   * A write still waiting for its turn this long is dropped, unwritten, and answered 503
+   * (docs/kafka.md, "What 503 means").
+   */
   KAFKA_SEND_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 5_000 }),
+  /**
+   * A write already sent to Kafka is waited for this long from the request's start; without an
+   * answer by then the request gets 504 (the events may be stored). Keep it below the HTTP
+   * request timeout.
+   */
+  KAFKA_IN_FLIGHT_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  /** Bytes of writes waiting for their turn; beyond it a request is answered 503 at once (memory bound while Kafka is away). */
+  KAFKA_MAX_QUEUED_BYTES: Type.Integer({ minimum: 1_048_576, default: 64 * 1_048_576 }),
   /**
    * The whole request (headers and body) must have arrived within this (408 otherwise). A 50 MB
    * CSV upload needs about 1.4 Mbit/s to make the default.

@@ -2,7 +2,7 @@ import {
   createClickHouseFromConfig,
   createControlPlane,
   createJobStatusStore,
-  createKafkaClient,
+  createKafkaClientFromConfig,
   createLogger,
   createMetricsRegistry,
   createOpsServer,
@@ -19,11 +19,24 @@ import { httpServerComponent } from './http/http-server.js';
 const config = loadGatewayConfig();
 const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('gateway');
-const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-gateway`, logger });
-const producer = createProducer(kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
+const kafka = createKafkaClientFromConfig(config, 'gateway', logger);
+const producer = createProducer(kafka, {
+  sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS,
+  inFlightTimeoutMs: config.KAFKA_IN_FLIGHT_TIMEOUT_MS,
+  maxQueuedBytes: config.KAFKA_MAX_QUEUED_BYTES,
+  compression: config.KAFKA_COMPRESSION,
+});
 // Fail fast: a request that needs Redis while it is away is answered 503 at once.
 const redis = createRedis({ url: config.REDIS_URL, failFast: true, logger });
-const controlPlane = createControlPlane({ kafka, producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger, metrics });
+const controlPlane = createControlPlane({
+  kafka,
+  producer,
+  topicPrefix: config.KAFKA_TOPIC_PREFIX,
+  logger,
+  metrics,
+  staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
+  deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
+});
 const ch = createClickHouseFromConfig(config);
 const jobStatus = createJobStatusStore({
   redis,
@@ -48,7 +61,8 @@ const ops = createOpsServer({
   host: config.GATEWAY_OPS_HOST,
   port: config.GATEWAY_OPS_PORT,
   metrics,
-  ready: () => controlPlane.caughtUp() && http.healthy(),
+  ready: () => controlPlane.caughtUp() && controlPlane.fresh() && http.healthy(),
+  live: () => runner.alive(),
   logger,
 });
 const runner = createServiceRunner({

@@ -6,7 +6,7 @@ import {
   readLedgerTopic,
   tryLease,
   createClickHouseFromConfig,
-  createKafkaClient,
+  createKafkaClientFromConfig,
   createLagCollector,
   createLogger,
   createMetricsRegistry,
@@ -26,8 +26,8 @@ import { createProcessor, type ProcessorStage } from './processor.js';
 const config = loadProcessorConfig();
 const logger = createLogger({ service: 'processor', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('processor');
-const kafka = createKafkaClient({ brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-processor`, logger });
-const producer = createProducer(kafka);
+const kafka = createKafkaClientFromConfig(config, 'processor', logger);
+const producer = createProducer(kafka, { compression: config.KAFKA_COMPRESSION });
 const ch = createClickHouseFromConfig(config);
 
 const redis = createRedis({ url: config.REDIS_URL, logger });
@@ -104,6 +104,7 @@ const ops = createOpsServer({
   port: config.PROCESSOR_OPS_PORT,
   metrics,
   ready: () => parts.every((p) => p.healthy()),
+  live: () => runner.alive(),
   logger,
 });
 const runner = createServiceRunner({

@@ -1,6 +1,8 @@
 import { type Static, type TObject, type TProperties, Type } from '@sinclair/typebox';
 import envSchema from 'env-schema';
 import { AppError } from './errors.js';
+import { DEFAULT_KAFKA_DRIVER } from './kafka/defaults.js';
+import { COMPRESSIONS, KAFKA_DRIVERS } from './kafka/driver.js';
 
 /**
  * Configuration is read from the environment once, in a service's main.ts, validated against a
@@ -30,6 +32,31 @@ export const KafkaConfig = {
   KAFKA_CLIENT_ID: Type.String({ minLength: 1, default: 'event-ingestion' }),
   /** Prepended to every topic name; lets tests and parallel environments share one broker. */
   KAFKA_TOPIC_PREFIX: Type.String({ default: '', pattern: '^[A-Za-z0-9._-]*$' }),
+  /** The Kafka client library behind the wrapper (docs/kafka.md says why the default). */
+  KAFKA_DRIVER: Type.Union(
+    KAFKA_DRIVERS.map((d) => Type.Literal(d)),
+    { default: DEFAULT_KAFKA_DRIVER },
+  ),
+  /**
+   * Compression of every producer. lz4 needs KAFKA_DRIVER=platformatic (kafkajs has no lz4 codec
+   * without a native add-on, so a kafkajs consumer could not read it either); zstd needs Node 22+.
+   */
+  KAFKA_COMPRESSION: Type.Union(
+    COMPRESSIONS.map((c) => Type.Literal(c)),
+    { default: 'none' },
+  ),
+  /** A consumer that misses heartbeats this long is dropped from its group (the broker allows 6 s to 30 min). */
+  KAFKA_SESSION_TIMEOUT_MS: Type.Integer({ minimum: 6_000, maximum: 1_800_000, default: 30_000 }),
+  /** A consumer that cannot rejoin its group for this long fails the service's liveness (/healthz). */
+  KAFKA_CONSUMER_DEAD_AFTER_MS: Type.Integer({ minimum: 1_000, default: 300_000 }),
+} satisfies TProperties;
+
+/** Services that read the control plane (gateway, crm-sink). */
+export const ControlPlaneConfig = {
+  /** The control plane not confirmed caught up with its topics this long: /readyz fails. */
+  CONTROL_PLANE_STALE_AFTER_MS: Type.Integer({ minimum: 300, default: 30_000 }),
+  /** ...and this long: /healthz fails (the orchestrator restarts the process). */
+  CONTROL_PLANE_DEAD_AFTER_MS: Type.Integer({ minimum: 1_000, default: 300_000 }),
 } satisfies TProperties;
 
 export const ClickHouseConfig = {

@@ -18,6 +18,7 @@ export * from './events/validate-event.js';
 export * from './jobs/job-status.store.js';
 export * from './kafka/admin.js';
 export * from './kafka/client.js';
+export * from './kafka/errors.js';
 export * from './kafka/consumer.js';
 export * from './kafka/consumer.metrics.js';
 export * from './kafka/dead-letter.js';

@@ -6,7 +6,13 @@ export interface Component {
   start(): Promise<void>;
   /** Finish or abandon in-flight work without committing unfinished work, then release. */
   stop(): Promise<void>;
+  /** Can do its work now (readiness). */
   healthy(): boolean;
+  /**
+   * False once the part stopped for good and only a process restart brings it back (liveness:
+   * an orchestrator restarts the process). Absent means it cannot die that way.
+   */
+  alive?(): boolean;
 }
 
 /** A client that owns connections (Kafka producer, ClickHouse, Redis) and is closed last. */
@@ -27,7 +33,12 @@ export interface ServiceRunner {
   /** Stops components (all of them, even if one fails), then clients. */
   stop(): Promise<void>;
   healthy(): boolean;
-  /** SIGTERM/SIGINT stop the service; a hard deadline exits even if something hangs. */
+  /** Every component alive (the service's /healthz). */
+  alive(): boolean;
+  /**
+   * SIGTERM/SIGINT stop the service, with a hard deadline that exits even if something hangs;
+   * an unhandled rejection or uncaught exception is logged and exits non-zero.
+   */
   installSignalHandlers(): void;
 }
 
@@ -58,7 +69,9 @@ export function createServiceRunner(options: ServiceRunnerOptions): ServiceRunne
       return stopping;
     },
     healthy: () => components.every((c) => c.healthy()),
+    alive: () => components.every((c) => c.alive?.() ?? true),
     installSignalHandlers() {
+      installCrashHandlers(logger);
       const onSignal = (signal: NodeJS.Signals) => {
         logger.info({ signal }, 'shutting down');
         const deadline = setTimeout(() => {
@@ -79,4 +92,19 @@ export function createServiceRunner(options: ServiceRunnerOptions): ServiceRunne
     },
   };
   return runner;
+}
+
+/**
+ * A promise rejection nobody handled, or an exception nobody caught, leaves the process in a
+ * state no test has seen: log it (fatal) and exit non-zero, so the orchestrator starts a clean
+ * one, instead of running on half-broken.
+ */
+export function installCrashHandlers(logger: Logger, exit: (code: number) => void = (code) => process.exit(code)): void {
+  const crash = (kind: string) => (err: unknown) => {
+    logger.fatal({ err, kind }, 'crashed: exiting');
+    // pino writes synchronously to stdout by default; exit on the next turn all the same.
+    setImmediate(() => exit(1));
+  };
+  process.on('unhandledRejection', crash('unhandledRejection'));
+  process.on('uncaughtException', crash('uncaughtException'));
 }

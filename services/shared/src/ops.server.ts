@@ -10,6 +10,11 @@ export interface OpsServerOptions {
   metrics: Registry;
   /** Ready means: every component is running and can do its work. */
   ready: () => boolean;
+  /**
+   * Alive means: no part stopped for good (a consumer that cannot rejoin, a stale control plane).
+   * False makes /healthz answer 503 so the orchestrator restarts the process. Default: always.
+   */
+  live?: () => boolean;
   logger: Logger;
 }
 
@@ -18,7 +23,8 @@ export interface OpsServer extends Component {
 }
 
 /**
- * /healthz (the process answers), /readyz (it can do its work) and /metrics for services that
+ * /healthz (the process answers and none of its parts stopped for good), /readyz (it can do its
+ * work) and /metrics for services that
  * have no HTTP API of their own. Three fixed routes do not justify a web framework here.
  */
 export function createOpsServer(options: OpsServerOptions): OpsServer {
@@ -33,7 +39,8 @@ export function createOpsServer(options: OpsServerOptions): OpsServer {
           return;
         }
         if (path === '/healthz') {
-          res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+          const alive = options.live?.() ?? true;
+          res.writeHead(alive ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: alive ? 'ok' : 'dead' }));
         } else if (path === '/readyz') {
           const ready = options.ready();
           res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ready ? 'ready' : 'not_ready' }));

@@ -33,6 +33,8 @@ export interface SinkProcess {
   killNow(): void;
   /** SIGKILL, then waits for the exit. */
   kill(): Promise<void>;
+  /** Status of its /healthz (liveness) and /readyz. */
+  health(): Promise<{ live: number; ready: number }>;
 }
 
 /** Starts sink processes of one setup, remembers them, and kills whatever still runs at the end. */
@@ -91,6 +93,7 @@ async function startSink(setup: SinkSetup, name: string, track: (p: SinkProcess)
         PATH: process.env.PATH ?? '',
         LOG_LEVEL: 'warn',
         KAFKA_BROKERS: env.kafkaBrokers,
+        KAFKA_DRIVER: env.kafkaDriver,
         REDIS_URL: env.redisUrl,
         KAFKA_TOPIC_PREFIX: setup.topicPrefix,
         KAFKA_CLIENT_ID: `chaos-${name}`,
@@ -126,6 +129,10 @@ async function startSink(setup: SinkSetup, name: string, track: (p: SinkProcess)
     async kill() {
       sink.killNow();
       await exited;
+    },
+    async health() {
+      const [live, ready] = await Promise.all(['/healthz', '/readyz'].map((p) => fetch(`${opsUrl}${p}`, { signal: AbortSignal.timeout(5_000) })));
+      return { live: live?.status ?? 0, ready: ready?.status ?? 0 };
     },
   };
   track(sink);

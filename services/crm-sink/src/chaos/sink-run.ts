@@ -10,6 +10,7 @@ import {
   createControlPlane,
   createProducer,
   createRedis,
+  deleteConsumerGroups,
   type ControlPlane,
   type EventSyncState,
   ledgerKey,
@@ -153,10 +154,7 @@ export async function createSinkRun(
       await controlPlane.stop().catch(() => undefined);
       const keys = await redis.keys(`${redisKeyPrefix}*`);
       for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
-      const admin = kafka.kafka.admin();
-      await admin.connect();
-      await admin.deleteGroups([groupId]).catch(() => undefined);
-      await admin.disconnect();
+      await deleteConsumerGroups(kafka.kafka, (g) => g === groupId).catch(() => undefined);
       await producer.disconnect();
       await redis.close();
       await kafka.cleanup();

@@ -132,5 +132,6 @@ export function createSinkConsumer(deps: SinkConsumerDeps): Component {
       await consumer.stop();
     },
     healthy: () => consumer.healthy(),
+    alive: () => consumer.alive(),
   };
 }

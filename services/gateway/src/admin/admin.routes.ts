@@ -56,7 +56,7 @@ const UNAUTHORIZED_DETAIL = 'Send the admin token as `Authorization: Bearer <tok
 const DEFAULT_KEY_NAME = 'default';
 
 // Every admin route can also answer 400 (malformed ids), 429 and 503.
-const problems = (...statuses: number[]) => problemResponses(...new Set([...statuses, 400, 429, 503]));
+const problems = (...statuses: number[]) => problemResponses(...new Set([...statuses, 400, 429, 503, 504]));
 
 /**
  * Admin API (/admin/v1): accounts, plans and API keys, written through the control plane.

@@ -58,7 +58,7 @@ interface AccountParams {
 const tags = ['admin', 'crm'];
 const AUTHOR = 'admin';
 // Every admin route can also answer 400 (malformed ids), 401, 429 and 503.
-const problems = (...statuses: number[]) => problemResponses(...new Set([...statuses, 400, 401, 429, 503]));
+const problems = (...statuses: number[]) => problemResponses(...new Set([...statuses, 400, 401, 429, 503, 504]));
 
 /**
  * CRM mapping versions, dry-runs and credentials of an account, under the admin API (its

@@ -4,7 +4,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import { toProblem } from './admin.routes.js';
 
-const problems = (...statuses: number[]) => problemResponses(...new Set([...statuses, 400, 429, 503]));
+const problems = (...statuses: number[]) => problemResponses(...new Set([...statuses, 400, 429, 503, 504]));
 
 /**
  * Dashboard owners of an account, created by the operator. Registered inside the admin plugin,

@@ -1,5 +1,5 @@
 import { BulkEventsEnvelope, BulkEventsRequest, BulkJobReceipt, type JobChunkItem } from '@ingest/schemas';
-import { type Allowance, isRetryable } from '@ingest/shared';
+import { type Allowance, AppError, isRetryable } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { authOf } from '../auth/auth.hook.js';
@@ -45,7 +45,7 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
           tags: ['jobs'],
           headers: idempotencyHeaderSchema,
           body: BulkEventsRequest,
-          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503) },
+          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503, 504) },
         },
       },
       async (request, reply) => {
@@ -63,7 +63,11 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
           return reply.code(202).send(receipt);
         } catch (err) {
           if (key !== undefined) {
-            await deps.idempotency.release(account.id, key).catch((e: unknown) => request.log.warn({ err: e }, `${IDEMPOTENCY_HEADER} release failed`));
+            // A job that may be queued keeps its key: a retry with it answers that job's id
+            // rather than queueing a copy. Any other failure queued nothing and frees the key.
+            const settled = outcomeUnknownJob(err);
+            const keep = settled === undefined ? deps.idempotency.release(account.id, key) : deps.idempotency.complete(account.id, key, settled);
+            await keep.catch((e: unknown) => request.log.warn({ err: e }, `${IDEMPOTENCY_HEADER} update failed`));
           }
           throw err;
         }
@@ -86,6 +90,15 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
             request.log.info({ accountId: account.id, jobId: status.jobId, totalEvents: status.totalEvents }, 'bulk job queued');
             return { jobId: status.jobId, totalEvents: status.totalEvents, status: 'queued' };
           } catch (err) {
+            // The seal may have landed: the job may run, so it is neither aborted nor given back
+            // (the runner settles it either way: it runs, or it is dropped unsealed and settled
+            // at zero). The answer names the job so the caller can look.
+            if (reserved && err instanceof AppError && err.code === 'kafka_outcome_unknown') {
+              throw new ProblemError('outcomeUnknown', 'Kafka did not answer in time; the job may have been queued. Check GET /v1/jobs/{jobId}.', {
+                extensions: { jobId: job.jobId, totalEvents: items.length },
+                cause: err,
+              });
+            }
             await job.abort(err instanceof ProblemError ? err.kind : 'write_failed').catch((e: unknown) => {
               request.log.warn({ err: e, jobId: job.jobId }, 'could not write the abort marker; the runner drops unsealed chunks');
             });
@@ -112,6 +125,14 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
       },
     );
   };
+}
+
+/** The receipt a job of unknown outcome keeps under its Idempotency-Key, if `err` is one. */
+function outcomeUnknownJob(err: unknown): BulkJobReceipt | undefined {
+  if (!(err instanceof ProblemError) || err.kind !== 'outcomeUnknown') return undefined;
+  const jobId = err.extensions['jobId'];
+  const totalEvents = err.extensions['totalEvents'];
+  return typeof jobId === 'string' && typeof totalEvents === 'number' ? { jobId, totalEvents, status: 'queued' } : undefined;
 }
 
 function withEventId(event: unknown): unknown {

@@ -4,10 +4,9 @@
  * instead of buffering without bound, and it recovers by itself once Kafka is back.
  */
 import type { EventRecord } from '@ingest/schemas';
-import { waitFor } from '@ingest/shared/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
-import { startKafka, stopKafka } from './kafka-server.js';
+import { startKafka, stopKafka, waitFor } from '@ingest/shared/testing';
 
 let gw: GatewayFixture;
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import multipart from '@fastify/multipart';
 import { JOB_CHUNK_SIZE, MAX_EVENTS_PER_BULK, type BulkJobReceipt } from '@ingest/schemas';
-import { type Account, type Allowance, isRetryable } from '@ingest/shared';
+import { type Account, type Allowance, AppError, isRetryable } from '@ingest/shared';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
 import { ProblemError } from '../http/problem.js';
@@ -90,6 +90,7 @@ export async function handleCsvUpload(
   const job = deps.jobs.open(account, 'csv');
   let reserved = 0;
   let claimed = false;
+  let outcomeUnknown: ProblemError | undefined;
   try {
     const result = await readCsvEvents(part.file, {
       accountId: account.id,
@@ -119,13 +120,27 @@ export async function handleCsvUpload(
       if (claim.kind !== 'claimed') throw refusedClaim(claim);
       claimed = true;
     }
-    const status = await job.seal(result.totalRows);
-    const receipt: BulkJobReceipt = { jobId: status.jobId, totalEvents: status.totalEvents, status: 'queued' };
+    const receipt: BulkJobReceipt = { jobId: job.jobId, totalEvents: result.totalRows, status: 'queued' };
+    try {
+      await job.seal(result.totalRows);
+    } catch (err) {
+      if (!(err instanceof AppError && err.code === 'kafka_outcome_unknown')) throw err;
+      // The seal may have landed: the job may run, so it is neither aborted nor given back (the
+      // runner settles it either way) and its key keeps this receipt, so a retry with the key
+      // names this job rather than queueing a copy.
+      if (key !== undefined) await deps.idempotency.complete(account.id, key, receipt).catch(() => undefined);
+      outcomeUnknown = new ProblemError('outcomeUnknown', 'Kafka did not answer in time; the job may have been queued. Check GET /v1/jobs/{jobId}.', {
+        extensions: { jobId: job.jobId, totalEvents: result.totalRows },
+        cause: err,
+      });
+      throw outcomeUnknown;
+    }
     if (key !== undefined) await deps.idempotency.complete(account.id, key, receipt);
     deps.metrics.jobsCreated.inc({ source: 'csv' });
     request.log.info({ accountId: account.id, jobId: job.jobId, totalEvents: result.totalRows }, 'csv job queued');
     return reply.code(202).send(receipt);
   } catch (caught) {
+    if (caught === outcomeUnknown) throw caught;
     // At the size limit the file stream simply ends early (truncated): whatever the reader
     // made of the cut-off file, the answer is 413.
     const err = part.file.truncated

@@ -29,7 +29,7 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
             required: ['file'],
             properties: { file: { type: 'string', format: 'binary', description: 'The CSV file: UTF-8, header row, at most 50 MB and 10,000 rows.' } },
           },
-          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503) },
+          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503, 504) },
         },
       },
       async (request, reply) => handleCsvUpload(request, reply, authOf(request).account, deps, '/v1/backfill/csv'),

@@ -247,6 +247,7 @@ async function appWith(settings: Record<string, string>) {
   const env = integrationEnv();
   const config = loadGatewayConfig({
     KAFKA_BROKERS: env.kafkaBrokers,
+    KAFKA_DRIVER: env.kafkaDriver,
     REDIS_URL: env.redisUrl,
     CLICKHOUSE_URL: env.clickhouseUrl,
     KAFKA_TOPIC_PREFIX: gw.kafka.prefix,

@@ -1,5 +1,5 @@
 import { type EventRecord, EventsEnvelope, EventsReceipt, EventsRequest } from '@ingest/schemas';
-import { type Allowance, boundErrors, type EventCheck, isRetryable, type Producer, rawEventMessage, toEventRecord } from '@ingest/shared';
+import { type Allowance, AppError, boundErrors, type EventCheck, isRetryable, type Producer, rawEventMessage, toEventRecord } from '@ingest/shared';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
@@ -23,6 +23,8 @@ const ROUTE = '/v1/events';
  * the rest rejected with per-event errors; the 202 is sent only after Kafka acknowledged every
  * accepted event (acks=all). Repeated event ids are accepted and written again (downstream
  * dedupe makes them harmless) but count once against the allowance.
+ * 503 means nothing was written (the producer dropped the send before it reached Kafka); 504
+ * means Kafka took the send but did not answer in time, so the events may be stored.
  */
 export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
   return async (app) => {
@@ -35,7 +37,7 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
           summary: 'Send up to 100 events',
           tags: ['events'],
           body: EventsRequest,
-          response: { 202: EventsReceipt, ...problemResponses(400, 401, 402, 413, 415, 429, 503) },
+          response: { 202: EventsReceipt, ...problemResponses(400, 401, 402, 413, 415, 429, 503, 504) },
         },
       },
       async (request, reply) => {
@@ -101,6 +103,15 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
           await deps.producer.send(deps.rawTopic, toWrite.map(rawEventMessage));
           end();
         } catch (err) {
+          // Maybe written: nothing is given back (a retry with the same eventIds is stored once and
+          // charged once after the reconcile) and the answer names the ids, so even generated
+          // ones can be retried without a copy.
+          if (err instanceof AppError && err.code === 'kafka_outcome_unknown') {
+            throw new ProblemError('outcomeUnknown', 'Kafka did not answer in time; the events may have been stored. Retry with these eventIds.', {
+              extensions: { eventIds: accepted.map((v) => v.record.eventId) },
+              cause: err,
+            });
+          }
           const counted = valid.filter((_, i) => decisions[i] === 'counted').map((v) => (v.generatedId ? '' : v.record.eventId));
           await deps.allowance.releaseEvents(account, counted, receivedAtMs).catch((releaseErr: unknown) => {
             request.log.error({ err: releaseErr }, 'could not release allowance after a failed write');

@@ -79,6 +79,16 @@ export function registerErrorHandling(app: FastifyInstance, notFoundPreHandler?:
 function toProblem(error: FastifyError | ProblemError | AppError): ProblemError {
   if (error instanceof ProblemError) return error;
   if (error instanceof AppError) {
+    // A write that may or may not have landed: never a 503, which promises nothing was done.
+    if (error.code === 'kafka_outcome_unknown') {
+      return new ProblemError(
+        'outcomeUnknown',
+        'Kafka did not answer in time; the change may have been made. Check, or retry (the same request is safe to repeat).',
+        {
+          cause: error,
+        },
+      );
+    }
     // A dependency that is down (Kafka, Redis): the caller should retry, nothing was done.
     if (error.retryable) {
       return new ProblemError('unavailable', 'A dependency is temporarily unavailable; nothing was done. Retry shortly.', {

@@ -56,6 +56,8 @@ export const PROBLEMS = {
   rateLimited: { status: 429, type: '/problems/rate-limited', title: 'Too many requests' },
   internal: { status: 500, type: '/problems/internal', title: 'Internal error' },
   unavailable: { status: 503, type: '/problems/unavailable', title: 'Temporarily unavailable' },
+  /** Kafka took a write but gave no answer in time: it may be stored (never said as 503, which means "not written"). */
+  outcomeUnknown: { status: 504, type: '/problems/outcome-unknown', title: 'Outcome unknown' },
 } as const;
 
 export type ProblemKind = keyof typeof PROBLEMS;

@@ -1,5 +1,5 @@
 import type { JobChunk, JobChunkItem, JobMessage, JobStatus } from '@ingest/schemas';
-import { type Account, type JobStatusStore, type OutgoingMessage, type Producer, queuedJobStatus } from '@ingest/shared';
+import { type Account, AppError, type JobStatusStore, type OutgoingMessage, type Producer, queuedJobStatus } from '@ingest/shared';
 import { v7 as uuidv7 } from 'uuid';
 import { chunkItems } from './chunking.js';
 
@@ -50,7 +50,30 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
     try {
       await deps.producer.send(deps.chunksTopic, [seal]);
     } catch (err) {
-      await deps.statusStore.put({ ...status, status: 'failed', failureReason: 'the job could not be queued' }).catch(() => undefined);
+      // A seal of unknown outcome may have landed: the runner then runs the job, or, if it did
+      // not, abandons the unsealed job and marks it failed itself. Writing `failed` here could
+      // overwrite the runner's `completed`.
+      if (!(err instanceof AppError && err.code === 'kafka_outcome_unknown')) {
+        await deps.statusStore.put({ ...status, status: 'failed', failureReason: 'the job could not be queued' }).catch(() => undefined);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Chunks of a job that is not sealed yet: whatever became of them, the job cannot run without
+   * its seal, so a send of unknown outcome still means "nothing was queued".
+   */
+  async function sendUnsealed(messages: OutgoingMessage[]): Promise<void> {
+    try {
+      await deps.producer.send(deps.chunksTopic, messages);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'kafka_outcome_unknown') {
+        throw new AppError('kafka_unavailable', `job chunks not confirmed; the job is not sealed, so nothing was queued: ${err.message}`, {
+          retryable: true,
+          cause: err,
+        });
+      }
       throw err;
     }
   }
@@ -65,7 +88,7 @@ export function createJobWriter(deps: JobWriterDeps): JobWriter {
       receivedAtMs,
       async writeChunk(items) {
         const chunks = chunkItems(items).map((c): JobChunk => ({ ...base, type: 'chunk', seq: seq++, receivedAtMs, items: c }));
-        await deps.producer.send(deps.chunksTopic, chunks.map(message));
+        await sendUnsealed(chunks.map(message));
       },
       async seal(totalEvents) {
         const status = queuedJobStatus({ jobId, accountId: account.id, source, totalEvents, atMs: now() });

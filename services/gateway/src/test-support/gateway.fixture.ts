@@ -65,6 +65,8 @@ const TOPICS = Object.keys(TOPIC_SPECS) as TopicKey[];
 export interface GatewayFixtureOptions {
   /** The gateways' clock (receipt times, the allowance's period and hours). */
   now?: () => number;
+  /** What the main app sends through (e.g. a producer that loses some acknowledgements). */
+  producer?: (real: Producer) => Producer;
 }
 
 export async function createGatewayFixture(env: Record<string, string> = {}, options: GatewayFixtureOptions = {}): Promise<GatewayFixture> {
@@ -73,6 +75,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
   const logger = testLogger();
   const baseEnv = {
     KAFKA_BROKERS: integration.kafkaBrokers,
+    KAFKA_DRIVER: integration.kafkaDriver,
     REDIS_URL: integration.redisUrl,
     CLICKHOUSE_URL: integration.clickhouseUrl,
     KAFKA_TOPIC_PREFIX: kafka.prefix,
@@ -80,7 +83,11 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     ...env,
   };
   const config = loadGatewayConfig(baseEnv);
-  const producer = createProducer(kafka.kafka, { sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS });
+  const producer = createProducer(kafka.kafka, {
+    sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS,
+    inFlightTimeoutMs: config.KAFKA_IN_FLIGHT_TIMEOUT_MS,
+    maxQueuedBytes: config.KAFKA_MAX_QUEUED_BYTES,
+  });
   // A test may give the gateway a Redis of its own (e.g. one it stops).
   const redis = createRedis({ url: env.REDIS_URL ?? integration.redisUrl, failFast: true, logger });
   await Promise.all([producer.connect(), redis.connect()]);
@@ -92,7 +99,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     config,
     logger,
     metrics,
-    producer,
+    producer: options.producer ? options.producer(producer) : producer,
     redis,
     controlPlane,
     jobStatus,

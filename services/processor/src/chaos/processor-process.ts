@@ -25,7 +25,7 @@ export interface ProcessorSetup {
   groups: { storage: string; dedupe: string; jobs: string };
   /** Log files are named `chaos-<label>-<n>.log`. */
   label: string;
-  /** More settings of the processes (e.g. PROCESSOR_STAGES, buffer caps). */
+  /** Further settings of every process (session timeout, liveness bounds, stages, buffer caps, ...). */
   env?: Record<string, string>;
 }
 
@@ -44,6 +44,8 @@ export interface ProcessorProcess {
   stop(): Promise<number | string>;
   /** The Prometheus text of its /metrics. */
   metrics(): Promise<string>;
+  /** Status of its /healthz (liveness) and /readyz. */
+  health(): Promise<{ live: number; ready: number }>;
 }
 
 export function processorSetup(topicPrefix: string, database: string, label: string, env: Record<string, string> = {}): ProcessorSetup {
@@ -139,6 +141,7 @@ async function startProcessor(setup: ProcessorSetup, name: string, track: (p: Pr
         PATH: process.env.PATH ?? '',
         LOG_LEVEL: 'warn',
         KAFKA_BROKERS: env.kafkaBrokers,
+        KAFKA_DRIVER: env.kafkaDriver,
         CLICKHOUSE_URL: env.clickhouseUrl,
         REDIS_URL: env.redisUrl,
         KAFKA_TOPIC_PREFIX: setup.topicPrefix,
@@ -189,6 +192,10 @@ async function startProcessor(setup: ProcessorSetup, name: string, track: (p: Pr
         await exited;
       }
       return result;
+    },
+    async health() {
+      const [live, ready] = await Promise.all(['/healthz', '/readyz'].map((p) => fetch(`${opsUrl}${p}`, { signal: AbortSignal.timeout(5_000) })));
+      return { live: live?.status ?? 0, ready: ready?.status ?? 0 };
     },
     async metrics() {
       const res = await fetch(`${opsUrl}/metrics`, { signal: AbortSignal.timeout(5_000) });

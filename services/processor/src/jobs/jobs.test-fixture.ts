@@ -19,6 +19,7 @@ import {
   type Producer,
   type Redis,
   type Registry,
+  topicOffsets,
 } from '@ingest/shared';
 import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
 import { createJobWriter, type JobWriter } from '../../../gateway/src/jobs/job-writer.js';
@@ -65,10 +66,8 @@ export async function createJobsFixture(): Promise<JobsFixture> {
   const validate = createEventValidator();
 
   async function readToEnd(topic: string): Promise<ConsumedMessage[]> {
-    const admin = kafka.kafka.admin();
-    await admin.connect();
-    const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
-    const pending = new Map(ends.filter((p) => BigInt(p.high) > BigInt(p.low)).map((p) => [p.partition, BigInt(p.high)]));
+    const ends = await topicOffsets(kafka.kafka, topic);
+    const pending = new Map(ends.filter((p) => p.high > p.low).map((p) => [p.partition, p.high]));
     const messages: ConsumedMessage[] = [];
     if (pending.size === 0) return messages;
     const reader = createBatchConsumer(kafka.kafka, {

@@ -40,7 +40,7 @@ export interface StorageConsumerDeps {
  * are durable; a crash in between re-delivers the batch, and the ReplacingMergeTree table
  * absorbs the repeated rows.
  *
- * Handlers do not wait for their insert: kafkajs fetches again only once every batch of a fetch
+ * Handlers do not wait for their insert: the consumer fetches again only once every batch of a fetch
  * is handled, so waiting would leave the consumer idle during each insert and each insert idle
  * during each fetch. A batch's offset is committed when its insert succeeded (inserts run one at
  * a time, in order, at most two a second), and handlers wait only while ten inserts' worth of
@@ -89,7 +89,7 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
   let failure: unknown;
   const commits = new Set<Promise<void>>();
   // One OffsetCommit per insert, not one per batch: at low load an insert holds hundreds of
-  // small batches, and kafkajs sends every commit as a request of its own (a burst of them
+  // small batches, and every commit is a request of its own (with kafkajs, a burst of them
   // after each insert clogged the coordinator connection in the benchmark).
   const toCommit = new Map<string, { topic: string; partition: number; offset: bigint; session: number }>();
   let committing: Promise<void> | undefined;

@@ -4,6 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../errors.js';
+import type { KafkaClient } from '../kafka/client.js';
+import { KafkaError } from '../kafka/errors.js';
 import { createProducer, type Producer } from '../kafka/producer.js';
 import { createMetricsRegistry, type Registry } from '../metrics.js';
 import { createTestKafka, sampleValue, type TestKafka, testLogger, waitFor } from '../testing/index.js';
@@ -151,11 +153,11 @@ describe('control plane store', () => {
     expect(a.healthy() && b.healthy()).toBe(true);
     for (const id of ['acc_garbage1', 'acc_garbage2', 'acc_other']) expect(a.accountById(id)).toBeUndefined();
 
-    // The wrapper's producer cannot send a null value; a tombstone comes from a raw client.
-    const raw = kafka.kafka.producer();
+    // The services never write tombstones; an operator's tool would, straight through a driver.
+    const raw = kafka.kafka.producer({ ackTimeoutMs: 5_000, compression: 'none' });
     await raw.connect();
     try {
-      await raw.send({ topic, messages: [{ key: valid.id, value: null }] });
+      await raw.send([{ topic, messages: [{ key: valid.id, value: null }] }]);
     } finally {
       await raw.disconnect();
     }
@@ -199,5 +201,50 @@ describe('control plane store', () => {
     instances.push(cp);
     await expectAppError(cp.start(), 'control_plane_catch_up_timeout');
     expect(cp.caughtUp()).toBe(false);
+  });
+
+  it('goes stale (not ready), then dead (liveness), when it can no longer confirm it is caught up, and fresh again after', async () => {
+    // The same Kafka, except that reading end offsets fails while `broken`: what a reader that
+    // cannot see the topics any more looks like from inside.
+    let broken = false;
+    const flaky: KafkaClient = {
+      ...kafka.kafka,
+      admin() {
+        const admin = kafka.kafka.admin();
+        return {
+          ...admin,
+          topicOffsets: (topic) =>
+            broken ? Promise.reject(new KafkaError('kafka_error', 'end offsets unreadable', { retryable: false })) : admin.topicOffsets(topic),
+        };
+      },
+    };
+    const cp = createControlPlane({
+      kafka: flaky,
+      producer,
+      topicPrefix: kafka.prefix,
+      logger: testLogger(),
+      instanceId: 'stale',
+      staleAfterMs: 1_500,
+      deadAfterMs: 3_000,
+    });
+    instances.push(cp);
+    await cp.start();
+    expect([cp.fresh(), cp.alive?.()]).toEqual([true, true]);
+    // Quiet topics stay fresh: freshness is confirmation, not traffic.
+    const quietUntil = Date.now() + 2_500;
+    await waitFor(() => Date.now() > quietUntil, { description: 'a quiet while', timeoutMs: 4_000, intervalMs: 100 });
+    expect([cp.fresh(), cp.alive?.()]).toEqual([true, true]);
+
+    broken = true;
+    const brokenAt = Date.now();
+    await waitFor(() => !cp.fresh(), { description: 'stale after 1.5 s unconfirmed', timeoutMs: 5_000, intervalMs: 50 });
+    expect(cp.alive?.()).toBe(true);
+    await waitFor(() => cp.alive?.() === false, { description: 'dead after 3 s unconfirmed', timeoutMs: 5_000, intervalMs: 50 });
+    // The last confirmation came at most one check interval (0.5 s) before the break.
+    expect(Date.now() - brokenAt).toBeGreaterThanOrEqual(2_400);
+
+    broken = false;
+    await waitFor(() => cp.fresh() && cp.alive?.(), { description: 'fresh and alive again', timeoutMs: 10_000, intervalMs: 50 });
+    await cp.stop();
   });
 });

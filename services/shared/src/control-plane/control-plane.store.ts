@@ -42,6 +42,13 @@ export interface ControlPlaneDeps {
   mappingVersionsKept?: number;
   /** API keys an account may have: active ones, and all including revoked (defaults MAX_*_API_KEYS_PER_ACCOUNT). */
   apiKeyLimits?: { active: number; total: number };
+  /**
+   * Not confirmed caught up with the state topics for this long: not ready (a revocation might
+   * not be applied). Checked every staleAfterMs / 3.
+   */
+  staleAfterMs?: number;
+  /** Not confirmed caught up for this long: dead (the service's liveness fails). */
+  deadAfterMs?: number;
   now?: () => Date;
 }
 
@@ -103,6 +110,12 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   let running = false;
   let caughtUp = false;
   let lastAppliedMs: number | undefined;
+  const staleAfterMs = deps.staleAfterMs ?? 30_000;
+  const deadAfterMs = deps.deadAfterMs ?? 5 * 60_000;
+  /** When the end offsets were read that this instance then reached: how fresh its state is. */
+  let confirmedAt: number | undefined;
+  let freshness: NodeJS.Timeout | undefined;
+  let checking = false;
   if (deps.metrics) {
     registerControlPlaneMetrics(deps.metrics, {
       records: () => ({
@@ -173,7 +186,8 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
 
   /** Waits until this instance has applied everything the state topics held when called. */
   async function syncToEnd(timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
+    const askedAt = Date.now();
+    const deadline = askedAt + timeoutMs;
     let targets: Awaited<ReturnType<typeof endOffsets.endOffsets>>;
     try {
       targets = await withDeadline(endOffsets.endOffsets(topics), timeoutMs);
@@ -181,7 +195,32 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       if (err instanceof DeadlinePassed) return false;
       throw new AppError('kafka_unavailable', `control plane could not read end offsets: ${errorMessage(err)}`, { retryable: true, cause: err });
     }
-    return offsets.waitFor(targets, Math.max(0, deadline - Date.now()));
+    const reached = await offsets.waitFor(targets, Math.max(0, deadline - Date.now()));
+    if (reached) confirmedAt = Math.max(confirmedAt ?? 0, askedAt);
+    return reached;
+  }
+
+  /**
+   * Confirms now and then that this instance still applies what the state topics receive:
+   * freshness is the age of the last confirmation, not of the last record (a quiet topic is
+   * fresh), so a reader that stopped applying (a stuck consumer) or cannot see the end offsets
+   * (Kafka away) goes stale.
+   */
+  function watchFreshness(): void {
+    clearInterval(freshness);
+    freshness = setInterval(
+      () => {
+        if (!running || checking) return;
+        checking = true;
+        syncToEnd(staleAfterMs)
+          .catch((err: unknown) => log.warn({ err }, 'control plane freshness check failed'))
+          .finally(() => {
+            checking = false;
+          });
+      },
+      Math.max(100, Math.floor(staleAfterMs / 3)),
+    );
+    freshness.unref();
   }
 
   async function barrier(what: string): Promise<void> {
@@ -234,6 +273,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       throw new AppError('control_plane_start_failed', `control plane failed to start: ${errorMessage(err)}`, { retryable: true, cause: err });
     }
     caughtUp = true;
+    watchFreshness();
     log.info({ accounts: state.accounts.size, apiKeys: state.keys.size, ms: Date.now() - startedAt }, 'control plane caught up');
   }
 
@@ -242,12 +282,15 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     start,
     async stop() {
       running = false;
+      clearInterval(freshness);
       offsets.cancelAll(new AppError('control_plane_stopped', 'the control plane stopped', { retryable: true }));
       const results = await Promise.allSettled([consumer.stop(), endOffsets.disconnect()]);
       for (const r of results) if (r.status === 'rejected') log.warn({ err: r.reason }, 'control plane stop: a client failed to close');
     },
     healthy: () => running && caughtUp && consumer.healthy(),
+    alive: () => consumer.alive() && (confirmedAt === undefined || Date.now() - confirmedAt <= deadAfterMs),
     caughtUp: () => caughtUp,
+    fresh: () => confirmedAt !== undefined && Date.now() - confirmedAt <= staleAfterMs,
 
     accountById: (accountId) => state.accounts.get(accountId),
     listAccounts: () => listAccounts(state),

@@ -68,6 +68,8 @@ export interface ControlPlaneWriter {
 export interface ControlPlane extends ControlPlaneReader, ControlPlaneWriter, MappingReader, MappingWriter, CrmCredentialLister, Component {
   /** True once the state topics were read up to their end as of start(). */
   caughtUp(): boolean;
+  /** Confirmed caught up with the state topics within `staleAfterMs` (part of readiness). */
+  fresh(): boolean;
 }
 
 // --- CRM mappings and credentials (issue 5) -------------------------------------------------

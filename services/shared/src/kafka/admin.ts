@@ -1,7 +1,7 @@
-import type { Admin } from 'kafkajs';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { KafkaClient } from './client.js';
+import { withAdmin } from './client.js';
+import type { KafkaAdmin, KafkaClient, PartitionRange } from './driver.js';
 import { allTopicSpecs, type TopicSpec } from './topics.js';
 
 export interface EnsureTopicsOptions {
@@ -20,39 +20,28 @@ export interface EnsureTopicsOptions {
  */
 export async function ensureTopics(kafka: KafkaClient, options: EnsureTopicsOptions): Promise<string[]> {
   const specs = options.specs ?? allTopicSpecs();
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
+  return withAdmin(kafka, async (admin) => {
     const existing = new Set(await admin.listTopics());
     const missing = specs.filter((s) => !existing.has(options.prefix + s.name));
     const names = missing.map((s) => options.prefix + s.name);
     if (missing.length > 0) {
-      // Leaders are awaited below, not by kafkajs: its wait gives up on UNKNOWN_TOPIC_OR_PARTITION,
-      // which a busy broker answers for a moment after creating a topic.
-      await admin.createTopics({
-        waitForLeaders: false,
-        topics: missing.map((s) => ({
-          topic: options.prefix + s.name,
-          numPartitions: s.partitions,
-          replicationFactor: options.replicationFactor ?? 1,
-          configEntries: Object.entries(s.config).map(([name, value]) => ({ name, value })),
-        })),
-      });
+      await admin.createTopics(
+        missing.map((s) => ({ name: options.prefix + s.name, partitions: s.partitions, replicationFactor: options.replicationFactor ?? 1, config: s.config })),
+      );
       await waitForLeaders(admin, names, options.timeoutMs ?? 60_000);
     }
     options.logger.info({ created: names, existing: specs.length - missing.length }, 'kafka topics ensured');
     return names;
-  } finally {
-    await admin.disconnect();
-  }
+  });
 }
 
-async function waitForLeaders(admin: Admin, topics: string[], timeoutMs: number): Promise<void> {
+/** A busy broker answers UNKNOWN_TOPIC_OR_PARTITION for a moment after creating a topic: poll. */
+async function waitForLeaders(admin: KafkaAdmin, topics: string[], timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      const { topics: metadata } = await admin.fetchTopicMetadata({ topics });
-      if (metadata.length === topics.length && metadata.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+      const leaders = await admin.partitionLeaders(topics);
+      if (topics.every((t) => (leaders.get(t)?.length ?? 0) > 0 && (leaders.get(t) ?? []).every((leader) => leader >= 0))) return;
     } catch (err) {
       if (Date.now() > deadline) throw err;
     }
@@ -64,25 +53,40 @@ async function waitForLeaders(admin: Admin, topics: string[], timeoutMs: number)
 
 export async function deleteTopics(kafka: KafkaClient, topics: string[]): Promise<void> {
   if (topics.length === 0) return;
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
+  await withAdmin(kafka, async (admin) => {
     const existing = new Set(await admin.listTopics());
     const present = topics.filter((t) => existing.has(t));
-    if (present.length > 0) await admin.deleteTopics({ topics: present, timeout: 10_000 });
-  } finally {
-    await admin.disconnect();
-  }
+    if (present.length > 0) await admin.deleteTopics(present);
+  });
 }
 
 /** Committed offset per partition for a group, or "-1" where nothing is committed. */
 export async function committedOffsets(kafka: KafkaClient, groupId: string, topic: string): Promise<Map<number, string>> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const [result] = await admin.fetchOffsets({ groupId, topics: [topic] });
-    return new Map((result?.partitions ?? []).map((p) => [p.partition, p.offset]));
-  } finally {
-    await admin.disconnect();
-  }
+  const offsets = await withAdmin(kafka, (admin) => admin.committedOffsets(groupId, [topic]));
+  return new Map(offsets.map((p) => [p.partition, p.offset]));
+}
+
+/** Low and high offsets of every partition of a topic. */
+export function topicOffsets(kafka: KafkaClient, topic: string): Promise<PartitionRange[]> {
+  return withAdmin(kafka, (admin) => admin.topicOffsets(topic));
+}
+
+/** Deletes the consumer groups whose id `matches`; returns those it found. */
+export async function deleteConsumerGroups(kafka: KafkaClient, matches: (groupId: string) => boolean): Promise<string[]> {
+  return withAdmin(kafka, async (admin) => {
+    const groups = (await admin.listGroups()).filter(matches);
+    if (groups.length > 0) await admin.deleteGroups(groups);
+    return groups;
+  });
+}
+
+/** Moves a consumer group (with no live member) to the end of a topic: it skips what is there now. */
+export async function skipGroupToEnd(kafka: KafkaClient, groupId: string, topic: string): Promise<void> {
+  await withAdmin(kafka, async (admin) => {
+    const ranges = await admin.topicOffsets(topic);
+    await admin.setCommittedOffsets(
+      groupId,
+      ranges.map((r) => ({ topic, partition: r.partition, offset: r.high.toString() })),
+    );
+  });
 }

@@ -1,50 +1,59 @@
-import { Kafka, logLevel as KafkaLogLevel, type LogEntry } from 'kafkajs';
-import { brokerList } from '../config.js';
 import type { Logger } from '../logger.js';
+import { DEFAULT_KAFKA_DRIVER } from './defaults.js';
+import { createKafkajsClient } from './drivers/kafkajs.client.js';
+import { createPlatformaticClient } from './drivers/platformatic.client.js';
+import type { KafkaAdmin, KafkaClient, KafkaClientOptions, KafkaDriverName } from './driver.js';
 
 /**
- * The only module (with its siblings in this folder) that imports kafkajs. The rest of the code
- * sees `KafkaClient`, `Producer` and `BatchConsumer`, so a measured switch to another client
- * (@platformatic/kafka, @confluentinc/kafka-javascript) stays a change inside this folder.
+ * The Kafka client the services use. This folder is the only place that imports a Kafka
+ * library (an eslint rule keeps it so): the rest of the code sees `KafkaClient`, `Producer`,
+ * `BatchConsumer`, `KafkaAdmin` and `KafkaError`, and `KAFKA_DRIVER` picks the library.
  */
-export interface KafkaClientOptions {
-  brokers: string;
-  clientId: string;
-  logger: Logger;
-  /** Upper bound for connecting and for each request; keeps failures fast when Kafka is down. */
-  connectionTimeoutMs?: number;
-  requestTimeoutMs?: number;
-}
+export { COMPRESSIONS, KAFKA_DRIVERS } from './driver.js';
+export type { Compression, KafkaAdmin, KafkaClient, KafkaClientOptions, KafkaDriverName, NewTopic, PartitionRange, TopicPartitionOffset } from './driver.js';
 
-export type KafkaClient = Kafka;
+export { DEFAULT_KAFKA_DRIVER } from './defaults.js';
 
 export function createKafkaClient(options: KafkaClientOptions): KafkaClient {
-  const log = options.logger.child({ component: 'kafkajs' });
-  return new Kafka({
-    clientId: options.clientId,
-    brokers: brokerList(options.brokers),
-    connectionTimeout: options.connectionTimeoutMs ?? 3_000,
-    requestTimeout: options.requestTimeoutMs ?? 10_000,
-    retry: { initialRetryTime: 100, maxRetryTime: 2_000, retries: 5 },
-    logLevel: KafkaLogLevel.INFO,
-    logCreator: () => (entry: LogEntry) => forwardLog(log, entry),
+  const driver: KafkaDriverName = options.driver ?? DEFAULT_KAFKA_DRIVER;
+  switch (driver) {
+    case 'kafkajs':
+      return createKafkajsClient(options);
+    case 'platformatic':
+      return createPlatformaticClient(options);
+    default:
+      throw new Error(`unknown Kafka driver ${String(driver)}`);
+  }
+}
+
+/** The settings of `KafkaConfig` (config.ts) a client is made of. */
+export interface KafkaClientConfig {
+  KAFKA_BROKERS: string;
+  KAFKA_CLIENT_ID: string;
+  KAFKA_DRIVER: KafkaDriverName;
+  KAFKA_SESSION_TIMEOUT_MS: number;
+  KAFKA_CONSUMER_DEAD_AFTER_MS: number;
+}
+
+/** The client of a service or tool; `role` names it to the brokers (`<KAFKA_CLIENT_ID>-<role>`). */
+export function createKafkaClientFromConfig(config: KafkaClientConfig, role: string, logger: Logger): KafkaClient {
+  return createKafkaClient({
+    brokers: config.KAFKA_BROKERS,
+    clientId: `${config.KAFKA_CLIENT_ID}-${role}`,
+    driver: config.KAFKA_DRIVER,
+    sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
+    consumerDeadAfterMs: config.KAFKA_CONSUMER_DEAD_AFTER_MS,
+    logger,
   });
 }
 
-function forwardLog(log: Logger, { level, log: payload }: LogEntry): void {
-  const { message, timestamp: _ts, logger: _logger, ...fields } = payload;
-  switch (level) {
-    case KafkaLogLevel.ERROR:
-      log.error(fields, message);
-      break;
-    case KafkaLogLevel.WARN:
-      log.warn(fields, message);
-      break;
-    case KafkaLogLevel.INFO:
-      // kafkajs is chatty at info (every join/sync); keep it at debug in our logs.
-      log.debug(fields, message);
-      break;
-    default:
-      log.trace(fields, message);
+/** Runs `work` with a connected admin and always disconnects it. */
+export async function withAdmin<T>(kafka: KafkaClient, work: (admin: KafkaAdmin) => Promise<T>): Promise<T> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    return await work(admin);
+  } finally {
+    await admin.disconnect().catch(() => {});
   }
 }

@@ -1,19 +1,10 @@
-import type { Consumer as KafkaJsConsumer, KafkaMessage } from 'kafkajs';
+import { errorMessage, isRetryable } from '../errors.js';
+import { KafkaError } from './errors.js';
 import type { Component } from '../lifecycle.js';
 import type { Logger } from '../logger.js';
-import type { KafkaClient } from './client.js';
+import type { ConsumedMessage, DriverConsumer, KafkaClient } from './driver.js';
 
-export interface ConsumedMessage {
-  topic: string;
-  partition: number;
-  /** Kafka offsets are 64-bit; kept as decimal strings. */
-  offset: string;
-  key: Buffer | null;
-  value: Buffer | null;
-  headers: Record<string, string>;
-  /** Broker/producer timestamp in epoch milliseconds. */
-  timestamp: number;
-}
+export type { ConsumedMessage } from './driver.js';
 
 export interface BatchContext {
   topic: string;
@@ -38,7 +29,7 @@ export interface BatchResult {
  * Handles one fetched batch of one partition. Resolving means every effect of every message is
  * durable, and the consumer then commits the offset after the batch (or the one the handler
  * returned, see BatchResult). Throwing means nothing of the batch is committed: the consumer
- * restarts and the batch is delivered again.
+ * starts a new membership and the batch is delivered again.
  * Bad data must not throw (dead-letter it instead); throwing is for infrastructure failures.
  */
 export type BatchHandler = (messages: ConsumedMessage[], ctx: BatchContext) => Promise<void | BatchResult>;
@@ -62,14 +53,40 @@ export interface BatchConsumerOptions {
    * committed offsets are left behind for groups that never come back.
    */
   commitOffsets?: boolean;
-  /** Told each time this member (re)joins its group: after a start, a rebalance or a crash restart. */
+  /** Told each time this member (re)joins its group: after a start, a rebalance or a restart. */
   onGroupJoin?: () => void;
   /**
    * Awaited by stop() after the last batch handler returned and before the consumer leaves the
    * group: a handler that finishes its work later (commitOffset: null) commits it here.
    */
   beforeDisconnect?: () => Promise<void>;
+  /** How restarts after a crash are paced and when the consumer counts as dead (defaults below). */
+  recovery?: Partial<RecoveryOptions>;
 }
+
+export interface RecoveryOptions {
+  /** First wait before a new membership after a crash; doubles up to `maxBackoffMs`. */
+  initialBackoffMs: number;
+  maxBackoffMs: number;
+  /** How long start() retries retryable failures before it fails (default max(60 s, 2 x session timeout)). */
+  startTimeoutMs: number;
+  /** Bound on leaving a broken membership (a stalled broker may never answer the LeaveGroup). */
+  leaveTimeoutMs: number;
+  /** A running session without any sign of life (and no batch being handled) this long is ended and replaced. */
+  stallTimeoutMs: number;
+  /**
+   * Without a running membership for this long, the consumer reports itself dead (`alive()`
+   * false), so the service's liveness fails and an orchestrator restarts the process. It keeps
+   * trying meanwhile.
+   */
+  deadAfterMs: number;
+}
+
+const DEFAULT_RECOVERY: Omit<RecoveryOptions, 'deadAfterMs' | 'stallTimeoutMs' | 'startTimeoutMs'> = {
+  initialBackoffMs: 500,
+  maxBackoffMs: 10_000,
+  leaveTimeoutMs: 10_000,
+};
 
 export interface BatchConsumer extends Component {
   /** Partitions currently assigned to this member, per topic. */
@@ -84,123 +101,238 @@ export interface BatchConsumer extends Component {
   commitMany(offsets: readonly { topic: string; partition: number; offset: string }[]): Promise<void>;
   /**
    * Leaves the group and joins again, so reading resumes at the committed offsets: for handlers
-   * whose later work failed after their batch returned. Does nothing once stop() was called.
+   * whose later work failed after their batch returned. Never rejects: a failed rejoin is retried
+   * like a crash. Does nothing once stop() was called.
    */
   restart(reason: string): Promise<void>;
+  /** False once the consumer has been unable to run for `deadAfterMs`: only a process restart helps. */
+  alive(): boolean;
 }
 
+/**
+ * A consumer group member that hands batches to `handleBatch`, commits what the handler says,
+ * and survives whatever happens to its membership: a crash of the library's session (broker
+ * gone or stalled past the session timeout, member fenced, handler threw) ends that session and
+ * a fresh one starts after a backoff, from the committed offsets, with no one calling restart.
+ * A consumer that cannot get a session running for `deadAfterMs` says so through `alive()`.
+ */
 export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOptions): BatchConsumer {
   const log = options.logger.child({ component: options.name, groupId: options.groupId });
-  let consumer: KafkaJsConsumer | undefined;
+  const recovery = { ...DEFAULT_RECOVERY, ...options.recovery };
+  // Read when used, not at creation: assembling a service (and its tests) touches no client.
+  const deadAfterMs = () => recovery.deadAfterMs ?? kafka.consumerDefaults.deadAfterMs;
+  const sessionTimeoutMs = () => options.sessionTimeoutMs ?? kafka.consumerDefaults.sessionTimeoutMs;
+  let session: DriverConsumer | undefined;
   let running = false;
   let stopping = false;
-  let crashed = false;
+  let stopRequested = false;
+  /** Since when no session runs (undefined while one does, and before the first start). */
+  let downSince: number | undefined;
+  /** Set when recovery itself failed: nothing restarts the consumer any more. */
+  let dead = false;
   let assigned: Record<string, number[]> = {};
-  // Batches being handled. stop() lets them finish and commit first: kafkajs silently skips
+  // Batches being handled. Leaving lets them finish and commit first: kafkajs silently skips
   // commits once its own stop has begun, which would re-deliver work that is already done.
   const inFlight = new Set<Promise<unknown>>();
+  let recovering: Promise<void> | undefined;
+  /** The current session crashed (also while it was starting, when a recovery was under way). */
+  let currentCrashed = false;
+  /** Last sign of life of the session (a fetch, a heartbeat, a batch): the watchdog's input. */
+  let lastActivity = Date.now();
+  let watchdog: NodeJS.Timeout | undefined;
+  const stallTimeoutMs = () => recovery.stallTimeoutMs ?? Math.max(60_000, 2 * sessionTimeoutMs());
+  // A join may wait for a dead member's session to expire before the group lets anyone in.
+  const startTimeoutMs = () => recovery.startTimeoutMs ?? Math.max(60_000, 2 * sessionTimeoutMs());
 
-  let stopRequested = false;
-  let restarting: Promise<void> | undefined;
-
-  async function start(): Promise<void> {
-    stopping = false;
-    crashed = false;
-    consumer = kafka.consumer({
-      groupId: options.groupId,
-      sessionTimeout: options.sessionTimeoutMs ?? 30_000,
-      heartbeatInterval: 3_000,
-      maxBytesPerPartition: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
-      maxWaitTimeInMs: options.maxWaitTimeMs ?? 250,
-      allowAutoTopicCreation: false,
-      // A crash (handler threw, broker gone) restarts the member from the committed offsets:
-      // at-least-once, never a silent skip.
-      retry: { retries: 5, initialRetryTime: 300, maxRetryTime: 5_000, restartOnFailure: async () => true },
-    });
-    consumer.on(consumer.events.GROUP_JOIN, (e) => {
-      assigned = e.payload.memberAssignment;
-      log.info({ assignment: assigned }, 'joined consumer group');
-      options.onGroupJoin?.();
-    });
-    consumer.on(consumer.events.CRASH, (e) => {
-      crashed = !e.payload.restart;
-      log.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed');
-    });
-    await consumer.connect();
-    for (const topic of options.topics) {
-      await consumer.subscribe({ topic, fromBeginning: options.fromBeginning ?? true });
-    }
-    running = true;
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-        // Stopping: nothing new is started (unresolved, so nothing is skipped either).
-        if (batch.messages.length === 0 || stopping) return;
-        const messages = batch.messages.map((m) => toConsumed(batch.topic, batch.partition, m));
-        const handled = options.handleBatch(messages, {
-          topic: batch.topic,
-          partition: batch.partition,
-          heartbeat,
-          shouldContinue: () => !stopping && isRunning() && !isStale(),
-        });
-        inFlight.add(handled);
-        let result: Awaited<typeof handled>;
-        try {
-          result = await handled;
-        } finally {
-          inFlight.delete(handled);
-        }
-        if (isStale()) return; // partition moved during the batch: its new owner re-reads it
-        const last = batch.lastOffset();
-        // Resolved even when the handler holds the commit back: this session has seen the
-        // messages and must not fetch them again; only a restart re-reads from the commit.
-        resolveOffset(last);
-        if (options.commitOffsets === false) return;
-        const offset = result?.commitOffset === undefined ? (BigInt(last) + 1n).toString() : result.commitOffset;
-        if (offset === null) return;
-        await consumer?.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset }]);
-      },
-    });
+  /**
+   * A session that stopped fetching without telling (no crash, no handler running) is ended like
+   * a crashed one: seen with kafkajs after a broker restart, and the cheapest guard against any
+   * other library hang.
+   */
+  function watch(): void {
+    clearInterval(watchdog);
+    watchdog = setInterval(() => {
+      if (!running || stopping || inFlight.size > 0 || recovering) return;
+      const idleMs = Date.now() - lastActivity;
+      if (idleMs > stallTimeoutMs()) {
+        log.error({ idleMs }, 'consumer session stalled (no fetch, heartbeat or batch); starting a new one');
+        void recover('stalled');
+      }
+    }, 1_000);
+    watchdog.unref();
   }
 
-  async function commitMany(offsets: readonly { topic: string; partition: number; offset: string }[]): Promise<void> {
-    if (!running || !consumer || options.commitOffsets === false) return;
-    const mine = offsets.filter(({ topic, partition }) => (assigned[topic] ?? []).includes(partition));
-    if (mine.length > 0) await consumer.commitOffsets(mine.map(({ topic, partition, offset }) => ({ topic, partition, offset })));
+  function newSession(): DriverConsumer {
+    const current: DriverConsumer = kafka.consumer({
+      groupId: options.groupId,
+      topics: options.topics,
+      fromBeginning: options.fromBeginning ?? true,
+      sessionTimeoutMs: sessionTimeoutMs(),
+      heartbeatIntervalMs: Math.min(3_000, Math.floor(sessionTimeoutMs() / 3)),
+      maxBytesPerPartition: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
+      maxWaitTimeMs: options.maxWaitTimeMs ?? 250,
+      partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
+      logger: log,
+      onJoin(assignment) {
+        if (session !== current) return;
+        assigned = assignment;
+        log.info({ assignment }, 'joined consumer group');
+        options.onGroupJoin?.();
+      },
+      onCrash(error) {
+        if (session !== current || stopRequested) return;
+        currentCrashed = true;
+        log.error({ err: error }, 'consumer session crashed; starting a new one from the committed offsets');
+        void recover('crash');
+      },
+      handleBatch: async (batch) => {
+        // Stopping: nothing new is started (and nothing committed, so nothing is skipped either).
+        if (stopping || session !== current) return;
+        lastActivity = Date.now();
+        const handled = options.handleBatch(batch.messages, {
+          topic: batch.topic,
+          partition: batch.partition,
+          heartbeat: batch.heartbeat,
+          shouldContinue: () => !stopping && session === current && batch.isCurrent(),
+        });
+        inFlight.add(handled);
+        try {
+          const result = await handled;
+          // The partition moved during the batch: its new owner re-reads it.
+          if (!batch.isCurrent() || options.commitOffsets === false || session !== current) return;
+          const last = batch.messages.at(-1)?.offset ?? '0';
+          const offset = result?.commitOffset === undefined ? (BigInt(last) + 1n).toString() : result.commitOffset;
+          if (offset === null) return;
+          await current.commit([{ topic: batch.topic, partition: batch.partition, offset }]);
+        } catch (err) {
+          // Never thrown into the library: kafkajs retries a failed batch in place and, after a
+          // broker restart, was seen to stop fetching for good instead. A fresh membership
+          // re-reads the batch from the committed offset, the same way for every driver.
+          if (session !== current || stopRequested) return;
+          // A commit refused because the group moved on: whoever owns the partition now reads the
+          // batch again, and the library rejoins by itself. A new membership of our own would
+          // only start another rebalance, and with it more refused commits.
+          if (err instanceof KafkaError && err.code === 'kafka_rebalance') {
+            log.warn({ topic: batch.topic, partition: batch.partition }, 'offset commit refused after a rebalance; the batch will be read again');
+            return;
+          }
+          log.error({ err, topic: batch.topic, partition: batch.partition }, 'batch failed; starting a new membership from the committed offsets');
+          void recover('batch failed');
+        } finally {
+          inFlight.delete(handled);
+          lastActivity = Date.now();
+        }
+      },
+      onActivity() {
+        if (session === current) lastActivity = Date.now();
+      },
+    });
+    return current;
+  }
+
+  async function startSession(): Promise<void> {
+    stopping = false;
+    assigned = {};
+    currentCrashed = false;
+    session = newSession();
+    lastActivity = Date.now();
+    await session.start();
+    if (currentCrashed) throw new Error('the consumer session crashed while starting');
+    running = true;
+    downSince = undefined;
+    lastActivity = Date.now();
+    watch();
   }
 
   async function leave(): Promise<void> {
     stopping = true;
-    // Handlers see shouldContinue() === false (retry loops give up, uncommitted); a batch
-    // that completes still commits because kafkajs is still running.
+    downSince ??= Date.now();
+    // Handlers see shouldContinue() === false (retry loops give up, uncommitted); a batch that
+    // completes still commits because the session is still there, and so does beforeDisconnect.
     await Promise.allSettled([...inFlight]);
     await options.beforeDisconnect?.().catch((err: unknown) => log.warn({ err }, 'work left unfinished at stop; it will be read again'));
     running = false;
-    await consumer?.disconnect();
+    const ending = session;
+    if (!ending) return;
+    const left = await bounded(ending.stop(), recovery.leaveTimeoutMs).catch((err: unknown) => {
+      log.warn({ err }, 'leaving the consumer group failed; the broker drops the member after its session timeout');
+      return true;
+    });
+    if (!left) log.warn({ leaveTimeoutMs: recovery.leaveTimeoutMs }, 'leaving the consumer group did not finish in time; going on without it');
+  }
+
+  /** Leaves the current session and starts new ones until one runs (or stop() is called). Never rejects. */
+  function recover(reason: string): Promise<void> {
+    recovering ??= (async () => {
+      try {
+        await leave();
+        let backoff = recovery.initialBackoffMs;
+        while (!stopRequested) {
+          await new Promise((r) => setTimeout(r, backoff));
+          if (stopRequested) break;
+          try {
+            await startSession();
+            log.warn({ reason }, 'consumer running again');
+            return;
+          } catch (err) {
+            log.error({ err, reason, downForMs: Date.now() - (downSince ?? Date.now()) }, 'consumer could not start again; retrying');
+            await leave();
+            backoff = Math.min(backoff * 2, recovery.maxBackoffMs);
+          }
+        }
+      } catch (err) {
+        // Nothing above should throw; if it does, the consumer is dead until the process restarts.
+        dead = true;
+        log.fatal({ err, detail: errorMessage(err) }, 'consumer recovery failed; only a process restart brings it back');
+      }
+    })().finally(() => {
+      recovering = undefined;
+      // A crash reported while this recovery was finishing found it still under way.
+      if (currentCrashed && !stopRequested) void recover('crash');
+    });
+    return recovering;
+  }
+
+  async function commitMany(offsets: readonly { topic: string; partition: number; offset: string }[]): Promise<void> {
+    const current = session;
+    if (!running || !current || options.commitOffsets === false) return;
+    const mine = offsets.filter(({ topic, partition }) => (assigned[topic] ?? []).includes(partition));
+    if (mine.length > 0) await current.commit(mine);
   }
 
   return {
     name: options.name,
-    start,
+    async start() {
+      stopRequested = false;
+      // A broker that is still electing a coordinator right after its start answers with
+      // retryable errors for a moment: retried here for a while before the start fails.
+      const deadline = Date.now() + startTimeoutMs();
+      for (let backoff = recovery.initialBackoffMs; ; backoff = Math.min(backoff * 2, recovery.maxBackoffMs)) {
+        try {
+          await startSession();
+          return;
+        } catch (err) {
+          running = false;
+          await bounded(session?.stop() ?? Promise.resolve(), recovery.leaveTimeoutMs).catch(() => {});
+          if (!isRetryable(err) || stopRequested || Date.now() + backoff > deadline) throw err;
+          log.warn({ err, retryInMs: backoff }, 'consumer could not start; retrying');
+          await new Promise((r) => setTimeout(r, backoff));
+        }
+      }
+    },
     async stop() {
       stopRequested = true;
-      await restarting;
+      clearInterval(watchdog);
+      await recovering;
       await leave();
     },
     restart(reason) {
       if (stopRequested) return Promise.resolve();
-      restarting ??= (async () => {
-        log.warn({ reason }, 'restarting the consumer to read again from the committed offsets');
-        await leave();
-        if (!stopRequested) await start();
-      })().finally(() => {
-        restarting = undefined;
-      });
-      return restarting;
+      log.warn({ reason }, 'restarting the consumer to read again from the committed offsets');
+      return recover(reason);
     },
-    healthy: () => running && !crashed,
+    healthy: () => running && !stopping,
+    alive: () => stopRequested || (!dead && (downSince === undefined || Date.now() - downSince < deadAfterMs())),
     assignments: () => assigned,
     commit(topic, partition, offset) {
       return commitMany([{ topic, partition, offset }]);
@@ -209,10 +341,13 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
   };
 }
 
-function toConsumed(topic: string, partition: number, m: KafkaMessage): ConsumedMessage {
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(m.headers ?? {})) {
-    if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
+/** Resolves true when `work` settles within `ms`, false otherwise; rejects with its error. */
+async function bounded(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([work.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
-  return { topic, partition, offset: m.offset, key: m.key, value: m.value, headers, timestamp: Number(m.timestamp) };
 }

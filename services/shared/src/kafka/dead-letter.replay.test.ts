@@ -122,6 +122,7 @@ describe('replay', () => {
       send: async (topic, messages) => void sent.push([topic, messages]),
       sendBatch: async (batches) => void sent.push(...batches.map((b): [string, OutgoingMessage[]] => [b.topic, b.messages])),
       settled: async () => {},
+      queuedBytes: () => 0,
     };
     const entries = [
       toDeadLetterEntry(letter(0, '1')),

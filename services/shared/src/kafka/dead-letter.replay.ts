@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
-import type { KafkaClient } from './client.js';
+import type { KafkaClient } from './driver.js';
 import type { ConsumedMessage } from './consumer.js';
 import { DEAD_LETTER_HEADERS } from './dead-letter.js';
 import type { OutgoingMessage, Producer } from './producer.js';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../logger.js';
 import { createMetricsRegistry, METRIC_NAMES } from '../metrics.js';
 import { waitFor } from '../testing/wait.js';
-import type { KafkaClient } from './client.js';
+import type { KafkaAdmin, KafkaClient } from './driver.js';
 import { createLagCollector, partitionLag } from './lag.js';
 
 describe('partitionLag', () => {
@@ -35,8 +35,8 @@ function captureLogs(): { logger: ReturnType<typeof createLogger>; lines: () => 
 interface FakeAdmin {
   connect(): Promise<void>;
   disconnect(): Promise<void>;
-  fetchOffsets(o: { groupId: string; topics: string[] }): Promise<{ topic: string; partitions: { partition: number; offset: string }[] }[]>;
-  fetchTopicOffsets(topic: string): Promise<{ partition: number; offset: string; low: string; high: string }[]>;
+  committedOffsets: KafkaAdmin['committedOffsets'];
+  topicOffsets: KafkaAdmin['topicOffsets'];
 }
 
 function fakeKafka(admin: () => FakeAdmin): { kafka: KafkaClient; admins: () => number } {
@@ -56,10 +56,10 @@ describe('lag collector', () => {
     const { kafka } = fakeKafka(() => ({
       connect: async () => {},
       disconnect: async () => {},
-      fetchOffsets: async () => [{ topic: 't', partitions: [{ partition: 0, offset: '3' }] }],
-      fetchTopicOffsets: async () => [
-        { partition: 0, offset: '10', low: '0', high: '10' },
-        { partition: 1, offset: '5', low: '0', high: '5' },
+      committedOffsets: async () => [{ topic: 't', partition: 0, offset: '3' }],
+      topicOffsets: async () => [
+        { topic: 't', partition: 0, low: 0n, high: 10n },
+        { topic: 't', partition: 1, low: 0n, high: 5n },
       ],
     }));
     const collector = createLagCollector({ kafka, groupId: 'g', topics: ['t'], registry, logger: captureLogs().logger });
@@ -90,8 +90,8 @@ describe('lag collector', () => {
         if (fail) throw new Error('connect ECONNREFUSED 127.0.0.1:9092');
       },
       disconnect: async () => {},
-      fetchOffsets: async () => [],
-      fetchTopicOffsets: async () => [{ partition: 0, offset: '2', low: '0', high: '2' }],
+      committedOffsets: async () => [],
+      topicOffsets: async () => [{ topic: 't', partition: 0, low: 0n, high: 2n }],
     }));
     const collector = createLagCollector({ kafka, groupId: 'g', topics: ['t'], registry: createMetricsRegistry('test'), logger });
     await expect(collector.collect()).resolves.toBeUndefined();
@@ -108,8 +108,8 @@ describe('lag collector', () => {
     const { kafka } = fakeKafka(() => ({
       connect: async () => {},
       disconnect: async () => {},
-      fetchOffsets: async () => [],
-      fetchTopicOffsets: async () => {
+      committedOffsets: async () => [],
+      topicOffsets: async () => {
         reads++;
         return [];
       },

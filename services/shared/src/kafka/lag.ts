@@ -1,9 +1,8 @@
-import type { Admin } from 'kafkajs';
 import { Gauge } from 'prom-client';
 import type { Component } from '../lifecycle.js';
 import type { Logger } from '../logger.js';
 import { METRIC_NAMES, type Registry } from '../metrics.js';
-import type { KafkaClient } from './client.js';
+import type { KafkaAdmin, KafkaClient } from './driver.js';
 
 export interface PartitionLag {
   topic: string;
@@ -63,7 +62,7 @@ export function createLagCollector(options: LagCollectorOptions): LagCollector {
       registers: [options.registry],
     });
   const published = new Map<string, Record<LagLabels, string>>();
-  let admin: Admin | undefined;
+  let admin: KafkaAdmin | undefined;
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<PartitionLag[] | undefined> | undefined;
 
@@ -75,18 +74,21 @@ export function createLagCollector(options: LagCollectorOptions): LagCollector {
     }
     const connected = admin;
     const [committed, ends] = await Promise.all([
-      connected.fetchOffsets({ groupId: options.groupId, topics: [...options.topics] }),
-      Promise.all(options.topics.map(async (topic) => ({ topic, partitions: await connected.fetchTopicOffsets(topic) }))),
+      connected.committedOffsets(options.groupId, options.topics),
+      Promise.all(options.topics.map((topic) => connected.topicOffsets(topic))),
     ]);
-    const committedOf = new Map(committed.flatMap((t) => t.partitions.map((p) => [`${t.topic}/${p.partition}`, p.offset] as const)));
-    return ends.flatMap(({ topic, partitions }) =>
-      partitions.map((p) => {
-        const offset = committedOf.get(`${topic}/${p.partition}`) ?? '-1';
-        const low = BigInt(p.low);
-        const high = BigInt(p.high);
-        return { topic, partition: p.partition, committed: /^\d+$/.test(offset) ? BigInt(offset) : null, low, high, lag: partitionLag(offset, low, high) };
-      }),
-    );
+    const committedOf = new Map(committed.map((p) => [`${p.topic}/${p.partition}`, p.offset] as const));
+    return ends.flat().map((p) => {
+      const offset = committedOf.get(`${p.topic}/${p.partition}`) ?? '-1';
+      return {
+        topic: p.topic,
+        partition: p.partition,
+        committed: /^\d+$/.test(offset) ? BigInt(offset) : null,
+        low: p.low,
+        high: p.high,
+        lag: partitionLag(offset, p.low, p.high),
+      };
+    });
   }
 
   async function collectOnce(): Promise<PartitionLag[] | undefined> {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createOffsetTracker, type PartitionRange } from './offsets.js';
+import type { PartitionRange } from './driver.js';
+import { createOffsetTracker } from './offsets.js';
 
 const range = (partition: number, low: number, high: number): PartitionRange => ({ topic: 't', partition, low: BigInt(low), high: BigInt(high) });
 

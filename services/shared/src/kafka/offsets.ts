@@ -1,12 +1,5 @@
-import type { KafkaClient } from './client.js';
-
-/** A partition's offsets: `low` is the first offset still in the log, `high` the next to be written. */
-export interface PartitionRange {
-  topic: string;
-  partition: number;
-  low: bigint;
-  high: bigint;
-}
+import type { KafkaClient, PartitionRange } from './driver.js';
+import { isRetryable } from '../errors.js';
 
 /**
  * What this instance has applied, per partition, and who waits for it to reach a point.
@@ -79,10 +72,7 @@ export function createOffsetTracker(): OffsetTracker {
   return tracker;
 }
 
-/**
- * End offsets of the state topics. Kept behind this small interface so the Kafka client stays
- * replaceable (see kafka/client.ts).
- */
+/** End offsets of the state topics. */
 export interface EndOffsetsReader {
   connect(): Promise<void>;
   endOffsets(topics: readonly string[]): Promise<PartitionRange[]>;
@@ -95,11 +85,7 @@ export function createEndOffsetsReader(kafka: KafkaClient): EndOffsetsReader {
     connect: () => admin.connect(),
     disconnect: () => admin.disconnect(),
     async endOffsets(topics) {
-      const perTopic = await Promise.all(
-        topics.map(async (topic) =>
-          (await withRetries(() => admin.fetchTopicOffsets(topic))).map((p) => ({ topic, partition: p.partition, low: BigInt(p.low), high: BigInt(p.high) })),
-        ),
-      );
+      const perTopic = await Promise.all(topics.map(async (topic) => withRetries(() => admin.topicOffsets(topic))));
       return perTopic.flat();
     },
   };
@@ -115,7 +101,7 @@ async function withRetries<T>(work: () => Promise<T>, attempts = 20, delayMs = 2
     try {
       return await work();
     } catch (err) {
-      if (attempt >= attempts || (err as { retriable?: unknown }).retriable !== true) throw err;
+      if (attempt >= attempts || !isRetryable(err)) throw err;
       await new Promise((r) => setTimeout(r, delayMs));
     }
   }

@@ -1,8 +1,7 @@
-import { CompressionTypes, type Producer as KafkaJsProducer } from 'kafkajs';
-import { AppError } from '../errors.js';
-import type { KafkaClient } from './client.js';
+import { errorMessage } from '../errors.js';
+import type { Compression, KafkaClient } from './driver.js';
+import { connectionRefused, KafkaError } from './errors.js';
 import { createSendCoalescer } from './send-coalescer.js';
-import { fastDefaultPartitioner } from './partitioner.js';
 
 export interface OutgoingMessage {
   key: string | Buffer | null;
@@ -21,88 +20,68 @@ export interface Producer {
   connect(): Promise<void>;
   disconnect(): Promise<void>;
   /**
-   * Resolves once the broker acknowledged every message with acks=all, rejects with a
-   * retryable `kafka_unavailable` AppError after `sendTimeoutMs`. The caller must treat a
-   * rejection as "maybe written": redelivery is handled by deduplication downstream.
+   * Resolves once the broker acknowledged every message with acks=all. Rejects with a
+   * `KafkaError` whose code says what became of the messages:
+   * - `kafka_send_expired`, `kafka_producer_full`, `kafka_unavailable`: nothing was written;
+   * - `kafka_outcome_unknown`: it may have been written (retry with the same ids; consumers
+   *   deduplicate);
+   * - `kafka_error` (not retryable): the broker refused the request.
    */
   send(topic: string, messages: OutgoingMessage[]): Promise<void>;
   /** Several topics in one produce request per broker: the smallest window between the writes. */
   sendBatch(batches: TopicMessages[]): Promise<void>;
   /**
-   * Resolves once every send made so far has really ended. A send whose caller got a timeout
-   * may still be queued or in flight, and may still be written: who must know what reached
-   * Kafka (the dedupe step) waits for this before looking.
+   * Resolves once every send made so far has really ended. A send whose caller got
+   * `kafka_outcome_unknown` may still be in flight and may still be written: who must know what
+   * reached Kafka (the dedupe step) waits for this before looking.
    */
   settled(): Promise<void>;
+  /** Bytes waiting for their turn (in flight excluded), for the memory bound's metric and tests. */
+  queuedBytes(): number;
 }
 
 export interface ProducerOptions {
-  /** Bound on one send, including retries; the gateway answers 503 after it. */
+  /** A send still waiting for its turn this long is dropped, unwritten (default 5 s). */
   sendTimeoutMs?: number;
+  /** A send in flight is waited for this long from the call at most (default 30 s). */
+  inFlightTimeoutMs?: number;
+  /** Bound on bytes waiting for their turn; beyond it a send fails at once (default 64 MiB). */
+  maxQueuedBytes?: number;
+  /** Producer compression (docs/kafka.md: measured, and what each driver can read). */
+  compression?: Compression;
 }
 
 export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}): Producer {
-  const sendTimeoutMs = options.sendTimeoutMs ?? 5_000;
-  // Idempotent: broker-side dedupe of the producer's own retries. kafkajs orders sequence
-  // numbers correctly only with one request in flight per connection, hence the 1.
-  const producer: KafkaJsProducer = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-    // The murmur2 partitioner of the Java client: keys land on the same partitions whichever
-    // client (or language) produced them. kafkajs's DefaultPartitioner, in fast arithmetic.
-    createPartitioner: fastDefaultPartitioner,
-    // Bounded on purpose (kafkajs warns that this weakens its idempotence): an unbounded retry
-    // would hold HTTP requests while Kafka is down. A send that gives up is reported as
-    // "maybe written"; downstream dedupe by eventId absorbs a copy that did get through.
-    retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 },
+  const deadlines = { sendTimeoutMs: options.sendTimeoutMs ?? 5_000, inFlightTimeoutMs: options.inFlightTimeoutMs ?? 30_000 };
+  const producer = kafka.producer({
+    ackTimeoutMs: deadlines.sendTimeoutMs,
+    compression: options.compression ?? 'none',
+    inFlightTimeoutMs: deadlines.inFlightTimeoutMs,
   });
 
   async function sendAll(batches: TopicMessages[]): Promise<void> {
-    const topicMessages = batches
-      .filter((b) => b.messages.length > 0)
-      .map((b) => ({ topic: b.topic, messages: b.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers, partition: m.partition })) }));
+    const topicMessages = batches.filter((b) => b.messages.length > 0);
     if (topicMessages.length === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new AppError('kafka_unavailable', `kafka did not acknowledge within ${sendTimeoutMs} ms`, { retryable: true })),
-        sendTimeoutMs,
-      );
-    });
     try {
-      await Promise.race([producer.sendBatch({ topicMessages, acks: -1, timeout: sendTimeoutMs, compression: CompressionTypes.None }), timeout]);
+      await producer.send(topicMessages);
     } catch (err) {
-      if (err instanceof AppError) throw err;
-      throw new AppError('kafka_unavailable', `kafka send failed: ${(err as Error).message}`, { retryable: true, cause: err });
-    } finally {
-      clearTimeout(timer);
+      if (connectionRefused(err))
+        throw new KafkaError('kafka_unavailable', `kafka is unreachable; nothing was written: ${errorMessage(err)}`, { retryable: true, cause: err });
+      if (err instanceof KafkaError && !err.retryable) throw err;
+      throw new KafkaError('kafka_outcome_unknown', `kafka send failed and may have been written: ${errorMessage(err)}`, { retryable: true, cause: err });
     }
   }
 
-  // With one request in flight, concurrent callers share the next request instead of queueing
-  // one request each. Each caller still gets its answer within sendTimeoutMs of calling.
-  const coalescer = createSendCoalescer(sendAll);
-  function bounded(batches: TopicMessages[]): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new AppError('kafka_unavailable', `kafka did not acknowledge within ${sendTimeoutMs} ms`, { retryable: true })),
-        sendTimeoutMs,
-      );
-    });
-    return Promise.race([coalescer.send(batches), timeout]).finally(() => clearTimeout(timer));
-  }
+  // One request in flight: concurrent callers share the next request instead of queueing one
+  // request each, and idempotent sends never overlap.
+  const coalescer = createSendCoalescer(sendAll, { maxQueuedBytes: options.maxQueuedBytes });
 
   return {
     connect: () => producer.connect(),
     disconnect: () => producer.disconnect(),
-    send(topic, messages) {
-      return bounded([{ topic, messages }]);
-    },
-    sendBatch(batches) {
-      return bounded(batches);
-    },
+    send: (topic, messages) => coalescer.send([{ topic, messages }], deadlines),
+    sendBatch: (batches) => coalescer.send(batches, deadlines),
     settled: () => coalescer.idle(),
+    queuedBytes: () => coalescer.queuedBytes(),
   };
 }

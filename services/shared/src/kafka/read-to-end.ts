@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { KafkaClient } from './client.js';
+import type { KafkaClient } from './driver.js';
 import { type ConsumedMessage, createBatchConsumer } from './consumer.js';
 import { createEndOffsetsReader, createOffsetTracker } from './offsets.js';
 

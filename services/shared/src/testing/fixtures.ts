@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type ClickHouse, createClickHouse } from '../clickhouse/client.js';
 import { dropDatabase, migrate } from '../clickhouse/migrations.js';
 import { deleteTopics, ensureTopics } from '../kafka/admin.js';
-import { createKafkaClient, type KafkaClient } from '../kafka/client.js';
+import { createKafkaClient, type KafkaClient, type KafkaDriverName } from '../kafka/client.js';
 import { TOPICS, type TopicKey, topicName } from '../kafka/topics.js';
 import { createLogger, type Logger } from '../logger.js';
 import { CLICKHOUSE_MIGRATIONS_DIR } from '../paths.js';
@@ -24,11 +24,11 @@ export interface TestKafka {
   cleanup(): Promise<void>;
 }
 
-/** Creates the named topics under a fresh prefix; `cleanup` deletes them. */
-export async function createTestKafka(keys: TopicKey[], env: IntegrationEnv = integrationEnv()): Promise<TestKafka> {
+/** Creates the named topics under a fresh prefix; `cleanup` deletes them. `driver` overrides KAFKA_DRIVER. */
+export async function createTestKafka(keys: TopicKey[], env: IntegrationEnv = integrationEnv(), driver: KafkaDriverName = env.kafkaDriver): Promise<TestKafka> {
   const prefix = `t${uniqueSuffix()}.`;
   const logger = testLogger();
-  const kafka = createKafkaClient({ brokers: env.kafkaBrokers, clientId: `test-${prefix}`, logger });
+  const kafka = createKafkaClient({ brokers: env.kafkaBrokers, clientId: `test-${prefix}`, driver, logger });
   // Fewer partitions than production keeps topic creation fast on the test broker.
   const specs = keys.map((k) => ({ ...TOPICS[k], partitions: Math.min(TOPICS[k].partitions, 3) }));
   await ensureTopics(kafka, { prefix, specs, logger });

@@ -4,3 +4,4 @@ export * from './wait.js';
 export * from './ports.js';
 export * from './metrics-text.js';
 export * from './redis-server.js';
+export * from './kafka-broker.js';

@@ -1,5 +1,4 @@
 import { randomInt } from 'node:crypto';
-import type { ICustomPartitioner } from 'kafkajs';
 
 /**
  * Kafka's murmur2 (the Java client's, as kafkajs's DefaultPartitioner computes it), in 32-bit
@@ -50,21 +49,30 @@ function hashBytes(length: number, byteAt: (i: number) => number): number {
 
 const toPositive = (x: number) => x & 0x7fffffff;
 
+/** The partition of a keyed message, as the Java client and kafkajs's DefaultPartitioner choose it. */
+export function keyPartition(key: string | Buffer, partitions: number): number {
+  return toPositive(murmur2(key)) % partitions;
+}
+
 /**
- * kafkajs's DefaultPartitioner with the murmur2 above: an explicit partition wins, a key picks
- * `toPositive(murmur2(key)) % partitions`, and keyless messages go round-robin over partitions
- * with a leader. Same choices, so copies of an event still meet on one partition whichever
- * producer (gateway, job runner, an older release) wrote them.
+ * kafkajs's DefaultPartitioner with the murmur2 above, for every driver: an explicit partition
+ * wins, a key picks `keyPartition`, and keyless messages go round-robin over the partitions that
+ * have a leader. Same choices, so copies of an event still meet on one partition whichever
+ * producer (gateway, job runner, an older release, another driver) wrote them.
  */
-export const fastDefaultPartitioner: ICustomPartitioner = () => {
+export function createPartitionChooser(): (
+  topic: string,
+  message: { key?: string | Buffer | null; partition?: number | null },
+  leaders: readonly number[],
+) => number {
   const counters = new Map<string, number>();
-  return ({ topic, partitionMetadata, message }) => {
+  return (topic, message, leaders) => {
     if (message.partition !== null && message.partition !== undefined) return message.partition;
-    if (message.key !== null && message.key !== undefined) return toPositive(murmur2(message.key)) % partitionMetadata.length;
+    if (message.key !== null && message.key !== undefined) return keyPartition(message.key, leaders.length);
     const counter = (counters.get(topic) ?? randomInt(2 ** 31)) + 1;
     counters.set(topic, counter);
-    const available = partitionMetadata.filter((p) => p.leader >= 0);
-    if (available.length > 0) return (available[toPositive(counter) % available.length] as { partitionId: number }).partitionId;
-    return toPositive(counter) % partitionMetadata.length;
+    const available = leaders.flatMap((leader, partition) => (leader >= 0 ? [partition] : []));
+    if (available.length > 0) return available[toPositive(counter) % available.length] as number;
+    return toPositive(counter) % leaders.length;
   };
-};
+}

@@ -1,0 +1,242 @@
+/**
+ * Real servers: Kafka (frozen with SIGSTOP, then SIGCONT, by this test), ClickHouse, Redis; the
+ * gateway, the processor and the crm-sink as real OS processes; a fake HubSpot over real HTTP.
+ *
+ * The reproduction of a stalled broker (a long GC pause, a frozen VM, a partition), for each
+ * Kafka driver: under steady load over real HTTP the broker is frozen for four times the
+ * consumers' session timeout, so every member is dropped from its group when it wakes up
+ * (kafkajs then crashed for good with "The coordinator is not aware of this member" and the
+ * processor never rejoined). After the resume:
+ * - every event answered 202 is in ClickHouse and synced by the CRM sink within DELIVERY_BOUND_MS;
+ * - no event answered 503 was stored (503 means "not written");
+ * - no process exited or was restarted, and every /healthz and /readyz answers 200;
+ * - the gateway's RSS stayed flat while Kafka was away (its queue of writes is bounded).
+ */
+import type { CrmMapping } from '@ingest/schemas';
+import {
+  type Closeable,
+  createControlPlane,
+  createProducer,
+  createRedis,
+  KAFKA_DRIVERS,
+  type KafkaDriverName,
+  type Redis,
+  sql,
+  syncStateKey,
+  TOPICS,
+} from '@ingest/shared';
+import {
+  createTestClickHouse,
+  createTestKafka,
+  integrationEnv,
+  pauseKafka,
+  resumeKafka,
+  type TestClickHouse,
+  type TestKafka,
+  testLogger,
+  uniqueSuffix,
+  waitFor,
+} from '@ingest/shared/testing';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { SinkFleet } from '../../../crm-sink/src/chaos/sink-process.js';
+import { type FakeCrm, startFakeCrm } from '../../../crm-sink/src/test-support/fake-crm.js';
+import { type GatewayProcess, startGatewayProcess } from '../../../gateway/src/chaos/gateway-process.js';
+import { ProcessorFleet, processorSetup } from './processor-process.js';
+
+const SESSION_TIMEOUT_MS = 6_000;
+/** The scenario itself: long enough that the broker drops every member when it wakes up. */
+const STALL_MS = 4 * SESSION_TIMEOUT_MS;
+/** Bound on every accepted event reaching ClickHouse and the CRM, counted from the resume. */
+const DELIVERY_BOUND_MS = 120_000;
+/** Steady load: requests of 10 events, started at this rate whatever the answers take. */
+const REQUESTS_PER_SECOND = 40;
+const EVENTS_PER_REQUEST = 10;
+/** Most requests waiting for an answer at once (a stalled broker holds them): the client's own bound. */
+const MAX_OPEN_REQUESTS = 400;
+/** The gateway's queue of writes is capped low here, so a growth of its RSS would show. */
+const MAX_QUEUED_BYTES = 8 * 1024 * 1024;
+const RSS_GROWTH_BOUND = 96 * 1024 * 1024;
+const CONTACTS = 50;
+
+const mapping: CrmMapping = {
+  version: 1,
+  crm: { type: 'hubspot', credentialsRef: 'hubspot-pause' },
+  rules: [{ id: 'page-view', when: { eventName: 'Page Viewed' }, object: 'contact', actions: [{ op: 'increment', field: 'page_views' }] }],
+};
+
+type Answer = 202 | 503 | 504 | number;
+
+afterAll(async () => {
+  await resumeKafka(); // whatever happened, never leave the broker frozen
+});
+
+describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled under load, end to end (%s)', (driver) => {
+  let kafka: TestKafka | undefined;
+  let clickhouse: TestClickHouse | undefined;
+  let redis: (Redis & Closeable) | undefined;
+  let crm: FakeCrm | undefined;
+  let gateway: GatewayProcess | undefined;
+  let processors: ProcessorFleet | undefined;
+  let sinks: SinkFleet | undefined;
+  const closers: (() => Promise<unknown>)[] = [];
+
+  afterEach(async () => {
+    await resumeKafka();
+    await gateway?.kill();
+    await processors?.killAll();
+    await sinks?.killAll();
+    for (const close of closers.splice(0).reverse()) await close().catch(() => {});
+    await crm?.stop();
+    await redis?.close();
+    await clickhouse?.cleanup();
+    await kafka?.cleanup();
+  });
+
+  it('recovers by itself: every 202 reaches ClickHouse and the CRM, no 503 was written, nothing restarted, RSS flat', async () => {
+    kafka = await createTestKafka(Object.keys(TOPICS) as (keyof typeof TOPICS)[], integrationEnv(), driver);
+    clickhouse = await createTestClickHouse();
+    redis = createRedis({ url: integrationEnv().redisUrl });
+    const producer = createProducer(kafka.kafka);
+    await Promise.all([producer.connect(), redis.connect()]);
+    closers.push(() => producer.disconnect());
+    const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger: testLogger() });
+    await controlPlane.start();
+    closers.push(() => controlPlane.stop());
+    const account = await controlPlane.createAccount({ name: `Pause ${driver}`, plan: 'growth' });
+    const { plaintext: apiKey } = await controlPlane.createApiKey(account.id, 'load');
+    const token = `tok-pause-${uniqueSuffix()}`;
+    crm = await startFakeCrm({ tokens: [token] });
+    await controlPlane.putCrmCredential(account.id, mapping.crm.credentialsRef, { type: 'hubspot', accessToken: token, baseUrl: crm.url });
+    await controlPlane.putMapping(account.id, mapping, 'admin');
+
+    const common = { KAFKA_DRIVER: driver, KAFKA_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS) };
+    const sinkPrefix = `t${uniqueSuffix()}:`;
+    processors = new ProcessorFleet({ ...processorSetup(kafka.prefix, clickhouse.database, `pause-${driver}`), env: common });
+    sinks = new SinkFleet({
+      topicPrefix: kafka.prefix,
+      redisKeyPrefix: sinkPrefix,
+      groupId: `crm-sink-pause-${uniqueSuffix()}`,
+      label: `pause-sink-${driver}`,
+      env: common,
+    });
+    const [processor, sink] = await Promise.all([processors.start(), sinks.start()]);
+    gateway = await startGatewayProcess(`pause-gateway-${driver}`, {
+      ...common,
+      KAFKA_TOPIC_PREFIX: kafka.prefix,
+      CLICKHOUSE_DATABASE: clickhouse.database,
+      RATE_LIMIT_PER_MINUTE: '100000000',
+      KAFKA_MAX_QUEUED_BYTES: String(MAX_QUEUED_BYTES),
+    });
+    const gw = gateway;
+
+    // --- load over real HTTP, every answer remembered per event id -------------------------
+    const answers = new Map<string, Answer>();
+    const rss: { at: number; bytes: number }[] = [];
+    let sent = 0;
+    let open = 0;
+    let loading = true;
+    const post = async (ids: string[]) => {
+      open++;
+      try {
+        const res = await fetch(`${gw.url}/v1/events`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            events: ids.map((eventId, i) => ({ eventId, eventName: 'Page Viewed', email: `user${i % CONTACTS}@acme.io`, properties: { n: i } })),
+          }),
+          signal: AbortSignal.timeout(90_000),
+        });
+        await res.arrayBuffer();
+        for (const id of ids) answers.set(id, res.status);
+      } catch {
+        for (const id of ids) answers.set(id, 0);
+      } finally {
+        open--;
+      }
+    };
+    const requests: Promise<void>[] = [];
+    const load = (async () => {
+      for (let next = Date.now(); loading; next += 1000 / REQUESTS_PER_SECOND) {
+        await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())));
+        rss.push({ at: Date.now(), bytes: gw.rssBytes() });
+        if (open >= MAX_OPEN_REQUESTS) continue;
+        const ids = Array.from({ length: EVENTS_PER_REQUEST }, () => `pause-${sent++}`);
+        requests.push(post(ids));
+      }
+    })();
+    const count = (status: Answer) => [...answers.values()].filter((a) => a === status).length;
+
+    await waitFor(() => count(202) >= 2_000, { description: 'load flowing (2,000 events accepted)', timeoutMs: 60_000 });
+    const pausedAt = Date.now();
+    pauseKafka();
+    await new Promise((resolve) => setTimeout(resolve, STALL_MS));
+    await resumeKafka();
+    const resumedAt = Date.now();
+    const acceptedAtResume = count(202);
+    await waitFor(() => count(202) >= acceptedAtResume + 1_000, { description: '1,000 more events accepted after the resume', timeoutMs: 60_000 });
+    loading = false;
+    await load;
+    await Promise.all(requests);
+
+    const accepted = [...answers].filter(([, a]) => a === 202).map(([id]) => id);
+    const refused = [...answers].filter(([, a]) => a === 503).map(([id]) => id);
+    const unknown = [...answers].filter(([, a]) => a === 504).map(([id]) => id);
+    const other = [...answers].filter(([, a]) => a !== 202 && a !== 503 && a !== 504);
+    console.log(
+      `${driver}: ${accepted.length} events answered 202, ${refused.length} 503, ${unknown.length} 504, ${other.length} other (${[...new Set(other.map(([, a]) => a))].join(',')}); stall ${STALL_MS} ms`,
+    );
+
+    // --- every 202 in ClickHouse and synced to the CRM, within the bound -------------------
+    const ch = clickhouse.ch;
+    const stored = async () =>
+      new Set((await ch.query<{ id: string }>(sql`SELECT DISTINCT event_id AS id FROM events WHERE account_id = ${account.id}`)).map((r) => r.id));
+    await waitFor(
+      async () => {
+        const have = await stored();
+        const missing = accepted.filter((id) => !have.has(id));
+        if (missing.length > 0)
+          throw new Error(`${missing.length} of ${accepted.length} accepted events not in ClickHouse, e.g. ${missing.slice(0, 3).join(', ')}`);
+        return true;
+      },
+      { description: 'every accepted event in ClickHouse', timeoutMs: Math.max(1_000, resumedAt + DELIVERY_BOUND_MS - Date.now()), intervalMs: 1_000 },
+    );
+    const syncRedis = redis;
+    await waitFor(
+      async () => {
+        let pending = 0;
+        for (let i = 0; i < accepted.length; i += 1_000) {
+          const states = await syncRedis.mget(...accepted.slice(i, i + 1_000).map((id) => syncStateKey(sinkPrefix, account.id, id)));
+          pending += states.filter((s) => s === null || !/"state":"synced"/.test(s)).length;
+        }
+        if (pending > 0) throw new Error(`${pending} of ${accepted.length} accepted events not synced to the CRM`);
+        return true;
+      },
+      { description: 'every accepted event synced to the CRM', timeoutMs: Math.max(1_000, resumedAt + DELIVERY_BOUND_MS - Date.now()), intervalMs: 1_000 },
+    );
+    console.log(`${driver}: everything accepted stored and synced ${((Date.now() - resumedAt) / 1000).toFixed(1)} s after the resume`);
+
+    // --- 503 means not written ----------------------------------------------------------------
+    const have = await stored();
+    expect(refused.filter((id) => have.has(id))).toEqual([]);
+    expect(other).toEqual([]);
+
+    // --- nothing restarted, every process healthy --------------------------------------------
+    expect([gw.exitStatus(), processor.exitStatus(), sink.exitStatus()]).toEqual([undefined, undefined, undefined]);
+    expect(processors.unexpectedExits()).toEqual([]);
+    expect(sinks.unexpectedExits()).toEqual([]);
+    const gatewayHealth = await Promise.all(['/healthz', '/readyz'].map(async (p) => (await fetch(`${gw.opsUrl}${p}`)).status));
+    expect({ gateway: gatewayHealth, processor: await processor.health(), sink: await sink.health() }).toEqual({
+      gateway: [200, 200],
+      processor: { live: 200, ready: 200 },
+      sink: { live: 200, ready: 200 },
+    });
+
+    // --- the gateway's memory stayed flat while Kafka was away -------------------------------
+    const before = rss.filter((s) => s.at < pausedAt).map((s) => s.bytes);
+    const during = rss.filter((s) => s.at >= pausedAt && s.at <= resumedAt + 5_000).map((s) => s.bytes);
+    const baseline = Math.max(...before);
+    const peak = Math.max(...during);
+    console.log(`${driver}: gateway RSS ${(baseline / 1e6).toFixed(0)} MB before the stall, peak ${(peak / 1e6).toFixed(0)} MB during it`);
+    expect(peak - baseline).toBeLessThan(RSS_GROWTH_BOUND);
+  });
+});

@@ -1,0 +1,61 @@
+import type { Kafka } from 'kafkajs';
+import { byPartition, type KafkaAdmin } from '../driver.js';
+import { wrapErrors } from '../errors.js';
+import { kafkajsTraits } from './kafkajs.client.js';
+
+export function createKafkajsAdmin(kafka: Kafka): KafkaAdmin {
+  const admin = kafka.admin();
+  const call = <T>(what: string, work: () => Promise<T>) => wrapErrors(`kafka admin ${what}`, kafkajsTraits, work);
+  return {
+    connect: () => call('connect', () => admin.connect()),
+    disconnect: () => call('disconnect', () => admin.disconnect()),
+    listTopics: () => call('listTopics', () => admin.listTopics()),
+    createTopics: (topics) =>
+      call('createTopics', async () => {
+        // Leaders are awaited by the caller, not by kafkajs: its wait gives up on
+        // UNKNOWN_TOPIC_OR_PARTITION, which a busy broker answers for a moment after creating a topic.
+        await admin.createTopics({
+          waitForLeaders: false,
+          topics: topics.map((t) => ({
+            topic: t.name,
+            numPartitions: t.partitions,
+            replicationFactor: t.replicationFactor,
+            configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })),
+          })),
+        });
+      }),
+    partitionLeaders: (topics) =>
+      call('fetchTopicMetadata', async () => {
+        const { topics: metadata } = await admin.fetchTopicMetadata({ topics: [...topics] });
+        return new Map(
+          metadata.map((t) => {
+            const leaders = new Array<number>(t.partitions.length).fill(-1);
+            for (const p of t.partitions) leaders[p.partitionId] = p.leader;
+            return [t.name, leaders];
+          }),
+        );
+      }),
+    deleteTopics: (topics) => call('deleteTopics', () => admin.deleteTopics({ topics: [...topics], timeout: 10_000 })),
+    topicOffsets: (topic) =>
+      call('fetchTopicOffsets', async () =>
+        (await admin.fetchTopicOffsets(topic)).map((p) => ({ topic, partition: p.partition, low: BigInt(p.low), high: BigInt(p.high) })).sort(byPartition),
+      ),
+    committedOffsets: (groupId, topics) =>
+      call('fetchOffsets', async () =>
+        (await admin.fetchOffsets({ groupId, topics: [...topics] }))
+          .flatMap((t) => t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, offset: /^\d+$/.test(p.offset) ? p.offset : '-1' })))
+          .sort(byPartition),
+      ),
+    setCommittedOffsets: (groupId, offsets) =>
+      call('setOffsets', async () => {
+        const byTopic = new Map<string, { partition: number; offset: string }[]>();
+        for (const o of offsets) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partition: o.partition, offset: o.offset }]);
+        for (const [topic, partitions] of byTopic) await admin.setOffsets({ groupId, topic, partitions });
+      }),
+    listGroups: () => call('listGroups', async () => (await admin.listGroups()).groups.map((g) => g.groupId)),
+    deleteGroups: (groupIds) =>
+      call('deleteGroups', async () => {
+        if (groupIds.length > 0) await admin.deleteGroups([...groupIds]);
+      }),
+  };
+}

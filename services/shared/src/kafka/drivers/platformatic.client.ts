@@ -1,0 +1,132 @@
+import zlib from 'node:zlib';
+import { type BaseOptions, type MessageToProduce, ProduceAcks, Producer } from '@platformatic/kafka';
+import { brokerList } from '../../config.js';
+import { consumerDefaults, type DriverMessage, type DriverProducer, type DriverProducerOptions, type KafkaClient, type KafkaClientOptions } from '../driver.js';
+import { type ErrorTraits, wrapErrors } from '../errors.js';
+import { createPlatformaticAdmin } from './platformatic.admin.js';
+import { createPlatformaticConsumer } from './platformatic.consumer.js';
+import { murmur2 } from './partitioner.js';
+
+/**
+ * @platformatic/kafka 1.x: pure JavaScript, maintained, the 1.x line runs on Node 20 (2.x needs
+ * Node 22+). Keys, values and headers go through as Buffers (no serialisers).
+ */
+export function createPlatformaticClient(options: KafkaClientOptions): KafkaClient {
+  const base: BaseOptions = {
+    clientId: options.clientId,
+    bootstrapBrokers: brokerList(options.brokers),
+    connectTimeout: options.connectionTimeoutMs ?? 3_000,
+    requestTimeout: options.requestTimeoutMs ?? 10_000,
+    // Bounded: four attempts about a request timeout apart outlast a broker stalled for ~30 s.
+    retries: 3,
+    retryDelay: 250,
+    // Topics are provisioned by setup, never by a typo in a producer.
+    autocreateTopics: false,
+    // Fresh metadata at least this often: partition leaders move after a broker restart.
+    metadataMaxAge: 5_000,
+  };
+  return {
+    driver: 'platformatic',
+    clientId: options.clientId,
+    consumerDefaults: consumerDefaults(options),
+    producer: (producerOptions) => createPlatformaticProducer(base, producerOptions),
+    consumer: (consumerOptions) => createPlatformaticConsumer(base, consumerOptions),
+    admin: () => createPlatformaticAdmin(base),
+  };
+}
+
+function createPlatformaticProducer(base: BaseOptions, options: DriverProducerOptions): DriverProducer {
+  // The library compresses zstd with node:zlib, which has it from Node 22.15 on: refuse at
+  // start rather than at the first send.
+  if (options.compression === 'zstd' && typeof (zlib as { zstdCompressSync?: unknown }).zstdCompressSync !== 'function') {
+    throw new Error(`zstd compression needs Node 22.15 or later (this is ${process.version}); use none, gzip or lz4`);
+  }
+  // Created on connect(): the constructor is cheap, but a closed producer cannot be reopened.
+  let producer: Producer | undefined;
+  const make = () =>
+    new Producer({
+      ...base,
+      // Idempotent (acks=all, one request in flight per connection): the broker drops the
+      // producer's own retries by sequence number. Sends must still be serialised by the caller:
+      // the sequence of a partition advances only when a send is acknowledged, so two sends in
+      // flight at once reuse numbers (OUT_OF_ORDER_SEQUENCE_NUMBER, or a silently dropped
+      // duplicate: platformatic/kafka issue #326). The wrapper's send coalescer does that.
+      idempotent: true,
+      acks: ProduceAcks.ALL,
+      // The broker's own wait for the in-sync replicas.
+      timeout: options.ackTimeoutMs,
+      compression: options.compression,
+      // The library does not retry a produce that timed out (its TimeoutError says canRetry:
+      // false), so one attempt may wait as long as the caller does: a broker that stalls for
+      // 24 s then answers this request, instead of leaving its outcome unknown.
+      ...(options.inFlightTimeoutMs === undefined ? {} : { requestTimeout: Math.max(base.requestTimeout ?? 0, options.inFlightTimeoutMs) }),
+      // The Java client's partitioner (kafkajs's DefaultPartitioner): the library's default
+      // takes murmur2 unsigned and would move keys to other partitions than the other drivers.
+      // It reduces the result modulo the partition count itself.
+      partitioner: (_message, key) => (key ? murmur2(key) & 0x7fffffff : 0),
+    });
+  return {
+    async connect() {
+      producer ??= make();
+      // The idempotent producer id is fetched here, so a broker that is down fails the start.
+      await wrapErrors('kafka producer connect', platformaticTraits, () => (producer as Producer).initIdempotentProducer({}));
+    },
+    async disconnect() {
+      const closing = producer;
+      producer = undefined;
+      await wrapErrors('kafka producer disconnect', platformaticTraits, async () => closing?.close());
+    },
+    send: (batches) =>
+      wrapErrors('kafka send failed', platformaticTraits, async () => {
+        producer ??= make();
+        const messages: MessageToProduce[] = [];
+        for (const b of batches) for (const m of b.messages) messages.push(toProduce(b.topic, m));
+        await producer.send({ messages });
+      }),
+  };
+}
+
+function toProduce(topic: string, m: DriverMessage): MessageToProduce {
+  const headers = new Map<Buffer, Buffer>();
+  for (const [k, v] of Object.entries(m.headers ?? {})) headers.set(Buffer.from(k), Buffer.from(v));
+  return {
+    topic,
+    key: m.key === null ? undefined : Buffer.isBuffer(m.key) ? m.key : Buffer.from(m.key),
+    // A null value is a tombstone: the library writes it as a null record value.
+    value: (m.value === null ? null : Buffer.isBuffer(m.value) ? m.value : Buffer.from(m.value)) as Buffer,
+    headers,
+    ...(m.partition === undefined ? {} : { partition: m.partition }),
+  };
+}
+
+const REBALANCE = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'FENCED_INSTANCE_ID']);
+
+interface PlatformaticErrorLike {
+  code?: string;
+  apiId?: string;
+  canRetry?: boolean;
+  needsRejoin?: boolean;
+  cause?: unknown;
+  errors?: unknown[];
+}
+
+/** Reads @platformatic/kafka errors: `canRetry`, network/timeout codes and group errors, in nested and aggregated errors. */
+export function platformaticTraits(err: unknown): ErrorTraits {
+  const traits: ErrorTraits = { retryable: true, unavailable: false, rebalance: false };
+  const seen = new Set<unknown>();
+  const visit = (e: unknown, depth: number) => {
+    if (!e || typeof e !== 'object' || seen.has(e) || depth > 10) return;
+    seen.add(e);
+    const x = e as PlatformaticErrorLike;
+    if (x.canRetry === false) traits.retryable = false;
+    if (x.code === 'PLT_KFK_NETWORK' || x.code === 'PLT_KFK_TIMEOUT') traits.unavailable = true;
+    if (x.needsRejoin === true || (x.apiId !== undefined && REBALANCE.has(x.apiId))) traits.rebalance = true;
+    if (x.apiId === 'UNKNOWN_TOPIC_OR_PARTITION' || x.apiId === 'UNKNOWN_TOPIC_ID') traits.unknownTopic = true;
+    visit(x.cause, depth + 1);
+    for (const inner of x.errors ?? []) visit(inner, depth + 1);
+  };
+  visit(err, 0);
+  // Not a library error at all (a bug, a refused argument): not worth retrying.
+  if (!(err && typeof err === 'object' && typeof (err as PlatformaticErrorLike).code === 'string')) traits.retryable = false;
+  return traits;
+}

@@ -1,0 +1,236 @@
+import { type BaseOptions, Consumer, kGetApi, type Message, type MessagesStream } from '@platformatic/kafka';
+import type { ConsumedMessage, DriverConsumer, DriverConsumerOptions } from '../driver.js';
+import { KafkaError, wrapErrors } from '../errors.js';
+import { platformaticTraits } from './platformatic.client.js';
+
+/**
+ * One membership through @platformatic/kafka's message stream. The stream prefetches up to its
+ * high-water mark; everything it has buffered is read at once, split into one batch per
+ * partition, and handled (up to `partitionsConsumedConcurrently` partitions at a time) before
+ * the next read, so a partition's batches are handled in order, one at a time.
+ *
+ * A rejoin (rebalance, or the member was fenced after a stall) makes the stream read every
+ * partition again from its committed offset, while what it fetched before may still arrive: per
+ * partition, messages below the next offset this member has not handled yet are dropped, and
+ * those of partitions it no longer holds are not handed over.
+ *
+ * The library's own retries are off for the consumer (`retries: 0`): after a failed commit it
+ * rejoins and commits again under the new generation, which would commit a partition another
+ * member may already be reading. A failure instead ends the session and the wrapper starts a
+ * fresh one from the committed offsets (and retries a failed start).
+ */
+export function createPlatformaticConsumer(base: BaseOptions, options: DriverConsumerOptions): DriverConsumer {
+  const log = options.logger;
+  const rebalanceTimeoutMs = Math.max(options.sessionTimeoutMs, 30_000);
+  const consumer = new Consumer({
+    ...base,
+    // A JoinGroup is answered only once the group's rebalance is over, which waits for a member
+    // that died (SIGKILL) until its session expires: as the Java client does, the request may
+    // take the rebalance timeout and then some. With the library's 10 s, a processor started
+    // next to a killed one timed out joining and exited.
+    requestTimeout: Math.max(base.requestTimeout ?? 0, rebalanceTimeoutMs + 5_000),
+    retries: 0,
+    groupId: options.groupId,
+    autocommit: false,
+    sessionTimeout: options.sessionTimeoutMs,
+    rebalanceTimeout: rebalanceTimeoutMs,
+    heartbeatInterval: options.heartbeatIntervalMs,
+    maxWaitTime: options.maxWaitTimeMs,
+    maxBytesPerPartition: options.maxBytesPerPartition,
+    maxBytes: options.maxBytesPerPartition * Math.max(1, options.partitionsConsumedConcurrently) * 2,
+    minBytes: 1,
+  });
+  let stream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | undefined;
+  let stopped = false;
+  let crashed = false;
+
+  const crash = (error: unknown) => {
+    if (stopped || crashed) return;
+    crashed = true;
+    wakeJoinWaiters();
+    options.onCrash(error);
+  };
+  /** Per partition, the next offset not handled yet in this session. */
+  const positions = new Map<string, bigint>();
+  const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+  /**
+   * The generation whose assignment this member holds. The library takes a new generation id
+   * as soon as its JoinGroup is answered and the new assignment only when SyncGroup is: in
+   * between, the old assignment is stale although the generation is current, and a commit made
+   * then succeeded for a partition the other member was already reading (the rebalance contract
+   * test caught it). Nothing is handed over or committed while the two differ.
+   */
+  let syncedGeneration = -1;
+  const inSync = () => syncedGeneration === consumer.generationId;
+  let joinWaiters: (() => void)[] = [];
+  const wakeJoinWaiters = () => {
+    const waiters = joinWaiters;
+    joinWaiters = [];
+    for (const w of waiters) w();
+  };
+  consumer.on('consumer:group:join', (payload) => {
+    syncedGeneration = payload.generationId ?? consumer.generationId;
+    wakeJoinWaiters();
+    const assignment: Record<string, number[]> = {};
+    for (const a of payload.assignments ?? []) assignment[a.topic] = [...a.partitions];
+    // A partition that left and comes back later starts from its commit, not from here.
+    for (const key of positions.keys()) {
+      const [topic = '', partition = '-1'] = key.split('\u0000');
+      if (!(assignment[topic] ?? []).includes(Number(partition))) positions.delete(key);
+    }
+    options.onJoin(assignment);
+  });
+  consumer.on('consumer:heartbeat:end', () => options.onActivity());
+  // A rejoin that failed for good: the member has no group any more.
+  consumer.on('error' as 'consumer:heartbeat:error', (error: unknown) => crash(error));
+
+  /**
+   * The library reads the generation id when it builds the OffsetCommit request, after its own
+   * asynchronous steps (coordinator, metadata): a rejoin answered in between sent our commit
+   * under the new generation, for a partition the other member was already reading. The request
+   * is checked against the generation the commit was made for, and dropped when they differ.
+   * Commits go one at a time so that one generation is pinned at a time.
+   */
+  let commitGeneration: number | undefined;
+  let commits: Promise<unknown> = Promise.resolve();
+  const getApi = consumer[kGetApi].bind(consumer) as (name: string, callback: (error: Error | null, api?: unknown) => void) => void;
+  (consumer as unknown as Record<symbol, unknown>)[kGetApi] = (name: string, callback: (error: Error | null, api?: unknown) => void) =>
+    getApi(name, (error, api) => {
+      if (error || name !== 'OffsetCommit' || typeof api !== 'function') {
+        callback(error, api);
+        return;
+      }
+      callback(null, (...args: unknown[]) => {
+        const done = args.at(-1) as (error: Error | null) => void;
+        if (commitGeneration !== undefined && args[2] !== commitGeneration) done(STALE_COMMIT);
+        else (api as (...a: unknown[]) => void)(...args);
+      });
+    });
+
+  const assigned = (topic: string, partition: number) => consumer.assignments?.some((a) => a.topic === topic && a.partitions.includes(partition)) ?? false;
+
+  let pumping = false;
+  async function pump(): Promise<void> {
+    if (pumping || !stream) return;
+    pumping = true;
+    try {
+      for (;;) {
+        const fetched: Message<Buffer, Buffer, Buffer, Buffer>[] = [];
+        for (let m = stream.read() as Message<Buffer, Buffer, Buffer, Buffer> | null; m !== null; m = stream.read() as typeof m) fetched.push(m);
+        if (fetched.length === 0 || stopped || crashed) return;
+        await handle(fetched);
+      }
+    } finally {
+      pumping = false;
+    }
+  }
+
+  async function handle(fetched: Message<Buffer, Buffer, Buffer, Buffer>[]): Promise<void> {
+    // Mid-rejoin: wait for the new assignment, then hand over what is still ours. Not dropped:
+    // a fetch in flight during the rejoin may still land after it, continuing from these
+    // messages, and would leave a gap behind them.
+    while (!inSync() && !stopped && !crashed) await new Promise<void>((resolve) => joinWaiters.push(resolve));
+    if (stopped || crashed) return;
+    const byPartition = new Map<string, ConsumedMessage[]>();
+    for (const m of fetched) {
+      const key = keyOf(m.topic, m.partition);
+      // Handled already (read again from the commit after a rejoin), or not ours any more.
+      if (m.offset < (positions.get(key) ?? -1n) || !assigned(m.topic, m.partition)) continue;
+      const list = byPartition.get(key) ?? [];
+      list.push(toConsumed(m));
+      byPartition.set(key, list);
+    }
+    const batches = [...byPartition.values()];
+    const workers = Math.max(1, Math.min(options.partitionsConsumedConcurrently, batches.length));
+    await Promise.all(
+      Array.from({ length: workers }, async () => {
+        for (let messages = batches.shift(); messages; messages = batches.shift()) {
+          const first = messages[0] as ConsumedMessage;
+          // A batch of an older generation, or one begun mid-rejoin, commits nothing.
+          const generation = consumer.generationId;
+          const isCurrent = () => !stopped && !crashed && inSync() && consumer.generationId === generation && assigned(first.topic, first.partition);
+          if (!isCurrent()) continue;
+          await options.handleBatch({ topic: first.topic, partition: first.partition, messages, heartbeat: async () => {}, isCurrent });
+          positions.set(keyOf(first.topic, first.partition), BigInt((messages.at(-1) as ConsumedMessage).offset) + 1n);
+        }
+      }),
+    );
+  }
+
+  return {
+    start: () =>
+      wrapErrors('kafka consumer start', platformaticTraits, async () => {
+        const opened = await consumer.consume({
+          topics: [...options.topics],
+          mode: 'committed',
+          fallbackMode: options.fromBeginning ? 'earliest' : 'latest',
+          autocommit: false,
+          highWaterMark: 4_096,
+        });
+        stream = opened;
+        opened.on('fetch', () => options.onActivity());
+        opened.on('readable', () => {
+          pump().catch((error: unknown) => crash(error));
+        });
+        opened.on('error', (error) => crash(error));
+        opened.on('close', () => {
+          if (!stopped) crash(new KafkaError('kafka_unavailable', 'the message stream closed', { retryable: true }));
+        });
+      }),
+    commit(offsets) {
+      const commit = commits.then(() =>
+        wrapErrors('kafka offset commit', platformaticTraits, async () => {
+          if (stopped || crashed) throw new KafkaError('kafka_rebalance', 'the consumer session ended before the commit', { retryable: true });
+          // Under the generation whose assignment this member holds, or not at all: a refused
+          // commit only means its messages may be read again (at least once).
+          if (!inSync()) throw new KafkaError('kafka_rebalance', 'offset commit refused: the member is rejoining its group', { retryable: true });
+          commitGeneration = syncedGeneration;
+          try {
+            await consumer.commit({ offsets: offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: BigInt(o.offset), leaderEpoch: -1 })) });
+          } catch (err) {
+            if (err === STALE_COMMIT) throw new KafkaError('kafka_rebalance', STALE_COMMIT.message, { retryable: true });
+            throw err;
+          } finally {
+            commitGeneration = undefined;
+          }
+        }),
+      );
+      commits = commit.catch(() => {});
+      return commit;
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      wakeJoinWaiters();
+      await wrapErrors('kafka consumer stop', platformaticTraits, async () => {
+        // Force: closes the stream, leaves the group, closes the connections.
+        await forceClose(consumer).catch((err: unknown) => {
+          log.debug({ err }, 'leaving the group failed; closing anyway');
+          return forceClose(consumer);
+        });
+      });
+    },
+  };
+}
+
+function toConsumed(m: Message<Buffer, Buffer, Buffer, Buffer>): ConsumedMessage {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of m.headers) headers[k.toString('utf8')] = v?.toString('utf8') ?? '';
+  return {
+    topic: m.topic,
+    partition: m.partition,
+    offset: m.offset.toString(),
+    key: m.key ?? null,
+    value: m.value ?? null,
+    headers,
+    timestamp: Number(m.timestamp),
+  };
+}
+
+/** Closes the stream, leaves the group and closes the connections. */
+function forceClose(consumer: Consumer): Promise<void> {
+  return new Promise((resolve, reject) => consumer.close(true, (err) => (err ? reject(err) : resolve())));
+}
+
+/** A commit built under another generation than the one it was made for: dropped, not sent. */
+const STALE_COMMIT = new Error('offset commit dropped: the member rejoined the group meanwhile');

@@ -1,0 +1,83 @@
+import { AppError, errorMessage } from '../errors.js';
+
+/**
+ * The wrapper's errors. Whatever the library threw is kept as `cause`; callers classify by
+ * `code` and `retryable` only:
+ * - `kafka_unavailable`: no broker answered in time, or the connection broke (retryable).
+ * - `kafka_rebalance`: the group moved on (rebalance, fenced member); the work is read again
+ *   by whoever owns the partition now (retryable).
+ * - `kafka_send_expired`: a send waited in the queue past its deadline and was dropped before
+ *   it reached the network: nothing of it was written (retryable).
+ * - `kafka_producer_full`: the producer already holds its bound of queued bytes; nothing was
+ *   queued (retryable).
+ * - `kafka_outcome_unknown`: a send in flight got no answer in time, or failed in a way that
+ *   does not prove it was not written: it may be stored (retryable with the same ids).
+ * - `kafka_unknown_topic`: the topic does not exist (not retryable: setup creates topics).
+ * - `kafka_error`: anything else the broker or library refused (`retryable` as the library says).
+ */
+export type KafkaErrorCode =
+  'kafka_unavailable' | 'kafka_rebalance' | 'kafka_send_expired' | 'kafka_producer_full' | 'kafka_outcome_unknown' | 'kafka_unknown_topic' | 'kafka_error';
+
+export class KafkaError extends AppError {
+  declare readonly code: KafkaErrorCode;
+
+  constructor(code: KafkaErrorCode, message: string, options: { retryable: boolean; cause?: unknown }) {
+    super(code, message, options);
+    this.name = 'KafkaError';
+  }
+}
+
+/** How a driver reads its library's errors. */
+export interface ErrorTraits {
+  /** The library says retrying can help. */
+  retryable: boolean;
+  /** Connection refused/closed or a request timeout. */
+  unavailable: boolean;
+  /** The member's generation is stale, or it is unknown to the coordinator. */
+  rebalance: boolean;
+  /** The broker does not know the topic (or partition). */
+  unknownTopic?: boolean;
+}
+
+/** Wraps a library error once; a `KafkaError` passes through unchanged. */
+export function toKafkaError(what: string, err: unknown, traits: (err: unknown) => ErrorTraits): KafkaError {
+  if (err instanceof KafkaError) return err;
+  const t = traits(err);
+  if (t.unknownTopic) return new KafkaError('kafka_unknown_topic', `${what}: ${errorMessage(err)}`, { retryable: false, cause: err });
+  const code: KafkaErrorCode = t.rebalance ? 'kafka_rebalance' : t.unavailable ? 'kafka_unavailable' : 'kafka_error';
+  return new KafkaError(code, `${what}: ${errorMessage(err)}`, { retryable: t.retryable || t.unavailable || t.rebalance, cause: err });
+}
+
+/** Runs a library call and wraps what it throws. */
+export async function wrapErrors<T>(what: string, traits: (err: unknown) => ErrorTraits, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    throw toKafkaError(what, err, traits);
+  }
+}
+
+const REFUSED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/**
+ * True when every attempt behind `err` failed to connect at all (connection refused, no such
+ * host): no request left this process, so nothing was written. Any other failure of a send
+ * (a timeout, a connection closed with the request on it, a broker error for some of the
+ * partitions of a request) leaves the outcome open.
+ * kafkajs reports only the last attempt's error: a stalled broker that was then killed would
+ * read as refused although an earlier attempt may have reached it (rare; written down here).
+ */
+export function connectionRefused(err: unknown): boolean {
+  const leaves: unknown[] = [];
+  const seen = new Set<unknown>();
+  const walk = (e: unknown, depth: number) => {
+    if (!e || typeof e !== 'object' || seen.has(e) || depth > 12) return;
+    seen.add(e);
+    const x = e as { cause?: unknown; errors?: unknown[] };
+    const inner = [...(x.cause ? [x.cause] : []), ...(Array.isArray(x.errors) ? x.errors : [])];
+    if (inner.length === 0) leaves.push(e);
+    for (const i of inner) walk(i, depth + 1);
+  };
+  walk(err, 0);
+  return leaves.length > 0 && leaves.every((l) => REFUSED.has(String((l as { code?: unknown }).code)));
+}

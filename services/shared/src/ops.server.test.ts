@@ -1,0 +1,41 @@
+/**
+ * The ops endpoints: /healthz follows liveness (a part that stopped for good makes it 503, so
+ * an orchestrator restarts the process), /readyz follows readiness. A local listener only.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from './logger.js';
+import { createMetricsRegistry } from './metrics.js';
+import { createOpsServer, type OpsServer } from './ops.server.js';
+
+let server: OpsServer | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+});
+
+async function get(path: string): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${server?.address()}${path}`);
+  return { status: res.status, body: await res.json() };
+}
+
+describe('ops server', () => {
+  it('answers /healthz 503 "dead" while a part is dead, and /readyz by readiness alone', async () => {
+    let alive = true;
+    let ready = false;
+    server = createOpsServer({
+      host: '127.0.0.1',
+      port: 0,
+      metrics: createMetricsRegistry('ops-test'),
+      ready: () => ready,
+      live: () => alive,
+      logger: createLogger({ service: 'test', level: 'silent' }),
+    });
+    await server.start();
+    expect(await get('/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await get('/readyz')).toEqual({ status: 503, body: { status: 'not_ready' } });
+    ready = true;
+    expect(await get('/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
+    alive = false;
+    expect(await get('/healthz')).toEqual({ status: 503, body: { status: 'dead' } });
+  });
+});
