@@ -9,13 +9,16 @@ WORKDIR /app
 # Every workspace's package.json is listed here (a unit test checks this).
 COPY package.json package-lock.json ./
 COPY schemas/package.json schemas/
-COPY services/shared/package.json services/shared/
+COPY packages/platform/package.json packages/platform/
+COPY packages/domain/package.json packages/domain/
+COPY packages/testkit/package.json packages/testkit/
 COPY services/gateway/package.json services/gateway/
 COPY services/processor/package.json services/processor/
 COPY services/crm-sink/package.json services/crm-sink/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.base.json tsconfig.json ./
 COPY schemas schemas
+COPY packages packages
 COPY services services
 COPY scripts scripts
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund

@@ -23,11 +23,11 @@ export default tseslint.config(
       '@typescript-eslint/no-empty-function': 'off',
     },
   },
-  // One Kafka wrapper (services/shared/src/kafka): no other file imports a Kafka client library,
+  // One Kafka wrapper (packages/platform/src/kafka): no other file imports a Kafka client library,
   // so switching the library (KAFKA_DRIVER) stays a change inside that folder.
   {
     files: ['**/*.{ts,tsx,js,mjs,cjs}'],
-    ignores: ['services/shared/src/kafka/**'],
+    ignores: ['packages/platform/src/kafka/**'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -35,7 +35,7 @@ export default tseslint.config(
           patterns: [
             {
               group: ['kafkajs', 'kafkajs/*', '@platformatic/kafka', '@platformatic/kafka/*', '@confluentinc/*', 'node-rdkafka', 'kafka-node'],
-              message: 'Kafka client libraries are used only inside services/shared/src/kafka (the wrapper); use its types from @ingest/shared.',
+              message: 'Kafka client libraries are used only inside packages/platform/src/kafka (the wrapper); use its types from @ingest/platform.',
             },
           ],
         },

@@ -6,14 +6,14 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['services/*/src/**/*.test.ts', 'services/gateway/web/src/**/*.test.ts', 'schemas/src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          include: ['{packages,services}/*/src/**/*.test.ts', 'services/gateway/web/src/**/*.test.ts', 'schemas/src/**/*.test.ts', 'scripts/**/*.test.ts'],
           exclude: ['**/*.integration.test.ts', '**/*.chaos.test.ts', '**/*.browser.test.ts', '**/*.abuse.test.ts', '**/node_modules/**'],
         },
       },
       {
         test: {
           name: 'integration',
-          include: ['services/*/src/**/*.integration.test.ts', 'scripts/**/*.integration.test.ts'],
+          include: ['{packages,services}/*/src/**/*.integration.test.ts', 'scripts/**/*.integration.test.ts'],
           globalSetup: ['scripts/test/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
@@ -27,7 +27,7 @@ export default defineConfig({
           // real gateway or processor while a second tenant's normal traffic is measured. One file
           // at a time, so a neighbour's latency is judged against its own attack only.
           name: 'abuse',
-          include: ['services/*/src/**/*.abuse.test.ts'],
+          include: ['{packages,services}/*/src/**/*.abuse.test.ts'],
           globalSetup: ['scripts/test/global-setup.ts'],
           fileParallelism: false,
           testTimeout: 120_000,
@@ -39,7 +39,7 @@ export default defineConfig({
           // The dashboard in headless Chromium against the real servers and an in-process gateway
           // (and processor where needed). One file at a time: each drives a browser.
           name: 'browser',
-          include: ['services/*/src/**/*.browser.test.ts'],
+          include: ['{packages,services}/*/src/**/*.browser.test.ts'],
           globalSetup: ['scripts/test/global-setup.ts'],
           fileParallelism: false,
           testTimeout: 120_000,
@@ -52,7 +52,7 @@ export default defineConfig({
           // processes killed with SIGKILL, the shared ClickHouse stopped and restarted. Run alone
           // (scripts/test.sh runs it after the integration tests), one file at a time.
           name: 'chaos',
-          include: ['services/*/src/**/*.chaos.test.ts'],
+          include: ['{packages,services}/*/src/**/*.chaos.test.ts'],
           globalSetup: ['scripts/test/global-setup.ts'],
           fileParallelism: false,
           testTimeout: 600_000,

@@ -18,7 +18,7 @@ cleanup() {
   wait 2>/dev/null || true
   curl -sf "$CLICKHOUSE_URL/" --data-binary "DROP DATABASE IF EXISTS $CLICKHOUSE_DATABASE" >/dev/null || true
   npx tsx -e "
-    import { createKafkaClient, createLogger, deleteTopics, allTopicSpecs } from '@ingest/shared';
+    import { createKafkaClient, createLogger, deleteTopics, allTopicSpecs } from '@ingest/platform';
     const kafka = createKafkaClient({ brokers: process.env.KAFKA_BROKERS, clientId: 'bundle-check', logger: createLogger({ service: 'bundle-check', level: 'silent' }) });
     await deleteTopics(kafka, allTopicSpecs().map((s) => process.env.KAFKA_TOPIC_PREFIX + s.name));
   " >/dev/null 2>&1 || true

@@ -12,7 +12,7 @@ import {
   KafkaConfig,
   loadConfig,
   migrate,
-} from '@ingest/shared';
+} from '@ingest/platform';
 import { Type } from '@sinclair/typebox';
 
 const config = loadConfig(

@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { hashApiKey } from '@ingest/shared';
+import { hashApiKey } from '@ingest/domain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from '../../services/gateway/src/admin/admin.test-app.js';
 

@@ -1,4 +1,4 @@
-import { type BillingLedgerRecord, ledgerCsv } from '@ingest/shared';
+import { type BillingLedgerRecord, ledgerCsv } from '@ingest/domain';
 import type { Command } from './cli.js';
 import { formatCrmSuccess, isCrmCommand } from './crm-commands.js';
 

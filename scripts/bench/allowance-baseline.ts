@@ -1,4 +1,4 @@
-import type { Redis } from '@ingest/shared';
+import type { Redis } from '@ingest/platform';
 
 /**
  * The allowance's reservation as it was before ids were remembered as fingerprints (kept here

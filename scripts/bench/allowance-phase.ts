@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type Account, createAllowance, PLAN_LIMITS, quotaKeys, quotaPeriod, type Redis, SEEN_BUCKET_MS } from '@ingest/shared';
+import { type Account, createAllowance, PLAN_LIMITS, quotaKeys, quotaPeriod, SEEN_BUCKET_MS } from '@ingest/domain';
+import { type Redis } from '@ingest/platform';
 import { wholeIdReservation } from './allowance-baseline.js';
 import { n0, n1, say } from './say.js';
 

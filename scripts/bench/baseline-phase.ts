@@ -1,5 +1,5 @@
 /** The baseline phase of the bench: the raw figures the pipeline is compared with. */
-import type { ClickHouse } from '@ingest/shared';
+import type { ClickHouse } from '@ingest/platform';
 import { clickhouseInsertBaseline, kafkaProducerBaseline, noopFastifyBaseline } from './baselines.js';
 import type { Cleanup } from './cleanup.js';
 import type { BenchNames } from './environment.js';

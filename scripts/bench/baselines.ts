@@ -4,11 +4,11 @@
  * that does nothing.
  */
 import { join } from 'node:path';
-import type { ClickHouse } from '@ingest/shared';
+import type { ClickHouse } from '@ingest/platform';
 import { toEventRow } from '../../services/processor/src/storage/event-row.js';
 import type { Cleanup } from './cleanup.js';
 import { type BodyFactory, sampleRecord } from './events.js';
-import { freePort } from '@ingest/shared/testing';
+import { freePort } from '@ingest/testkit';
 import { createHttpClient } from './http-client.js';
 import { diffCounters, startLoad } from './load.js';
 import { cpuSeconds } from './proc-stats.js';

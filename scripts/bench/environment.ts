@@ -13,13 +13,12 @@ import {
   type KafkaClient,
   type Logger,
   migrate,
-  quotaKeys,
-  quotaPeriod,
   type Redis,
   sql,
   withAdmin,
-} from '@ingest/shared';
-import { uniqueSuffix } from '@ingest/shared/testing';
+} from '@ingest/platform';
+import { quotaKeys, quotaPeriod } from '@ingest/domain';
+import { uniqueSuffix } from '@ingest/testkit';
 import type { HttpClient } from './http-client.js';
 import { randomLoopbackAddress } from './http-client.js';
 

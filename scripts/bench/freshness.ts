@@ -5,7 +5,7 @@
  * time its 202 came back (so the figure is at most one poll interval pessimistic).
  */
 import { setMaxListeners } from 'node:events';
-import { type ClickHouse, sql } from '@ingest/shared';
+import { type ClickHouse, sql } from '@ingest/platform';
 import type { BodyFactory } from './events.js';
 import type { HttpClient } from './http-client.js';
 import { diffCounters, type LoadCounters, startLoad } from './load.js';

@@ -4,7 +4,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { KafkaClient, Redis } from '@ingest/shared';
+import type { KafkaClient, Redis } from '@ingest/platform';
 import { type ServerAddresses, teardown, type TeardownNames } from './environment.js';
 import { commandLine, isAlive } from './proc-stats.js';
 import { stopPid } from './processes.js';

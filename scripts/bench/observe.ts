@@ -3,7 +3,7 @@
  * ClickHouse, both services' /metrics and the processes' CPU and memory. A phase's figures are
  * differences between two readings.
  */
-import { type ClickHouse, createLagCollector, createMetricsRegistry, type KafkaClient, type LagCollector, type Logger } from '@ingest/shared';
+import { type ClickHouse, createLagCollector, createMetricsRegistry, type KafkaClient, type LagCollector, type Logger } from '@ingest/platform';
 import { countRows } from './environment.js';
 import type { LoadCounters, LoadGenerator } from './load.js';
 import { type Pids, procSnapshot, type ProcSnapshot } from './proc-stats.js';

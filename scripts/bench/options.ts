@@ -3,7 +3,7 @@
  * config), with command-line flags as aliases that win over the environment.
  */
 import { parseArgs } from 'node:util';
-import { loadConfig } from '@ingest/shared';
+import { loadConfig } from '@ingest/platform';
 import { type Static, Type } from '@sinclair/typebox';
 
 const int = (min: number, max: number, def: number, description: string) => Type.Integer({ minimum: min, maximum: max, default: def, description });

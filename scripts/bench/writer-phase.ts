@@ -5,8 +5,9 @@
  * bench times it until ClickHouse has all N rows. Afterwards the pipeline's storage group is
  * moved past these records so the end-to-end phases do not insert them again.
  */
-import { type ClickHouse, createProducer, type KafkaClient, type OutgoingMessage, skipGroupToEnd, topicName, uniqueEventKey } from '@ingest/shared';
-import { freePort } from '@ingest/shared/testing';
+import { type ClickHouse, createProducer, type KafkaClient, type OutgoingMessage, skipGroupToEnd, topicName } from '@ingest/platform';
+import { uniqueEventKey } from '@ingest/domain';
+import { freePort } from '@ingest/testkit';
 import type { Cleanup } from './cleanup.js';
 import { type BenchNames, countRows } from './environment.js';
 import { sampleRecord } from './events.js';

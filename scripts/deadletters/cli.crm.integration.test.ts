@@ -3,8 +3,8 @@
  * events.unique) is listed with --crm and replayed to crm.replay, not back to events.unique:
  * storage must not see the event again.
  */
-import { type ConsumedMessage, createDeadLetterSink, createProducer, type Producer, readTopicToEnd, REPLAYED_FROM_HEADER } from '@ingest/shared';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger } from '@ingest/shared/testing';
+import { type ConsumedMessage, createDeadLetterSink, createProducer, type Producer, readTopicToEnd, REPLAYED_FROM_HEADER } from '@ingest/platform';
+import { createTestKafka, integrationEnv, type TestKafka, testLogger } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './cli.js';
 

@@ -14,8 +14,8 @@ import {
   type DeadLetterSink,
   type Producer,
   REPLAYED_FROM_HEADER,
-} from '@ingest/shared';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+} from '@ingest/platform';
+import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './cli.js';
 

@@ -1,4 +1,4 @@
-import { type ConsumedMessage, type DeadLetterEntry, toDeadLetterEntry, toDeadLetterMessage } from '@ingest/shared';
+import { type ConsumedMessage, type DeadLetterEntry, toDeadLetterEntry, toDeadLetterMessage } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIST_LIMIT, parseInvocation, positions, runCli, UsageError } from './cli.js';
 import { bytes, formatList, formatReplayPlan, listJson, printable } from './format.js';

@@ -19,7 +19,7 @@ import {
   readDeadLetters,
   replayDeadLetters,
   topicName,
-} from '@ingest/shared';
+} from '@ingest/platform';
 import { type Static, Type } from '@sinclair/typebox';
 import { formatList, formatReplayPlan, listJson, printable, replayJson } from './format.js';
 

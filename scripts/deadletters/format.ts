@@ -1,4 +1,4 @@
-import { type DeadLetterEntry, entryPosition } from '@ingest/shared';
+import { type DeadLetterEntry, entryPosition } from '@ingest/platform';
 import { table } from '../admin/format.js';
 
 /**

@@ -26,7 +26,7 @@ import {
   KafkaConfig,
   loadConfig,
   RedisConfig,
-} from '@ingest/shared';
+} from '@ingest/platform';
 import { Type } from '@sinclair/typebox';
 import { toEventRow } from '../../services/processor/src/storage/event-row.js';
 

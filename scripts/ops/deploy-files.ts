@@ -6,7 +6,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { REPO_ROOT } from '@ingest/shared';
+import { REPO_ROOT } from '@ingest/platform';
 import { parse } from 'yaml';
 import type { ExportedSeries } from './metric-catalogue.js';
 import { parseQuery } from './promql.js';

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { METRIC_NAMES, REPO_ROOT } from '@ingest/shared';
+import { METRIC_NAMES, REPO_ROOT } from '@ingest/platform';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { alertRules, allPanels, checkQueries, dashboardQueries, provisionedDashboardFiles, readDashboard, ruleQueries } from './deploy-files.js';

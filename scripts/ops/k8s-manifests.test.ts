@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig, REPO_ROOT, TOPICS } from '@ingest/shared';
+import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig, REPO_ROOT, TOPICS } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { CrmSinkConfigSchema } from '../../services/crm-sink/src/config.js';

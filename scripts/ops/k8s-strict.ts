@@ -8,7 +8,7 @@
  * exist, with its path.
  */
 import { join } from 'node:path';
-import { REPO_ROOT } from '@ingest/shared';
+import { REPO_ROOT } from '@ingest/platform';
 import ts from 'typescript';
 import type { Manifest } from './k8s-manifests.js';
 

@@ -16,7 +16,7 @@ import {
   ensureTopics,
   topicName,
   withAdmin,
-} from '@ingest/shared';
+} from '@ingest/platform';
 
 const [command, prefix] = process.argv.slice(2);
 if (!command || !prefix || !/^live-[a-z0-9]+\.$/.test(prefix)) {

@@ -7,7 +7,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createMetricsRegistry, METRIC_NAMES, REPO_ROOT } from '@ingest/shared';
+import { createMetricsRegistry, METRIC_NAMES, REPO_ROOT } from '@ingest/platform';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram' | 'summary';
 
@@ -63,13 +63,14 @@ function objectLiteral(source: string, open: number): string {
   throw new Error('unbalanced braces');
 }
 
-/** Every metric definition in the services' production sources (tests excluded). */
+/** Every metric definition in the services' and shared packages' production sources (tests excluded). */
 export function serviceMetricDefinitions(root = REPO_ROOT): MetricDefinition[] {
-  const services = join(root, 'services');
-  const files = readdirSync(services, { recursive: true, encoding: 'utf8' }).filter(
-    (f) => /\/src\//.test(f) && f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.includes('node_modules'),
-  );
-  return files.flatMap((f) => definitionsIn(readFileSync(join(services, f), 'utf8'), `services/${f}`));
+  return ['services', 'packages'].flatMap((top) => {
+    const files = readdirSync(join(root, top), { recursive: true, encoding: 'utf8' }).filter(
+      (f) => /\/src\//.test(f) && f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.includes('node_modules'),
+    );
+    return files.flatMap((f) => definitionsIn(readFileSync(join(root, top, f), 'utf8'), `${top}/${f}`));
+  });
 }
 
 /** Series name (with histogram suffixes) -> what it is. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { integrationEnv } from '@ingest/shared/testing';
+import { integrationEnv } from '@ingest/testkit';
 import { integrationVariables, KAFKA_IMAGE, kafkaContainerSpec } from './containers.js';
 
 describe('test containers', () => {

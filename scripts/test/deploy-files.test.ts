@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig } from '@ingest/shared';
+import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { GatewayConfigSchema } from '../../services/gateway/src/config.js';

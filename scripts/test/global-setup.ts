@@ -1,4 +1,4 @@
-import { freePort, INTEGRATION_ENV_HINT } from '@ingest/shared/testing';
+import { freePort, INTEGRATION_ENV_HINT } from '@ingest/testkit';
 import { CLICKHOUSE_IMAGE, integrationVariables, kafkaContainerSpec, REDIS_IMAGE } from './containers.js';
 
 /**

@@ -1,4 +1,5 @@
-import { CommonConfig, ControlPlaneConfig, CrmOutboundConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { CommonConfig, ControlPlaneConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
+import { CrmOutboundConfig } from '@ingest/domain';
 import { type Static, Type } from '@sinclair/typebox';
 
 const DAY_S = 24 * 3600;

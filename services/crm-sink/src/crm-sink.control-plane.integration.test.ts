@@ -4,8 +4,8 @@
  * its compacted topics) reach the sink, which syncs exactly what the dry-run planner says.
  */
 import type { CrmMapping } from '@ingest/schemas';
-import { type ControlPlane, createControlPlane, planSync } from '@ingest/shared';
-import { testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { type ControlPlane, createControlPlane, planSync } from '@ingest/domain';
+import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';

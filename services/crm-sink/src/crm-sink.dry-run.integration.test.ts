@@ -8,8 +8,8 @@
  * an event equal, method, path and body, the calls the dry-run showed for it just before.
  */
 import type { CrmMapping, DryRunResult, EventRecord } from '@ingest/schemas';
-import { syncStateKey } from '@ingest/shared';
-import { uniqueSuffix } from '@ingest/shared/testing';
+import { syncStateKey } from '@ingest/domain';
+import { uniqueSuffix } from '@ingest/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from '../../gateway/src/admin/admin.test-app.js';

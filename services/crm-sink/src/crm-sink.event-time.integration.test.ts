@@ -6,8 +6,8 @@
  * that a newer event had set. Each field now keeps the event time of its last set.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import type { CrmCredential } from '@ingest/shared';
-import { uniqueSuffix } from '@ingest/shared/testing';
+import type { CrmCredential } from '@ingest/domain';
+import { uniqueSuffix } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryCrm, createStaticMappings } from './test-support/memory-crm.js';
 import { createSinkFixture, type SinkFixture, T0 } from './test-support/sink.fixture.js';

@@ -3,8 +3,8 @@
  * real HTTP, called by the real HubSpot adapter. Events are produced to events.unique directly.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import { createMetricsRegistry, type Registry } from '@ingest/shared';
-import { uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { createMetricsRegistry, type Registry } from '@ingest/platform';
+import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';

@@ -4,8 +4,9 @@
  * Events are produced to events.unique directly, as the dedupe step would.
  */
 import type { EventRecord } from '@ingest/schemas';
-import { committedOffsets, type CrmCredential, readDeadLetters } from '@ingest/shared';
-import { testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { committedOffsets, readDeadLetters } from '@ingest/platform';
+import { type CrmCredential } from '@ingest/domain';
+import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryCrm, createStaticMappings, type MemoryCrm } from './test-support/memory-crm.js';
 import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './test-support/sink.fixture.js';

@@ -10,8 +10,9 @@
  * and every event of A arrives once after A recovers.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import { committedOffsets, type CrmCredential } from '@ingest/shared';
-import { uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { committedOffsets } from '@ingest/platform';
+import { type CrmCredential } from '@ingest/domain';
+import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';

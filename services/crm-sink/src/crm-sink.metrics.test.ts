@@ -3,8 +3,9 @@
  * knows, so rate() and the alerts work from the first scrape. No servers: nothing is started,
  * the clients are never called.
  */
-import { createLogger, createMetricsRegistry, type KafkaClient, type MappingReader, type Producer, type Redis } from '@ingest/shared';
-import { sampleValue } from '@ingest/shared/testing';
+import { createLogger, createMetricsRegistry, type KafkaClient, type Producer, type Redis } from '@ingest/platform';
+import { type MappingReader } from '@ingest/domain';
+import { sampleValue } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
 import type { CreateAdapter } from './adapters/adapter.js';
 import { createCrmSink } from './crm-sink.js';

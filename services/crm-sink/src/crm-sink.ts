@@ -1,15 +1,5 @@
-import {
-  type Component,
-  createDeadLetterSink,
-  createSyncStateStore,
-  type KafkaClient,
-  type Logger,
-  type MappingReader,
-  type Producer,
-  type Redis,
-  type Registry,
-  topicName,
-} from '@ingest/shared';
+import { type Component, createDeadLetterSink, type KafkaClient, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
+import { createSyncStateStore, type MappingReader } from '@ingest/domain';
 import type { CreateAdapter } from './adapters/adapter.js';
 import { createCrmCallMetrics, instrumentAdapter } from './adapters/instrumented.adapter.js';
 import type { ParkingSettings } from './park/account-parking.js';

@@ -1,6 +1,5 @@
+import { createControlPlane, createOutboundPolicy } from '@ingest/domain';
 import {
-  createControlPlane,
-  createOutboundPolicy,
   createKafkaClientFromConfig,
   createLagCollector,
   createLogger,
@@ -10,7 +9,7 @@ import {
   createRedis,
   createServiceRunner,
   topicName,
-} from '@ingest/shared';
+} from '@ingest/platform';
 import { createAdapter } from './adapters/index.js';
 import { loadCrmSinkConfig } from './config.js';
 import { createCrmSink } from './crm-sink.js';

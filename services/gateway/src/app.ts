@@ -1,18 +1,5 @@
-import {
-  type ClickHouse,
-  type ControlPlane,
-  createAllowance,
-  createEventValidator,
-  createSyncStateStore,
-  type JobStatusStore,
-  type KafkaClient,
-  type AccountJobsReader,
-  type Logger,
-  type Producer,
-  type Redis,
-  type Registry,
-  topicName,
-} from '@ingest/shared';
+import { type ClickHouse, type KafkaClient, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
+import { type ControlPlane, createAllowance, createEventValidator, createSyncStateStore, type JobStatusStore, type AccountJobsReader } from '@ingest/domain';
 import type { FastifyInstance } from 'fastify';
 import { authOf, createAuthHook } from './auth/auth.hook.js';
 import { createKeyUsage } from './auth/key-usage.js';

@@ -1,4 +1,5 @@
-import { AppError, ClickHouseConfig, CommonConfig, ControlPlaneConfig, CrmOutboundConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { AppError, ClickHouseConfig, CommonConfig, ControlPlaneConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
+import { CrmOutboundConfig } from '@ingest/domain';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const GatewayConfigSchema = Type.Object({

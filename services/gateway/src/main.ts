@@ -1,7 +1,5 @@
 import {
   createClickHouseFromConfig,
-  createControlPlane,
-  createJobStatusStore,
   createKafkaClientFromConfig,
   createLogger,
   createMetricsRegistry,
@@ -10,7 +8,8 @@ import {
   createRedis,
   createServiceRunner,
   topicName,
-} from '@ingest/shared';
+} from '@ingest/platform';
+import { createControlPlane, createJobStatusStore } from '@ingest/domain';
 import { buildAdminApp } from './admin/admin.app.js';
 import { buildApp } from './app.js';
 import { loadGatewayConfig } from './config.js';

@@ -1,4 +1,4 @@
-import { ClickHouseConfig, CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/shared';
+import { ClickHouseConfig, CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const ProcessorConfigSchema = Type.Object({

@@ -1,9 +1,5 @@
 import {
   type Component,
-  createAllowanceReconciler,
-  createLedgerWriter,
-  readAccounts,
-  readLedgerTopic,
   tryLease,
   createClickHouseFromConfig,
   createKafkaClientFromConfig,
@@ -15,7 +11,8 @@ import {
   createRedis,
   createServiceRunner,
   topicName,
-} from '@ingest/shared';
+} from '@ingest/platform';
+import { createAllowanceReconciler, createLedgerWriter, readAccounts, readLedgerTopic } from '@ingest/domain';
 import { createLedgerCloser } from './billing/ledger.closer.js';
 import { loadProcessorConfig } from './config.js';
 import { waitForPipeline } from './metering/pipeline-progress.js';

@@ -1,4 +1,4 @@
-import type { Component, Logger } from '@ingest/shared';
+import type { Component, Logger } from '@ingest/platform';
 
 /**
  * A task run every `intervalMs` (from the end of one run to the start of the next, so runs

@@ -4,8 +4,8 @@
  * GET /v1/events/{id}. A retried request stores nothing twice.
  */
 import type { JobStatus } from '@ingest/schemas';
-import { createMetricsRegistry, type Component } from '@ingest/shared';
-import { testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { createMetricsRegistry, type Component } from '@ingest/platform';
+import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../../gateway/src/test-support/gateway.fixture.js';
 import { createProcessor } from './processor.js';

@@ -3,8 +3,8 @@
  * knows, so rate() and the alerts work from the first scrape. No servers: nothing is started,
  * the clients are never called.
  */
-import { type ClickHouse, createLogger, createMetricsRegistry, type KafkaClient, type Producer, type Redis } from '@ingest/shared';
-import { sampleValue } from '@ingest/shared/testing';
+import { type ClickHouse, createLogger, createMetricsRegistry, type KafkaClient, type Producer, type Redis } from '@ingest/platform';
+import { sampleValue } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
 import { createProcessor } from './processor.js';
 

@@ -1,5 +1,5 @@
-import { createMetricsRegistry, type ClickHouse, type KafkaClient, type Producer, type Redis } from '@ingest/shared';
-import { testLogger } from '@ingest/shared/testing';
+import { createMetricsRegistry, type ClickHouse, type KafkaClient, type Producer, type Redis } from '@ingest/platform';
+import { testLogger } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
 import { loadProcessorConfig } from './config.js';
 import { createProcessor, type ProcessorStage } from './processor.js';

@@ -1,17 +1,15 @@
 import {
   type ClickHouse,
   type Component,
-  createAllowance,
   createDeadLetterSink,
-  createEventValidator,
-  createJobStatusStore,
   type KafkaClient,
   type Logger,
   type Producer,
   type Redis,
   type Registry,
   topicName,
-} from '@ingest/shared';
+} from '@ingest/platform';
+import { createAllowance, createEventValidator, createJobStatusStore } from '@ingest/domain';
 import { createLedgerCopier } from './billing/ledger.copier.js';
 import { createDedupeConsumer } from './dedupe/dedupe.consumer.js';
 import { createJobRunner } from './jobs/job.runner.js';

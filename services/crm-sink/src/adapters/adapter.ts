@@ -1,7 +1,7 @@
-import type { ActivityWrite, CrmCredential, CrmObject, CrmType, PropertyValue, RecordWrite } from '@ingest/shared';
+import type { ActivityWrite, CrmCredential, CrmObject, CrmType, PropertyValue, RecordWrite } from '@ingest/domain';
 
-// The write types and CrmError live in @ingest/shared, beside the request builders the gateway's dry-run shares.
-export { type ActivityWrite, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite, CrmError } from '@ingest/shared';
+// The write types and CrmError live in @ingest/domain, beside the request builders the gateway's dry-run shares.
+export { type ActivityWrite, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite, CrmError } from '@ingest/domain';
 
 /** A record the CRM refused inside an otherwise successful batch call (e.g. HubSpot 207). */
 export interface RecordFailure {

@@ -1,6 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { type OutboundPolicy } from '@ingest/shared';
+import { type OutboundPolicy } from '@ingest/domain';
 import { buildConnector } from 'undici';
 
 /**

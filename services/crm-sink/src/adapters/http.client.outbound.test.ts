@@ -2,7 +2,7 @@
 // is a stub resolver, so a name can resolve to any address the test wants.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createOutboundPolicy } from '@ingest/shared';
+import { createOutboundPolicy } from '@ingest/domain';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CrmError } from './adapter.js';
 import type { Resolve } from './guarded-connect.js';

@@ -1,9 +1,9 @@
-import { CrmError, type CrmRequest, createOutboundPolicy, type OutboundPolicy, requestTarget } from '@ingest/shared';
+import { CrmError, type CrmRequest, createOutboundPolicy, type OutboundPolicy, requestTarget } from '@ingest/domain';
 import { Pool } from 'undici';
 import { type CrmErrorDetail, classifyHttpFailure, classifyNetworkError, safeMessage } from './crm-errors.js';
 import { guardedConnector, type Resolve } from './guarded-connect.js';
 
-export type { CrmRequest } from '@ingest/shared';
+export type { CrmRequest } from '@ingest/domain';
 
 export interface CrmResponse {
   status: number;
@@ -174,4 +174,4 @@ export function assertBatchSize(crm: string, size: number, maxBatchSize: number)
   if (size > maxBatchSize) throw new Error(`${crm} adapter: a batch of ${size} exceeds the limit of ${maxBatchSize}; split batches before calling`);
 }
 
-export { chunk } from '@ingest/shared';
+export { chunk } from '@ingest/domain';

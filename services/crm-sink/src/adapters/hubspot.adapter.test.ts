@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
 import { CrmError, type RecordWrite } from './adapter.js';
 import { createHubSpotAdapter, hubspotBatchFailures } from './hubspot.adapter.js';
-import { buildHubSpotUpsertRequests } from '@ingest/shared';
+import { buildHubSpotUpsertRequests } from '@ingest/domain';
 
 const TOKEN = 'hs-token-account-a';
 const OTHER = 'hs-token-account-b';

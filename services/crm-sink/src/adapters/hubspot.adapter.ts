@@ -1,4 +1,4 @@
-import type { CrmCredential } from '@ingest/shared';
+import type { CrmCredential } from '@ingest/domain';
 import type { ActivityWrite, BatchResult, CrmAdapter, CrmObject, PropertyValue, RecordFailure, RecordWrite } from './adapter.js';
 import type { CrmErrorDetail } from './crm-errors.js';
 import { type AdapterHttpOptions, type CrmHttpClient, type CrmRequest, assertBatchSize, createCrmHttpClient, unexpectedResponse } from './http.client.js';
@@ -13,7 +13,7 @@ import {
   buildHubSpotRecordIdRequests,
   buildHubSpotUpsertRequests,
   uniqueActivities,
-} from '@ingest/shared';
+} from '@ingest/domain';
 
 const CRM = 'HubSpot';
 /** HubSpot's burst limit is per 10 s window; without a Retry-After, waiting out one window is enough. */

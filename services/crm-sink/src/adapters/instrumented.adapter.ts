@@ -1,6 +1,6 @@
 import { Counter, Histogram } from 'prom-client';
 import { CRM_TYPES } from '@ingest/schemas';
-import { METRIC_NAMES, type Registry } from '@ingest/shared';
+import { METRIC_NAMES, type Registry } from '@ingest/platform';
 import { type CrmAdapter, CrmError } from './adapter.js';
 
 export interface CrmCallMetrics {

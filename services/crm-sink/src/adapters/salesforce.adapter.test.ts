@@ -4,7 +4,7 @@ import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '../test-support/f
 import { parseSoqlInQuery } from '../test-support/fake-soql.js';
 import { type ActivityWrite, CrmError, type RecordWrite } from './adapter.js';
 import { createSalesforceAdapter } from './salesforce.adapter.js';
-import { buildSalesforceReadRequests, salesforceTarget, soqlString } from '@ingest/shared';
+import { buildSalesforceReadRequests, salesforceTarget, soqlString } from '@ingest/domain';
 
 const TOKEN = 'sf-session-00D000000000001';
 let crm: FakeCrm;

@@ -1,4 +1,4 @@
-import type { CrmCredential } from '@ingest/shared';
+import type { CrmCredential } from '@ingest/domain';
 import type { ActivityWrite, BatchResult, CrmAdapter, CrmObject, PropertyValue, RecordFailure, RecordWrite } from './adapter.js';
 import type { CrmErrorDetail } from './crm-errors.js';
 import { type AdapterHttpOptions, type CrmRequest, assertBatchSize, createCrmHttpClient, unexpectedResponse } from './http.client.js';
@@ -9,7 +9,7 @@ import {
   buildSalesforceReadRequests,
   buildSalesforceUpsertRequests,
   salesforceTarget,
-} from '@ingest/shared';
+} from '@ingest/domain';
 
 const CRM = 'Salesforce';
 /** Salesforce sends no Retry-After; its limits are per rolling day, so back off for a minute. */

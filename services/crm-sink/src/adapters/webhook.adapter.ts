@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type CrmCredential, WEBHOOK_SIGNATURE_HEADER, signWebhook, standardWebhookHeaders } from '@ingest/shared';
+import { type CrmCredential, WEBHOOK_SIGNATURE_HEADER, signWebhook, standardWebhookHeaders } from '@ingest/domain';
 import { type ActivityWrite, type BatchResult, type CrmAdapter, CrmError, type CrmObject, type PropertyValue, type RecordWrite } from './adapter.js';
 import { type AdapterHttpOptions, type CrmRequest, assertBatchSize, createCrmHttpClient } from './http.client.js';
-import { WEBHOOK_MAX_BATCH_SIZE, buildWebhookActivityRequests, buildWebhookUpsertRequests } from '@ingest/shared';
+import { WEBHOOK_MAX_BATCH_SIZE, buildWebhookActivityRequests, buildWebhookUpsertRequests } from '@ingest/domain';
 
 const CRM = 'Webhook';
 /** A 429 from a customer's endpoint without Retry-After: back off briefly. */

@@ -2,7 +2,7 @@
 // over real HTTP. Verification is done by the real `standardwebhooks` npm package.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifyWebhookSignature } from '@ingest/shared';
+import { verifyWebhookSignature } from '@ingest/domain';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FAKE_CRM_OUTBOUND } from '../test-support/fake-crm.js';

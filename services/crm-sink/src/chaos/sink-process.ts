@@ -7,8 +7,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '@ingest/shared';
-import { freePort, integrationEnv, waitFor } from '@ingest/shared/testing';
+import { REPO_ROOT } from '@ingest/platform';
+import { freePort, integrationEnv, waitFor } from '@ingest/testkit';
 import { resultsDir } from '../../../processor/src/chaos/processor-process.js';
 
 /** What every sink process of one run shares: its topics, Redis keys and consumer group. */

@@ -7,22 +7,16 @@
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
 import {
   committedOffsets,
-  createControlPlane,
   createProducer,
   createRedis,
   deleteConsumerGroups,
-  type ControlPlane,
-  type EventSyncState,
-  ledgerKey,
-  recordStateKeys,
   type Producer,
   type Redis,
-  syncStateKey,
   TOPICS as ALL_TOPICS,
   type TopicKey,
-  uniqueEventKey,
-} from '@ingest/shared';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+} from '@ingest/platform';
+import { createControlPlane, type ControlPlane, type EventSyncState, ledgerKey, recordStateKeys, syncStateKey, uniqueEventKey } from '@ingest/domain';
+import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { type FakeCall, type FakeCrm, type FakeRecord, startFakeCrm } from '../test-support/fake-crm.js';
 import { SinkFleet } from './sink-process.js';
 

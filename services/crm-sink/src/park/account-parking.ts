@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ConsumedMessage, DeadLetterSink, Logger, SyncStateStore } from '@ingest/shared';
+import type { ConsumedMessage, DeadLetterSink, Logger } from '@ingest/platform';
+import type { SyncStateStore } from '@ingest/domain';
 import type { AccountBlocked, HoldPolicy } from '../rate/account-limiter.js';
 import { fullJitterDelayMs } from '../rate/backoff.js';
 import type { SyncMetrics } from '../sync/sync.metrics.js';

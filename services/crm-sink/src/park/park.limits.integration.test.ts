@@ -4,8 +4,9 @@
  * and parked events older than CRM_PARK_MAX_AGE_MS are dead-lettered (crm_retries_exhausted);
  * both can be replayed later, and the partition's offsets move on either way.
  */
-import { type CrmCredential, readDeadLetters } from '@ingest/shared';
-import { testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { type CrmCredential } from '@ingest/domain';
+import { readDeadLetters } from '@ingest/platform';
+import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryCrm, createStaticMappings } from '../test-support/memory-crm.js';
 import { createSinkFixture, everyKindMapping, type SinkFixture, TEST_PARK } from '../test-support/sink.fixture.js';

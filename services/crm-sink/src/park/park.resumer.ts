@@ -1,4 +1,4 @@
-import { type Component, type Logger } from '@ingest/shared';
+import { type Component, type Logger } from '@ingest/platform';
 import type { SyncMetrics } from '../sync/sync.metrics.js';
 import type { ParkingSettings } from './account-parking.js';
 import type { Lease } from './park.store.js';

@@ -2,8 +2,8 @@
  * Real server: Redis. The park of blocked accounts: order, caps per account and in total, the
  * schedule, cleanup when drained, and the resume lease.
  */
-import { type ConsumedMessage, createRedis, type Redis } from '@ingest/shared';
-import { integrationEnv, uniqueSuffix } from '@ingest/shared/testing';
+import { type ConsumedMessage, createRedis, type Redis } from '@ingest/platform';
+import { integrationEnv, uniqueSuffix } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createParkStore, type ParkedEntry } from './park.store.js';
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { AppError, type ConsumedMessage, type Redis, redisScript } from '@ingest/shared';
+import { AppError, type ConsumedMessage, type Redis, redisScript } from '@ingest/platform';
 
 /**
  * The parked events of blocked accounts, in Redis (docs/crm-sync.md, "Isolation"). Per account a

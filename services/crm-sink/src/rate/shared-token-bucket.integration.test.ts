@@ -1,8 +1,8 @@
 /**
  * Real server: Redis. The token bucket of an account is one for all replicas.
  */
-import { createRedis, type Redis } from '@ingest/shared';
-import { integrationEnv, uniqueSuffix } from '@ingest/shared/testing';
+import { createRedis, type Redis } from '@ingest/platform';
+import { integrationEnv, uniqueSuffix } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSharedTokenBuckets } from './shared-token-bucket.js';
 

@@ -1,4 +1,4 @@
-import { AppError, type Redis } from '@ingest/shared';
+import { AppError, type Redis } from '@ingest/platform';
 import type { RateLimit } from './account-limiter.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { PlannedOperation } from '@ingest/shared';
+import type { PlannedOperation } from '@ingest/domain';
 import { describe, expect, it } from 'vitest';
 import { createCoalescer } from './coalescer.js';
 

@@ -1,4 +1,4 @@
-import { type CrmObject, type PlannedOperation, recordKeyOf } from '@ingest/shared';
+import { type CrmObject, type PlannedOperation, recordKeyOf } from '@ingest/domain';
 
 /**
  * Gathers planned operations per CRM record for a short window, so many events for one contact

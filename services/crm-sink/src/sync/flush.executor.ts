@@ -1,4 +1,4 @@
-import { buildRecordWrite, crmFieldOf, deltaOf, ledgerKey, seedsFromCrm, setDeltaOf, setVersion, stateFieldsOf } from '@ingest/shared';
+import { buildRecordWrite, crmFieldOf, deltaOf, ledgerKey, seedsFromCrm, setDeltaOf, setVersion, stateFieldsOf } from '@ingest/domain';
 import type { ActivityWrite, CrmAdapter, CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
 import { type AccountLimiter, CrmCallFailed } from '../rate/account-limiter.js';
 import type { RecordBuffer } from './coalescer.js';

@@ -1,10 +1,11 @@
 /**
  * Real servers: Redis. The dry-run mirrors the sink's Lua apply script in memory
- * (simulateApply in @ingest/shared); this holds the two to the same results, so the dry-run's
+ * (simulateApply in @ingest/domain); this holds the two to the same results, so the dry-run's
  * values are the ones the sink writes.
  */
-import { buildRecordWrite, createRedis, type PlannedOperation, type Redis, type RecordState, simulateApply, type StateDelta } from '@ingest/shared';
-import { integrationEnv, uniqueSuffix } from '@ingest/shared/testing';
+import { buildRecordWrite, type PlannedOperation, type RecordState, simulateApply, type StateDelta } from '@ingest/domain';
+import { createRedis, type Redis } from '@ingest/platform';
+import { integrationEnv, uniqueSuffix } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRecordStateStore, type RecordStateStore } from './record-state.store.js';
 

@@ -1,14 +1,13 @@
+import { AppError, type Redis } from '@ingest/platform';
 import {
-  AppError,
   type CrmObject,
   createRecordStateReader,
   type RecordState,
   type RecordStateReader,
-  type Redis,
   recordStateKeys,
   type StateDelta,
   withoutArguments,
-} from '@ingest/shared';
+} from '@ingest/domain';
 
 /**
  * Redis side of the exactly-once effect: per (account, object, key) a hash of the fields the
@@ -35,7 +34,7 @@ export interface RecordStateStore extends Pick<RecordStateReader, 'present' | 'a
   markActivitiesDone(ledgerKeys: readonly string[]): Promise<void>;
 }
 
-// The dry-run (@ingest/shared sync.preview.ts, simulateApply) mirrors this script in memory; change both together.
+// The dry-run (@ingest/domain sync.preview.ts, simulateApply) mirrors this script in memory; change both together.
 // KEYS: state hash, ledger key. ARGV: ledger ttl s, state ttl s, then kind/field/value triples ('set' values are `<ms>|<eventId>`).
 // HGET of a missing field is false in Lua, not nil. Numbers are written with %.17g: Lua's tostring would turn epoch milliseconds into 1.73e+12.
 // List items arrive JSON-encoded and are spliced into the stored JSON array as text, so no

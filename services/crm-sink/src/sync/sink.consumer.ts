@@ -5,13 +5,13 @@ import {
   type ConsumedMessage,
   createBatchConsumer,
   createConsumerStageMetrics,
-  createEventRecordDecoder,
   type DeadLetter,
   type DeadLetterSink,
   type KafkaClient,
   type Logger,
   type Registry,
-} from '@ingest/shared';
+} from '@ingest/platform';
+import { createEventRecordDecoder } from '@ingest/domain';
 import { createOffsetTracker, type OffsetTracker } from './offset-tracker.js';
 import type { SinkEvent, SyncEngine } from './sync.engine.js';
 

@@ -3,8 +3,9 @@
  * on its CRM commits nothing for that work; the next member of the group redoes it, and the
  * ledger keeps what the first one had applied from being applied twice.
  */
-import { committedOffsets, type CrmCredential } from '@ingest/shared';
-import { uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { committedOffsets } from '@ingest/platform';
+import { type CrmCredential } from '@ingest/domain';
+import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryCrm, createStaticMappings } from '../test-support/memory-crm.js';
 import { createSinkFixture, everyKindMapping, type SinkFixture } from '../test-support/sink.fixture.js';

@@ -1,16 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventRecord } from '@ingest/schemas';
-import {
-  type ConsumedMessage,
-  createEventRecordDecoder,
-  type DeadLetterSink,
-  type Logger,
-  type MappingReader,
-  type PlannedOperation,
-  planSync,
-  type SyncStateStore,
-  type SyncStateUpdate,
-} from '@ingest/shared';
+import { type ConsumedMessage, type DeadLetterSink, type Logger } from '@ingest/platform';
+import { createEventRecordDecoder, type MappingReader, type PlannedOperation, planSync, type SyncStateStore, type SyncStateUpdate } from '@ingest/domain';
 import type { CrmAdapter, CreateAdapter } from '../adapters/adapter.js';
 import { type ParkingSettings, parkDelayMs, parkEvents } from '../park/account-parking.js';
 import type { Lease } from '../park/park.store.js';

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { METRIC_NAMES, type Registry } from '@ingest/shared';
+import { METRIC_NAMES, type Registry } from '@ingest/platform';
 
 export interface SyncMetrics {
   outcomes: Counter<'state'>;

@@ -1,5 +1,5 @@
 // Servers: the fake CRM itself (fastify on 127.0.0.1), called with plain fetch.
-import { signWebhook, standardWebhookHeaders } from '@ingest/shared';
+import { signWebhook, standardWebhookHeaders } from '@ingest/domain';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from './fake-crm.js';
 import { parseSoqlInQuery } from './fake-soql.js';

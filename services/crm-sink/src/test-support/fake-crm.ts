@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { createOutboundPolicy } from '@ingest/shared';
+import { createOutboundPolicy } from '@ingest/domain';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { registerFakeHubSpot } from './fake-hubspot.routes.js';
 import { registerFakeSalesforce } from './fake-salesforce.routes.js';

@@ -1,4 +1,4 @@
-import { isStandardWebhookSecret, WEBHOOK_SIGNATURE_HEADER, verifyWebhookSignature } from '@ingest/shared';
+import { isStandardWebhookSecret, WEBHOOK_SIGNATURE_HEADER, verifyWebhookSignature } from '@ingest/domain';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import type { FakeCrmState } from './fake-crm.state.js';

@@ -1,5 +1,5 @@
 import type { CrmMapping } from '@ingest/schemas';
-import type { CrmCredential, MappingReader, StoredCrmCredential, StoredMapping } from '@ingest/shared';
+import type { CrmCredential, MappingReader, StoredCrmCredential, StoredMapping } from '@ingest/domain';
 import { type ActivityWrite, type CrmAdapter, CrmError, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite } from '../adapters/adapter.js';
 
 /**

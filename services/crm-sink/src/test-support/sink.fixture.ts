@@ -1,18 +1,8 @@
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import {
-  type Component,
-  createMetricsRegistry,
-  createProducer,
-  createRedis,
-  createSyncStateStore,
-  type EventSyncState,
-  type MappingReader,
-  type Producer,
-  type Redis,
-  uniqueEventKey,
-} from '@ingest/shared';
-import type { TopicKey } from '@ingest/shared';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { type Component, createMetricsRegistry, createProducer, createRedis, type Producer, type Redis } from '@ingest/platform';
+import { createSyncStateStore, type EventSyncState, type MappingReader, uniqueEventKey } from '@ingest/domain';
+import type { TopicKey } from '@ingest/platform';
+import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import type { CreateAdapter } from '../adapters/adapter.js';
 import { type CrmSinkDeps, createCrmSink } from '../crm-sink.js';
 

@@ -1,5 +1,5 @@
+import { type ClickHouse, type Producer, topicName } from '@ingest/platform';
 import {
-  type ClickHouse,
   type ControlPlane,
   createAllowance,
   createEventValidator,
@@ -8,9 +8,7 @@ import {
   createOutboundPolicy,
   createRecordStateReader,
   type OutboundPolicy,
-  type Producer,
-  topicName,
-} from '@ingest/shared';
+} from '@ingest/domain';
 import type { FastifyInstance } from 'fastify';
 import { type BaseAppDeps, createBaseApp, registerOpenApi } from '../http/base-app.js';
 import { adminRoutes } from './admin.routes.js';

@@ -2,7 +2,7 @@
  * Real servers: Kafka (the control plane's compacted topics, from the local stack or a
  * container; see scripts/test). The HTTP side runs in-process through fastify's inject.
  */
-import { hashApiKey } from '@ingest/shared';
+import { hashApiKey } from '@ingest/domain';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from './admin.test-app.js';

@@ -1,4 +1,4 @@
-import { AppError } from '@ingest/shared';
+import { AppError } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { ProblemError } from '../http/problem.js';
 import { createTokenCheck, toProblem } from './admin.routes.js';

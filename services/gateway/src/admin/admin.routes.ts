@@ -15,7 +15,6 @@ import {
 import {
   type Allowance,
   type ApiKeyRecord,
-  AppError,
   type ControlPlane,
   createEventValidator,
   type EventCheck,
@@ -26,7 +25,8 @@ import {
   type Plan,
   quotaPeriod,
   type RecordStateReader,
-} from '@ingest/shared';
+} from '@ingest/domain';
+import { AppError } from '@ingest/platform';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import { billingRoutes } from './billing.routes.js';

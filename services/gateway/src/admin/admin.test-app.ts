@@ -1,14 +1,6 @@
-import {
-  type ControlPlane,
-  createControlPlane,
-  createMetricsRegistry,
-  createProducer,
-  createRedis,
-  type OutboundPolicy,
-  type Producer,
-  type Redis,
-} from '@ingest/shared';
-import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix } from '@ingest/shared/testing';
+import { type ControlPlane, createControlPlane, type OutboundPolicy } from '@ingest/domain';
+import { createMetricsRegistry, createProducer, createRedis, type Producer, type Redis } from '@ingest/platform';
+import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix } from '@ingest/testkit';
 import type { FastifyInstance } from 'fastify';
 import { loadGatewayConfig } from '../config.js';
 import { buildAdminApp } from './admin.app.js';

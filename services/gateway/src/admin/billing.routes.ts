@@ -1,5 +1,5 @@
 import { BillingLedgerList, type BillingLedgerQuery, BillingLedgerQuery as BillingLedgerQuerySchema } from '@ingest/schemas';
-import { type LedgerReader, ledgerCsv } from '@ingest/shared';
+import { type LedgerReader, ledgerCsv } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
 import { problemResponses } from '../http/problem.js';
 

@@ -1,6 +1,6 @@
 import { DryRunEnvelope, type EventRecord } from '@ingest/schemas';
+import { AppError } from '@ingest/platform';
 import {
-  AppError,
   type ControlPlane,
   type EventCheck,
   InvalidConfigError,
@@ -10,7 +10,7 @@ import {
   type StoredMapping,
   toEventRecord,
   validateMapping,
-} from '@ingest/shared';
+} from '@ingest/domain';
 import type { TSchema } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import type { FastifyReply, FastifySchemaCompiler } from 'fastify';

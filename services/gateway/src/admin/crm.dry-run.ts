@@ -10,7 +10,7 @@ import {
   requestPlanner,
   requestTarget,
   type SyncPreviewNote,
-} from '@ingest/shared';
+} from '@ingest/domain';
 
 /**
  * The dry-run's answer: the planned operations and rule outcomes, and the exact HTTP calls the

@@ -3,7 +3,7 @@
  * container; see scripts/test). The HTTP side runs in-process through fastify's inject.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import { createOutboundPolicy, ledgerKey, planSync, recordStateKeys } from '@ingest/shared';
+import { createOutboundPolicy, ledgerKey, planSync, recordStateKeys } from '@ingest/domain';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from './admin.test-app.js';

@@ -25,7 +25,7 @@ import {
   type OutboundPolicy,
   type RecordStateReader,
   type StoredCrmCredential,
-} from '@ingest/shared';
+} from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import {

@@ -1,5 +1,6 @@
 import { AccountIdParams, CreatedOwner, CreateOwnerBody, OwnerList, type OwnerView } from '@ingest/schemas';
-import { AppError, type ControlPlane, generatePassword, hashPassword, type Owner } from '@ingest/shared';
+import { AppError } from '@ingest/platform';
+import { type ControlPlane, generatePassword, hashPassword, type Owner } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import { toProblem } from './admin.routes.js';

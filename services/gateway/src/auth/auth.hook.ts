@@ -1,4 +1,4 @@
-import { type Account, type ControlPlaneReader, hashApiKey, isWellFormedApiKey } from '@ingest/shared';
+import { type Account, type ControlPlaneReader, hashApiKey, isWellFormedApiKey } from '@ingest/domain';
 import type { FastifyRequest } from 'fastify';
 import { ProblemError } from '../http/problem.js';
 

@@ -3,7 +3,7 @@
  * refused by another replica within 5 seconds; the client address used for rate limiting is
  * the socket's unless a trusted proxy is configured.
  */
-import { waitFor } from '@ingest/shared/testing';
+import { waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
 

@@ -1,4 +1,4 @@
-import type { Logger, Redis } from '@ingest/shared';
+import type { Logger, Redis } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { createKeyUsage, keyUsedKey } from './key-usage.js';
 

@@ -1,4 +1,4 @@
-import { type Logger, type Redis, withRedis } from '@ingest/shared';
+import { type Logger, type Redis, withRedis } from '@ingest/platform';
 
 /**
  * "Last used" of API keys for the dashboard. Recording must not slow ingestion: each replica

@@ -1,5 +1,6 @@
 import { BulkEventsEnvelope, BulkEventsRequest, BulkJobReceipt, type JobChunkItem } from '@ingest/schemas';
-import { type Allowance, AppError, isRetryable } from '@ingest/shared';
+import { type Allowance } from '@ingest/domain';
+import { AppError, isRetryable } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { authOf } from '../auth/auth.hook.js';

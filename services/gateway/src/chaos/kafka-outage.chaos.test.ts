@@ -6,7 +6,7 @@
 import type { EventRecord } from '@ingest/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
-import { startKafka, stopKafka, waitFor } from '@ingest/shared/testing';
+import { startKafka, stopKafka, waitFor } from '@ingest/testkit';
 
 let gw: GatewayFixture;
 

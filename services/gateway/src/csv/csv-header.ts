@@ -1,5 +1,5 @@
 import { MAX_PROPERTIES } from '@ingest/schemas';
-import { BoundedErrors } from '@ingest/shared';
+import { BoundedErrors } from '@ingest/domain';
 import { type FieldError, ProblemError } from '../http/problem.js';
 
 /** Where the columns the event is built from sit in each row; -1 when absent. */

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import multipart from '@fastify/multipart';
 import { JOB_CHUNK_SIZE, MAX_EVENTS_PER_BULK, type BulkJobReceipt } from '@ingest/schemas';
-import { type Account, type Allowance, AppError, isRetryable } from '@ingest/shared';
+import { type Account, type Allowance } from '@ingest/domain';
+import { AppError, isRetryable } from '@ingest/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
 import { ProblemError } from '../http/problem.js';

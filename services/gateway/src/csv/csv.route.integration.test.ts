@@ -4,7 +4,7 @@
  * (so the job runner drops its chunks) and answers with a precise problem.
  */
 import type { JobMessage } from '@ingest/schemas';
-import { type Account, quotaPeriod } from '@ingest/shared';
+import { type Account, quotaPeriod } from '@ingest/domain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
 import { csvMultipart } from '../test-support/multipart.js';

@@ -4,8 +4,9 @@
  * could grow in every gateway and sink: API keys, mapping versions (each document up to
  * 256 KiB) and the dashboard's dead-letter listing, which made two consumer groups per request.
  */
-import { createControlPlane, METRIC_NAMES, toDeadLetterMessage } from '@ingest/shared';
-import { sampleValue, testLogger, uniqueSuffix } from '@ingest/shared/testing';
+import { createControlPlane } from '@ingest/domain';
+import { METRIC_NAMES, toDeadLetterMessage } from '@ingest/platform';
+import { sampleValue, testLogger, uniqueSuffix } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AbuseGateway, startAbuseGateway } from '../test-support/abuse.fixture.js';
 import { type DashboardUser, signedInOwner } from '../test-support/dashboard.client.js';

@@ -8,8 +8,9 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Component, hashPassword } from '@ingest/shared';
-import { uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { type Component } from '@ingest/platform';
+import { hashPassword } from '@ingest/domain';
+import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../../../scripts/web-build.js';

@@ -5,8 +5,9 @@
  * compares versions, dry-runs a sample event; sends events with an API key and watches them
  * arrive in the debugger, filters them and opens one.
  */
-import { type Component, hashPassword, toDeadLetterMessage } from '@ingest/shared';
-import { uniqueSuffix } from '@ingest/shared/testing';
+import { type Component, toDeadLetterMessage } from '@ingest/platform';
+import { hashPassword } from '@ingest/domain';
+import { uniqueSuffix } from '@ingest/testkit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../../../scripts/web-build.js';

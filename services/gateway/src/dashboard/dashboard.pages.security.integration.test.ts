@@ -3,7 +3,8 @@
  * mapping and event debugger APIs of the dashboard take the account from the session only,
  * refuse writes without CSRF protection and answer bad input with a precise 4xx.
  */
-import { createSyncStateStore, readDeadLetters, REPLAYED_FROM_HEADER, toDeadLetterMessage } from '@ingest/shared';
+import { createSyncStateStore } from '@ingest/domain';
+import { readDeadLetters, REPLAYED_FROM_HEADER, toDeadLetterMessage } from '@ingest/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture } from '../test-support/gateway.fixture.js';
 import { type DashboardUser, signedInOwner } from '../test-support/dashboard.client.js';

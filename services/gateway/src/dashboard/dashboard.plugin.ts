@@ -2,17 +2,13 @@ import cookie from '@fastify/cookie';
 import {
   type AccountJobsReader,
   type Allowance,
-  type ClickHouse,
   type ControlPlane,
   createRecordStateReader,
   createSyncStateStore,
   type EventCheck,
   type JobStatusStore,
-  type KafkaClient,
-  type Producer,
-  type Redis,
-  type Registry,
-} from '@ingest/shared';
+} from '@ingest/domain';
+import { type ClickHouse, type KafkaClient, type Producer, type Redis, type Registry } from '@ingest/platform';
 import { createClickHouseEventStore } from '../events/event-store.js';
 import type { FastifyPluginAsync } from 'fastify';
 import type { KeyUsage } from '../auth/key-usage.js';

@@ -3,8 +3,9 @@
  * (usage history), through the real gateway app. The dashboard's security model: the account
  * comes from the session only, cookie flags, CSRF (token and Origin), sign-in limits, logout.
  */
-import { createJobStatusStore, createMetricsRegistry } from '@ingest/shared';
-import { integrationEnv, testLogger, waitFor } from '@ingest/shared/testing';
+import { createJobStatusStore } from '@ingest/domain';
+import { createMetricsRegistry } from '@ingest/platform';
+import { integrationEnv, testLogger, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../../../scripts/web-build.js';
 import { buildApp } from '../app.js';

@@ -1,5 +1,5 @@
-import type { DeadLetterEntry, KafkaClient } from '@ingest/shared';
-import { createMetricsRegistry } from '@ingest/shared';
+import type { DeadLetterEntry, KafkaClient } from '@ingest/platform';
+import { createMetricsRegistry } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { ProblemError } from '../http/problem.js';
 import { createDeadLetterReader } from './deadletters.reader.js';

@@ -1,4 +1,4 @@
-import { type DeadLetterEntry, deadLetterAccountId, type KafkaClient, METRIC_NAMES, readDeadLetters, type Registry, sharedCounter } from '@ingest/shared';
+import { type DeadLetterEntry, deadLetterAccountId, type KafkaClient, METRIC_NAMES, readDeadLetters, type Registry, sharedCounter } from '@ingest/platform';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ProblemError } from '../http/problem.js';
 

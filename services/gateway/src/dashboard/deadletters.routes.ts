@@ -8,7 +8,7 @@ import {
   type Registry,
   replayDeadLetters,
   topicName,
-} from '@ingest/shared';
+} from '@ingest/platform';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { ProblemError } from '../http/problem.js';

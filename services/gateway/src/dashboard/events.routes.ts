@@ -1,4 +1,4 @@
-import type { EventSyncState, SyncStateStore } from '@ingest/shared';
+import type { EventSyncState, SyncStateStore } from '@ingest/domain';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { EventStore } from '../events/event-store.js';

@@ -1,5 +1,5 @@
 import { BulkJobReceipt, JobStatus } from '@ingest/schemas';
-import type { AccountJobsReader, JobStatusStore } from '@ingest/shared';
+import type { AccountJobsReader, JobStatusStore } from '@ingest/domain';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { type CsvUploadDeps, handleCsvUpload, registerCsvMultipart } from '../csv/csv-upload.js';

@@ -1,5 +1,5 @@
 import { type ApiKeyView, DashboardCreateKeyBody, DashboardKeyIdParams, DashboardKeyList, CreatedApiKey } from '@ingest/schemas';
-import type { ApiKeyRecord, ControlPlane } from '@ingest/shared';
+import type { ApiKeyRecord, ControlPlane } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
 import { toProblem } from '../admin/admin.routes.js';
 import type { KeyUsage } from '../auth/key-usage.js';

@@ -1,5 +1,5 @@
 import { DeletedMappingView, DryRunResult, IfMatchHeaders, MappingVersionSummary, StoredMappingView } from '@ingest/schemas';
-import type { ControlPlane, EventCheck, RecordStateReader } from '@ingest/shared';
+import type { ControlPlane, EventCheck, RecordStateReader } from '@ingest/domain';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import {

@@ -1,4 +1,4 @@
-import type { Account, ControlPlaneReader } from '@ingest/shared';
+import type { Account, ControlPlaneReader } from '@ingest/domain';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError } from '../http/problem.js';
 import { csrfTokenMatches, type Session, type SessionStore } from './session.store.js';

@@ -1,5 +1,5 @@
 import { SessionView, SignInBody } from '@ingest/schemas';
-import { type ControlPlaneReader, decoyPasswordHash, verifyPassword } from '@ingest/shared';
+import { type ControlPlaneReader, decoyPasswordHash, verifyPassword } from '@ingest/domain';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { ProblemError } from '../http/problem.js';
 import { dashboardOf, SESSION_COOKIE } from './session.guard.js';

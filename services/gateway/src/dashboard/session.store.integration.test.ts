@@ -2,8 +2,8 @@
  * Real server: Redis. Sessions end after their idle time without use and at their absolute
  * limit whatever happens; only a hash of the session id is stored.
  */
-import { createRedis, type Redis } from '@ingest/shared';
-import { integrationEnv, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { createRedis, type Redis } from '@ingest/platform';
+import { integrationEnv, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSessionStore, csrfTokenMatches } from './session.store.js';
 

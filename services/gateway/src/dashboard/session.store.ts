@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { type Redis, withRedis } from '@ingest/shared';
+import { type Redis, withRedis } from '@ingest/platform';
 
 /**
  * Dashboard sessions in Redis, so any gateway replica serves any signed-in owner. Without Redis

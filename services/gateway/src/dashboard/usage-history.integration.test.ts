@@ -3,7 +3,7 @@
  * unique events per UTC day of receipt from the usage_hourly rollup: redelivered copies count
  * once, other accounts and days outside the 90 are left out, empty days are 0.
  */
-import { createTestClickHouse, type TestClickHouse } from '@ingest/shared/testing';
+import { createTestClickHouse, type TestClickHouse } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dailyUsage, lastDays } from './usage-history.js';
 

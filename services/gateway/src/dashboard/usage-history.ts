@@ -1,4 +1,4 @@
-import { type ClickHouse, sql } from '@ingest/shared';
+import { type ClickHouse, sql } from '@ingest/platform';
 
 export const HISTORY_DAYS = 90;
 

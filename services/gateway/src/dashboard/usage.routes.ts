@@ -1,5 +1,6 @@
 import { DashboardUsage } from '@ingest/schemas';
-import type { Allowance, ClickHouse } from '@ingest/shared';
+import type { Allowance } from '@ingest/domain';
+import type { ClickHouse } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
 import { dashboardOf } from './session.guard.js';
 import type { RouteLimits } from './route-options.js';

@@ -3,8 +3,9 @@
  * GET /v1/events/{eventId} reads what the pipeline stored: rows are inserted into the fixture's
  * `events` table exactly as the processor writes them (every column, epoch-second DateTimes).
  */
-import { createClickHouse, createJobStatusStore, createMetricsRegistry, createSyncStateStore } from '@ingest/shared';
-import { integrationEnv, testLogger } from '@ingest/shared/testing';
+import { createClickHouse, createMetricsRegistry } from '@ingest/platform';
+import { createJobStatusStore, createSyncStateStore } from '@ingest/domain';
+import { integrationEnv, testLogger } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../app.js';
 import { loadGatewayConfig } from '../config.js';

@@ -1,5 +1,5 @@
 import { EventIdParams, StoredEvent } from '@ingest/schemas';
-import type { EventSyncState, SyncStateStore } from '@ingest/shared';
+import type { EventSyncState, SyncStateStore } from '@ingest/domain';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import { ProblemError, problemResponses } from '../http/problem.js';

@@ -1,4 +1,4 @@
-import type { ClickHouse } from '@ingest/shared';
+import type { ClickHouse } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { toStoredEvent } from './event-read.route.js';
 import { createClickHouseEventStore, type EventRowOut, fromRow } from './event-store.js';

@@ -1,5 +1,5 @@
 import type { EventSource } from '@ingest/schemas';
-import { AppError, type ClickHouse, ident, raw, sql } from '@ingest/shared';
+import { AppError, type ClickHouse, ident, raw, sql } from '@ingest/platform';
 
 /** An event as the pipeline stored it (the `events` table), in API terms. */
 export interface StoredEventRecord {

@@ -3,7 +3,7 @@
  * spec and DESIGN.md section 1 say: auth, envelope limits, per-event validation with partial
  * acceptance, the 202 receipt only after Kafka has the events, and precise problem bodies.
  */
-import { sampleValue } from '@ingest/shared/testing';
+import { sampleValue } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type EventRecord, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
 

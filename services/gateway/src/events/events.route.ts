@@ -1,5 +1,6 @@
 import { type EventRecord, EventsEnvelope, EventsReceipt, EventsRequest } from '@ingest/schemas';
-import { type Allowance, AppError, boundErrors, type EventCheck, isRetryable, type Producer, rawEventMessage, toEventRecord } from '@ingest/shared';
+import { type Allowance, boundErrors, type EventCheck, rawEventMessage, toEventRecord } from '@ingest/domain';
+import { AppError, isRetryable, type Producer } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import { envelopeValidator } from '../http/envelope-validator.js';

@@ -1,5 +1,5 @@
-import { createMetricsRegistry } from '@ingest/shared';
-import { sampleValue } from '@ingest/shared/testing';
+import { createMetricsRegistry } from '@ingest/platform';
+import { sampleValue } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
 import { ALLOWANCE_ROUTES, createIngestMetrics } from './ingest-metrics.js';
 

@@ -1,4 +1,5 @@
-import { createEventOutcomeMetrics, METRIC_NAMES, type Registry } from '@ingest/shared';
+import { createEventOutcomeMetrics } from '@ingest/domain';
+import { METRIC_NAMES, type Registry } from '@ingest/platform';
 import { Counter, Histogram } from 'prom-client';
 
 /**

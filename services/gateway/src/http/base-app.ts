@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { type Logger, METRIC_NAMES, type Redis, type Registry, sharedCounter } from '@ingest/shared';
+import { type Logger, METRIC_NAMES, type Redis, type Registry, sharedCounter } from '@ingest/platform';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type GatewayConfig, parseTrustProxy } from '../config.js';
 import { registerErrorHandling } from './error-handler.js';

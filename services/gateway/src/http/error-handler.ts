@@ -1,4 +1,4 @@
-import { AppError } from '@ingest/shared';
+import { AppError } from '@ingest/platform';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { type FieldError, PROBLEM_CONTENT_TYPE, ProblemError, type ProblemKind, problemBody } from './problem.js';
 

@@ -6,8 +6,8 @@
  * error. The reproduction: a 400 KB CSV whose header has 200,000 empty columns was answered
  * 400 with an 18.6 MB body.
  */
-import type { Component } from '@ingest/shared';
-import { waitFor } from '@ingest/shared/testing';
+import type { Component } from '@ingest/platform';
+import { waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AbuseGateway, csvMultipart, startAbuseGateway } from '../test-support/abuse.fixture.js';
 import { randomClientIp } from '../test-support/gateway.fixture.js';

@@ -1,4 +1,4 @@
-import { METRIC_NAMES, type Registry, sharedCounter } from '@ingest/shared';
+import { METRIC_NAMES, type Registry, sharedCounter } from '@ingest/platform';
 import type { FastifyInstance } from 'fastify';
 import { Histogram } from 'prom-client';
 

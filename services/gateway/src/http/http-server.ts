@@ -1,4 +1,4 @@
-import type { Component } from '@ingest/shared';
+import type { Component } from '@ingest/platform';
 import type { FastifyInstance } from 'fastify';
 
 /** The API server as a lifecycle component: stop() lets in-flight requests finish (new ones get 503). */

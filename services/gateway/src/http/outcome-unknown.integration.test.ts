@@ -8,7 +8,7 @@
  * test picks: the broker has them, the gateway does not know it.
  */
 import type { JobMessage } from '@ingest/schemas';
-import { KafkaError, type OutgoingMessage, type Producer } from '@ingest/shared';
+import { KafkaError, type OutgoingMessage, type Producer } from '@ingest/platform';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';

@@ -1,5 +1,5 @@
 import { ProblemDetails } from '@ingest/schemas';
-import { boundErrors } from '@ingest/shared';
+import { boundErrors } from '@ingest/domain';
 
 /**
  * RFC 9457 problem details. Every error response of the API is one of these, with the

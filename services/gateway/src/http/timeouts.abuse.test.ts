@@ -6,7 +6,7 @@
  * allows, its socket closed, and counted in ingest_http_timeouts_total.
  */
 import type { JobMessage } from '@ingest/schemas';
-import { sampleValue } from '@ingest/shared/testing';
+import { sampleValue } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AbuseGateway, csvMultipart, startAbuseGateway } from '../test-support/abuse.fixture.js';
 import { randomClientIp } from '../test-support/gateway.fixture.js';

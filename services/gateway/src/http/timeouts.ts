@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type ServerOptions, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { METRIC_NAMES, type Registry, sharedCounter } from '@ingest/shared';
+import { METRIC_NAMES, type Registry, sharedCounter } from '@ingest/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { Counter } from 'prom-client';
 import { PROBLEM_CONTENT_TYPE, ProblemError, problemBody } from './problem.js';

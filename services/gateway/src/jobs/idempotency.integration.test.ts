@@ -6,7 +6,7 @@
 import type { JobMessage } from '@ingest/schemas';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueSuffix } from '@ingest/shared/testing';
+import { uniqueSuffix } from '@ingest/testkit';
 import { createIdempotencyStore } from './idempotency.store.js';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { BulkJobReceipt } from '@ingest/schemas';
-import { AppError, type Redis, redisScript } from '@ingest/shared';
+import { AppError, type Redis, redisScript } from '@ingest/platform';
 
 /**
  * `Idempotency-Key` for job-creating requests (bulk and CSV): the first request with a key

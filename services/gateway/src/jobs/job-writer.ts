@@ -1,5 +1,6 @@
 import type { JobChunk, JobChunkItem, JobMessage, JobStatus } from '@ingest/schemas';
-import { type Account, AppError, type JobStatusStore, type OutgoingMessage, type Producer, queuedJobStatus } from '@ingest/shared';
+import { type Account, type JobStatusStore, queuedJobStatus } from '@ingest/domain';
+import { AppError, type OutgoingMessage, type Producer } from '@ingest/platform';
 import { v7 as uuidv7 } from 'uuid';
 import { chunkItems } from './chunking.js';
 

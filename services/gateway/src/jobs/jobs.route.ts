@@ -1,5 +1,5 @@
 import { JobStatus } from '@ingest/schemas';
-import type { JobStatusStore } from '@ingest/shared';
+import type { JobStatusStore } from '@ingest/domain';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';

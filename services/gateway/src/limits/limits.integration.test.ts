@@ -2,7 +2,7 @@
  * Real servers: Kafka and Redis. The monthly allowance (402, partial acceptance, repeats are
  * free, quota headers) and the per-IP rate limit, both shared by every gateway replica.
  */
-import { type Account, quotaPeriod } from '@ingest/shared';
+import { type Account, quotaPeriod } from '@ingest/domain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
 

@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { ProblemError } from '../http/problem.js';
-import type { QuotaState } from '@ingest/shared';
+import type { QuotaState } from '@ingest/domain';
 
 declare module 'fastify' {
   interface FastifyReply {

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { FastifyRateLimitOptions, FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
-import { AppError, type Redis } from '@ingest/shared';
+import { AppError, type Redis } from '@ingest/platform';
 
 type Callback = (error: Error | null, result?: { current: number; ttl: number }) => void;
 interface PluginRedisStore {

@@ -11,7 +11,7 @@
  *
  * Never a 500, never a hang; and everything works again once Redis is back.
  */
-import { type OwnRedis, startOwnRedis, waitFor } from '@ingest/shared/testing';
+import { type OwnRedis, startOwnRedis, waitFor } from '@ingest/testkit';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signedInOwner, type DashboardUser } from '../test-support/dashboard.client.js';

@@ -4,7 +4,7 @@
  * tenant cannot hold the gateway's sockets and the job runner's buffers with stalled uploads.
  * The stalled uploads here are real sockets that sent half a CSV and stopped.
  */
-import { sampleValue, waitFor } from '@ingest/shared/testing';
+import { sampleValue, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AbuseGateway, csvMultipart, startAbuseGateway } from '../test-support/abuse.fixture.js';
 import { randomClientIp } from '../test-support/gateway.fixture.js';

@@ -1,4 +1,4 @@
-import { METRIC_NAMES, type Registry, sharedCounter } from '@ingest/shared';
+import { METRIC_NAMES, type Registry, sharedCounter } from '@ingest/platform';
 import { Gauge } from 'prom-client';
 import type { FastifyReply, FastifyRequest, onRequestAbortAsyncHookHandler, onResponseAsyncHookHandler, preParsingAsyncHookHandler } from 'fastify';
 import { ProblemError } from '../http/problem.js';

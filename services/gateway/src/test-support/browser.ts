@@ -5,7 +5,7 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '@ingest/shared';
+import { REPO_ROOT } from '@ingest/platform';
 import { type Browser, chromium, type Page } from 'playwright-core';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';

@@ -2,8 +2,8 @@
  * A dashboard user for plain-HTTP tests: an owner created through the control plane, signed in
  * through the real sign-in route, with its cookie and CSRF token sent the way the web app does.
  */
-import { hashPassword } from '@ingest/shared';
-import { uniqueSuffix } from '@ingest/shared/testing';
+import { hashPassword } from '@ingest/domain';
+import { uniqueSuffix } from '@ingest/testkit';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { type GatewayFixture, randomClientIp } from './gateway.fixture.js';
 

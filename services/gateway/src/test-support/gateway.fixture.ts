@@ -5,32 +5,19 @@
  * Requests go through `app.inject` (no port needed).
  */
 import type { EventRecord, JobMessage } from '@ingest/schemas';
+import { type Account, type ControlPlane, createControlPlane, createJobStatusStore, type Plan } from '@ingest/domain';
 import {
-  type Account,
-  type ControlPlane,
   createBatchConsumer,
-  createControlPlane,
-  createJobStatusStore,
   createMetricsRegistry,
   createProducer,
   createRedis,
-  type Plan,
   type Producer,
   type Redis,
   type Registry,
   type TopicKey,
   TOPICS as TOPIC_SPECS,
-} from '@ingest/shared';
-import {
-  createTestClickHouse,
-  createTestKafka,
-  integrationEnv,
-  type TestClickHouse,
-  type TestKafka,
-  testLogger,
-  uniqueSuffix,
-  waitFor,
-} from '@ingest/shared/testing';
+} from '@ingest/platform';
+import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import type { FastifyInstance } from 'fastify';
 import { buildAdminApp } from '../admin/admin.app.js';
 import { buildApp } from '../app.js';

@@ -1,7 +1,7 @@
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Component, createLogger, createMetricsRegistry, REPO_ROOT } from '@ingest/shared';
-import { uniqueSuffix } from '@ingest/shared/testing';
+import { type Component, createLogger, createMetricsRegistry, REPO_ROOT } from '@ingest/platform';
+import { uniqueSuffix } from '@ingest/testkit';
 // Test-only: the processor (job runner, dedupe, storage) stores what a dashboard page reads; the
 // processor's own e2e test imports the gateway the same way.
 import { createProcessor } from '../../../processor/src/processor.js';

@@ -2,7 +2,7 @@ import { UsageResponse } from '@ingest/schemas';
 import { problemResponses } from '../http/problem.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
-import type { Allowance } from '@ingest/shared';
+import type { Allowance } from '@ingest/domain';
 
 /** GET /v1/usage: this month's allowance of the caller's account. */
 export function usageRoutes(deps: { allowance: Allowance }): FastifyPluginAsync {

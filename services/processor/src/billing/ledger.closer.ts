@@ -3,14 +3,13 @@ import {
   type AllowanceReconciler,
   type BillingLedgerRecord,
   billingLedgerKey,
-  type Component,
   type LedgerWriter,
-  type Logger,
   PLAN_LIMITS,
   type Plan,
   type QuotaPeriod,
   quotaPeriod,
-} from '@ingest/shared';
+} from '@ingest/domain';
+import { type Component, type Logger } from '@ingest/platform';
 import type { UsageCounts } from '../metering/usage-counts.js';
 import { createPeriodicTask } from '../periodic.js';
 

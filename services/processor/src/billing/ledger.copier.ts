@@ -1,13 +1,5 @@
-import {
-  type BatchConsumer,
-  type ClickHouse,
-  createBatchConsumer,
-  decodeLedgerRecord,
-  type KafkaClient,
-  LEDGER_TABLE,
-  type Logger,
-  toLedgerRow,
-} from '@ingest/shared';
+import { type BatchConsumer, type ClickHouse, createBatchConsumer, type KafkaClient, type Logger } from '@ingest/platform';
+import { decodeLedgerRecord, LEDGER_TABLE, toLedgerRow } from '@ingest/domain';
 
 export interface LedgerCopierDeps {
   kafka: KafkaClient;

@@ -5,17 +5,9 @@
  * their time, and stays as it was when the rollups it was computed from are rebuilt.
  */
 import type { BillingLedgerRecord, JobStatus } from '@ingest/schemas';
-import {
-  type Component,
-  createAllowanceReconciler,
-  createLedgerWriter,
-  createMetricsRegistry,
-  quotaPeriod,
-  readAccounts,
-  readLedgerTopic,
-  tryLease,
-} from '@ingest/shared';
-import { testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { type Component, createMetricsRegistry, tryLease } from '@ingest/platform';
+import { createAllowanceReconciler, createLedgerWriter, quotaPeriod, readAccounts, readLedgerTopic } from '@ingest/domain';
+import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp } from '../../../gateway/src/test-support/gateway.fixture.js';
 import { waitForPipeline } from '../metering/pipeline-progress.js';

@@ -13,18 +13,8 @@
  * - the gateway's RSS stayed flat while Kafka was away (its queue of writes is bounded).
  */
 import type { CrmMapping } from '@ingest/schemas';
-import {
-  type Closeable,
-  createControlPlane,
-  createProducer,
-  createRedis,
-  KAFKA_DRIVERS,
-  type KafkaDriverName,
-  type Redis,
-  sql,
-  syncStateKey,
-  TOPICS,
-} from '@ingest/shared';
+import { type Closeable, createProducer, createRedis, KAFKA_DRIVERS, type KafkaDriverName, type Redis, sql, TOPICS } from '@ingest/platform';
+import { createControlPlane, syncStateKey } from '@ingest/domain';
 import {
   createTestClickHouse,
   createTestKafka,
@@ -36,7 +26,7 @@ import {
   testLogger,
   uniqueSuffix,
   waitFor,
-} from '@ingest/shared/testing';
+} from '@ingest/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SinkFleet } from '../../../crm-sink/src/chaos/sink-process.js';
 import { type FakeCrm, startFakeCrm } from '../../../crm-sink/src/test-support/fake-crm.js';

@@ -6,8 +6,8 @@
  * holds exactly the accepted events, once each.
  */
 import type { JobStatus } from '@ingest/schemas';
-import { raw, sql } from '@ingest/shared';
-import { waitFor } from '@ingest/shared/testing';
+import { raw, sql } from '@ingest/platform';
+import { waitFor } from '@ingest/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture } from '../../../gateway/src/test-support/gateway.fixture.js';
 import { type ApiClient, jobStatus, postBulk, testEvent } from './load.js';

@@ -6,8 +6,8 @@
  * ClickHouse is back every event arrives exactly once and the consumer lag drains to zero.
  * This file must run alone (the chaos project runs one file at a time, after everything else).
  */
-import { METRIC_NAMES } from '@ingest/shared';
-import { waitFor } from '@ingest/shared/testing';
+import { METRIC_NAMES } from '@ingest/platform';
+import { waitFor } from '@ingest/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture } from '../../../gateway/src/test-support/gateway.fixture.js';
 import { ensureClickHouseUp, stackClickHousePid, startClickHouse, stopClickHouse } from './clickhouse-server.js';

@@ -6,8 +6,8 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '@ingest/shared';
-import { integrationEnv, waitFor } from '@ingest/shared/testing';
+import { REPO_ROOT } from '@ingest/platform';
+import { integrationEnv, waitFor } from '@ingest/testkit';
 import { resultsDir, stackDir } from './processor-process.js';
 
 /** Where scripts/stack.sh records the server it started. */

@@ -11,8 +11,8 @@
  * the older (scale in); SIGKILL the last one; a new one. Phase 2 then repeats ids minutes later.
  */
 import type { JobStatus } from '@ingest/schemas';
-import { METRIC_NAMES, sql } from '@ingest/shared';
-import { waitFor } from '@ingest/shared/testing';
+import { METRIC_NAMES, sql } from '@ingest/platform';
+import { waitFor } from '@ingest/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture } from '../../../gateway/src/test-support/gateway.fixture.js';
 import { type ApiClient, jobStatus, newStats, postBulk, postEvents, runPool, testEvent, toRequests } from './load.js';

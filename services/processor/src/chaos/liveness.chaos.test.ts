@@ -5,7 +5,7 @@
  * ready, then dead, when its control plane can no longer confirm it is caught up. Once Kafka is
  * back (and no one restarted them) both are alive and ready again.
  */
-import { KAFKA_DRIVERS, type KafkaDriverName, TOPICS } from '@ingest/shared';
+import { KAFKA_DRIVERS, type KafkaDriverName, TOPICS } from '@ingest/platform';
 import {
   createTestClickHouse,
   createTestKafka,
@@ -16,7 +16,7 @@ import {
   type TestKafka,
   uniqueSuffix,
   waitFor,
-} from '@ingest/shared/testing';
+} from '@ingest/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SinkFleet } from '../../../crm-sink/src/chaos/sink-process.js';
 import { ProcessorFleet, processorSetup } from './processor-process.js';

@@ -3,8 +3,8 @@
  * with the product's own waitForPipeline) and the counts in ClickHouse, the way the README tells
  * data engineers to count.
  */
-import { type ClickHouse, createEndOffsetsReader, type KafkaClient, raw, type SqlFragment, sql } from '@ingest/shared';
-import type { TestKafka } from '@ingest/shared/testing';
+import { type ClickHouse, createEndOffsetsReader, type KafkaClient, raw, type SqlFragment, sql } from '@ingest/platform';
+import type { TestKafka } from '@ingest/testkit';
 import { waitForPipeline } from '../metering/pipeline-progress.js';
 import type { ProcessorSetup } from './processor-process.js';
 

@@ -6,8 +6,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { METRIC_NAMES, REPO_ROOT } from '@ingest/shared';
-import { freePort, integrationEnv, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { METRIC_NAMES, REPO_ROOT } from '@ingest/platform';
+import { freePort, integrationEnv, uniqueSuffix, waitFor } from '@ingest/testkit';
 
 /** scripts/stack.sh's STACK_DIR (default .local): server state and .local/test-results live there. */
 export function stackDir(): string {

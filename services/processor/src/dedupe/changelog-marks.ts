@@ -1,4 +1,4 @@
-import type { OutgoingMessage } from '@ingest/shared';
+import type { OutgoingMessage } from '@ingest/platform';
 import { FINGERPRINT_BYTES, type Fingerprint, fingerprintOfKey } from './dedupe-window.js';
 
 /** A first-seen mark as the changelog carries it. */

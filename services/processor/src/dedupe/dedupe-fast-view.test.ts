@@ -1,5 +1,6 @@
 import type { EventRecord } from '@ingest/schemas';
-import { type ConsumedMessage, IDENTITY_HEADER, rawEventMessage } from '@ingest/shared';
+import { type ConsumedMessage } from '@ingest/platform';
+import { IDENTITY_HEADER, rawEventMessage } from '@ingest/domain';
 import { describe, expect, it } from 'vitest';
 import { fastView } from './dedupe.consumer.js';
 import { fingerprint } from './dedupe-window.js';

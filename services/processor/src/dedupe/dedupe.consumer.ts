@@ -6,8 +6,6 @@ import {
   createConsumerStageMetrics,
   type DeadLetter,
   type DeadLetterSink,
-  IDENTITY_HEADER,
-  identityKey,
   type KafkaClient,
   type Logger,
   METRIC_NAMES,
@@ -15,8 +13,8 @@ import {
   type Producer,
   readTopicToEnd,
   type Registry,
-  uniqueEventKey,
-} from '@ingest/shared';
+} from '@ingest/platform';
+import { IDENTITY_HEADER, identityKey, uniqueEventKey } from '@ingest/domain';
 import { Counter, Gauge } from 'prom-client';
 import { createEventRecordDecoder } from '../storage/event-record.decode.js';
 import { decodeMarks, encodeMarks, type Mark } from './changelog-marks.js';

@@ -4,8 +4,8 @@
  * changelog) are dropped; poison messages are dead-lettered.
  */
 import type { EventRecord } from '@ingest/schemas';
-import { AppError, type BatchConsumer, committedOffsets, createDeadLetterSink, createMetricsRegistry, createProducer, type Producer } from '@ingest/shared';
-import { createTestKafka, sampleValue, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { AppError, type BatchConsumer, committedOffsets, createDeadLetterSink, createMetricsRegistry, createProducer, type Producer } from '@ingest/platform';
+import { createTestKafka, sampleValue, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDedupeConsumer } from './dedupe.consumer.js';
 
@@ -86,7 +86,7 @@ function collectUnique(accountId: string) {
 }
 
 function startReader(topic: string, onMessage: (value: string, key: string) => void): Promise<BatchConsumer> {
-  return import('@ingest/shared').then(async ({ createBatchConsumer }) => {
+  return import('@ingest/platform').then(async ({ createBatchConsumer }) => {
     const c = createBatchConsumer(kafka.kafka, {
       name: 'reader',
       groupId: `reader-${uniqueSuffix()}`,

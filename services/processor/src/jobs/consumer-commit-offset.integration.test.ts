@@ -1,12 +1,12 @@
 /**
- * Real servers: Kafka. The batch consumer's `commitOffset` option (services/shared/src/kafka/
+ * Real servers: Kafka. The batch consumer's `commitOffset` option (packages/platform/src/kafka/
  * consumer.ts), which the job runner relies on: a handler may commit less than its batch
  * (a string: exactly that offset; null: nothing), the session still does not fetch the same
  * messages again, and a restarted member resumes from what was committed.
  * It lives here because the job runner is its first user; it tests shared code only.
  */
-import { type BatchResult, committedOffsets, createBatchConsumer, createProducer, type Producer } from '@ingest/shared';
-import { createTestKafka, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { type BatchResult, committedOffsets, createBatchConsumer, createProducer, type Producer } from '@ingest/platform';
+import { createTestKafka, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let kafka: TestKafka;

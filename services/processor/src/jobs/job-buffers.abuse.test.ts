@@ -12,8 +12,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { JOB_CHUNK_SIZE, type JobStatus } from '@ingest/schemas';
-import { createEndOffsetsReader, METRIC_NAMES } from '@ingest/shared';
-import { sampleValue, waitFor } from '@ingest/shared/testing';
+import { createEndOffsetsReader, METRIC_NAMES } from '@ingest/platform';
+import { sampleValue, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AbuseGateway, csvMultipart, startAbuseGateway } from '../../../gateway/src/test-support/abuse.fixture.js';
 import { randomClientIp } from '../../../gateway/src/test-support/gateway.fixture.js';

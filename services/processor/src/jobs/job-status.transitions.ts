@@ -1,5 +1,5 @@
 import type { JobChunk, JobSealed, JobStatus } from '@ingest/schemas';
-import { queuedJobStatus } from '@ingest/shared';
+import { queuedJobStatus } from '@ingest/domain';
 import type { JobCounts } from './job-tally.js';
 
 /**

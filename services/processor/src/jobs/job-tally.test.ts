@@ -1,5 +1,5 @@
 import type { JobChunk, JobChunkItem } from '@ingest/schemas';
-import { createEventValidator } from '@ingest/shared';
+import { createEventValidator } from '@ingest/domain';
 import { describe, expect, it } from 'vitest';
 import { csvColumnOf, JobTally, MAX_JOB_ERRORS, withJobEventId } from './job-tally.js';
 

@@ -1,5 +1,5 @@
 import { type EventRecord, type JobChunk, type JobChunkItem, type JobStatus, MAX_ERRORS_LISTED } from '@ingest/schemas';
-import { BoundedErrors, type EventCheck, toEventRecord } from '@ingest/shared';
+import { BoundedErrors, type EventCheck, toEventRecord } from '@ingest/domain';
 
 export type JobError = JobStatus['errors'][number];
 export type ValidateEvent = (input: unknown, receivedAtMs: number) => EventCheck;

@@ -1,5 +1,6 @@
 import type { EventRecord, JobChunk, JobSealed, JobStatus } from '@ingest/schemas';
-import { type JobStatusStore, type Logger, type Producer, rawEventMessage } from '@ingest/shared';
+import { type JobStatusStore, rawEventMessage } from '@ingest/domain';
+import { type Logger, type Producer } from '@ingest/platform';
 import type { JobMetrics } from './job.metrics.js';
 import { baseStatus, checkComplete, completedStatus, failedStatus, isFinal, processingStatus } from './job-status.transitions.js';
 import { JobTally, type ValidateEvent } from './job-tally.js';

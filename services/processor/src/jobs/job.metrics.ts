@@ -1,4 +1,5 @@
-import { createEventOutcomeMetrics, type EventOutcomeMetrics, METRIC_NAMES, type Registry } from '@ingest/shared';
+import { createEventOutcomeMetrics, type EventOutcomeMetrics } from '@ingest/domain';
+import { METRIC_NAMES, type Registry } from '@ingest/platform';
 import { Counter, Gauge, Histogram } from 'prom-client';
 
 export interface JobMetrics {

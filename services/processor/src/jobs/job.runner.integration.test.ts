@@ -4,8 +4,8 @@
  * job's progress to the real status store (Redis + jobs.progress).
  */
 import type { JobChunk, JobChunkItem, JobMessage, JobStatus } from '@ingest/schemas';
-import { committedOffsets, DEAD_LETTER_HEADERS, METRIC_NAMES } from '@ingest/shared';
-import { uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { committedOffsets, DEAD_LETTER_HEADERS, METRIC_NAMES } from '@ingest/platform';
+import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobsFixture, type JobsFixture, RECEIVED_AT_MS } from './jobs.test-fixture.js';
 import { ABANDON_REASONS } from './job-buffers.js';

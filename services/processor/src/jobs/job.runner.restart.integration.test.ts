@@ -6,8 +6,9 @@
  * restart is completed from the buffers rebuilt by re-reading the partition.
  */
 import type { JobChunkItem, JobMessage, JobStatus } from '@ingest/schemas';
-import { AppError, committedOffsets, type JobStatusStore, type Producer } from '@ingest/shared';
-import { uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { AppError, committedOffsets, type Producer } from '@ingest/platform';
+import { type JobStatusStore } from '@ingest/domain';
+import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobsFixture, type JobsFixture, RECEIVED_AT_MS } from './jobs.test-fixture.js';
 

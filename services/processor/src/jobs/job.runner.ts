@@ -8,12 +8,12 @@ import {
   createConsumerStageMetrics,
   type DeadLetter,
   type DeadLetterSink,
-  type JobStatusStore,
   type KafkaClient,
   type Logger,
   type Producer,
   type Registry,
-} from '@ingest/shared';
+} from '@ingest/platform';
+import { type JobStatusStore } from '@ingest/domain';
 import { createJobExecutor, createRawEventsOutput } from './job.executor.js';
 import { createJobMetrics } from './job.metrics.js';
 import { ABANDON_REASONS, type AbandonedJob, JobBufferBudget, PartitionJobs } from './job-buffers.js';

@@ -4,24 +4,21 @@
  * readers for what the runner wrote.
  */
 import type { EventRecord, JobMessage, JobStatus } from '@ingest/schemas';
+import { type Account, createEventValidator, createJobStatusStore, type JobStatusStore } from '@ingest/domain';
 import {
-  type Account,
   type BatchConsumer,
   type ConsumedMessage,
   createBatchConsumer,
   createDeadLetterSink,
-  createEventValidator,
-  createJobStatusStore,
   createMetricsRegistry,
   createProducer,
   createRedis,
-  type JobStatusStore,
   type Producer,
   type Redis,
   type Registry,
   topicOffsets,
-} from '@ingest/shared';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+} from '@ingest/platform';
+import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { createJobWriter, type JobWriter } from '../../../gateway/src/jobs/job-writer.js';
 import { createJobRunner, type JobRunnerDeps } from './job.runner.js';
 

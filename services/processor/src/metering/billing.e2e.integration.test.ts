@@ -8,8 +8,9 @@
  * with 100 in-job repeats read `used: 0`, and an account could store more than its plan allows.
  */
 import type { JobStatus } from '@ingest/schemas';
-import { type Component, createAllowanceReconciler, createMetricsRegistry, quotaPeriod } from '@ingest/shared';
-import { testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { type Component, createMetricsRegistry } from '@ingest/platform';
+import { createAllowanceReconciler, quotaPeriod } from '@ingest/domain';
+import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../../../gateway/src/test-support/gateway.fixture.js';
 import { createProcessor } from '../processor.js';

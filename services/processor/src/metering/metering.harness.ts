@@ -1,14 +1,6 @@
-import {
-  type Account,
-  type Allowance,
-  createAllowance,
-  createAllowanceReconciler,
-  createMetricsRegistry,
-  type EventDecision,
-  quotaPeriod,
-  type Redis,
-} from '@ingest/shared';
-import { testLogger } from '@ingest/shared/testing';
+import { type Account, type Allowance, createAllowance, createAllowanceReconciler, type EventDecision, quotaPeriod } from '@ingest/domain';
+import { createMetricsRegistry, type Redis } from '@ingest/platform';
+import { testLogger } from '@ingest/testkit';
 import { AccountModel, type IdSpec, type JobItem, type Op } from './metering.model.js';
 import { createUsageReconciler } from './usage.reconciler.js';
 

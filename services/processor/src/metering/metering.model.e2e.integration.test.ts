@@ -10,8 +10,9 @@
  * first (each try is a run over the real servers: minutes, so not in npm test).
  */
 import type { JobStatus } from '@ingest/schemas';
-import { type Component, createAllowanceReconciler, createMetricsRegistry, PLAN_LIMITS, quotaPeriod } from '@ingest/shared';
-import { testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { type Component, createMetricsRegistry } from '@ingest/platform';
+import { createAllowanceReconciler, PLAN_LIMITS, quotaPeriod } from '@ingest/domain';
+import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../../../gateway/src/test-support/gateway.fixture.js';

@@ -8,9 +8,9 @@
  *
  * METERING_MODEL_RUNS sets the number of sequences (default 200); METERING_MODEL_SEED replays one.
  */
-import { PLAN_LIMITS } from '@ingest/shared';
-import { createRedis } from '@ingest/shared';
-import { integrationEnv, uniqueSuffix } from '@ingest/shared/testing';
+import { PLAN_LIMITS } from '@ingest/domain';
+import { createRedis } from '@ingest/platform';
+import { integrationEnv, uniqueSuffix } from '@ingest/testkit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { MeteringHarness } from './metering.harness.js';

@@ -1,4 +1,4 @@
-import { hourOf, quotaPeriod } from '@ingest/shared';
+import { hourOf, quotaPeriod } from '@ingest/domain';
 import fc from 'fast-check';
 
 /**

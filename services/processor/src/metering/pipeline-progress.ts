@@ -1,4 +1,4 @@
-import { committedOffsets, createEndOffsetsReader, type KafkaClient } from '@ingest/shared';
+import { committedOffsets, createEndOffsetsReader, type KafkaClient } from '@ingest/platform';
 
 export interface PipelineStage {
   groupId: string;

@@ -1,4 +1,4 @@
-import { type ClickHouse, sql } from '@ingest/shared';
+import { type ClickHouse, sql } from '@ingest/platform';
 
 /** ClickHouse's exact counts of unique events per account, as the usage reconciler and the ledger read them. */
 export interface UsageCounts {

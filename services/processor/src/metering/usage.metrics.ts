@@ -1,4 +1,4 @@
-import { METRIC_NAMES, type Registry } from '@ingest/shared';
+import { METRIC_NAMES, type Registry } from '@ingest/platform';
 import { Counter, Gauge } from 'prom-client';
 
 /**

@@ -4,18 +4,8 @@
  * stored the events: exact unique events before hour T + what was counted from T on.
  */
 import type { EventRecord } from '@ingest/schemas';
-import {
-  type Account,
-  createAllowance,
-  createAllowanceReconciler,
-  createMetricsRegistry,
-  createProducer,
-  createRedis,
-  type Component,
-  type Producer,
-  quotaKeys,
-  quotaPeriod,
-} from '@ingest/shared';
+import { type Account, createAllowance, createAllowanceReconciler, quotaKeys, quotaPeriod } from '@ingest/domain';
+import { createMetricsRegistry, createProducer, createRedis, type Component, type Producer } from '@ingest/platform';
 import {
   createTestClickHouse,
   createTestKafka,
@@ -25,7 +15,7 @@ import {
   type TestKafka,
   testLogger,
   uniqueSuffix,
-} from '@ingest/shared/testing';
+} from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProcessor } from '../processor.js';
 import { waitForPipeline } from './pipeline-progress.js';

@@ -1,4 +1,5 @@
-import { type AllowanceReconciler, type Component, hourOf, type Logger, quotaPeriod, type Registry } from '@ingest/shared';
+import { type AllowanceReconciler, hourOf, quotaPeriod } from '@ingest/domain';
+import { type Component, type Logger, type Registry } from '@ingest/platform';
 import { createPeriodicTask } from '../periodic.js';
 import type { UsageCounts } from './usage-counts.js';
 import { createUsageReconcilerMetrics, type ReconcileOutcome } from './usage.metrics.js';

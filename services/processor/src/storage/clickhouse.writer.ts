@@ -1,4 +1,4 @@
-import { AppError, type ClickHouse, isRetryable, type Logger, METRIC_NAMES, type Registry } from '@ingest/shared';
+import { AppError, type ClickHouse, isRetryable, type Logger, METRIC_NAMES, type Registry } from '@ingest/platform';
 import { Counter, Histogram } from 'prom-client';
 
 export interface WriteContext {

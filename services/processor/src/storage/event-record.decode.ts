@@ -1,2 +1,2 @@
 // The decoder moved to the shared library: the crm-sink decodes the same records.
-export { createEventRecordDecoder, type DecodeResult } from '@ingest/shared';
+export { createEventRecordDecoder, type DecodeResult } from '@ingest/domain';

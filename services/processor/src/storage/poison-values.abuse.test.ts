@@ -7,8 +7,8 @@
  * are stored.
  */
 import { type EventRecord, LATEST_RECORD_TIME_MS } from '@ingest/schemas';
-import { createBatchConsumer, createDeadLetterSink, createMetricsRegistry, createProducer, DEAD_LETTER_HEADERS, type Producer } from '@ingest/shared';
-import { createTestClickHouse, createTestKafka, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/shared/testing';
+import { createBatchConsumer, createDeadLetterSink, createMetricsRegistry, createProducer, DEAD_LETTER_HEADERS, type Producer } from '@ingest/platform';
+import { createTestClickHouse, createTestKafka, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClickHouseWriter } from './clickhouse.writer.js';
 import { EVENT_COLUMNS } from './event-row.js';

@@ -10,7 +10,7 @@ import {
   type Logger,
   METRIC_NAMES,
   type Registry,
-} from '@ingest/shared';
+} from '@ingest/platform';
 import { Histogram } from 'prom-client';
 import type { ClickHouseWriter } from './clickhouse.writer.js';
 import { createInsertBatcher } from './insert-batcher.js';

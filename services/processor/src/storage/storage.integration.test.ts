@@ -16,17 +16,8 @@ import {
   createProducer,
   DEAD_LETTER_HEADERS,
   type Producer,
-} from '@ingest/shared';
-import {
-  createTestClickHouse,
-  createTestKafka,
-  sampleValue,
-  type TestClickHouse,
-  type TestKafka,
-  testLogger,
-  uniqueSuffix,
-  waitFor,
-} from '@ingest/shared/testing';
+} from '@ingest/platform';
+import { createTestClickHouse, createTestKafka, sampleValue, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClickHouseWriter, createClickHouseWriter } from './clickhouse.writer.js';
 import { EVENT_COLUMNS } from './event-row.js';

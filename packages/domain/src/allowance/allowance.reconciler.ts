@@ -1,0 +1,74 @@
+import type { Redis } from '@ingest/platform';
+import { redisScript } from '@ingest/platform';
+import { COUNTER_TTL_S } from './allowance.js';
+import { accountOfCounterKey, quotaKeys, seenKeys } from './allowance.keys.js';
+import { RECONCILE, SWEEP_SEEN } from './allowance.scripts.js';
+import { SEEN_BUCKET_MS } from './seen-ids.js';
+
+/** The allowance as the processor sees it: it knows accounts only by id. */
+export interface AllowanceReconciler {
+  /** Accounts with a counter in the period `YYYYMM`. */
+  accountsWithCounters(periodId: string): Promise<string[]>;
+  /** counter := exact + counted in hours >= fromHour + pending jobs; forgets older hours. Returns the new value. */
+  reconcile(accountId: string, periodId: string, exact: number, fromHour: number): Promise<number>;
+  /** Events refused for the allowance in the period (402s and per-event quota_exceeded). */
+  refused(accountId: string, periodId: string): Promise<number>;
+  /** Jobs of the period whose reservation is not settled yet. */
+  pendingJobs(accountId: string, periodId: string): Promise<string[]>;
+  /**
+   * Deletes every account's remembered ids of buckets that are no longer looked up (older than
+   * the one before the current bucket). Returns the number of shard sets deleted.
+   */
+  sweepSeen(nowMs: number): Promise<number>;
+}
+
+const reconcileScript = redisScript(RECONCILE);
+const sweepScript = redisScript(SWEEP_SEEN);
+
+export function createAllowanceReconciler(redis: Redis, keyPrefix = ''): AllowanceReconciler {
+  // SCAN patterns are globs: the prefix's own glob characters are escaped.
+  const globPrefix = keyPrefix.replace(/[*?[\]\\]/g, '\\$&');
+
+  async function scan(pattern: string): Promise<string[]> {
+    const keys: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, found] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      keys.push(...found);
+    } while (cursor !== '0');
+    return keys;
+  }
+
+  return {
+    async accountsWithCounters(periodId) {
+      const accounts = new Set<string>();
+      for (const key of await scan(`${globPrefix}quota:{*}:${periodId}`)) {
+        const account = accountOfCounterKey(key, keyPrefix, periodId);
+        if (account) accounts.add(account);
+      }
+      return [...accounts];
+    },
+    async reconcile(accountId, periodId, exact, fromHour) {
+      const k = quotaKeys(accountId, periodId, keyPrefix);
+      return Number(await reconcileScript(redis, [k.counter, k.hours], [exact, fromHour, COUNTER_TTL_S]));
+    },
+    async refused(accountId, periodId) {
+      return Number((await redis.get(quotaKeys(accountId, periodId, keyPrefix).refused)) ?? 0);
+    },
+    async pendingJobs(accountId, periodId) {
+      const fields = await redis.hkeys(quotaKeys(accountId, periodId, keyPrefix).hours);
+      return fields.filter((f) => f.startsWith('job:')).map((f) => f.slice('job:'.length));
+    },
+    async sweepSeen(nowMs) {
+      const keep = Math.floor(nowMs / SEEN_BUCKET_MS) - 1;
+      let unlinked = 0;
+      for (const registry of await scan(`${globPrefix}quota:{*}:seen`)) {
+        const accountId = /^quota:\{(.+)\}:seen$/.exec(registry.slice(keyPrefix.length))?.[1];
+        if (!accountId) continue;
+        unlinked += Number(await sweepScript(redis, [registry], [keep, seenKeys(accountId, keyPrefix).shardPrefix]));
+      }
+      return unlinked;
+    },
+  };
+}

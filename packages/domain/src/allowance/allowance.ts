@@ -1,0 +1,170 @@
+import { type Account, PLAN_LIMITS } from '../control-plane/types.js';
+import { AppError } from '@ingest/platform';
+import type { Redis } from '@ingest/platform';
+import { redisScript } from '@ingest/platform';
+import { hourOf, jobField, quotaKeys, seenKeys } from './allowance.keys.js';
+import { RELEASE_EVENTS, RESERVE_EVENTS, RESERVE_JOB, SETTLE_JOB } from './allowance.scripts.js';
+import { type QuotaPeriod, quotaPeriod } from './quota-period.js';
+import { seenBucket, seenMember, seenShards } from './seen-ids.js';
+
+/**
+ * The monthly allowance, exact across gateway replicas: one Redis counter per account and UTC
+ * month, changed only by Lua scripts (atomic in Redis). Usage counts unique events, so an id
+ * counted in the last minutes is not counted again: a retried request costs nothing (see
+ * seen-ids.ts for how long and in how little memory ids are remembered).
+ *
+ * What is counted is also recorded per hour of receipt, and bulk/CSV reservations per job until
+ * the job has run. The processor's exact count of unique events (ClickHouse) reconciles the
+ * counter: once everything received before an hour T is stored, counter = exact count before T
+ * + what was counted from T on (see the usage reconciler). That removes what the gateway could
+ * not know: repeats older than its memory, and repeats across jobs and requests.
+ */
+export interface QuotaState {
+  limit: number;
+  used: number;
+  remaining: number;
+  period: QuotaPeriod;
+}
+
+/** Per event id, in the order given. */
+export type EventDecision = 'counted' | 'repeat' | 'over';
+
+/** A bulk or CSV job once it has run: what it accepted is what it costs. */
+export interface SettledJob {
+  accountId: string;
+  jobId: string;
+  /** The job's time of receipt (its events' received_at): the period its reservation is in. */
+  receivedAtMs: number;
+  /** Events the job wrote (valid, first of their id in the job); 0 for a job that failed or never ran. */
+  accepted: number;
+}
+
+export interface Allowance {
+  state(account: Account): Promise<QuotaState>;
+  /** What the counters say of a period: used (the counter) and events refused for the allowance. */
+  periodUsage(accountId: string, periodId: string): Promise<{ used: number; refused: number }>;
+  /**
+   * Counts each new id while the allowance lasts; repeats are free; the rest are `over`. Pass
+   * '' for an id the service generated: it cannot repeat, so it is counted without being
+   * remembered (the memory of ids is for callers' retries).
+   */
+  reserveEvents(account: Account, eventIds: string[], atMs?: number): Promise<{ decisions: EventDecision[]; state: QuotaState }>;
+  /** Gives back what `reserveEvents` counted (the `counted` ids, '' for generated ones) when the write failed. */
+  releaseEvents(account: Account, countedIds: string[], atMs: number): Promise<void>;
+  /**
+   * Adds `count` to a job's reservation, all or nothing. The reservation stays pending under the
+   * job's id until `settleJob`, in the period of the job's time of receipt.
+   */
+  reserveJob(account: Account, jobId: string, count: number, jobAtMs: number): Promise<{ granted: boolean; state: QuotaState }>;
+  /**
+   * The job has run (or never will, `accepted` 0): its reservation becomes what it accepted,
+   * counted in the current hour (see SETTLE_JOB), and the rest is given back. Idempotent by
+   * jobId, so "at least once" is fine.
+   */
+  settleJob(job: SettledJob): Promise<void>;
+}
+
+export interface AllowanceDeps {
+  redis: Redis;
+  now?: () => number;
+  /** Namespace of the Redis keys (REDIS_KEY_PREFIX); lets environments and tests share a server. */
+  keyPrefix?: string;
+}
+
+/** Counters outlive their month by far: the ledger closes a period from ClickHouse, not from them. */
+export const COUNTER_TTL_S = 40 * 24 * 3600;
+
+const reserveEventsScript = redisScript(RESERVE_EVENTS);
+const releaseEventsScript = redisScript(RELEASE_EVENTS);
+const reserveJobScript = redisScript(RESERVE_JOB);
+const settleJobScript = redisScript(SETTLE_JOB);
+
+export function createAllowance(deps: AllowanceDeps): Allowance {
+  const { redis } = deps;
+  const prefix = deps.keyPrefix ?? '';
+  const now = deps.now ?? Date.now;
+
+  function toState(account: Account, used: number, period: QuotaPeriod): QuotaState {
+    const limit = PLAN_LIMITS[account.plan];
+    return { limit, used, remaining: Math.max(0, limit - used), period };
+  }
+
+  /** Where ids counted at `atMs` are remembered: the buckets' shard prefixes and one member per id. */
+  function seenArgs(account: Account, eventIds: string[], atMs: number) {
+    const shards = seenShards(PLAN_LIMITS[account.plan]);
+    const { bucket, checkPrevious } = seenBucket(atMs);
+    const { registry, shardPrefix } = seenKeys(account.id, prefix);
+    return {
+      registry,
+      shards,
+      bucket,
+      current: `${shardPrefix}${bucket}:`,
+      previous: checkPrevious ? `${shardPrefix}${bucket - 1}:` : '',
+      members: eventIds.map((id) => (id === '' ? '' : seenMember(id, shards))),
+    };
+  }
+
+  async function guarded<T>(action: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      throw new AppError('allowance_unavailable', `allowance ${action} failed: ${(err as Error).message}`, { retryable: true, cause: err });
+    }
+  }
+
+  return {
+    state: (account) =>
+      guarded('read', async () => {
+        const period = quotaPeriod(now());
+        return toState(account, Number((await redis.get(quotaKeys(account.id, period.id, prefix).counter)) ?? 0), period);
+      }),
+
+    periodUsage: (accountId, periodId) =>
+      guarded('read', async () => {
+        const k = quotaKeys(accountId, periodId, prefix);
+        const [used, refused] = await redis.mget(k.counter, k.refused);
+        return { used: Number(used ?? 0), refused: Number(refused ?? 0) };
+      }),
+
+    reserveEvents: (account, eventIds, atMs = now()) =>
+      guarded('reserve', async () => {
+        const period = quotaPeriod(atMs);
+        const k = quotaKeys(account.id, period.id, prefix);
+        const seen = seenArgs(account, eventIds, atMs);
+        const result = (await reserveEventsScript(
+          redis,
+          [k.counter, k.hours, k.refused, seen.registry],
+          [PLAN_LIMITS[account.plan], COUNTER_TTL_S, hourOf(atMs), seen.current, seen.previous, seen.bucket, seen.shards, ...seen.members],
+        )) as number[];
+        const [used = 0, ...codes] = result;
+        const decisions = codes.map((c): EventDecision => (c === 0 ? 'counted' : c === 1 ? 'repeat' : 'over'));
+        return { decisions, state: toState(account, used, period) };
+      }),
+
+    releaseEvents: (account, countedIds, atMs) =>
+      guarded('release', async () => {
+        const k = quotaKeys(account.id, quotaPeriod(atMs).id, prefix);
+        const chosen = countedIds.filter((id) => id !== '');
+        const seen = seenArgs(account, chosen, atMs);
+        await releaseEventsScript(redis, [k.counter, k.hours], [hourOf(atMs), countedIds.length - chosen.length, seen.current, ...seen.members]);
+      }),
+
+    reserveJob: (account, jobId, count, jobAtMs) =>
+      guarded('reserve', async () => {
+        const period = quotaPeriod(jobAtMs);
+        const k = quotaKeys(account.id, period.id, prefix);
+        const [granted = 0, used = 0] = (await reserveJobScript(
+          redis,
+          [k.counter, k.hours, k.refused],
+          [PLAN_LIMITS[account.plan], count, COUNTER_TTL_S, jobField(jobId)],
+        )) as number[];
+        return { granted: granted === 1, state: toState(account, used, period) };
+      }),
+
+    settleJob: (job) =>
+      guarded('settle', async () => {
+        const k = quotaKeys(job.accountId, quotaPeriod(job.receivedAtMs).id, prefix);
+        await settleJobScript(redis, [k.counter, k.hours], [jobField(job.jobId), hourOf(now()), job.accepted]);
+      }),
+  };
+}

@@ -1,0 +1,212 @@
+import { randomBytes } from 'node:crypto';
+import { CrmCredentialBody, type StoredCrmCredentialRecord, type StoredMappingRecord } from '@ingest/schemas';
+import { Ajv, type ErrorObject } from 'ajv';
+import { type MappingFieldError, validateMapping } from '../crm/mapping.validate.js';
+import { AppError } from '@ingest/platform';
+import { escapePointer } from '../events/validate-event.js';
+import type { Logger } from '@ingest/platform';
+import { type CrmConfigState, credentialKey, currentMapping, listCrmCredentials, mappingKey, mappingVersions } from './crm-config.state.js';
+import type { CrmCredential, CrmCredentialLister, MappingReader, MappingWriter, StoredCrmCredential, StoredMapping } from './types.js';
+
+/** A mapping document (or credential) that does not validate; `errors` point into it. */
+export class InvalidConfigError extends AppError {
+  readonly errors: MappingFieldError[];
+
+  constructor(code: 'mapping_invalid' | 'crm_credential_invalid', message: string, errors: MappingFieldError[]) {
+    super(code, message);
+    this.errors = errors;
+  }
+}
+
+/** If-Match failed: another version is current (or won the race for the next one). */
+export class MappingVersionMismatchError extends AppError {
+  readonly expectedVersion: number;
+  readonly currentVersion: number | null;
+
+  constructor(expected: number, current: number | null) {
+    super('mapping_version_mismatch', `expected version ${expected} to be current, but ${current === null ? 'there is none' : `version ${current} is`}`);
+    this.expectedVersion = expected;
+    this.currentVersion = current;
+  }
+}
+
+/** What the control plane store lends the CRM configuration: its state, topics and write path. */
+export interface CrmConfigStoreParts {
+  state: CrmConfigState;
+  mappingsTopic: string;
+  credentialsTopic: string;
+  /** Waits until this instance has read both topics to their end. */
+  barrier(what: string): Promise<void>;
+  /** Produces and waits until this instance has applied the write; `null` is a tombstone. */
+  write(topic: string, key: string, value: object | null): Promise<void>;
+  /** Throws `account_not_found`. */
+  requireAccount(accountId: string): void;
+  now: () => Date;
+  log: Logger;
+}
+
+const AUTHOR_MAX = 320;
+// Races for one version are rare (two editors within milliseconds); a few attempts settle them.
+const WRITE_ATTEMPTS = 3;
+
+export function createCrmConfigOps(parts: CrmConfigStoreParts): MappingReader & MappingWriter & CrmCredentialLister {
+  const { state, log } = parts;
+
+  async function putMapping(accountId: string, input: unknown, author: string, options: { expectedVersion?: number } = {}): Promise<StoredMapping> {
+    const check = validateMapping(input);
+    if (!check.ok) throw new InvalidConfigError('mapping_invalid', `the mapping has ${check.errors.length} error(s)`, check.errors);
+    checkAuthor(author);
+    await parts.barrier('catch up before the write');
+    parts.requireAccount(accountId);
+    const stored = await writeVersion(accountId, author, options.expectedVersion, () => ({ mapping: check.mapping }));
+    log.info({ accountId, version: stored.version, author }, 'crm mapping stored');
+    return stored;
+  }
+
+  /**
+   * Deleting is a new version with `deleted: true` (history stays, and a later put starts again
+   * from it): the sink stops syncing the account from the next event on. Its document keeps the
+   * previous `crm` with no rules, which a release without `deleted` also syncs nothing with.
+   */
+  async function deleteMapping(accountId: string, author: string, options: { expectedVersion?: number } = {}): Promise<StoredMapping> {
+    checkAuthor(author);
+    await parts.barrier('catch up before the write');
+    parts.requireAccount(accountId);
+    const stored = await writeVersion(accountId, author, options.expectedVersion, (current) => {
+      if (!current || current.deleted) throw new AppError('mapping_not_found', `account ${accountId} has no CRM mapping to delete`);
+      return { mapping: { ...current.mapping, rules: [] }, deleted: true };
+    });
+    log.info({ accountId, version: stored.version, author }, 'crm mapping deleted');
+    return stored;
+  }
+
+  async function writeVersion(
+    accountId: string,
+    author: string,
+    expectedVersion: number | undefined,
+    build: (current: StoredMapping | undefined) => { mapping: StoredMapping['mapping']; deleted?: true },
+  ): Promise<StoredMapping> {
+    for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt++) {
+      const currentEntry = currentMapping(state, accountId)?.stored;
+      const current = currentEntry?.version ?? null;
+      if (expectedVersion !== undefined && current !== expectedVersion) throw new MappingVersionMismatchError(expectedVersion, current);
+      const { mapping, deleted } = build(currentEntry);
+      const record: StoredMappingRecord = {
+        accountId,
+        version: (current ?? 0) + 1,
+        writeId: randomBytes(8).toString('hex'),
+        mapping,
+        createdAt: parts.now().toISOString(),
+        author,
+        ...(deleted ? { deleted } : {}),
+      };
+      const key = mappingKey(accountId, record.version, record.writeId);
+      await parts.write(parts.mappingsTopic, key, record);
+      const winner = state.mappings.get(accountId)?.find((e) => e.stored.version === record.version);
+      if (winner?.key === key) return winner.stored;
+      // Another writer took this version first. Our record stays in the topic, ignored by every
+      // reader (the fold keeps the first record of a version), so nothing needs undoing.
+      log.info({ accountId, version: record.version, attempt }, 'crm mapping write lost a race for its version');
+      if (expectedVersion !== undefined) throw new MappingVersionMismatchError(expectedVersion, currentMapping(state, accountId)?.stored.version ?? null);
+    }
+    throw new AppError('mapping_write_conflict', `mapping writes for ${accountId} keep racing; retry`, { retryable: true });
+  }
+
+  /** A tombstone: compaction then removes the secret from the topic. */
+  async function deleteCrmCredential(accountId: string, name: string): Promise<void> {
+    await parts.barrier('catch up before the write');
+    parts.requireAccount(accountId);
+    if (!state.credentials.get(accountId)?.has(name))
+      throw new AppError('crm_credential_not_found', `account ${accountId} has no CRM credential named ${name}`);
+    const current = currentMapping(state, accountId)?.stored;
+    if (current && !current.deleted && current.mapping.crm.credentialsRef === name) {
+      throw new AppError(
+        'crm_credential_in_use',
+        `mapping version ${current.version} syncs with credential ${name}: delete the mapping or point it at another credential first`,
+      );
+    }
+    await parts.write(parts.credentialsTopic, credentialKey(accountId, name), null);
+    log.info({ accountId, credentialName: name }, 'crm credential deleted');
+  }
+
+  async function putCrmCredential(accountId: string, name: string, credential: CrmCredential): Promise<StoredCrmCredential> {
+    const errors = crmCredentialErrors(name, credential);
+    if (errors.length > 0) throw new InvalidConfigError('crm_credential_invalid', `the credential has ${errors.length} error(s)`, errors);
+    await parts.barrier('catch up before the write');
+    parts.requireAccount(accountId);
+    const record: StoredCrmCredentialRecord = { accountId, name, credential, updatedAt: parts.now().toISOString() };
+    await parts.write(parts.credentialsTopic, credentialKey(accountId, name), record);
+    // The log names the credential, never its contents.
+    log.info({ accountId, credentialName: name, crmType: credential.type }, 'crm credential stored');
+    return { accountId, name, credential, updatedAt: record.updatedAt };
+  }
+
+  function checkAuthor(author: string): void {
+    if (author.trim() === '' || author.length > AUTHOR_MAX) throw new AppError('invalid_author', `author must be 1 to ${AUTHOR_MAX} characters`);
+  }
+
+  return {
+    // A deleted mapping is no mapping to its readers; its version stays in the history.
+    currentMapping: (accountId) => {
+      const stored = currentMapping(state, accountId)?.stored;
+      return stored?.deleted ? undefined : stored;
+    },
+    mappingVersions: (accountId) => mappingVersions(state, accountId),
+    crmCredential: (accountId, name) => state.credentials.get(accountId)?.get(name),
+    listCrmCredentials: (accountId) => listCrmCredentials(state, accountId),
+    putMapping,
+    deleteMapping,
+    putCrmCredential,
+    deleteCrmCredential,
+  };
+}
+
+let validateCredential: ReturnType<typeof compileCredentialValidator> | undefined;
+
+/** Every error of a credential and its name, each with a JSON Pointer; empty when it may be stored. */
+export function crmCredentialErrors(name: string, credential: unknown): MappingFieldError[] {
+  validateCredential ??= compileCredentialValidator();
+  return [...nameErrors(name), ...validateCredential(credential)];
+}
+
+/** The fields of a credential that name where the sink connects, as JSON Pointers. */
+export function credentialUrls(credential: unknown): { field: string; url: string }[] {
+  if (typeof credential !== 'object' || credential === null) return [];
+  return (['url', 'baseUrl', 'instanceUrl'] as const).flatMap((f) => {
+    const value = (credential as Record<string, unknown>)[f];
+    return typeof value === 'string' ? [{ field: `/${f}`, url: value }] : [];
+  });
+}
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+function nameErrors(name: string): MappingFieldError[] {
+  return NAME.test(name)
+    ? []
+    : [{ field: '/name', code: 'invalid_format', message: 'must be 1 to 64 letters, digits, _ . or - (starting with a letter or digit)' }];
+}
+
+function compileCredentialValidator(): (input: unknown) => MappingFieldError[] {
+  const validate = new Ajv({ allErrors: true, strict: false, discriminator: true }).compile(CrmCredentialBody);
+  return (input) => (validate(input) ? [] : (validate.errors ?? []).map(credentialError));
+}
+
+function credentialError(e: ErrorObject): MappingFieldError {
+  let field = e.instancePath;
+  if (e.keyword === 'required') field += `/${escapePointer(String(e.params.missingProperty))}`;
+  if (e.keyword === 'additionalProperties') field += `/${escapePointer(String(e.params.additionalProperty))}`;
+  if (e.keyword === 'discriminator') return { field: '/type', code: 'invalid_value', message: 'must be one of hubspot, salesforce, webhook' };
+  // ajv's messages name the rule, never the value, so a secret cannot leak through them.
+  return { field: field || '/', code: KEYWORD_CODES[e.keyword] ?? 'invalid', message: e.message ?? 'is invalid' };
+}
+
+const KEYWORD_CODES: Record<string, string> = {
+  required: 'required',
+  type: 'invalid_type',
+  maxLength: 'too_long',
+  minLength: 'too_short',
+  additionalProperties: 'unknown_field',
+  pattern: 'invalid_format',
+  enum: 'invalid_value',
+  const: 'invalid_value',
+};

@@ -1,0 +1,153 @@
+import type { CRM_TYPES, CrmMapping } from '@ingest/schemas';
+import type { Component } from '@ingest/platform';
+
+/**
+ * The control plane: accounts, plans, API keys, CRM mapping versions and CRM credentials. Durable
+ * in compacted Kafka topics (control.accounts, control.apikeys, control.mappings,
+ * control.crm-credentials) and materialised in memory by
+ * every service instance that needs it, as Kafka Connect and Schema Registry keep their state.
+ */
+export const PLANS = ['free', 'pro', 'growth'] as const;
+export type Plan = (typeof PLANS)[number];
+
+/** Events per calendar month (UTC) by plan. */
+export const PLAN_LIMITS: Readonly<Record<Plan, number>> = { free: 1_000, pro: 50_000, growth: 500_000 };
+
+export interface Account {
+  id: string;
+  name: string;
+  plan: Plan;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  /** Shown in listings so owners can tell keys apart, e.g. `svc_live_Ab3dE9`. */
+  prefix: string;
+  /** SHA-256 of the whole key, hex. The key itself is never stored. */
+  hash: string;
+  createdAt: string;
+  revokedAt: string | null;
+  lastUsedAt?: string | null;
+}
+
+/** A person who signs in to the dashboard of one account. Stored in `control.owners`, keyed by email. */
+export interface Owner {
+  id: string;
+  accountId: string;
+  /** Trimmed and lower-cased. */
+  email: string;
+  /** scrypt hash with its parameters and salt (owner-password.ts); never the password. */
+  passwordHash: string;
+  createdAt: string;
+}
+
+export interface ControlPlaneReader {
+  accountById(accountId: string): Account | undefined;
+  listAccounts(): Account[];
+  /** The key record whose hash matches, revoked or not; callers check `revokedAt`. */
+  apiKeyByHash(hash: string): ApiKeyRecord | undefined;
+  listApiKeys(accountId: string): ApiKeyRecord[];
+  ownerByEmail(email: string): Owner | undefined;
+  listOwners(accountId: string): Owner[];
+}
+
+export interface ControlPlaneWriter {
+  createAccount(input: { name: string; plan: Plan }): Promise<Account>;
+  setPlan(accountId: string, plan: Plan): Promise<Account>;
+  /** Returns the plain key once; only its hash is kept. */
+  createApiKey(accountId: string, name: string): Promise<{ record: ApiKeyRecord; plaintext: string }>;
+  revokeApiKey(accountId: string, keyId: string): Promise<ApiKeyRecord>;
+  /** `passwordHash` from hashPassword(); an email already taken is refused (owner_exists). */
+  createOwner(accountId: string, email: string, passwordHash: string): Promise<Owner>;
+}
+
+export interface ControlPlane extends ControlPlaneReader, ControlPlaneWriter, MappingReader, MappingWriter, CrmCredentialLister, Component {
+  /** True once the state topics were read up to their end as of start(). */
+  caughtUp(): boolean;
+  /** Confirmed caught up with the state topics within `staleAfterMs` (part of readiness). */
+  fresh(): boolean;
+}
+
+// --- CRM mappings and credentials (issue 5) -------------------------------------------------
+
+export type CrmType = (typeof CRM_TYPES)[number];
+
+/**
+ * A stored credential, named by a mapping's `crm.credentialsRef`. Secrets are write-only: the
+ * admin API and CLI show the name, type and non-secret fields, never `accessToken`/`secret`,
+ * and loggers redact them. `baseUrl`/`instanceUrl` point adapters at the fake CRM in tests.
+ */
+export type CrmCredential =
+  | { type: 'hubspot'; accessToken: string; baseUrl?: string }
+  | {
+      type: 'salesforce';
+      instanceUrl: string;
+      accessToken: string;
+      apiVersion?: string;
+      /** External ID fields used for upserts; defaults documented by the adapter. */
+      contactExternalIdField?: string;
+      accountExternalIdField?: string;
+    }
+  /** `previousSecret`: during a rotation it signs too, so receivers can switch secrets at their pace. */
+  | { type: 'webhook'; url: string; secret: string; previousSecret?: string };
+
+export interface StoredCrmCredential {
+  accountId: string;
+  name: string;
+  credential: CrmCredential;
+  updatedAt: string;
+}
+
+/** One version of an account's mapping; every change is kept, the sink applies the newest. */
+export interface StoredMapping {
+  accountId: string;
+  /** 1, 2, 3, ... per account. */
+  version: number;
+  mapping: CrmMapping;
+  createdAt: string;
+  /** Who made the change: `admin` (operator token: the admin API and its CLI) or `owner:<email>` (dashboard). */
+  author: string;
+  /** This version deleted the mapping: the account's events are not synced (its `mapping` has no rules). */
+  deleted?: true;
+}
+
+export interface MappingReader {
+  /** The newest version, or undefined when the account has none or its newest version deleted it (the sink skips its events). */
+  currentMapping(accountId: string): StoredMapping | undefined;
+  /** The versions held in memory (the newest ones, see DEFAULT_MAPPING_VERSIONS_KEPT), oldest first. */
+  mappingVersions(accountId: string): StoredMapping[];
+  crmCredential(accountId: string, name: string): StoredCrmCredential | undefined;
+}
+
+export interface PutMappingOptions {
+  /**
+   * Optimistic concurrency (HTTP If-Match): the version the editor started from. The write is
+   * refused with `mapping_version_mismatch` when another version is current by then, also when
+   * another replica wins a race for the same version.
+   */
+  expectedVersion?: number;
+}
+
+export interface MappingWriter {
+  /**
+   * Validates (`mapping_invalid`: an InvalidMappingError listing every error with a JSON
+   * Pointer), then stores version latest+1 after reading the topic to its end; returns it.
+   * `account_not_found` for an unknown account.
+   */
+  putMapping(accountId: string, mapping: unknown, author: string, options?: PutMappingOptions): Promise<StoredMapping>;
+  /** Stores a version that deletes the mapping (`mapping_not_found` when there is none; If-Match as putMapping). */
+  deleteMapping(accountId: string, author: string, options?: PutMappingOptions): Promise<StoredMapping>;
+  putCrmCredential(accountId: string, name: string, credential: CrmCredential): Promise<StoredCrmCredential>;
+  /** A tombstone; `crm_credential_not_found`, or `crm_credential_in_use` while the current mapping names it. */
+  deleteCrmCredential(accountId: string, name: string): Promise<void>;
+}
+
+/** For the admin API and CLI, which show credentials without their secrets. */
+export interface CrmCredentialLister {
+  /** By name. Callers must not show `credential.accessToken`/`credential.secret`. */
+  listCrmCredentials(accountId: string): StoredCrmCredential[];
+}

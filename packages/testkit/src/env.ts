@@ -1,0 +1,36 @@
+/**
+ * Where the real servers of integration tests are. `scripts/test.sh` starts the local stack
+ * and exports these; the vitest global setup starts containers instead when they are unset and
+ * a Docker engine answers.
+ */
+import { DEFAULT_KAFKA_DRIVER } from '@ingest/platform';
+import { KAFKA_DRIVERS, type KafkaDriverName } from '@ingest/platform';
+
+export interface IntegrationEnv {
+  kafkaBrokers: string;
+  /** KAFKA_DRIVER: the Kafka library the tests' clients (and the services they start) use. */
+  kafkaDriver: KafkaDriverName;
+  clickhouseUrl: string;
+  /** CLICKHOUSE_USER / CLICKHOUSE_PASSWORD; the local stack's `default` user has no password. */
+  clickhouseUser: string;
+  clickhousePassword: string;
+  redisUrl: string;
+}
+
+export const INTEGRATION_ENV_HINT =
+  'integration tests need KAFKA_BROKERS, CLICKHOUSE_URL and REDIS_URL: run `npm test` (it starts the local stack), or `bash scripts/stack.sh up` and export the variables it prints, or run a Docker engine so the tests can start containers';
+
+export function integrationEnv(env: Record<string, string | undefined> = process.env): IntegrationEnv {
+  const { KAFKA_BROKERS, CLICKHOUSE_URL, REDIS_URL, KAFKA_DRIVER } = env;
+  if (!KAFKA_BROKERS || !CLICKHOUSE_URL || !REDIS_URL) throw new Error(INTEGRATION_ENV_HINT);
+  const kafkaDriver = (KAFKA_DRIVER || DEFAULT_KAFKA_DRIVER) as KafkaDriverName;
+  if (!KAFKA_DRIVERS.includes(kafkaDriver)) throw new Error(`KAFKA_DRIVER must be one of ${KAFKA_DRIVERS.join(', ')}, got ${KAFKA_DRIVER}`);
+  return {
+    kafkaBrokers: KAFKA_BROKERS,
+    kafkaDriver,
+    clickhouseUrl: CLICKHOUSE_URL,
+    clickhouseUser: env.CLICKHOUSE_USER || 'default',
+    clickhousePassword: env.CLICKHOUSE_PASSWORD ?? '',
+    redisUrl: REDIS_URL,
+  };
+}

@@ -1,0 +1,67 @@
+import { randomBytes } from 'node:crypto';
+import { type ClickHouse, createClickHouse } from '@ingest/platform';
+import { dropDatabase, migrate } from '@ingest/platform';
+import { deleteTopics, ensureTopics } from '@ingest/platform';
+import { createKafkaClient, type KafkaClient, type KafkaDriverName } from '@ingest/platform';
+import { TOPICS, type TopicKey, topicName } from '@ingest/platform';
+import { createLogger, type Logger } from '@ingest/platform';
+import { CLICKHOUSE_MIGRATIONS_DIR } from '@ingest/platform';
+import { type IntegrationEnv, integrationEnv } from './env.js';
+
+/** Short unique suffix so parallel test files never share topics, groups or databases. */
+export function uniqueSuffix(): string {
+  return `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+}
+
+export function testLogger(): Logger {
+  return createLogger({ service: 'test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+}
+
+export interface TestKafka {
+  kafka: KafkaClient;
+  prefix: string;
+  topic(key: TopicKey): string;
+  cleanup(): Promise<void>;
+}
+
+/** Creates the named topics under a fresh prefix; `cleanup` deletes them. `driver` overrides KAFKA_DRIVER. */
+export async function createTestKafka(keys: TopicKey[], env: IntegrationEnv = integrationEnv(), driver: KafkaDriverName = env.kafkaDriver): Promise<TestKafka> {
+  const prefix = `t${uniqueSuffix()}.`;
+  const logger = testLogger();
+  const kafka = createKafkaClient({ brokers: env.kafkaBrokers, clientId: `test-${prefix}`, driver, logger });
+  // Fewer partitions than production keeps topic creation fast on the test broker.
+  const specs = keys.map((k) => ({ ...TOPICS[k], partitions: Math.min(TOPICS[k].partitions, 3) }));
+  await ensureTopics(kafka, { prefix, specs, logger });
+  return {
+    kafka,
+    prefix,
+    topic: (key) => topicName(prefix, key),
+    cleanup: () =>
+      deleteTopics(
+        kafka,
+        keys.map((k) => topicName(prefix, k)),
+      ),
+  };
+}
+
+export interface TestClickHouse {
+  ch: ClickHouse;
+  database: string;
+  cleanup(): Promise<void>;
+}
+
+/** A fresh database with every migration applied; `cleanup` drops it. */
+export async function createTestClickHouse(env: IntegrationEnv = integrationEnv()): Promise<TestClickHouse> {
+  const database = `test_${uniqueSuffix()}`;
+  const server = { url: env.clickhouseUrl, username: env.clickhouseUser, password: env.clickhousePassword };
+  await migrate({ ...server, database, dir: CLICKHOUSE_MIGRATIONS_DIR, logger: testLogger() });
+  const ch = createClickHouse({ ...server, database });
+  return {
+    ch,
+    database,
+    async cleanup() {
+      await ch.close();
+      await dropDatabase({ ...server, database });
+    },
+  };
+}
