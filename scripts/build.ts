@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { buildWeb, FIRST_LOAD_JS_BUDGET, firstLoadJsGzipBytes } from './web-build.js';
+import { buildWeb, FIRST_LOAD_JS_BUDGET, firstLoadJsGzipBytes } from '@ingest/gateway/web-bundle';
 
 const root = new URL('..', import.meta.url).pathname;
 

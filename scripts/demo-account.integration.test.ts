@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture } from '../services/gateway/src/test-support/gateway.fixture.js';
+import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 let url: string;

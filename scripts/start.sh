@@ -83,7 +83,7 @@ esac
 ensure_node_modules
 if [[ ! -f services/gateway/dist/web/index.html ]]; then
   step "dashboard web app (vite build)"
-  npx tsx scripts/build-web.ts
+  npx tsx scripts/build-dashboard.ts
 fi
 step "local stack"
 bash scripts/stack.sh up

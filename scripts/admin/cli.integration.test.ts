@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { hashApiKey } from '@ingest/domain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AdminTestStack, startAdminTestStack } from '../../services/gateway/src/admin/admin.test-app.js';
+import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));

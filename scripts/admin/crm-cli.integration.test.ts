@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AdminTestStack, startAdminTestStack } from '../../services/gateway/src/admin/admin.test-app.js';
+import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));

@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import type { ClickHouse } from '@ingest/platform';
-import { toEventRow } from '../../services/processor/src/storage/event-row.js';
+import { toEventRow } from './json-event-row.js';
 import type { Cleanup } from './cleanup.js';
 import { type BodyFactory, sampleRecord } from './events.js';
 import { freePort } from '@ingest/testkit';

@@ -28,7 +28,7 @@ import {
   RedisConfig,
 } from '@ingest/platform';
 import { Type } from '@sinclair/typebox';
-import { toEventRow } from '../../services/processor/src/storage/event-row.js';
+import { EVENT_COLUMNS, toEventLine } from '@ingest/domain';
 
 const config = loadConfig(
   Type.Object({
@@ -123,7 +123,7 @@ async function seed(): Promise<void> {
     database: config.CLICKHOUSE_DATABASE,
   });
   try {
-    await ch.insert('events', [toEventRow(record, now)]);
+    await ch.insertTabSeparated('events', EVENT_COLUMNS, [toEventLine(record, now)]);
   } finally {
     await ch.close();
   }

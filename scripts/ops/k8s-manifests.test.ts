@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig, REPO_ROOT, TOPICS } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CrmSinkConfigSchema } from '../../services/crm-sink/src/config.js';
-import { GatewayConfigSchema } from '../../services/gateway/src/config.js';
-import { ProcessorConfigSchema } from '../../services/processor/src/config.js';
+import { CrmSinkConfigSchema } from '@ingest/crm-sink/config';
+import { GatewayConfigSchema } from '@ingest/gateway/config';
+import { ProcessorConfigSchema } from '@ingest/processor/config';
 import { K8S_DIR, loadManifests, type Manifest, validateManifest } from './k8s-manifests.js';
 import { unknownFieldProblems } from './k8s-strict.js';
 

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { GatewayConfigSchema } from '../../services/gateway/src/config.js';
-import { ProcessorConfigSchema } from '../../services/processor/src/config.js';
+import { GatewayConfigSchema } from '@ingest/gateway/config';
+import { ProcessorConfigSchema } from '@ingest/processor/config';
 
 const root = new URL('../../', import.meta.url).pathname;
 const read = (path: string) => readFileSync(join(root, path), 'utf8');

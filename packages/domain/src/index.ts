@@ -28,6 +28,7 @@ export * from './crm/webhook.requests.js';
 export * from './errors-list.js';
 export * from './events/event-metrics.js';
 export * from './events/event-record.decode.js';
+export * from './events/events-table.js';
 export * from './events/identity.js';
 export * from './events/raw-event-message.js';
 export * from './events/timestamp.js';

@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '@ingest/platform';
 import { integrationEnv } from './env.js';
+import { stackDir } from './processes/service-process.js';
 import { waitFor } from './wait.js';
 
 /**
@@ -12,7 +13,6 @@ import { waitFor } from './wait.js';
  * pid file under STACK_DIR). Only chaos tests use this: they run alone, so taking the shared
  * broker away is allowed there. A broker that stack.sh did not start is never signalled.
  */
-const stackDir = () => resolve(REPO_ROOT, process.env.STACK_DIR ?? '.local');
 
 function brokerPort(): number {
   const brokers = integrationEnv().kafkaBrokers;

@@ -12,3 +12,25 @@ export function sampleValue(text: string, name: string, labels: Record<string, s
   }
   return undefined;
 }
+
+/** Sum of all samples of a metric in Prometheus text. */
+export function metricSum(text: string, name: string): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
+/** The sum of a metric's samples per value of one label; values without samples are absent. */
+export function sumByLabel(text: string, name: string, label: string): Map<string, number> {
+  const sums = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    const value = new RegExp(`${label}="([^"]*)"`).exec(line)?.[1];
+    if (value === undefined) continue;
+    sums.set(value, (sums.get(value) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return sums;
+}

@@ -8,7 +8,7 @@ import { type ControlPlane, createControlPlane, planSync } from '@ingest/domain'
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
-import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { createSinkFixture, type SinkFixture } from './test-support/sink.fixture.js';
 
 const TOKEN = 'tok-control-plane';

@@ -12,9 +12,9 @@ import { syncStateKey } from '@ingest/domain';
 import { uniqueSuffix } from '@ingest/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AdminTestStack, startAdminTestStack } from '../../gateway/src/admin/admin.test-app.js';
+import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 import { createAdapter } from './adapters/index.js';
-import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCall, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCall, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './test-support/sink.fixture.js';
 
 const ADMIN_TOKEN = 'admin-token-for-dry-run-tests';

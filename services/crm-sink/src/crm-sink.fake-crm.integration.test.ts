@@ -7,7 +7,7 @@ import { createMetricsRegistry, type Registry } from '@ingest/platform';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
-import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { createStaticMappings } from './test-support/memory-crm.js';
 import { createSinkFixture, type SinkFixture } from './test-support/sink.fixture.js';
 

@@ -15,7 +15,7 @@ import { type CrmCredential } from '@ingest/domain';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
-import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from './test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { createStaticMappings } from './test-support/memory-crm.js';
 import { createSinkFixture, type SinkFixture, TEST_PARK } from './test-support/sink.fixture.js';
 

@@ -7,7 +7,7 @@ import type { JobStatus } from '@ingest/schemas';
 import { createMetricsRegistry, type Component } from '@ingest/platform';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../../gateway/src/test-support/gateway.fixture.js';
+import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { createProcessor } from './processor.js';
 
 let gw: GatewayFixture;

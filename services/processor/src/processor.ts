@@ -14,7 +14,7 @@ import { createLedgerCopier } from './billing/ledger.copier.js';
 import { createDedupeConsumer } from './dedupe/dedupe.consumer.js';
 import { createJobRunner } from './jobs/job.runner.js';
 import { createClickHouseWriter } from './storage/clickhouse.writer.js';
-import { EVENT_COLUMNS } from './storage/event-row.js';
+import { EVENT_COLUMNS } from '@ingest/domain';
 import { createStorageConsumer } from './storage/storage.consumer.js';
 
 /** The consumer groups a processor can run; each replica runs all of them unless told otherwise. */

@@ -15,10 +15,25 @@ export const IDENTITY_HEADER = 'ingest-identity';
  */
 export function rawEventMessage(record: EventRecord): OutgoingMessage {
   return {
-    key: `${record.accountId}:${record.eventId}`,
+    key: rawEventKey(record.accountId, record.eventId),
     value: JSON.stringify(record),
     headers: { [IDENTITY_HEADER]: identityOf(record) },
   };
+}
+
+/**
+ * events.raw's key, which is also the dedupe key: every copy of an event has the same one. The
+ * account id is `acc_` + base62, so the first colon separates it from the eventId unambiguously.
+ */
+export function rawEventKey(accountId: string, eventId: string): string {
+  return `${accountId}:${eventId}`;
+}
+
+/** The account and eventId of an events.raw key; undefined for a key our producers never write. */
+export function parseRawEventKey(key: string): { accountId: string; eventId: string } | undefined {
+  const colon = key.indexOf(':');
+  if (colon < 1 || colon === key.length - 1 || !key.startsWith('acc_')) return undefined;
+  return { accountId: key.slice(0, colon), eventId: key.slice(colon + 1) };
 }
 
 /** Whom an event is about: its email, else its domain, else nobody (''). */

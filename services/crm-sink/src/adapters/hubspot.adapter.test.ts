@@ -1,6 +1,6 @@
 // Servers: the fake CRM only (fastify on 127.0.0.1), over real HTTP.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { CrmError, type RecordWrite } from './adapter.js';
 import { createHubSpotAdapter, hubspotBatchFailures } from './hubspot.adapter.js';
 import { buildHubSpotUpsertRequests } from '@ingest/domain';

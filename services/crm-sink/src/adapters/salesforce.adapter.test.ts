@@ -1,7 +1,7 @@
 // Servers: the fake CRM only (fastify on 127.0.0.1), over real HTTP.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
-import { parseSoqlInQuery } from '../test-support/fake-soql.js';
+import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
+import { parseSoqlInQuery } from '@ingest/testkit/fake-crm';
 import { type ActivityWrite, CrmError, type RecordWrite } from './adapter.js';
 import { createSalesforceAdapter } from './salesforce.adapter.js';
 import { buildSalesforceReadRequests, salesforceTarget, soqlString } from '@ingest/domain';

@@ -1,7 +1,7 @@
 // Servers: the fake CRM's webhook receiver only (fastify on 127.0.0.1), over real HTTP.
 import { WEBHOOK_SIGNATURE_HEADER, verifyWebhookSignature } from '@ingest/domain';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '../test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { type ActivityWrite, CrmError } from './adapter.js';
 import { createAdapter, requestPlanner } from './index.js';
 

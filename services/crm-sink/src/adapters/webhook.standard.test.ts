@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { verifyWebhookSignature } from '@ingest/domain';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FAKE_CRM_OUTBOUND } from '../test-support/fake-crm.js';
+import { FAKE_CRM_OUTBOUND } from '@ingest/testkit/fake-crm';
 import type { RecordWrite } from './adapter.js';
 import { createAdapter } from './index.js';
 

@@ -17,10 +17,10 @@
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
 import { afterAll, describe, expect, it } from 'vitest';
-import { topicMessages } from '../../../processor/src/chaos/pipeline-checks.js';
-import type { FakeCall } from '../test-support/fake-crm.js';
+import { topicMessages } from '@ingest/testkit/processor';
+import type { FakeCall } from '@ingest/testkit/fake-crm';
 import { createSinkRun, crmSnapshot, type SinkRun } from './sink-run.js';
-import type { SinkProcess } from './sink-process.js';
+import type { SinkProcess } from '@ingest/testkit';
 
 const TOTAL = 3_000;
 const WAVE = 50;

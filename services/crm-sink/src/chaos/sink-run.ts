@@ -17,8 +17,8 @@ import {
 } from '@ingest/platform';
 import { createControlPlane, type ControlPlane, type EventSyncState, ledgerKey, recordStateKeys, syncStateKey, uniqueEventKey } from '@ingest/domain';
 import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
-import { type FakeCall, type FakeCrm, type FakeRecord, startFakeCrm } from '../test-support/fake-crm.js';
-import { SinkFleet } from './sink-process.js';
+import { type FakeCall, type FakeCrm, type FakeRecord, startFakeCrm } from '@ingest/testkit/fake-crm';
+import { SinkFleet } from '@ingest/testkit';
 
 /** An event as produced: its partition and offset are known because each run writes a fresh topic in order. */
 export interface Produced {

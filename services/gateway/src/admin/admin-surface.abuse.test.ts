@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadGatewayConfig } from '../config.js';
-import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
+import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { ADMIN_OPENAPI_PATH } from './admin.app.js';
 
 let gw: GatewayFixture;

@@ -5,7 +5,7 @@
 import { hashApiKey } from '@ingest/domain';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AdminTestStack, startAdminTestStack } from './admin.test-app.js';
+import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 
 const TOKEN = 'admin-secret-token-for-tests';
 const auth = { authorization: `Bearer ${TOKEN}` };

@@ -6,7 +6,7 @@ import type { CrmMapping, EventRecord } from '@ingest/schemas';
 import { createOutboundPolicy, ledgerKey, planSync, recordStateKeys } from '@ingest/domain';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AdminTestStack, startAdminTestStack } from './admin.test-app.js';
+import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 
 const TOKEN = 'admin-secret-token-for-crm-tests';
 const auth = { authorization: `Bearer ${TOKEN}` };

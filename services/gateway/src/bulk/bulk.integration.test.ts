@@ -5,7 +5,7 @@
  */
 import type { JobMessage, JobStatus } from '@ingest/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
+import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 

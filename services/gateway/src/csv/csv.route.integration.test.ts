@@ -6,8 +6,8 @@
 import type { JobMessage } from '@ingest/schemas';
 import { type Account, quotaPeriod } from '@ingest/domain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
-import { csvMultipart } from '../test-support/multipart.js';
+import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
+import { csvMultipart } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 

@@ -8,10 +8,10 @@ import { createControlPlane } from '@ingest/domain';
 import { METRIC_NAMES, toDeadLetterMessage } from '@ingest/platform';
 import { sampleValue, testLogger, uniqueSuffix } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AbuseGateway, startAbuseGateway } from '../test-support/abuse.fixture.js';
-import { type DashboardUser, signedInOwner } from '../test-support/dashboard.client.js';
-import { ADMIN_TOKEN, randomClientIp } from '../test-support/gateway.fixture.js';
-import { withNeighbour } from '../test-support/neighbour.js';
+import { type AbuseGateway, startAbuseGateway } from '@ingest/testkit/gateway';
+import { type DashboardUser, signedInOwner } from '@ingest/testkit/gateway';
+import { ADMIN_TOKEN, randomClientIp } from '@ingest/testkit/gateway';
+import { withNeighbour } from '@ingest/testkit/gateway';
 
 let abuse: AbuseGateway;
 

@@ -10,10 +10,10 @@ import { hashPassword } from '@ingest/domain';
 import { uniqueSuffix } from '@ingest/testkit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ensureWebBuilt } from '../../../../scripts/web-build.js';
-import { launchChromium, screenshot } from '../test-support/browser.js';
-import { createGatewayFixture, type GatewayFixture } from '../test-support/gateway.fixture.js';
-import { describePipeline, startProcessorFor } from '../test-support/in-process-processor.js';
+import { ensureWebBuilt } from '../../web/bundle.js';
+import { launchChromium, screenshot } from '@ingest/testkit/gateway';
+import { createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
+import { describePipeline, startProcessorFor } from '@ingest/testkit/processor';
 
 let gw: GatewayFixture;
 let browser: Browser;

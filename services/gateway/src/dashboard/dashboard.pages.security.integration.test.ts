@@ -6,8 +6,8 @@
 import { createSyncStateStore } from '@ingest/domain';
 import { readDeadLetters, REPLAYED_FROM_HEADER, toDeadLetterMessage } from '@ingest/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture } from '../test-support/gateway.fixture.js';
-import { type DashboardUser, signedInOwner } from '../test-support/dashboard.client.js';
+import { createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
+import { type DashboardUser, signedInOwner } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 let a: { accountId: string; apiKey: string; user: DashboardUser };
@@ -132,7 +132,7 @@ describe('CRM mapping API', () => {
   });
 });
 
-/** A row of the `events` table as the processor writes it (services/processor/src/storage/event-row.ts). */
+/** A row of the `events` table as the processor writes it (the events-table module of @ingest/domain). */
 function row(accountId: string, eventId: string, eventName: string, email: string, domain: string, receivedAtMs: number, insertedAtMs = Date.now()) {
   return {
     account_id: accountId,

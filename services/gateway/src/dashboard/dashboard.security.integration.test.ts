@@ -7,11 +7,11 @@ import { createJobStatusStore } from '@ingest/domain';
 import { createMetricsRegistry } from '@ingest/platform';
 import { integrationEnv, testLogger, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureWebBuilt } from '../../../../scripts/web-build.js';
+import { ensureWebBuilt } from '../../web/bundle.js';
 import { buildApp } from '../app.js';
 import { loadGatewayConfig } from '../config.js';
-import { createGatewayFixture, type GatewayFixture, randomClientIp, ADMIN_TOKEN } from '../test-support/gateway.fixture.js';
-import { createOwner, DASHBOARD_HOST, type DashboardUser, sessionCookieOf, signedInOwner, signInRequest } from '../test-support/dashboard.client.js';
+import { createGatewayFixture, type GatewayFixture, randomClientIp, ADMIN_TOKEN } from '@ingest/testkit/gateway';
+import { createOwner, DASHBOARD_HOST, type DashboardUser, sessionCookieOf, signedInOwner, signInRequest } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 let a: { accountId: string; keyId: string; apiKey: string; user: DashboardUser };

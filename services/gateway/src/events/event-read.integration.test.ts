@@ -9,7 +9,7 @@ import { integrationEnv, testLogger } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../app.js';
 import { loadGatewayConfig } from '../config.js';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
+import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 let apiKey: string;
@@ -43,7 +43,7 @@ interface RowInput {
   insertedAtMs?: number;
 }
 
-/** A row as services/processor/src/storage/event-row.ts builds it. */
+/** A row as the processor writes it (the events-table module of @ingest/domain). */
 function row(input: RowInput): Record<string, unknown> {
   const timestampMs = input.timestampMs ?? Date.UTC(2026, 0, 15, 10, 0, 0, 7);
   const receivedAtMs = input.receivedAtMs ?? Date.UTC(2026, 0, 15, 10, 0, 1, 250);

@@ -1,7 +1,8 @@
 import type { ClickHouse } from '@ingest/platform';
+import { type EventRowOut, fromEventRow as fromRow } from '@ingest/domain';
 import { describe, expect, it } from 'vitest';
 import { toStoredEvent } from './event-read.route.js';
-import { createClickHouseEventStore, type EventRowOut, fromRow } from './event-store.js';
+import { createClickHouseEventStore } from './event-store.js';
 
 const row: EventRowOut = {
   event_id: 'evt-1',

@@ -1,18 +1,8 @@
 import type { EventSource } from '@ingest/schemas';
-import { AppError, type ClickHouse, ident, raw, sql } from '@ingest/platform';
+import { type ClickHouse, ident, raw, sql } from '@ingest/platform';
+import { type EventRowOut, fromEventRow, type StoredEventRecord } from '@ingest/domain';
 
-/** An event as the pipeline stored it (the `events` table), in API terms. */
-export interface StoredEventRecord {
-  eventId: string;
-  eventName: string;
-  email: string | null;
-  domain: string | null;
-  timestampMs: number;
-  receivedAtMs: number;
-  properties: Record<string, unknown>;
-  source: EventSource;
-  jobId: string | null;
-}
+export type { StoredEventRecord };
 
 /** Read access to stored events; routes see this, never SQL. */
 export interface EventStore {
@@ -35,19 +25,6 @@ export interface RecentEventsOptions {
 export interface RecentEvent extends StoredEventRecord {
   /** Rows of this event in the table before merging: more than 1 when a redelivered copy is not merged away yet (reads count it once). */
   copies: number;
-}
-
-/** The columns `findEvent` reads; Int64 columns arrive as strings. */
-export interface EventRowOut {
-  event_id: string;
-  event_name: string;
-  email: string;
-  domain: string;
-  event_time_ms: string | number;
-  received_at_ms: string | number;
-  properties: string;
-  source: EventSource;
-  job_id: string;
 }
 
 /** Bounds the server's work for one read-back; the HTTP request should not wait longer. */
@@ -75,7 +52,7 @@ export function createClickHouseEventStore(ch: ClickHouse, options: { table?: st
           SETTINGS max_execution_time = ${MAX_EXECUTION_SECONDS}`,
       );
       const row = rows[0];
-      return row ? fromRow(row) : undefined;
+      return row ? fromEventRow(row) : undefined;
     },
     async recentEvents(accountId, options) {
       // Deduplicated the argMax way (18.16-safe, see clickhouse-compat.md): one row per eventId,
@@ -97,12 +74,12 @@ export function createClickHouseEventStore(ch: ClickHouse, options: { table?: st
           LIMIT ${options.limit}
           SETTINGS max_execution_time = ${MAX_EXECUTION_SECONDS}`,
       );
-      return rows.map((r) => ({ ...fromRow(renamed(r)), copies: Number(r.copies) }));
+      return rows.map((r) => ({ ...fromEventRow(renamed(r)), copies: Number(r.copies) }));
     },
   };
 }
 
-/** The aliased columns of recentEvents back to the names fromRow knows. */
+/** The aliased columns of recentEvents back to the names fromEventRow knows. */
 function renamed(r: Record<string, unknown>): EventRowOut {
   return {
     event_id: String(r.event_id),
@@ -115,32 +92,4 @@ function renamed(r: Record<string, unknown>): EventRowOut {
     source: r.latest_source as EventSource,
     job_id: String(r.latest_job_id),
   };
-}
-
-/** Pure: a row of the `events` table back to API terms ('' is how 18.16-safe columns say null). */
-export function fromRow(row: EventRowOut): StoredEventRecord {
-  return {
-    eventId: row.event_id,
-    eventName: row.event_name,
-    email: row.email === '' ? null : row.email,
-    domain: row.domain === '' ? null : row.domain,
-    timestampMs: Number(row.event_time_ms),
-    receivedAtMs: Number(row.received_at_ms),
-    properties: parseProperties(row.properties, row.event_id),
-    source: row.source,
-    jobId: row.job_id === '' ? null : row.job_id,
-  };
-}
-
-function parseProperties(text: string, eventId: string): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    throw new AppError('stored_event_corrupt', `stored properties of event ${eventId} are not JSON`, { cause: err });
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new AppError('stored_event_corrupt', `stored properties of event ${eventId} are not a JSON object`);
-  }
-  return parsed as Record<string, unknown>;
 }

@@ -5,7 +5,7 @@
  */
 import { sampleValue } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type EventRecord, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
+import { createGatewayFixture, type EventRecord, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 let apiKey: string;

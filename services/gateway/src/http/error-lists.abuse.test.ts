@@ -9,10 +9,10 @@
 import type { Component } from '@ingest/platform';
 import { waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AbuseGateway, csvMultipart, startAbuseGateway } from '../test-support/abuse.fixture.js';
-import { randomClientIp } from '../test-support/gateway.fixture.js';
-import { startProcessorFor } from '../test-support/in-process-processor.js';
-import { withNeighbour } from '../test-support/neighbour.js';
+import { type AbuseGateway, csvMultipart, startAbuseGateway } from '@ingest/testkit/gateway';
+import { randomClientIp } from '@ingest/testkit/gateway';
+import { startProcessorFor } from '@ingest/testkit/processor';
+import { withNeighbour } from '@ingest/testkit/gateway';
 
 const MAX_BODY_BYTES = 64 * 1024;
 

@@ -11,7 +11,7 @@ import type { JobMessage } from '@ingest/schemas';
 import { KafkaError, type OutgoingMessage, type Producer } from '@ingest/platform';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
+import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
 /** Which sends lose their acknowledgement; set per test. */
 let losesAck: (messages: OutgoingMessage[]) => boolean = () => false;

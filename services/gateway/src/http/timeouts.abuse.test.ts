@@ -8,10 +8,10 @@
 import type { JobMessage } from '@ingest/schemas';
 import { sampleValue } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AbuseGateway, csvMultipart, startAbuseGateway } from '../test-support/abuse.fixture.js';
-import { randomClientIp } from '../test-support/gateway.fixture.js';
-import { withNeighbour } from '../test-support/neighbour.js';
-import { RawClient, rawBody } from '../test-support/raw-client.js';
+import { type AbuseGateway, csvMultipart, startAbuseGateway } from '@ingest/testkit/gateway';
+import { randomClientIp } from '@ingest/testkit/gateway';
+import { withNeighbour } from '@ingest/testkit/gateway';
+import { RawClient, rawBody } from '@ingest/testkit/gateway';
 
 // As with the defaults (10 s and 15 s), the headers deadline (checked once a second) comes
 // before the socket's idle timer, which would close a connection without a request unanswered.

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueSuffix } from '@ingest/testkit';
 import { createIdempotencyStore } from './idempotency.store.js';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
+import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 let replica: FastifyInstance;

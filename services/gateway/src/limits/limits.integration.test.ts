@@ -4,7 +4,7 @@
  */
 import { type Account, quotaPeriod } from '@ingest/domain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
+import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 

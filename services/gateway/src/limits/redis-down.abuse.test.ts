@@ -14,8 +14,8 @@
 import { type OwnRedis, startOwnRedis, waitFor } from '@ingest/testkit';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signedInOwner, type DashboardUser } from '../test-support/dashboard.client.js';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../test-support/gateway.fixture.js';
+import { signedInOwner, type DashboardUser } from '@ingest/testkit/gateway';
+import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
 let redis: OwnRedis;
 let gw: GatewayFixture;

@@ -6,10 +6,10 @@
  */
 import { sampleValue, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AbuseGateway, csvMultipart, startAbuseGateway } from '../test-support/abuse.fixture.js';
-import { randomClientIp } from '../test-support/gateway.fixture.js';
-import { withNeighbour } from '../test-support/neighbour.js';
-import { RawClient } from '../test-support/raw-client.js';
+import { type AbuseGateway, csvMultipart, startAbuseGateway } from '@ingest/testkit/gateway';
+import { randomClientIp } from '@ingest/testkit/gateway';
+import { withNeighbour } from '@ingest/testkit/gateway';
+import { RawClient } from '@ingest/testkit/gateway';
 
 const PER_ACCOUNT = 3;
 const PER_ADDRESS = 5;

@@ -1,12 +1,12 @@
 import { useCallback, useEffect, useState } from 'react';
-import { api } from './api';
+import { api } from './api.js';
 import { EventsPage } from './pages/EventsPage';
 import { JobsPage } from './pages/JobsPage';
 import { KeysPage } from './pages/KeysPage';
 import { MappingsPage } from './pages/MappingsPage';
 import { SignInPage } from './pages/SignInPage';
 import { UsagePage } from './pages/UsagePage';
-import type { SessionView } from './types';
+import type { SessionView } from './types.js';
 
 /** Pages by path under /dashboard/; a page marked `soon` is shown, not linked. */
 const PAGES = [

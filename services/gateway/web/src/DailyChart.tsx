@@ -1,4 +1,4 @@
-import { formatNumber } from './format';
+import { formatNumber } from './format.js';
 
 /** A plain SVG bar chart; the table below it carries the same numbers for screen readers. */
 export function DailyChart({ days }: { days: { day: string; events: number }[] }) {

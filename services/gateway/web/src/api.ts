@@ -11,7 +11,7 @@ import type {
   MappingVersionView,
   SessionView,
   StoredMappingView,
-} from './types';
+} from './types.js';
 
 /** A problem+json answer of the dashboard API, with its fields for messages next to inputs. */
 export class ApiError extends Error {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { csvHeaderProblems } from './csv-header-check';
+import { csvHeaderProblems } from './csv-header-check.js';
 
 describe("the browser's CSV header check", () => {
   it('accepts the spec header with extra property columns', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { locatePointer } from './json-locate';
-import { lineDiff } from './line-diff';
+import { locatePointer } from './json-locate.js';
+import { lineDiff } from './line-diff.js';
 
 describe('lineDiff', () => {
   it('keeps common lines and marks removed and added ones', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { usageLevel, usedPercent } from './usage-level';
+import { usageLevel, usedPercent } from './usage-level.js';
 
 describe('usage level', () => {
   it('warns from 80 % and says exhausted at 100 %', () => {

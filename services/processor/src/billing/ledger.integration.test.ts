@@ -9,7 +9,7 @@ import { type Component, createMetricsRegistry, tryLease } from '@ingest/platfor
 import { createAllowanceReconciler, createLedgerWriter, quotaPeriod, readAccounts, readLedgerTopic } from '@ingest/domain';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp } from '../../../gateway/src/test-support/gateway.fixture.js';
+import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { waitForPipeline } from '../metering/pipeline-progress.js';
 import { createClickHouseUsageCounts } from '../metering/usage-counts.js';
 import { createProcessor } from '../processor.js';

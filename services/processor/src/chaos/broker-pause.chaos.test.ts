@@ -28,10 +28,10 @@ import {
   waitFor,
 } from '@ingest/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { SinkFleet } from '../../../crm-sink/src/chaos/sink-process.js';
-import { type FakeCrm, startFakeCrm } from '../../../crm-sink/src/test-support/fake-crm.js';
-import { type GatewayProcess, startGatewayProcess } from '../../../gateway/src/chaos/gateway-process.js';
-import { ProcessorFleet, processorSetup } from './processor-process.js';
+import { SinkFleet } from '@ingest/testkit';
+import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
+import { type GatewayProcess, startGatewayProcess } from '@ingest/testkit';
+import { ProcessorFleet, processorSetup } from '@ingest/testkit';
 
 const SESSION_TIMEOUT_MS = 6_000;
 /** The scenario itself: long enough that the broker drops every member when it wakes up. */

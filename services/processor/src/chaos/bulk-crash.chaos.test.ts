@@ -9,10 +9,10 @@ import type { JobStatus } from '@ingest/schemas';
 import { raw, sql } from '@ingest/platform';
 import { waitFor } from '@ingest/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture } from '../../../gateway/src/test-support/gateway.fixture.js';
-import { type ApiClient, jobStatus, postBulk, testEvent } from './load.js';
-import { eventCounts, topicMessages, waitForDrained } from './pipeline-checks.js';
-import { ProcessorFleet, processorSetup } from './processor-process.js';
+import { createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
+import { type ApiClient, jobStatus, postBulk, testEvent } from '@ingest/testkit/processor';
+import { eventCounts, topicMessages, waitForDrained } from '@ingest/testkit/processor';
+import { ProcessorFleet, processorSetup } from '@ingest/testkit';
 
 const TOTAL = 10_000;
 

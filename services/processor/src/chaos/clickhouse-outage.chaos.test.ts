@@ -9,11 +9,11 @@
 import { METRIC_NAMES } from '@ingest/platform';
 import { waitFor } from '@ingest/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture } from '../../../gateway/src/test-support/gateway.fixture.js';
-import { ensureClickHouseUp, stackClickHousePid, startClickHouse, stopClickHouse } from './clickhouse-server.js';
-import { type ApiClient, newStats, postEvents, runPool, testEvent, toRequests } from './load.js';
-import { eventCounts, waitForDrained } from './pipeline-checks.js';
-import { lagByGroup, metricSum, ProcessorFleet, type ProcessorProcess, processorSetup } from './processor-process.js';
+import { createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
+import { ensureClickHouseUp, stackClickHousePid, startClickHouse, stopClickHouse } from '@ingest/testkit';
+import { type ApiClient, newStats, postEvents, runPool, testEvent, toRequests } from '@ingest/testkit/processor';
+import { eventCounts, waitForDrained } from '@ingest/testkit/processor';
+import { lagByGroup, metricSum, ProcessorFleet, type ProcessorProcess, processorSetup } from '@ingest/testkit';
 
 const OUTAGE_MS = 30_000;
 const BEFORE = 8_000;

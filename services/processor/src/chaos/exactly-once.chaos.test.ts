@@ -14,10 +14,10 @@ import type { JobStatus } from '@ingest/schemas';
 import { METRIC_NAMES, sql } from '@ingest/platform';
 import { waitFor } from '@ingest/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture } from '../../../gateway/src/test-support/gateway.fixture.js';
-import { type ApiClient, jobStatus, newStats, postBulk, postEvents, runPool, testEvent, toRequests } from './load.js';
-import { eventCounts, topicMessages, waitForDrained, watchUnmergedCopies } from './pipeline-checks.js';
-import { metricSum, ProcessorFleet, type ProcessorProcess, processorSetup } from './processor-process.js';
+import { createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
+import { type ApiClient, jobStatus, newStats, postBulk, postEvents, runPool, testEvent, toRequests } from '@ingest/testkit/processor';
+import { eventCounts, topicMessages, waitForDrained, watchUnmergedCopies } from '@ingest/testkit/processor';
+import { metricSum, ProcessorFleet, type ProcessorProcess, processorSetup } from '@ingest/testkit';
 
 const TOTAL = 100_000;
 /** Requests of 100 events per second: stretches the stream over ~2 minutes so the chaos lands inside it. */

@@ -18,8 +18,8 @@ import {
   waitFor,
 } from '@ingest/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { SinkFleet } from '../../../crm-sink/src/chaos/sink-process.js';
-import { ProcessorFleet, processorSetup } from './processor-process.js';
+import { SinkFleet } from '@ingest/testkit';
+import { ProcessorFleet, processorSetup } from '@ingest/testkit';
 
 /** Small bounds, so the test sees them pass: dead after 4 s without a consumer, 3 s / 6 s without a confirmed control plane. */
 const LIVENESS_ENV = {

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { rawEventKey } from '@ingest/domain';
 
 /**
  * A dedupe key reduced to 128 bits (MD5 of `account:eventId`). Two different events share a
@@ -11,16 +12,12 @@ export type Fingerprint = Buffer;
 export const FINGERPRINT_BYTES = 16;
 
 export function fingerprint(accountId: string, eventId: string): Fingerprint {
-  return fingerprintOfKey(dedupeKey(accountId, eventId));
+  return fingerprintOfKey(rawEventKey(accountId, eventId));
 }
 
+/** The fingerprint of an events.raw key (which is the dedupe key: `rawEventKey`). */
 export function fingerprintOfKey(key: string): Fingerprint {
   return hash('md5', key, 'buffer');
-}
-
-/** The dedupe key of an event: accountId is `acc_` + base62, so the separator is unambiguous. */
-export function dedupeKey(accountId: string, eventId: string): string {
-  return `${accountId}:${eventId}`;
 }
 
 /**

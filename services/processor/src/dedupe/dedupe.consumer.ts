@@ -14,9 +14,8 @@ import {
   readTopicToEnd,
   type Registry,
 } from '@ingest/platform';
-import { IDENTITY_HEADER, identityKey, uniqueEventKey } from '@ingest/domain';
+import { createEventRecordDecoder, IDENTITY_HEADER, identityKey, parseRawEventKey, uniqueEventKey } from '@ingest/domain';
 import { Counter, Gauge } from 'prom-client';
-import { createEventRecordDecoder } from '../storage/event-record.decode.js';
 import { decodeMarks, encodeMarks, type Mark } from './changelog-marks.js';
 import { createDedupeWindow, type DedupeWindow, type Fingerprint, fingerprint, fingerprintOfKey } from './dedupe-window.js';
 
@@ -53,11 +52,11 @@ export function fastView(message: ConsumedMessage): RawEventView | undefined {
   const identity = message.headers[IDENTITY_HEADER];
   if (identity === undefined || message.key === null || !message.value?.length) return undefined;
   const key = message.key.toString('utf8');
-  const colon = key.indexOf(':');
-  if (colon < 1 || !key.startsWith('acc_')) return undefined;
+  const parsed = parseRawEventKey(key);
+  if (parsed === undefined) return undefined;
   // The Kafka timestamp is when the producer wrote it, right after receipt: close enough for a
   // window of days, and it spares the parse.
-  return { fp: fingerprintOfKey(key), receivedAtMs: message.timestamp, uniqueKey: identityKey(key.slice(0, colon), identity) };
+  return { fp: fingerprintOfKey(key), receivedAtMs: message.timestamp, uniqueKey: identityKey(parsed.accountId, identity) };
 }
 
 function fullView(record: EventRecord): RawEventView {

@@ -15,11 +15,11 @@ import { JOB_CHUNK_SIZE, type JobStatus } from '@ingest/schemas';
 import { createEndOffsetsReader, METRIC_NAMES } from '@ingest/platform';
 import { sampleValue, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AbuseGateway, csvMultipart, startAbuseGateway } from '../../../gateway/src/test-support/abuse.fixture.js';
-import { randomClientIp } from '../../../gateway/src/test-support/gateway.fixture.js';
-import { withNeighbour } from '../../../gateway/src/test-support/neighbour.js';
-import { RawClient } from '../../../gateway/src/test-support/raw-client.js';
-import { metricSum, ProcessorFleet, type ProcessorProcess, processorSetup } from '../chaos/processor-process.js';
+import { type AbuseGateway, csvMultipart, startAbuseGateway } from '@ingest/testkit/gateway';
+import { randomClientIp } from '@ingest/testkit/gateway';
+import { withNeighbour } from '@ingest/testkit/gateway';
+import { RawClient } from '@ingest/testkit/gateway';
+import { metricSum, ProcessorFleet, type ProcessorProcess, processorSetup } from '@ingest/testkit';
 
 const MiB = 1024 * 1024;
 const BUFFER_MAX_BYTES = 8 * MiB;

@@ -7,7 +7,7 @@ import type { JobChunk, JobChunkItem, JobMessage, JobStatus } from '@ingest/sche
 import { committedOffsets, DEAD_LETTER_HEADERS, METRIC_NAMES } from '@ingest/platform';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobsFixture, type JobsFixture, RECEIVED_AT_MS } from './jobs.test-fixture.js';
+import { createJobsFixture, type JobsFixture, RECEIVED_AT_MS } from '@ingest/testkit/processor';
 import { ABANDON_REASONS } from './job-buffers.js';
 
 let fx: JobsFixture;

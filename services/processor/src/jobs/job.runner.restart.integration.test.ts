@@ -10,7 +10,7 @@ import { AppError, committedOffsets, type Producer } from '@ingest/platform';
 import { type JobStatusStore } from '@ingest/domain';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobsFixture, type JobsFixture, RECEIVED_AT_MS } from './jobs.test-fixture.js';
+import { createJobsFixture, type JobsFixture, RECEIVED_AT_MS } from '@ingest/testkit/processor';
 
 let fx: JobsFixture;
 

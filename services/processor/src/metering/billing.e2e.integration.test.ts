@@ -12,7 +12,7 @@ import { type Component, createMetricsRegistry } from '@ingest/platform';
 import { createAllowanceReconciler, quotaPeriod } from '@ingest/domain';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../../../gateway/src/test-support/gateway.fixture.js';
+import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { createProcessor } from '../processor.js';
 import { waitForPipeline } from './pipeline-progress.js';
 import { createClickHouseUsageCounts } from './usage-counts.js';

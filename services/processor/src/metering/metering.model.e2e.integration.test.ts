@@ -15,7 +15,7 @@ import { createAllowanceReconciler, PLAN_LIMITS, quotaPeriod } from '@ingest/dom
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '../../../gateway/src/test-support/gateway.fixture.js';
+import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { createProcessor } from '../processor.js';
 import { AccountModel, type IdSpec, type Op, opArbitrary, startArbitrary } from './metering.model.js';
 import { waitForPipeline } from './pipeline-progress.js';

@@ -12,17 +12,14 @@ export interface ClickHouseWriter {
    * (backoff capped at `maxBackoffMs`), heartbeating so the consumer keeps its partitions; it
    * gives up only when the consumer is stopping, so events wait in Kafka instead of being lost.
    */
-  write(rows: readonly WriterRow[], ctx: WriteContext): Promise<void>;
+  write(lines: readonly string[], ctx: WriteContext): Promise<void>;
 }
-
-/** A row object (JSONEachRow), or a TabSeparated line when the writer was given `columns`. */
-export type WriterRow = Record<string, unknown> | string;
 
 export interface ClickHouseWriterDeps {
   ch: ClickHouse;
   table: string;
-  /** Rows are TabSeparated lines of these columns (the storage hot path); otherwise objects. */
-  columns?: readonly string[];
+  /** Rows come as TabSeparated lines of these columns (toEventLine for `events`). */
+  columns: readonly string[];
   logger: Logger;
   metrics: Registry;
   initialBackoffMs?: number;
@@ -69,17 +66,16 @@ export function createClickHouseWriter(deps: ClickHouseWriterDeps): ClickHouseWr
   batchRows.zero({ table });
 
   return {
-    async write(rows, ctx) {
-      if (rows.length === 0) return;
+    async write(lines, ctx) {
+      if (lines.length === 0) return;
       for (let attempt = 0; ; attempt++) {
         const end = duration.startTimer({ table });
         try {
-          if (deps.columns) await ch.insertTabSeparated(table, deps.columns, rows as readonly string[]);
-          else await ch.insert(table, rows as readonly Record<string, unknown>[]);
+          await ch.insertTabSeparated(table, deps.columns, lines);
           end();
-          rowsInserted.inc({ table }, rows.length);
-          batchRows.observe({ table }, rows.length);
-          if (attempt > 0) logger.info({ table, attempt, rows: rows.length }, 'clickhouse insert succeeded after retries');
+          rowsInserted.inc({ table }, lines.length);
+          batchRows.observe({ table }, lines.length);
+          if (attempt > 0) logger.info({ table, attempt, rows: lines.length }, 'clickhouse insert succeeded after retries');
           return;
         } catch (err) {
           const retryable = isRetryable(err);

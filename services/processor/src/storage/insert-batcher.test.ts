@@ -21,7 +21,7 @@ function recordingWriter(fail?: Error) {
   return { writer, inserts, maxActive: () => maxActive };
 }
 
-const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ i }));
+const rows = (n: number) => Array.from({ length: n }, (_, i) => `line-${i}`);
 
 describe('insert batcher', () => {
   it('gathers several callers into one insert after the wait, and resolves them all after it', async () => {

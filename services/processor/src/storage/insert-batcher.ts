@@ -1,4 +1,4 @@
-import type { ClickHouseWriter, WriteContext, WriterRow } from './clickhouse.writer.js';
+import type { ClickHouseWriter, WriteContext } from './clickhouse.writer.js';
 
 /**
  * Gathers the rows of many partitions' batches into one ClickHouse insert, bounded by size and
@@ -7,7 +7,7 @@ import type { ClickHouseWriter, WriteContext, WriterRow } from './clickhouse.wri
  * commits its offsets after its rows are durable and never before.
  */
 export interface InsertBatcher {
-  add(rows: readonly WriterRow[], ctx: WriteContext): Promise<void>;
+  add(rows: readonly string[], ctx: WriteContext): Promise<void>;
   /** Rows added whose insert has not finished yet (waiting or running). */
   readonly queuedRows: number;
   /** Resolves once fewer than `limit` rows are queued: backpressure for callers that do not await add(). */
@@ -23,7 +23,7 @@ interface Waiter {
 }
 
 interface PendingBatch {
-  rows: WriterRow[];
+  rows: string[];
   waiters: Waiter[];
 }
 

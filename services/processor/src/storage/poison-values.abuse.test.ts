@@ -11,7 +11,7 @@ import { createBatchConsumer, createDeadLetterSink, createMetricsRegistry, creat
 import { createTestClickHouse, createTestKafka, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClickHouseWriter } from './clickhouse.writer.js';
-import { EVENT_COLUMNS } from './event-row.js';
+import { EVENT_COLUMNS } from '@ingest/domain';
 import { createStorageConsumer } from './storage.consumer.js';
 
 let kafka: TestKafka;

@@ -14,8 +14,7 @@ import {
 import { Histogram } from 'prom-client';
 import type { ClickHouseWriter } from './clickhouse.writer.js';
 import { createInsertBatcher } from './insert-batcher.js';
-import { createEventRecordDecoder } from './event-record.decode.js';
-import { toEventLine } from './event-row.js';
+import { createEventRecordDecoder, toEventLine } from '@ingest/domain';
 
 export interface StorageConsumerDeps {
   kafka: KafkaClient;

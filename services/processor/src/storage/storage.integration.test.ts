@@ -20,7 +20,7 @@ import {
 import { createTestClickHouse, createTestKafka, sampleValue, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ClickHouseWriter, createClickHouseWriter } from './clickhouse.writer.js';
-import { EVENT_COLUMNS } from './event-row.js';
+import { EVENT_COLUMNS } from '@ingest/domain';
 import { createStorageConsumer } from './storage.consumer.js';
 
 let kafka: TestKafka;

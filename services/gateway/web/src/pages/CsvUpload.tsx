@@ -1,7 +1,7 @@
 import Papa from 'papaparse';
 import { type ChangeEvent, type FormEvent, useState } from 'react';
-import { api, ApiError } from '../api';
-import { csvHeaderProblems } from '../csv-header-check';
+import { api, ApiError } from '../api.js';
+import { csvHeaderProblems } from '../csv-header-check.js';
 
 const PREVIEW_ROWS = 5;
 const MAX_BYTES = 50 * 1000 * 1000;

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { api } from '../api';
-import type { DeadLetterView } from '../types';
+import { api } from '../api.js';
+import type { DeadLetterView } from '../types.js';
 
 const TOPIC_LABEL = { events: 'processing', crm: 'CRM sync' } as const;
 const labelOf = (d: DeadLetterView) => `${d.eventName ?? 'event'} ${d.eventId ?? d.position}`;

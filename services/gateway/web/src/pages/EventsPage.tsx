@@ -1,7 +1,7 @@
 import { type FormEvent, useCallback, useEffect, useRef, useState } from 'react';
-import { api } from '../api';
+import { api } from '../api.js';
 import { DeadLetters } from './DeadLetters';
-import type { DebuggerEvent, StoredEventView } from '../types';
+import type { DebuggerEvent, StoredEventView } from '../types.js';
 
 const POLL_MS = 2_000;
 

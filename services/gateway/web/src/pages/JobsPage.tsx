@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
-import { api } from '../api';
-import { formatDate, formatNumber } from '../format';
-import type { JobView } from '../types';
+import { api } from '../api.js';
+import { formatDate, formatNumber } from '../format.js';
+import type { JobView } from '../types.js';
 import { CsvUpload } from './CsvUpload';
 
 const POLL_MS = 1_500;

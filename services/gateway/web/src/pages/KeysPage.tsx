@@ -1,7 +1,7 @@
 import { type FormEvent, useCallback, useEffect, useRef, useState } from 'react';
-import { api } from '../api';
-import { formatDate } from '../format';
-import type { KeyView } from '../types';
+import { api } from '../api.js';
+import { formatDate } from '../format.js';
+import type { KeyView } from '../types.js';
 
 export function KeysPage() {
   const [keys, setKeys] = useState<KeyView[] | null>(null);

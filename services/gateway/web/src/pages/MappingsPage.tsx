@@ -1,9 +1,9 @@
 import { type FormEvent, type RefObject, useCallback, useEffect, useMemo, useRef, useState } from 'react';
-import { ApiError, api } from '../api';
-import { formatDate } from '../format';
-import { locatePointer } from '../json-locate';
-import { lineDiff } from '../line-diff';
-import type { DryRunView, MappingVersionView, StoredMappingView } from '../types';
+import { ApiError, api } from '../api.js';
+import { formatDate } from '../format.js';
+import { locatePointer } from '../json-locate.js';
+import { lineDiff } from '../line-diff.js';
+import type { DryRunView, MappingVersionView, StoredMappingView } from '../types.js';
 
 const STARTER = {
   version: 1,

@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from 'react';
-import { api } from '../api';
-import type { SessionView } from '../types';
+import { api } from '../api.js';
+import type { SessionView } from '../types.js';
 
 export function SignInPage({ onSignedIn }: { onSignedIn: (s: SessionView) => void }) {
   const [error, setError] = useState('');

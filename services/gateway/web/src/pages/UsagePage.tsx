@@ -1,9 +1,9 @@
 import { useEffect, useState } from 'react';
-import { api } from '../api';
+import { api } from '../api.js';
 import { DailyChart } from '../DailyChart';
-import { formatDate, formatNumber } from '../format';
-import type { DashboardUsage } from '../types';
-import { usageLevel, usedPercent } from '../usage-level';
+import { formatDate, formatNumber } from '../format.js';
+import type { DashboardUsage } from '../types.js';
+import { usageLevel, usedPercent } from '../usage-level.js';
 
 export function UsagePage() {
   const [usage, setUsage] = useState<DashboardUsage | null>(null);

@@ -4,9 +4,9 @@
  * data engineers to count.
  */
 import { type ClickHouse, createEndOffsetsReader, type KafkaClient, raw, type SqlFragment, sql } from '@ingest/platform';
-import type { TestKafka } from '@ingest/testkit';
-import { waitForPipeline } from '../metering/pipeline-progress.js';
-import type { ProcessorSetup } from './processor-process.js';
+import type { TestKafka } from '../index.js';
+import { waitForPipeline } from '@ingest/processor/pipeline-progress';
+import type { ProcessorSetup } from '../processes/processor-process.js';
 
 export interface EventCounts {
   /** uniqExact(event_id): distinct events stored. */

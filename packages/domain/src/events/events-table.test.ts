@@ -1,6 +1,6 @@
 import type { EventRecord } from '@ingest/schemas';
 import { describe, expect, it } from 'vitest';
-import { EVENT_COLUMNS, toEventLine, toEventRow } from './event-row.js';
+import { EVENT_COLUMNS, toEventLine } from './events-table.js';
 
 const record: EventRecord = {
   v: 1,
@@ -24,18 +24,34 @@ function unescape(field: string): string {
 const utc = (epochSeconds: number) => new Date(epochSeconds * 1000).toISOString().slice(0, 19).replace('T', ' ');
 
 describe('toEventLine', () => {
-  it('holds the same values as toEventRow, one field per column, tabs and newlines only as separators', () => {
+  it('holds every column in order, one field per column, tabs and newlines only as separators', () => {
     const line = toEventLine(record, 1_767_225_602_999);
     expect(line).not.toContain('\n');
     const fields = line.split('\t').map(unescape);
     expect(fields).toHaveLength(EVENT_COLUMNS.length);
-    const row = toEventRow(record, 1_767_225_602_999);
-    const expected = EVENT_COLUMNS.map((column) => {
-      const value = row[column];
-      return column === 'event_time' || column === 'received_at' || column === 'inserted_at' ? utc(value as number) : String(value);
+    expect(Object.fromEntries(EVENT_COLUMNS.map((column, i) => [column, fields[i]]))).toEqual({
+      account_id: 'acc_1',
+      event_id: record.eventId,
+      event_name: 'Signed Up',
+      email: 'ada@example.com',
+      domain: '',
+      event_time: utc(1_767_225_600),
+      event_time_ms: '1767225600123',
+      received_at: utc(1_767_225_601),
+      received_at_ms: '1767225601456',
+      properties: JSON.stringify(record.properties),
+      source: 'bulk',
+      job_id: record.jobId,
+      inserted_at: utc(1_767_225_602),
     });
-    expect(fields).toEqual(expected);
     expect(JSON.parse(fields[EVENT_COLUMNS.indexOf('properties')] ?? '')).toEqual(record.properties);
+  });
+
+  it('reaches ClickHouse with unpaired surrogates as U+FFFD (it refuses the whole insert over invalid UTF-8)', () => {
+    const line = toEventLine({ ...record, eventName: 'a\ud800b', email: 'x\udc00@b.io' }, 0);
+    const sent = Buffer.from(line, 'utf8').toString('utf8').split('\t');
+    expect(sent[EVENT_COLUMNS.indexOf('event_name')]).toBe('a\ufffdb');
+    expect(sent[EVENT_COLUMNS.indexOf('email')]).toBe('x\ufffd@b.io');
   });
 
   it('writes DateTimes as UTC text and keeps them right across calls with other seconds', () => {

@@ -17,11 +17,11 @@ import {
   type TopicKey,
   TOPICS as TOPIC_SPECS,
 } from '@ingest/platform';
-import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix, waitFor } from '../index.js';
 import type { FastifyInstance } from 'fastify';
-import { buildAdminApp } from '../admin/admin.app.js';
-import { buildApp } from '../app.js';
-import { loadGatewayConfig } from '../config.js';
+import { buildAdminApp } from '@ingest/gateway/admin-app';
+import { buildApp } from '@ingest/gateway/app';
+import { loadGatewayConfig } from '@ingest/gateway/config';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 

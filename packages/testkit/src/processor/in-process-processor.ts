@@ -1,11 +1,11 @@
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Component, createLogger, createMetricsRegistry, REPO_ROOT } from '@ingest/platform';
-import { uniqueSuffix } from '@ingest/testkit';
+import { uniqueSuffix } from '../index.js';
 // Test-only: the processor (job runner, dedupe, storage) stores what a dashboard page reads; the
 // processor's own e2e test imports the gateway the same way.
-import { createProcessor } from '../../../processor/src/processor.js';
-import type { GatewayFixture } from './gateway.fixture.js';
+import { createProcessor } from '@ingest/processor/processor';
+import type { GatewayFixture } from '../gateway/gateway.fixture.js';
 
 /**
  * The real processor in this process, on the gateway fixture's topics, database and Redis, with

@@ -7,8 +7,8 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '@ingest/platform';
-import { integrationEnv, waitFor } from '@ingest/testkit';
-import { resultsDir, stackDir } from './processor-process.js';
+import { integrationEnv, waitFor } from '../index.js';
+import { resultsDir, stackDir } from '../processes/service-process.js';
 
 /** Where scripts/stack.sh records the server it started. */
 const pidFile = () => join(stackDir(), 'clickhouse', 'clickhouse.pid');

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { createEventRecordDecoder } from './event-record.decode.js';
-import { toEventRow } from './event-row.js';
 
 const decode = createEventRecordDecoder();
 
@@ -41,32 +40,5 @@ describe('event record decoder', () => {
       expect(result.code).toBe(code);
       expect(result.reason.length).toBeGreaterThan(5);
     }
-  });
-});
-
-describe('toEventRow', () => {
-  it('turns unpaired surrogates into U+FFFD, which ClickHouse accepts (it refuses the whole insert otherwise)', () => {
-    const row = toEventRow({ ...valid, source: 'api', eventName: 'a\ud800b', email: 'x\udc00@b.io' } as never, 0);
-    expect(row.event_name).toBe('a\ufffdb');
-    expect(row.email).toBe('x\ufffd@b.io');
-  });
-
-  it('sends every column, DateTimes as epoch seconds and milliseconds apart', () => {
-    const row = toEventRow({ ...valid, source: 'api' } as never, 1_767_225_602_999);
-    expect(row).toEqual({
-      account_id: 'acc_1',
-      event_id: valid.eventId,
-      event_name: 'Signed Up',
-      email: 'ada@example.com',
-      domain: '',
-      event_time: 1_767_225_600,
-      event_time_ms: 1_767_225_600_123,
-      received_at: 1_767_225_601,
-      received_at_ms: 1_767_225_601_456,
-      properties: '{"plan":"pro","seats":3}',
-      source: 'api',
-      job_id: '',
-      inserted_at: 1_767_225_602,
-    });
   });
 });

@@ -5,7 +5,7 @@
  */
 import type { JobStatus } from '@ingest/schemas';
 import type { FastifyInstance } from 'fastify';
-import { randomClientIp } from '../../../gateway/src/test-support/gateway.fixture.js';
+import { randomClientIp } from '../gateway/gateway.fixture.js';
 
 export interface ApiClient {
   app: FastifyInstance;

@@ -3,7 +3,7 @@
  * through the real sign-in route, with its cookie and CSRF token sent the way the web app does.
  */
 import { hashPassword } from '@ingest/domain';
-import { uniqueSuffix } from '@ingest/testkit';
+import { uniqueSuffix } from '../index.js';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { type GatewayFixture, randomClientIp } from './gateway.fixture.js';
 

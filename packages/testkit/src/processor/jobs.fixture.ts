@@ -18,9 +18,9 @@ import {
   type Registry,
   topicOffsets,
 } from '@ingest/platform';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
-import { createJobWriter, type JobWriter } from '../../../gateway/src/jobs/job-writer.js';
-import { createJobRunner, type JobRunnerDeps } from './job.runner.js';
+import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '../index.js';
+import { createJobWriter, type JobWriter } from '@ingest/gateway/job-writer';
+import { createJobRunner, type JobRunnerDeps } from '@ingest/processor/job-runner';
 
 export interface RunnerHandle {
   runner: BatchConsumer;

@@ -1,9 +1,9 @@
 import { type ControlPlane, createControlPlane, type OutboundPolicy } from '@ingest/domain';
 import { createMetricsRegistry, createProducer, createRedis, type Producer, type Redis } from '@ingest/platform';
-import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix } from '@ingest/testkit';
+import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix } from '../index.js';
 import type { FastifyInstance } from 'fastify';
-import { loadGatewayConfig } from '../config.js';
-import { buildAdminApp } from './admin.app.js';
+import { loadGatewayConfig } from '@ingest/gateway/config';
+import { buildAdminApp } from '@ingest/gateway/admin-app';
 
 /**
  * For tests only: the admin app of the gateway's admin listener (buildAdminApp) over a real

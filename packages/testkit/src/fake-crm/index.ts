@@ -1,0 +1,6 @@
+export * from './fake-crm.state.js';
+export * from './fake-crm.js';
+export * from './fake-hubspot.routes.js';
+export * from './fake-salesforce.routes.js';
+export * from './fake-soql.js';
+export * from './fake-webhook.routes.js';

@@ -1,0 +1,47 @@
+/** The gateway as a real OS process, for chaos tests that must see its HTTP API, health, RSS and exit. */
+import { integrationEnv } from '../env.js';
+import { freePort } from '../ports.js';
+import { type ServiceProcess, startServiceProcess } from './service-process.js';
+
+export interface GatewayProcess extends ServiceProcess {
+  /** Its public API. */
+  readonly url: string;
+}
+
+/** `env` adds to (or overrides) what every gateway of a test needs: servers, topics, database. */
+export async function startGatewayProcess(name: string, env: Record<string, string>): Promise<GatewayProcess> {
+  const servers = integrationEnv();
+  const [port, opsPort] = [await freePort(), await freePort()];
+  let spawned: ServiceProcess | undefined;
+  const killOnExit = () => spawned?.killNow();
+  process.once('exit', killOnExit);
+  const proc = await startServiceProcess({
+    service: 'gateway',
+    name,
+    opsPort,
+    track: (p) => (spawned = p),
+    env: {
+      KAFKA_BROKERS: servers.kafkaBrokers,
+      KAFKA_DRIVER: servers.kafkaDriver,
+      CLICKHOUSE_URL: servers.clickhouseUrl,
+      REDIS_URL: servers.redisUrl,
+      KAFKA_CLIENT_ID: `chaos-${name}`,
+      GATEWAY_HOST: '127.0.0.1',
+      GATEWAY_PORT: String(port),
+      GATEWAY_OPS_HOST: '127.0.0.1',
+      GATEWAY_OPS_PORT: String(opsPort),
+      ...env,
+    },
+  }).catch((err: unknown) => {
+    process.removeListener('exit', killOnExit);
+    throw err;
+  });
+  return {
+    ...proc,
+    url: `http://127.0.0.1:${port}`,
+    async kill() {
+      process.removeListener('exit', killOnExit);
+      await proc.kill();
+    },
+  };
+}
