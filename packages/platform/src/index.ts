@@ -24,3 +24,4 @@ export * from './paths.js';
 export * from './redis-lock.js';
 export * from './redis-script.js';
 export * from './redis.js';
+export * from './service-launcher.js';

@@ -55,6 +55,12 @@ export const CrmSinkConfigSchema = Type.Object({
   CRM_LEDGER_TTL_SECONDS: Type.Integer({ minimum: 3600, default: 35 * DAY_S }),
   /** How long an event's sync state stays readable through GET /v1/events/{eventId}. */
   CRM_SYNC_STATE_TTL_SECONDS: Type.Integer({ minimum: 60, default: 30 * DAY_S }),
+  /**
+   * How long a CRM record's last applied values and their event times are kept: an older event
+   * arriving later than this may overwrite a newer value. It used to be the ledger's TTL by
+   * accident; it is its own setting now, with the same default.
+   */
+  CRM_RECORD_STATE_TTL_SECONDS: Type.Integer({ minimum: 3600, default: 35 * DAY_S }),
   /** HTTP timeouts of the CRM clients: connect, then each wait for headers or the next body bytes... */
   CRM_HTTP_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 5_000 }),
   CRM_HTTP_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000 }),

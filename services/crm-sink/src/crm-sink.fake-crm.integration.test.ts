@@ -52,8 +52,7 @@ beforeAll(async () => {
   });
   await fx.startSink(`crm-sink-${uniqueSuffix()}`, {
     metrics,
-    coalesceWindowMs: 500,
-    coalesceMaxRecords: 100,
+    coalesce: { windowMs: 500, maxRecords: 100 },
     // The service defaults, fitted to HubSpot's 100 requests per 10 s (which the fake enforces).
     rate: { ratePerSecond: 9, burst: 10 },
     retry: { maxAttempts: 6, budgetMs: 60_000, baseDelayMs: 100, maxDelayMs: 1_000 },

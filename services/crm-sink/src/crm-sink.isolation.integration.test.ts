@@ -58,7 +58,7 @@ beforeAll(async () => {
   });
   groupId = `crm-sink-${uniqueSuffix()}`;
   await fx.startSink(groupId, {
-    coalesceWindowMs: 100,
+    coalesce: { windowMs: 100, maxRecords: 50 },
     // Retry-After is clamped to 2 s here (60 s in production) so the test does not wait a minute.
     park: { ...TEST_PARK, hold: { holdMs: 1_000, maxRetryAfterMs: 2_000 }, hangingDelayMs: 1_000, baseDelayMs: 100, maxDelayMs: 500 },
   });

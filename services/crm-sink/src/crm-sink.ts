@@ -23,10 +23,16 @@ export interface CrmSinkDeps {
   topicPrefix: string;
   groupId: string;
   redisKeyPrefix?: string;
-  ledgerTtlSeconds: number;
-  syncStateTtlSeconds: number;
-  coalesceWindowMs: number;
-  coalesceMaxRecords: number;
+  /** How long Redis keeps what the sink remembers (docs/crm-sync.md). */
+  ttl: {
+    /** An event's applied marks (a redelivered event is not applied twice). */
+    ledgerSeconds: number;
+    /** A CRM record's last applied values and their event times (per-field event-time order). */
+    recordStateSeconds: number;
+    /** An event's sync state, readable through GET /v1/events/{eventId}. */
+    syncStateSeconds: number;
+  };
+  coalesce: { windowMs: number; maxRecords: number };
   rate: RateLimit;
   retry: RetryPolicy;
   maxUnfinishedPerPartition: number;
@@ -54,16 +60,16 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
     store: createRecordStateStore({
       redis: deps.redis,
       keyPrefix: deps.redisKeyPrefix,
-      ledgerTtlSeconds: deps.ledgerTtlSeconds,
-      stateTtlSeconds: deps.ledgerTtlSeconds,
+      ledgerTtlSeconds: deps.ttl.ledgerSeconds,
+      stateTtlSeconds: deps.ttl.recordStateSeconds,
     }),
-    syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, ttlSeconds: deps.syncStateTtlSeconds }),
+    syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, ttlSeconds: deps.ttl.syncStateSeconds }),
     deadLetters,
     logger: deps.logger,
     metrics: syncMetrics,
     parking,
-    coalesceWindowMs: deps.coalesceWindowMs,
-    coalesceMaxRecords: deps.coalesceMaxRecords,
+    coalesceWindowMs: deps.coalesce.windowMs,
+    coalesceMaxRecords: deps.coalesce.maxRecords,
     rate: deps.rate,
     retry: deps.retry,
     tokenBucketOf: createSharedTokenBuckets({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, rate: deps.rate }),

@@ -1,113 +1,85 @@
 import { createControlPlane, createOutboundPolicy } from '@ingest/domain';
-import {
-  createKafkaClientFromConfig,
-  createLagCollector,
-  createLogger,
-  createMetricsRegistry,
-  createOpsServer,
-  createProducer,
-  createRedis,
-  createServiceRunner,
-  topicName,
-} from '@ingest/platform';
+import { createLagCollector, launchService } from '@ingest/platform';
 import { createAdapter } from './adapters/index.js';
 import { loadCrmSinkConfig } from './config.js';
 import { createCrmSink } from './crm-sink.js';
 
 const config = loadCrmSinkConfig();
-const logger = createLogger({ service: 'crm-sink', level: config.LOG_LEVEL });
-const metrics = createMetricsRegistry('crm-sink');
-const kafka = createKafkaClientFromConfig(config, 'crm-sink', logger);
-const producer = createProducer(kafka, { compression: config.KAFKA_COMPRESSION });
-const redis = createRedis({ url: config.REDIS_URL, logger });
-// The sink applies the newest mapping version only: it keeps no history in memory.
-const controlPlane = createControlPlane({
-  kafka,
-  producer,
-  topicPrefix: config.KAFKA_TOPIC_PREFIX,
-  logger,
-  metrics,
-  instanceId: 'crm-sink',
-  mappingVersionsKept: 1,
-  staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
-  deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
-});
-
-const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
-
-await Promise.all([producer.connect(), redis.connect()]);
-const sink = createCrmSink({
-  kafka,
-  producer,
-  redis,
-  mappings: controlPlane,
-  createAdapter: (credential) =>
-    createAdapter(credential, {
-      connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
-      headersTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
-      bodyTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
-      requestTimeoutMs: config.CRM_HTTP_REQUEST_TIMEOUT_MS,
-      maxResponseBytes: config.CRM_HTTP_MAX_RESPONSE_BYTES,
-      outboundPolicy,
-    }),
-  logger,
-  metrics,
-  topicPrefix: config.KAFKA_TOPIC_PREFIX,
-  groupId: config.CRM_SINK_GROUP,
-  redisKeyPrefix: config.REDIS_KEY_PREFIX,
-  ledgerTtlSeconds: config.CRM_LEDGER_TTL_SECONDS,
-  syncStateTtlSeconds: config.CRM_SYNC_STATE_TTL_SECONDS,
-  coalesceWindowMs: config.CRM_COALESCE_WINDOW_MS,
-  coalesceMaxRecords: config.CRM_COALESCE_MAX_RECORDS,
-  rate: { ratePerSecond: config.CRM_RATE_PER_SECOND, burst: config.CRM_RATE_BURST },
-  retry: {
-    maxAttempts: config.CRM_RETRY_MAX_ATTEMPTS,
-    budgetMs: config.CRM_RETRY_BUDGET_MS,
-    baseDelayMs: config.CRM_RETRY_BASE_DELAY_MS,
-    maxDelayMs: config.CRM_RETRY_MAX_DELAY_MS,
+await launchService({
+  service: 'crm-sink',
+  config,
+  ops: { host: config.CRM_SINK_OPS_HOST, port: config.CRM_SINK_OPS_PORT },
+  async build({ logger, metrics, kafka, producer, redis, topic }) {
+    // The sink applies the newest mapping version only: it keeps no history in memory.
+    const controlPlane = createControlPlane({
+      kafka,
+      producer,
+      topicPrefix: config.KAFKA_TOPIC_PREFIX,
+      logger,
+      metrics,
+      instanceId: 'crm-sink',
+      mappingVersionsKept: 1,
+      staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
+      deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
+    });
+    const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
+    const sink = createCrmSink({
+      kafka,
+      producer,
+      redis,
+      mappings: controlPlane,
+      createAdapter: (credential) =>
+        createAdapter(credential, {
+          connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
+          headersTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
+          bodyTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
+          requestTimeoutMs: config.CRM_HTTP_REQUEST_TIMEOUT_MS,
+          maxResponseBytes: config.CRM_HTTP_MAX_RESPONSE_BYTES,
+          outboundPolicy,
+        }),
+      logger,
+      metrics,
+      topicPrefix: config.KAFKA_TOPIC_PREFIX,
+      groupId: config.CRM_SINK_GROUP,
+      redisKeyPrefix: config.REDIS_KEY_PREFIX,
+      ttl: {
+        ledgerSeconds: config.CRM_LEDGER_TTL_SECONDS,
+        recordStateSeconds: config.CRM_RECORD_STATE_TTL_SECONDS,
+        syncStateSeconds: config.CRM_SYNC_STATE_TTL_SECONDS,
+      },
+      coalesce: { windowMs: config.CRM_COALESCE_WINDOW_MS, maxRecords: config.CRM_COALESCE_MAX_RECORDS },
+      rate: { ratePerSecond: config.CRM_RATE_PER_SECOND, burst: config.CRM_RATE_BURST },
+      retry: {
+        maxAttempts: config.CRM_RETRY_MAX_ATTEMPTS,
+        budgetMs: config.CRM_RETRY_BUDGET_MS,
+        baseDelayMs: config.CRM_RETRY_BASE_DELAY_MS,
+        maxDelayMs: config.CRM_RETRY_MAX_DELAY_MS,
+      },
+      maxUnfinishedPerPartition: config.CRM_SINK_MAX_UNFINISHED_PER_PARTITION,
+      park: {
+        hold: { holdMs: config.CRM_ACCOUNT_HOLD_MS, maxRetryAfterMs: config.CRM_MAX_RETRY_AFTER_MS },
+        limits: {
+          maxEventsPerAccount: config.CRM_PARK_MAX_EVENTS_PER_ACCOUNT,
+          maxBytesPerAccount: config.CRM_PARK_MAX_BYTES_PER_ACCOUNT,
+          maxEventsTotal: config.CRM_PARK_MAX_EVENTS_TOTAL,
+          maxBytesTotal: config.CRM_PARK_MAX_BYTES_TOTAL,
+        },
+        maxAgeMs: config.CRM_PARK_MAX_AGE_MS,
+        baseDelayMs: config.CRM_RETRY_BASE_DELAY_MS,
+        maxDelayMs: config.CRM_PARK_MAX_DELAY_MS,
+        // After a hanging call, the abandoned call may run until the whole-call timeout.
+        hangingDelayMs: config.CRM_HTTP_REQUEST_TIMEOUT_MS,
+        pollMs: config.CRM_PARK_POLL_MS,
+        resumeBatch: config.CRM_PARK_RESUME_BATCH,
+        leaseMs: config.CRM_PARK_LEASE_MS,
+      },
+      partitionsConsumedConcurrently: config.CRM_SINK_PARTITIONS_CONCURRENCY,
+    });
+    const lag = createLagCollector({ kafka, groupId: config.CRM_SINK_GROUP, topics: [topic('eventsUnique'), topic('crmReplay')], registry: metrics, logger });
+    return {
+      // The control plane starts first: the sink must know the mappings before its first event.
+      components: [controlPlane, sink, lag],
+      ready: () => controlPlane.caughtUp() && controlPlane.fresh() && sink.healthy(),
+    };
   },
-  maxUnfinishedPerPartition: config.CRM_SINK_MAX_UNFINISHED_PER_PARTITION,
-  park: {
-    hold: { holdMs: config.CRM_ACCOUNT_HOLD_MS, maxRetryAfterMs: config.CRM_MAX_RETRY_AFTER_MS },
-    limits: {
-      maxEventsPerAccount: config.CRM_PARK_MAX_EVENTS_PER_ACCOUNT,
-      maxBytesPerAccount: config.CRM_PARK_MAX_BYTES_PER_ACCOUNT,
-      maxEventsTotal: config.CRM_PARK_MAX_EVENTS_TOTAL,
-      maxBytesTotal: config.CRM_PARK_MAX_BYTES_TOTAL,
-    },
-    maxAgeMs: config.CRM_PARK_MAX_AGE_MS,
-    baseDelayMs: config.CRM_RETRY_BASE_DELAY_MS,
-    maxDelayMs: config.CRM_PARK_MAX_DELAY_MS,
-    // After a hanging call, the abandoned call may run until the whole-call timeout.
-    hangingDelayMs: config.CRM_HTTP_REQUEST_TIMEOUT_MS,
-    pollMs: config.CRM_PARK_POLL_MS,
-    resumeBatch: config.CRM_PARK_RESUME_BATCH,
-    leaseMs: config.CRM_PARK_LEASE_MS,
-  },
-  partitionsConsumedConcurrently: config.CRM_SINK_PARTITIONS_CONCURRENCY,
 });
-const lag = createLagCollector({
-  kafka,
-  groupId: config.CRM_SINK_GROUP,
-  topics: [topicName(config.KAFKA_TOPIC_PREFIX, 'eventsUnique'), topicName(config.KAFKA_TOPIC_PREFIX, 'crmReplay')],
-  registry: metrics,
-  logger,
-});
-const ops = createOpsServer({
-  host: config.CRM_SINK_OPS_HOST,
-  port: config.CRM_SINK_OPS_PORT,
-  metrics,
-  ready: () => controlPlane.caughtUp() && controlPlane.fresh() && sink.healthy(),
-  live: () => runner.alive(),
-  logger,
-});
-// The control plane starts first: the sink must know the mappings before its first event.
-const runner = createServiceRunner({
-  logger,
-  components: [ops, controlPlane, sink, lag],
-  clients: [{ name: 'kafka-producer', close: () => producer.disconnect() }, redis],
-  shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
-});
-runner.installSignalHandlers();
-await runner.start();
-logger.info({ ops: ops.address() }, 'crm-sink running');

@@ -7,9 +7,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
-const root = new URL('..', import.meta.url).pathname;
-export const WEB_SOURCE_DIR = join(root, 'services/gateway/web');
-export const WEB_DIST_DIR = join(root, 'services/gateway/dist/web');
+/** services/gateway, the folder above this file. */
+const gatewayDir = new URL('..', import.meta.url).pathname;
+export const WEB_SOURCE_DIR = join(gatewayDir, 'web');
+export const WEB_DIST_DIR = join(gatewayDir, 'dist/web');
 /** Budget for the first load's JavaScript, gzipped (issue 6). */
 export const FIRST_LOAD_JS_BUDGET = 200 * 1024;
 

@@ -21,7 +21,7 @@ beforeAll(async () => {
     createAdapter: () => crm.adapter,
   });
   await fx.startSink(`crm-sink-${uniqueSuffix()}`, {
-    coalesceWindowMs: 50,
+    coalesce: { windowMs: 50, maxRecords: 50 },
     park: {
       ...TEST_PARK,
       hold: { holdMs: 300, maxRetryAfterMs: 500 },

@@ -1,0 +1,109 @@
+/**
+ * One way to start a service: logger, metrics, the Kafka client and producer, Redis (and
+ * ClickHouse when asked) from the service's config; connect; let the service build its parts;
+ * then the ops server (/healthz, /readyz, /metrics), graceful shutdown with a hard deadline, and
+ * one "running" line. Each service's main.ts is its config and its parts, nothing else.
+ */
+import { createKafkaClientFromConfig, type Compression, type KafkaClient, type KafkaClientConfig } from './kafka/client.js';
+import { createProducer, type Producer, type ProducerOptions } from './kafka/producer.js';
+import { type TopicKey, topicName } from './kafka/topics.js';
+import { type Closeable, type Component, createServiceRunner, type ServiceRunner } from './lifecycle.js';
+import { createLogger, type Logger } from './logger.js';
+import { createMetricsRegistry, type Registry } from './metrics.js';
+import { createOpsServer } from './ops.server.js';
+import { createRedis, type Redis } from './redis.js';
+
+/** The settings every service has (CommonConfig, KafkaConfig and RedisConfig of config.ts). */
+export interface LaunchConfig extends KafkaClientConfig {
+  LOG_LEVEL: string;
+  SHUTDOWN_TIMEOUT_MS: number;
+  KAFKA_TOPIC_PREFIX: string;
+  KAFKA_COMPRESSION: Compression;
+  REDIS_URL: string;
+}
+
+/** What every service gets before it builds its parts; the clients are connected. */
+export interface ServiceContext<C extends LaunchConfig> {
+  config: C;
+  logger: Logger;
+  metrics: Registry;
+  kafka: KafkaClient;
+  producer: Producer;
+  redis: Redis;
+  /** `<KAFKA_TOPIC_PREFIX><name>` of a topic. */
+  topic(key: TopicKey): string;
+  /** The service's liveness once it runs (for parts that report it, e.g. an ops endpoint). */
+  alive(): boolean;
+}
+
+export interface ServiceParts {
+  /** Started in this order after the ops server, stopped together on shutdown. */
+  components: Component[];
+  /** /readyz; default: every component healthy. */
+  ready?: () => boolean;
+  /** More clients to close after the components (the launcher's own are closed anyway). */
+  clients?: Closeable[];
+  /** Added to the "running" log line (listener addresses). */
+  running?: () => Record<string, unknown>;
+}
+
+export interface LaunchOptions<C extends LaunchConfig> {
+  /** `gateway`, `processor`, `crm-sink`: the log's and the metrics' `service`, the Kafka client's role. */
+  service: string;
+  config: C;
+  ops: { host: string; port: number };
+  /** Producer deadlines and bounds beyond the compression (which comes from the config). */
+  producer?: Omit<ProducerOptions, 'compression'>;
+  /** Fail Redis commands at once while it is away (request paths answer 503 at once). */
+  redisFailFast?: boolean;
+  build(context: ServiceContext<C>): Promise<ServiceParts>;
+}
+
+export interface LaunchedService<C extends LaunchConfig> {
+  context: ServiceContext<C>;
+  runner: ServiceRunner;
+}
+
+/** Starts the service and installs the signal handlers; resolves once every part runs. */
+export async function launchService<C extends LaunchConfig>(options: LaunchOptions<C>): Promise<LaunchedService<C>> {
+  const { config, service } = options;
+  const logger = createLogger({ service, level: config.LOG_LEVEL as Parameters<typeof createLogger>[0]['level'] });
+  const metrics = createMetricsRegistry(service);
+  const kafka = createKafkaClientFromConfig(config, service, logger);
+  const producer = createProducer(kafka, { ...options.producer, compression: config.KAFKA_COMPRESSION });
+  const redis = createRedis({ url: config.REDIS_URL, failFast: options.redisFailFast ?? false, logger });
+  // Set once every part is built; liveness reads it from then on.
+  const started: { runner?: ServiceRunner } = {};
+  const context: ServiceContext<C> = {
+    config,
+    logger,
+    metrics,
+    kafka,
+    producer,
+    redis,
+    topic: (key) => topicName(config.KAFKA_TOPIC_PREFIX, key),
+    alive: () => started.runner?.alive() ?? true,
+  };
+
+  await Promise.all([producer.connect(), redis.connect()]);
+  const parts = await options.build(context);
+  const ops = createOpsServer({
+    host: options.ops.host,
+    port: options.ops.port,
+    metrics,
+    ready: parts.ready ?? (() => parts.components.every((c) => c.healthy())),
+    live: context.alive,
+    logger,
+  });
+  const runner = createServiceRunner({
+    logger,
+    components: [ops, ...parts.components],
+    clients: [{ name: 'kafka-producer', close: () => producer.disconnect() }, redis, ...(parts.clients ?? [])],
+    shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+  });
+  started.runner = runner;
+  runner.installSignalHandlers();
+  await runner.start();
+  logger.info({ ops: ops.address(), ...parts.running?.() }, `${service} running`);
+  return { context, runner };
+}
