@@ -4,13 +4,13 @@ import type { ActivityWrite, CrmCredential, CrmObject, CrmType, PropertyValue, R
 export { type ActivityWrite, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite, CrmError } from '@ingest/domain';
 
 /** A record the CRM refused inside an otherwise successful batch call (e.g. HubSpot 207). */
-export interface RecordFailure {
+export interface CrmRecordFailure {
   key: string;
   message: string;
 }
 
-export interface BatchResult {
-  failures: RecordFailure[];
+export interface CrmBatchResult {
+  failures: CrmRecordFailure[];
 }
 
 /**
@@ -29,9 +29,9 @@ export interface CrmAdapter {
    */
   read(object: CrmObject, keys: string[], fields: string[]): Promise<Map<string, Record<string, PropertyValue>>>;
   /** Creates or updates records by key (at most maxBatchSize). Throws CrmError for whole-call failures. */
-  upsert(object: CrmObject, records: RecordWrite[]): Promise<BatchResult>;
+  upsert(object: CrmObject, records: RecordWrite[]): Promise<CrmBatchResult>;
   /** Creates timeline records idempotently by `idempotencyKey` (at most maxBatchSize). */
-  createActivities(activities: ActivityWrite[]): Promise<BatchResult>;
+  createActivities(activities: ActivityWrite[]): Promise<CrmBatchResult>;
 }
 
 export type CreateAdapter = (credential: CrmCredential) => CrmAdapter;

@@ -1,5 +1,5 @@
 import type { CrmCredential } from '@ingest/domain';
-import type { ActivityWrite, BatchResult, CrmAdapter, CrmObject, PropertyValue, RecordFailure, RecordWrite } from './adapter.js';
+import type { ActivityWrite, CrmBatchResult, CrmAdapter, CrmObject, PropertyValue, CrmRecordFailure, RecordWrite } from './adapter.js';
 import type { CrmErrorDetail } from './crm-errors.js';
 import { type AdapterHttpOptions, type CrmHttpClient, type CrmRequest, assertBatchSize, createCrmHttpClient, unexpectedResponse } from './http.client.js';
 import {
@@ -46,7 +46,7 @@ function contextIds(context: Record<string, unknown> | undefined): string[] {
  * when HubSpot can tell; an error it cannot place fails every requested record missing from
  * `results`, so no record is reported written that HubSpot did not confirm.
  */
-export function hubspotBatchFailures(keys: readonly string[], idProperty: string, response: HubSpotBatchResponse): RecordFailure[] {
+export function hubspotBatchFailures(keys: readonly string[], idProperty: string, response: HubSpotBatchResponse): CrmRecordFailure[] {
   const byLower = new Map(keys.map((k) => [k.toLowerCase(), k]));
   const failures = new Map<string, string>();
   const unplaced: string[] = [];
@@ -79,7 +79,7 @@ export function createHubSpotAdapter(
     defaultRetryAfterMs: HUBSPOT_DEFAULT_RETRY_AFTER_MS,
   });
 
-  async function upsertBatch(request: CrmRequest, object: CrmObject): Promise<{ failures: RecordFailure[]; ids: Map<string, string> }> {
+  async function upsertBatch(request: CrmRequest, object: CrmObject): Promise<{ failures: CrmRecordFailure[]; ids: Map<string, string> }> {
     const { idProperty } = HUBSPOT_OBJECTS[object];
     const keys = ((request.body as { inputs: { id: string }[] }).inputs ?? []).map((i) => i.id);
     const response = asBatchResponse((await http.send(request)).body);
@@ -91,9 +91,9 @@ export function createHubSpotAdapter(
     return { failures: hubspotBatchFailures(keys, idProperty, response), ids };
   }
 
-  async function upsert(object: CrmObject, records: RecordWrite[]): Promise<BatchResult> {
+  async function upsert(object: CrmObject, records: RecordWrite[]): Promise<CrmBatchResult> {
     assertBatchSize(CRM, records.length, HUBSPOT_MAX_BATCH_SIZE);
-    const failures: RecordFailure[] = [];
+    const failures: CrmRecordFailure[] = [];
     for (const request of buildHubSpotUpsertRequests(object, records)) failures.push(...(await upsertBatch(request, object)).failures);
     return { failures };
   }
@@ -135,7 +135,7 @@ export function createHubSpotAdapter(
     for (const input of missing) await http.send({ ...request, body: { inputs: [input] } }, { accept: [409] });
   }
 
-  async function createActivities(activities: ActivityWrite[]): Promise<BatchResult> {
+  async function createActivities(activities: ActivityWrite[]): Promise<CrmBatchResult> {
     assertBatchSize(CRM, activities.length, HUBSPOT_MAX_BATCH_SIZE);
     const unique = uniqueActivities(activities);
     const recordIds = new Map<string, string>();
@@ -146,7 +146,7 @@ export function createHubSpotAdapter(
       for (const [k, id] of result.ids) recordIds.set(k, id);
       for (const f of result.failures) recordFailures.set(`${object}:${f.key.toLowerCase()}`, f.message);
     }
-    const failures: RecordFailure[] = [];
+    const failures: CrmRecordFailure[] = [];
     const ready: ActivityWrite[] = [];
     for (const a of unique) {
       const ref = `${a.object}:${a.key.toLowerCase()}`;

@@ -1,5 +1,5 @@
 import type { CrmCredential } from '@ingest/domain';
-import type { ActivityWrite, BatchResult, CrmAdapter, CrmObject, PropertyValue, RecordFailure, RecordWrite } from './adapter.js';
+import type { ActivityWrite, CrmBatchResult, CrmAdapter, CrmObject, PropertyValue, CrmRecordFailure, RecordWrite } from './adapter.js';
 import type { CrmErrorDetail } from './crm-errors.js';
 import { type AdapterHttpOptions, type CrmRequest, assertBatchSize, createCrmHttpClient, unexpectedResponse } from './http.client.js';
 import {
@@ -51,11 +51,11 @@ export function createSalesforceAdapter(
   });
 
   /** sObject Collections answer one save result per record, in request order. */
-  async function save(request: CrmRequest, keyField: string): Promise<RecordFailure[]> {
+  async function save(request: CrmRequest, keyField: string): Promise<CrmRecordFailure[]> {
     const records = (request.body as { records: Record<string, unknown>[] }).records;
     const results = (await http.send(request)).body;
     if (!Array.isArray(results) || results.length !== records.length) throw unexpectedResponse(CRM, 'collection save result', [credential.accessToken]);
-    const failures: RecordFailure[] = [];
+    const failures: CrmRecordFailure[] = [];
     (results as SaveResult[]).forEach((result, i) => {
       if (result.success === true) return;
       const message = (result.errors ?? []).map((e) => [e.statusCode, e.message].filter(Boolean).join(': ')).join('; ') || 'record refused';
@@ -64,9 +64,9 @@ export function createSalesforceAdapter(
     return failures;
   }
 
-  async function upsert(object: CrmObject, records: RecordWrite[]): Promise<BatchResult> {
+  async function upsert(object: CrmObject, records: RecordWrite[]): Promise<CrmBatchResult> {
     assertBatchSize(CRM, records.length, SALESFORCE_MAX_BATCH_SIZE);
-    const failures: RecordFailure[] = [];
+    const failures: CrmRecordFailure[] = [];
     for (const request of buildSalesforceUpsertRequests(target, object, records)) failures.push(...(await save(request, target.externalIdField[object])));
     return { failures };
   }
@@ -91,9 +91,9 @@ export function createSalesforceAdapter(
     return found;
   }
 
-  async function createActivities(activities: ActivityWrite[]): Promise<BatchResult> {
+  async function createActivities(activities: ActivityWrite[]): Promise<CrmBatchResult> {
     assertBatchSize(CRM, activities.length, SALESFORCE_MAX_BATCH_SIZE);
-    const failures: RecordFailure[] = [];
+    const failures: CrmRecordFailure[] = [];
     for (const request of buildSalesforceActivityRequests(target, activities)) failures.push(...(await save(request, SALESFORCE_DEFAULT_FIELDS.activity)));
     return { failures };
   }

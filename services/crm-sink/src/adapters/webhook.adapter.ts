@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { type CrmCredential, WEBHOOK_SIGNATURE_HEADER, signWebhook, standardWebhookHeaders } from '@ingest/domain';
-import { type ActivityWrite, type BatchResult, type CrmAdapter, CrmError, type CrmObject, type PropertyValue, type RecordWrite } from './adapter.js';
+import { type ActivityWrite, type CrmBatchResult, type CrmAdapter, CrmError, type CrmObject, type PropertyValue, type RecordWrite } from './adapter.js';
 import { type AdapterHttpOptions, type CrmRequest, assertBatchSize, createCrmHttpClient } from './http.client.js';
 import { WEBHOOK_MAX_BATCH_SIZE, buildWebhookActivityRequests, buildWebhookUpsertRequests } from '@ingest/domain';
 
@@ -71,14 +71,14 @@ export function createWebhookAdapter(
     }
   }
 
-  async function upsert(object: CrmObject, records: RecordWrite[]): Promise<BatchResult> {
+  async function upsert(object: CrmObject, records: RecordWrite[]): Promise<CrmBatchResult> {
     assertBatchSize(CRM, records.length, WEBHOOK_MAX_BATCH_SIZE);
     const count = buildWebhookUpsertRequests(object, records, '').length;
     for (let i = 0; i < count; i++) await deliver((sentAt) => buildWebhookUpsertRequests(object, records, sentAt)[i] as CrmRequest);
     return { failures: [] };
   }
 
-  async function createActivities(activities: ActivityWrite[]): Promise<BatchResult> {
+  async function createActivities(activities: ActivityWrite[]): Promise<CrmBatchResult> {
     assertBatchSize(CRM, activities.length, WEBHOOK_MAX_BATCH_SIZE);
     const count = buildWebhookActivityRequests(activities, '').length;
     for (let i = 0; i < count; i++) await deliver((sentAt) => buildWebhookActivityRequests(activities, sentAt)[i] as CrmRequest);

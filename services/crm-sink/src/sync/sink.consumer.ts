@@ -12,7 +12,7 @@ import {
   type Registry,
 } from '@ingest/platform';
 import { createEventRecordDecoder } from '@ingest/domain';
-import { createOffsetTracker, type OffsetTracker } from './offset-tracker.js';
+import { createCommittableOffsets, type CommittableOffsets } from './committable-offsets.js';
 import type { SinkEvent, SyncEngine } from './sync.engine.js';
 
 /**
@@ -41,13 +41,13 @@ const BACKPRESSURE_POLL_MS = 100;
 export function createSinkConsumer(deps: SinkConsumerDeps): Component {
   const log = deps.logger.child({ component: 'crm-sink-consumer' });
   const decode = createEventRecordDecoder();
-  const trackers = new Map<string, OffsetTracker>();
+  const trackers = new Map<string, CommittableOffsets>();
   const committed = new Map<string, string>();
   const committing = new Map<string, Promise<void>>();
   const stage = createConsumerStageMetrics(deps.metrics, 'crm-sink', ['ok', 'dead_letter']);
 
   // Commits are serialised per partition and only move forward.
-  function commit(topic: string, partition: number, tracker: OffsetTracker): Promise<void> {
+  function commit(topic: string, partition: number, tracker: CommittableOffsets): Promise<void> {
     const id = `${topic}/${partition}`;
     const previous = committing.get(id) ?? Promise.resolve();
     const next = previous.then(async () => {
@@ -65,7 +65,7 @@ export function createSinkConsumer(deps: SinkConsumerDeps): Component {
     return next;
   }
 
-  function trackerFor(messages: ConsumedMessage[], ctx: BatchContext): OffsetTracker {
+  function trackerFor(messages: ConsumedMessage[], ctx: BatchContext): CommittableOffsets {
     const id = `${ctx.topic}/${ctx.partition}`;
     let tracker = trackers.get(id);
     const first = BigInt(messages[0]?.offset ?? '0');
@@ -74,7 +74,7 @@ export function createSinkConsumer(deps: SinkConsumerDeps): Component {
     // rebalance): the old tracker's work may still finish, but it no longer commits. One that
     // starts later only skips offsets that hold no message, and continues the same session.
     if (!tracker || next === undefined || first < BigInt(next)) {
-      tracker = createOffsetTracker();
+      tracker = createCommittableOffsets();
       trackers.set(id, tracker);
       committed.delete(id);
     }

@@ -1,7 +1,8 @@
 import { AppError } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { ProblemError } from '../http/problem.js';
-import { createTokenCheck, toProblem } from './admin.routes.js';
+import { createTokenCheck } from './admin.routes.js';
+import { toProblem } from './control-plane-problem.js';
 
 describe('admin token check', () => {
   const check = createTokenCheck('s3cret-token');

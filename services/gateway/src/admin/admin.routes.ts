@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { toProblem } from './control-plane-problem.js';
 import {
   AccountIdParams,
   AccountList,
@@ -26,7 +27,6 @@ import {
   quotaPeriod,
   type RecordStateReader,
 } from '@ingest/domain';
-import { AppError } from '@ingest/platform';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import { billingRoutes } from './billing.routes.js';
@@ -249,37 +249,11 @@ function accountOr404(cp: ControlPlane, accountId: string) {
   return account;
 }
 
-/** Control plane errors, by code, to problems; anything else stays a 500 for the error handler. */
+/** Control plane errors as problems (control-plane-problem.ts). */
 async function mapErrors<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (err) {
     throw toProblem(err);
-  }
-}
-
-export function toProblem(err: unknown): unknown {
-  if (!(err instanceof AppError)) return err;
-  switch (err.code) {
-    case 'account_not_found':
-    case 'api_key_not_found':
-      return new ProblemError('notFound', `${err.message[0]?.toUpperCase() ?? ''}${err.message.slice(1)}.`, { cause: err });
-    case 'invalid_name':
-      return new ProblemError('validation', 'The request body is invalid.', {
-        errors: [{ field: '/name', code: 'invalid_value', message: err.message }],
-        cause: err,
-      });
-    case 'invalid_plan':
-      return new ProblemError('validation', 'The request body is invalid.', {
-        errors: [{ field: '/plan', code: 'invalid_value', message: err.message }],
-        cause: err,
-      });
-    case 'api_key_limit':
-      return new ProblemError('conflict', `${err.message[0]?.toUpperCase() ?? ''}${err.message.slice(1)}.`, { cause: err });
-    default:
-      if (err.retryable) {
-        return new ProblemError('unavailable', 'The control plane is temporarily unavailable; retry shortly.', { headers: { 'retry-after': '1' }, cause: err });
-      }
-      return err;
   }
 }

@@ -15,7 +15,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import type { FastifyReply, FastifySchemaCompiler } from 'fastify';
 import { type FieldError, ProblemError } from '../http/problem.js';
-import { toProblem } from './admin.routes.js';
+import { toProblem } from './control-plane-problem.js';
 import { dryRun } from './crm.dry-run.js';
 
 /**

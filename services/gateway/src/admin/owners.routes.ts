@@ -3,7 +3,7 @@ import { AppError } from '@ingest/platform';
 import { type ControlPlane, generatePassword, hashPassword, type Owner } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
-import { toProblem } from './admin.routes.js';
+import { toProblem } from './control-plane-problem.js';
 
 const problems = (...statuses: number[]) => problemResponses(...new Set([...statuses, 400, 429, 503, 504]));
 

@@ -17,8 +17,8 @@ import type { JobWriter } from '../jobs/job-writer.js';
 import type { GatewayConfig } from '../config.js';
 import { ProblemError } from '../http/problem.js';
 import { deadLettersRoutes } from './deadletters.routes.js';
-import { eventsRoutes } from './events.routes.js';
-import { jobsRoutes } from './jobs.routes.js';
+import { dashboardEventsRoutes } from './events.routes.js';
+import { dashboardJobsRoutes } from './jobs.routes.js';
 import { type UploadSlots, uploadSlotHooks } from '../limits/upload-slots.js';
 import type { TimeSlicer } from '../http/time-slicer.js';
 import { keysRoutes } from './keys.routes.js';
@@ -28,7 +28,7 @@ import { createSessionGuard, dashboardOf } from './session.guard.js';
 import { sessionRoutes } from './session.routes.js';
 import type { IdempotencyStore } from '../jobs/idempotency.store.js';
 import { createSessionStore } from './session.store.js';
-import { usageRoutes } from './usage.routes.js';
+import { dashboardUsageRoutes } from './usage.routes.js';
 import { defaultWebDir } from './web-dir.js';
 import { webRoutes } from './web.routes.js';
 
@@ -94,10 +94,10 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           }),
         );
         await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits }));
-        await api.register(usageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
+        await api.register(dashboardUsageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
         const uploadSlots = uploadSlotHooks(deps.uploadSlots, deps.metrics, (request) => dashboardOf(request).account.id);
         await api.register(
-          jobsRoutes({
+          dashboardJobsRoutes({
             statusStore: deps.jobStatus,
             jobs: deps.jobs,
             allowance: deps.allowance,
@@ -109,7 +109,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           }),
         );
         await api.register(
-          eventsRoutes({
+          dashboardEventsRoutes({
             store: createClickHouseEventStore(deps.ch),
             syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
             limits,

@@ -25,7 +25,7 @@ const EventParams = Type.Object({ eventId: Type.String({ minLength: 1, maxLength
  * The event debugger's API: the session account's latest stored events (deduplicated, with
  * their CRM sync state) and one event in full. ClickHouse is read with escaped literals only.
  */
-export function eventsRoutes(deps: { store: EventStore; syncStates: SyncStateStore; limits: RouteLimits; now: () => number }): FastifyPluginAsync {
+export function dashboardEventsRoutes(deps: { store: EventStore; syncStates: SyncStateStore; limits: RouteLimits; now: () => number }): FastifyPluginAsync {
   return async (app) => {
     const syncStatesOf = async (request: FastifyRequest, accountId: string, eventIds: string[]): Promise<EventSyncState[]> =>
       // A display: without Redis the events are still listed, shown as pending.

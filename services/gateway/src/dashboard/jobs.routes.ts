@@ -18,7 +18,7 @@ export interface JobsRoutesDeps extends CsvUploadDeps {
  * The account's bulk and CSV jobs (newest first; the page polls while any is running) and the
  * dashboard's CSV upload, which is the same streamed ingest as POST /v1/backfill/csv.
  */
-export function jobsRoutes(deps: JobsRoutesDeps): FastifyPluginAsync {
+export function dashboardJobsRoutes(deps: JobsRoutesDeps): FastifyPluginAsync {
   return async (app) => {
     await registerCsvMultipart(app);
 

@@ -1,7 +1,7 @@
 import { type ApiKeyView, DashboardCreateKeyBody, DashboardKeyIdParams, DashboardKeyList, CreatedApiKey } from '@ingest/schemas';
 import type { ApiKeyRecord, ControlPlane } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
-import { toProblem } from '../admin/admin.routes.js';
+import { toProblem } from '../admin/control-plane-problem.js';
 import type { KeyUsage } from '../auth/key-usage.js';
 import { dashboardOf } from './session.guard.js';
 import type { RouteLimits } from './route-options.js';

@@ -7,7 +7,7 @@ import type { RouteLimits } from './route-options.js';
 import { dailyUsage } from './usage-history.js';
 
 /** This month's allowance (as GET /v1/usage) and the daily history of the last 90 days. */
-export function usageRoutes(deps: { allowance: Allowance; ch: ClickHouse; limits: RouteLimits; now: () => number }): FastifyPluginAsync {
+export function dashboardUsageRoutes(deps: { allowance: Allowance; ch: ClickHouse; limits: RouteLimits; now: () => number }): FastifyPluginAsync {
   return async (app) => {
     app.get('/usage', { ...deps.limits.api, schema: { hide: true, response: { 200: DashboardUsage } } }, async (request) => {
       const { account } = dashboardOf(request);

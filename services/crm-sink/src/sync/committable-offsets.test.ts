@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createOffsetTracker } from './offset-tracker.js';
+import { createCommittableOffsets } from './committable-offsets.js';
 
 describe('offset tracker', () => {
   it('commits only up to the lowest unfinished offset', () => {
-    const t = createOffsetTracker();
+    const t = createCommittableOffsets();
     ['10', '11', '12', '13'].forEach((o) => t.add(o));
     expect(t.committable()).toBe('10');
     t.finish('11');
@@ -17,7 +17,7 @@ describe('offset tracker', () => {
   });
 
   it('ignores offsets finished twice or never added', () => {
-    const t = createOffsetTracker();
+    const t = createCommittableOffsets();
     t.add('5');
     t.add('6');
     t.finish('6');
@@ -29,7 +29,7 @@ describe('offset tracker', () => {
   });
 
   it('has nothing to commit before the first offset and handles 64-bit offsets', () => {
-    const t = createOffsetTracker();
+    const t = createCommittableOffsets();
     expect(t.committable()).toBeUndefined();
     t.add('9223372036854775806');
     t.finish('9223372036854775806');
@@ -37,7 +37,7 @@ describe('offset tracker', () => {
   });
 
   it('stays correct over many offsets (prefix compaction)', () => {
-    const t = createOffsetTracker();
+    const t = createCommittableOffsets();
     for (let i = 0; i < 5000; i += 1) t.add(String(i));
     for (let i = 4999; i >= 1; i -= 1) t.finish(String(i));
     expect(t.committable()).toBe('0');

@@ -3,7 +3,7 @@
  * account waiting on a rate limit, another syncing): the commit is the lowest offset whose
  * work is not finished, or the one after the last added when all is finished. Pure.
  */
-export interface OffsetTracker {
+export interface CommittableOffsets {
   /** Offsets are added in increasing order. */
   add(offset: string): void;
   finish(offset: string): void;
@@ -14,7 +14,7 @@ export interface OffsetTracker {
   next(): string | undefined;
 }
 
-export function createOffsetTracker(): OffsetTracker {
+export function createCommittableOffsets(): CommittableOffsets {
   // Unfinished offsets in order, plus those finished ahead of an unfinished one.
   const order: bigint[] = [];
   const done = new Set<bigint>();

@@ -1,0 +1,33 @@
+/**
+ * Control plane errors, by code, as the admin API's and the dashboard's problems; anything else
+ * stays as it is (a 500 for the error handler). Its own module: the admin routes, the owner and
+ * CRM handlers and the dashboard's key routes all use it, and none of them imports another.
+ */
+import { AppError } from '@ingest/platform';
+import { ProblemError } from '../http/problem.js';
+
+export function toProblem(err: unknown): unknown {
+  if (!(err instanceof AppError)) return err;
+  switch (err.code) {
+    case 'account_not_found':
+    case 'api_key_not_found':
+      return new ProblemError('notFound', `${err.message[0]?.toUpperCase() ?? ''}${err.message.slice(1)}.`, { cause: err });
+    case 'invalid_name':
+      return new ProblemError('validation', 'The request body is invalid.', {
+        errors: [{ field: '/name', code: 'invalid_value', message: err.message }],
+        cause: err,
+      });
+    case 'invalid_plan':
+      return new ProblemError('validation', 'The request body is invalid.', {
+        errors: [{ field: '/plan', code: 'invalid_value', message: err.message }],
+        cause: err,
+      });
+    case 'api_key_limit':
+      return new ProblemError('conflict', `${err.message[0]?.toUpperCase() ?? ''}${err.message.slice(1)}.`, { cause: err });
+    default:
+      if (err.retryable) {
+        return new ProblemError('unavailable', 'The control plane is temporarily unavailable; retry shortly.', { headers: { 'retry-after': '1' }, cause: err });
+      }
+      return err;
+  }
+}
