@@ -22,40 +22,14 @@
  *   when `x` is, and tools named in a package.json script count as used).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { type PackageJson, readPackage, REPO_ROOT, workspaceDirs } from '../lib/workspaces.js';
 
-const root = new URL('../../', import.meta.url).pathname;
-
-interface PackageJson {
-  name?: string;
-  exports?: string | Record<string, string>;
-  workspaces?: string[];
-  scripts?: Record<string, string>;
-  dependencies?: Record<string, string>;
-  devDependencies?: Record<string, string>;
-  peerDependencies?: Record<string, string>;
-  optionalDependencies?: Record<string, string>;
-}
-const readPackage = (dir: string) => JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as PackageJson;
-
-/** Workspace folders named by the root's `workspaces` (plain folders and `dir/*`, as npm reads them). */
-export function workspaceDirs(): string[] {
-  return (readPackage('.').workspaces ?? []).flatMap((pattern) => {
-    if (pattern.endsWith('/*') && !pattern.slice(0, -2).includes('*')) {
-      const parent = pattern.slice(0, -2);
-      if (!existsSync(join(root, parent))) return [];
-      return readdirSync(join(root, parent), { withFileTypes: true })
-        .filter((d) => d.isDirectory() && existsSync(join(root, parent, d.name, 'package.json')))
-        .map((d) => `${parent}/${d.name}`);
-    }
-    if (pattern.includes('*')) throw new Error(`workspace pattern ${pattern}: teach workspaceDirs() this glob`);
-    return [pattern];
-  });
-}
+const root = REPO_ROOT;
 
 const SOURCE = /\.(?:[cm]?[jt]s|tsx|jsx)$/;
 
