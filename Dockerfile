@@ -27,7 +27,7 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund && node dist/buil
 FROM node:24-slim AS runtime
 # A 64 MB young generation: the services allocate a short-lived object or two per event, and
 # V8's default (16 MB) scavenges so often under load that GC took 14% of the gateway's CPU in
-# the pipeline benchmark (6% with this; `npm run bench`, README "Benchmark").
+# the pipeline benchmark (6% with this; `npm run bench`, docs/benchmarks.md).
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=64 \
     CLICKHOUSE_MIGRATIONS_DIR=/app/deploy/clickhouse/migrations
