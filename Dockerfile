@@ -1,7 +1,11 @@
 # syntax=docker/dockerfile:1
 # One image for every service: build stage bundles each service with esbuild, runtime stage
-# holds only production dependencies and the bundles. Pick the service with SERVICE
-# (docker-compose.yml sets it per container).
+# holds only production dependencies, the bundles and the migrations (scripts/image/stage.ts
+# decides the list; no source, test or fake is copied). Pick the service with SERVICE
+# (docker-compose.yml sets it per container). Operators run `ingest <command>` in a container
+# (admin, deadletters, setup, healthcheck: docs/runbook.md).
+# Not built on the machines this project is developed on (no Docker engine there): a unit test
+# (scripts/image/image.test.ts) checks this file against the build and the runbook instead.
 
 FROM node:24-slim AS build
 WORKDIR /app
@@ -21,22 +25,22 @@ COPY schemas schemas
 COPY packages packages
 COPY services services
 COPY scripts scripts
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund && node dist/build/stage-image.mjs /stage
 
 FROM node:24-slim AS runtime
 # A 64 MB young generation: the services allocate a short-lived object or two per event, and
 # V8's default (16 MB) scavenges so often under load that GC took 14% of the gateway's CPU in
-# the pipeline benchmark (6% with this; `npm run bench`, README "Benchmark").
+# the pipeline benchmark (6% with this; `npm run bench`, docs/benchmarks.md).
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=64 \
     CLICKHOUSE_MIGRATIONS_DIR=/app/deploy/clickhouse/migrations
 WORKDIR /app
-COPY --from=build /app/node_modules node_modules
 # Each service's bundle sits in services/<name>/dist next to its own nested node_modules.
-COPY --from=build /app/services services
-COPY --from=build /app/dist dist
-COPY deploy/clickhouse/migrations deploy/clickhouse/migrations
+COPY --from=build /stage/ ./
+RUN ln -s /app/dist/ingest.mjs /usr/local/bin/ingest
 USER node
 ARG SERVICE=processor
 ENV SERVICE=${SERVICE}
-CMD ["sh", "-c", "if [ \"$SERVICE\" = setup ]; then exec node --enable-source-maps dist/setup/main.js; else exec node --enable-source-maps services/${SERVICE}/dist/main.js; fi"]
+# Liveness of the service this container runs (its ops /healthz; the image has no curl).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 CMD ["ingest", "healthcheck"]
+CMD ["sh", "-c", "if [ \"$SERVICE\" = setup ]; then exec ingest setup; else exec node --enable-source-maps services/${SERVICE}/dist/main.js; fi"]

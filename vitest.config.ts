@@ -48,7 +48,7 @@ export default defineConfig({
       },
       {
         test: {
-          // Guarantees under failure (DESIGN.md section 3): real servers, processors as real OS
+          // Guarantees under failure (docs/architecture.md, "Guarantees"): real servers, processors as real OS
           // processes killed with SIGKILL, the shared ClickHouse stopped and restarted. Run alone
           // (scripts/test.sh runs it after the integration tests), one file at a time.
           name: 'chaos',

@@ -1,51 +1,16 @@
 /**
- * Production build: each service's main.ts bundled by esbuild into services/<name>/dist/main.js
- * (there, Node resolves the service's own nested node_modules before the root's), and the
- * setup command into dist/setup/main.js. Workspace packages (@ingest/*) are bundled because they are TypeScript
- * sources; third-party packages stay external and come from node_modules at run time.
+ * Production build: the esbuild bundles (scripts/image/bundles.ts: each service's main.ts, and
+ * the operator command `ingest` in dist/ingest.mjs), then the dashboard's web app.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { build } from 'esbuild';
-import { buildWeb, FIRST_LOAD_JS_BUDGET, firstLoadJsGzipBytes } from '@ingest/gateway/web-bundle';
+import { buildBundles } from './image/build-bundles.js';
+import { bundleEntries, externalPackages } from './image/bundles.js';
+import { buildWeb, FIRST_LOAD_JS_BUDGET, firstLoadJsGzipBytes } from '@ingest/gateway/build/web-bundle';
 
-const root = new URL('..', import.meta.url).pathname;
-
-function dependenciesOf(packageJson: string): string[] {
-  const pkg = JSON.parse(readFileSync(packageJson, 'utf8')) as { dependencies?: Record<string, string> };
-  return Object.keys(pkg.dependencies ?? {});
-}
-
-const workspaces = ['schemas', ...readdirSync(join(root, 'services')).map((s) => join('services', s))];
-const external = [...new Set(workspaces.flatMap((w) => dependenciesOf(join(root, w, 'package.json'))))].filter((d) => !d.startsWith('@ingest/'));
-
-const entries: Record<string, { entry: string; outfile: string }> = {
-  setup: { entry: join(root, 'scripts/setup.ts'), outfile: join(root, 'dist/setup/main.js') },
-};
-for (const service of readdirSync(join(root, 'services'))) {
-  const main = join(root, 'services', service, 'src/main.ts');
-  if (existsSync(main)) entries[service] = { entry: main, outfile: join(root, 'services', service, 'dist/main.js') };
-}
-
-await Promise.all(
-  Object.values(entries).map(({ entry, outfile }) =>
-    build({
-      entryPoints: [entry],
-      outfile,
-      bundle: true,
-      platform: 'node',
-      target: 'node20',
-      format: 'esm',
-      sourcemap: true,
-      external,
-      logLevel: 'warning',
-    }),
-  ),
-);
+await buildBundles();
 console.log(
-  `built ${Object.entries(entries)
-    .map(([name, e]) => `${name} -> ${e.outfile.slice(root.length)}`)
-    .join(', ')} (external: ${external.length} packages)`,
+  `built ${bundleEntries()
+    .map((b) => `${b.name} -> ${b.outfile}`)
+    .join(', ')} (external: ${externalPackages().length} packages)`,
 );
 
 await buildWeb();

@@ -26,7 +26,10 @@ cleanup() {
 trap cleanup EXIT
 
 
-node dist/setup/main.js >"$logs/setup.log" 2>&1 || { echo "setup bundle failed:"; tail -20 "$logs/setup.log"; exit 1; }
+# The image's operator command: `ingest setup` is what the setup Job and compose service run.
+node dist/ingest.mjs setup >"$logs/setup.log" 2>&1 || { echo "ingest setup (bundle) failed:"; tail -20 "$logs/setup.log"; exit 1; }
+node dist/ingest.mjs deadletters list --limit 1 >"$logs/deadletters.log" 2>&1 || { echo "ingest deadletters (bundle) failed:"; tail -20 "$logs/deadletters.log"; exit 1; }
+echo "ingest bundle: setup and deadletters ran"
 
 check() {
   local name=$1 ops_var=$2 port

@@ -13,7 +13,7 @@ import sys
 
 CSV_PATH = "/v1/backfill/csv"
 
-# As README "The API" describes the route: multipart, one file part named `file`.
+# As docs/api.md describes the route: multipart, one file part named `file`.
 CSV_REQUEST_BODY = {
     "required": True,
     "content": {

@@ -154,9 +154,9 @@ describe('configuration', () => {
     expect(Object.values(config.data).every((v) => typeof v === 'string')).toBe(true);
   });
 
-  it('every variable of the README configuration table is set by the ConfigMap or the Secret', () => {
-    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('The local stack script'));
+  it('every variable of the configuration table (docs/configuration.md) is set by the ConfigMap or the Secret', () => {
+    const page = readFileSync(join(REPO_ROOT, 'docs/configuration.md'), 'utf8');
+    const section = page.slice(0, page.indexOf('The local stack script'));
     const documented = [...section.matchAll(/^\| (`[A-Z0-9_]+`(?: \/ `[A-Z0-9_]+`)*) \|/gm)].flatMap((m) =>
       [...(m[1] ?? '').matchAll(/`([A-Z0-9_]+)`/g)].map((n) => n[1]),
     );

@@ -1,6 +1,6 @@
 -- The events table, one row per accepted event, for data engineers.
 --
--- Works on ClickHouse 18.16 and current versions (see ../../README section "ClickHouse schema"):
+-- Works on ClickHouse 18.16 and current versions (see docs/clickhouse.md):
 -- no DateTime64 (milliseconds live in *_ms epoch columns), no Map/JSON (properties are a JSON
 -- string, read with visitParamExtract* on 18.16 or JSONExtract* on current servers).
 --

@@ -4,7 +4,7 @@ import { MAX_ERRORS_LISTED } from '@ingest/schemas';
 export type BoundedErrorFields<T> = { errors: T[]; errorsTotal?: number; errorsTruncated?: true };
 
 /**
- * Collects errors while keeping only the first `max` (DESIGN: error lists are bounded): the
+ * Collects errors while keeping only the first `max` (docs/api.md: error lists are bounded): the
  * memory and the answer stay the same size whatever the caller sent, and the total is still
  * known. A header of 200,000 empty columns was answered with 18.6 MB before this.
  */

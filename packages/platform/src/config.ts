@@ -7,7 +7,7 @@ import { COMPRESSIONS, KAFKA_DRIVERS } from './kafka/driver.js';
 /**
  * Configuration is read from the environment once, in a service's main.ts, validated against a
  * TypeBox schema whose property names are the environment variable names. Nothing else reads
- * process.env, so the schema is the complete list of knobs (and the README's table).
+ * process.env, so the schema is the complete list of knobs (and the table of docs/configuration.md).
  */
 export function loadConfig<S extends TObject>(schema: S, env: Record<string, string | undefined> = process.env): Static<S> {
   try {

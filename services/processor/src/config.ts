@@ -20,7 +20,7 @@ export const ProcessorConfigSchema = Type.Object({
   /**
    * Memory bound of dedupe: first-seen marks held per assigned partition of events.raw (about
    * 35 bytes each). When a partition holds more, its oldest marks are dropped and the window is
-   * shorter for them; the idempotent sinks absorb a repeat that passes (README, "Dedupe").
+   * shorter for them; the idempotent sinks absorb a repeat that passes (docs/architecture.md, "Data flow").
    */
   DEDUPE_MAX_MARKS_PER_PARTITION: Type.Integer({ minimum: 1_000, default: 2_000_000 }),
   PROCESSOR_JOBS_GROUP: Type.String({ minLength: 1, default: 'processor-jobs' }),

@@ -70,8 +70,10 @@ function newId(prefix: 'acc_' | 'key_' | 'own_'): string {
 }
 
 /**
- * Accounts, plans and API keys, durable in the compacted topics control.accounts and
- * control.apikeys and materialised in memory by every instance. Each instance reads both topics
+ * The control plane: accounts and plans, API keys, CRM mappings (every version), CRM
+ * credentials and dashboard owners, durable in the compacted topics control.accounts,
+ * control.apikeys, control.mappings, control.crm-credentials and control.owners and
+ * materialised in memory by every instance. Each instance reads all five topics
  * from the beginning under a consumer group of its own, so every replica sees every record; a
  * revocation reaches them all within one fetch wait (~100 ms) of being written.
  *

@@ -4,15 +4,13 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '@ingest/platform';
 import { validateMapping } from './mapping.validate.js';
 
-// The README's mapping examples are what users copy: each must be a valid document.
+// The mapping examples of docs/crm-mapping.md (its ```json blocks) are what users copy: each must be a valid document.
 function readmeMappingExamples(): unknown[] {
-  const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('\n## CRM mapping\n');
-  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
-  return [...section.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1] ?? '') as unknown);
+  const page = readFileSync(join(REPO_ROOT, 'docs/crm-mapping.md'), 'utf8');
+  return [...page.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1] ?? '') as unknown);
 }
 
-describe('README "CRM mapping" examples', () => {
+describe('docs/crm-mapping.md examples', () => {
   const examples = readmeMappingExamples();
 
   it('has the HubSpot, Salesforce and webhook examples', () => {

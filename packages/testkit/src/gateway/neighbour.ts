@@ -1,7 +1,7 @@
 /**
  * The second tenant of the abuse tests: an account sending normal traffic (POST /v1/events,
  * a few events a request, one request after another) to a real listening gateway while another
- * tenant attacks it. DESIGN: one tenant never hurts another, so the neighbour must lose nothing,
+ * tenant attacks it. docs/limits.md: one tenant never hurts another, so the neighbour must lose nothing,
  * get no 5xx, and keep its p99 latency under max(2 x its unloaded p99, 250 ms).
  */
 import { randomUUID } from 'node:crypto';

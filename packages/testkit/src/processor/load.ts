@@ -15,7 +15,7 @@ export interface ApiClient {
 export interface LoadStats {
   requests: number;
   events: number;
-  /** 503s retried with the same eventIds (safe: the README's retry contract). */
+  /** 503s retried with the same eventIds (safe: the retry contract of docs/api.md). */
   retried: number;
 }
 

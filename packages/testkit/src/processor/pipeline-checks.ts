@@ -1,6 +1,6 @@
 /**
  * What a chaos test reads back: the pipeline's progress (committed offsets against end offsets,
- * with the product's own waitForPipeline) and the counts in ClickHouse, the way the README tells
+ * with the product's own waitForPipeline) and the counts in ClickHouse, the way docs/clickhouse.md tells
  * data engineers to count.
  */
 import { type ClickHouse, createEndOffsetsReader, type KafkaClient, raw, type SqlFragment, sql } from '@ingest/platform';

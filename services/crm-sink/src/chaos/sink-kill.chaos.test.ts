@@ -1,7 +1,7 @@
 /**
  * Real servers: Kafka and Redis (shared, never stopped here); the fake HubSpot in this process,
  * over real HTTP; the crm-sink as real OS processes (src/main.ts), configured by environment and
- * reading its mapping and credential from the control plane. Guarantee 2 of DESIGN.md for the
+ * reading its mapping and credential from the control plane. Guarantee 2 of docs/architecture.md for the
  * CRM: 3,000 events for 8 contacts and 3 companies, through a mapping with increment, max,
  * append, set, setOnce and activities, while the sink is killed with SIGKILL three times:
  *   1. while a contact upsert (the write of increments the ledger already applied) is in flight

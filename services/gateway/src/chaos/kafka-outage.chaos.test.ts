@@ -1,6 +1,6 @@
 /**
  * Real servers: Kafka (stopped and started by this test), Redis, ClickHouse. Guarantee 3 of
- * DESIGN.md: with Kafka down the gateway answers 503 (nothing accepted, allowance given back)
+ * docs/architecture.md, guarantee 3: with Kafka down the gateway answers 503 (nothing accepted, allowance given back)
  * instead of buffering without bound, and it recovers by itself once Kafka is back.
  */
 import type { EventRecord } from '@ingest/schemas';

@@ -55,7 +55,7 @@ export function createClickHouseEventStore(ch: ClickHouse, options: { table?: st
       return row ? fromEventRow(row) : undefined;
     },
     async recentEvents(accountId, options) {
-      // Deduplicated the argMax way (18.16-safe, see clickhouse-compat.md): one row per eventId,
+      // Deduplicated the argMax way (18.16-safe, see docs/clickhouse.md): one row per eventId,
       // its latest copy, and how many copies the table still holds. Aliases differ from column names.
       const filters = [
         options.name ? sql`AND positionCaseInsensitive(event_name, ${options.name}) > 0` : '',

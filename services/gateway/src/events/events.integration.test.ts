@@ -1,6 +1,6 @@
 /**
  * Real servers: Kafka and Redis (and a real control plane on Kafka). POST /v1/events as the
- * spec and DESIGN.md section 1 say: auth, envelope limits, per-event validation with partial
+ * contract in docs/api.md says: auth, envelope limits, per-event validation with partial
  * acceptance, the 202 receipt only after Kafka has the events, and precise problem bodies.
  */
 import { sampleValue } from '@ingest/testkit';

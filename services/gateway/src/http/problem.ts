@@ -5,7 +5,7 @@ import { boundErrors } from '@ingest/domain';
  * RFC 9457 problem details. Every error response of the API is one of these, with the
  * request's id, so a caller can quote it to support and we can find the log line.
  *
- * `type` is a relative URI naming the problem; the README lists them all.
+ * `type` is a relative URI naming the problem; docs/api.md lists them all.
  */
 export interface FieldError {
   /** Position in a batch (0-based) for per-event errors. */

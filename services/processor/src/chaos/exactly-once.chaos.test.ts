@@ -1,10 +1,10 @@
 /**
  * Real servers: Kafka, ClickHouse, Redis; the real gateway app in process (fastify inject) and
- * the processor as real OS processes. Guarantee 2 of DESIGN.md: 100,000 events with unique
+ * the processor as real OS processes. Guarantee 2 of docs/architecture.md: 100,000 events with unique
  * ids, a quarter of them sent twice (twice in one request, again in a later phase, again
  * through a bulk job), while processors are killed with SIGKILL three times mid-stream and the
  * group scales from one process to two and back. Afterwards ClickHouse holds each event once,
- * counted once by every query the README gives data engineers, and metered once.
+ * counted once by every query docs/clickhouse.md gives data engineers, and metered once.
  *
  * The script, against phase 1's progress: one process; at 8% a second one (scale out); SIGKILL
  * the older; a new one; SIGKILL the older again; a new one; at 55% a bulk job; at 65% SIGTERM

@@ -30,7 +30,7 @@ export interface DedupeConsumerDeps {
   logger: Logger;
   metrics: Registry;
   windowMs: number;
-  /** Memory bound: marks held per partition; beyond it the oldest are dropped (see README). */
+  /** Memory bound: marks held per partition; beyond it the oldest are dropped (see docs/architecture.md, "Data flow"). */
   maxMarksPerPartition?: number;
   partitionsConsumedConcurrently?: number;
   now?: () => number;

@@ -1,0 +1,133 @@
+/**
+ * The image matches the runbook. Docker cannot build here (no engine), so this checks what
+ * the Dockerfile would produce from what it is made of: the runtime stage copies only the staged
+ * paths (stage.ts), those hold the bundles the build makes, every `ingest <command>` the runbook
+ * names is a command of the bundled `ingest`, and no test code is bundled into the image.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { Metafile } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SUBCOMMANDS } from '../ingest/commands.js';
+import { readPackage, REPO_ROOT } from '../lib/workspaces.js';
+import { buildBundles } from './build-bundles.js';
+import { bundleEntries, INGEST_BUNDLE } from './bundles.js';
+import { imageEntries, STAGE_BUNDLE, STAGE_DIR } from './stage.js';
+
+const run = promisify(execFile);
+const read = (path: string) => readFileSync(join(REPO_ROOT, path), 'utf8');
+const dockerfile = read('Dockerfile');
+const lastFrom = dockerfile.lastIndexOf('\nFROM ');
+const buildStage = dockerfile.slice(0, lastFrom);
+const runtimeStage = dockerfile.slice(lastFrom);
+const instructions = (stage: string, name: string) =>
+  stage
+    .replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .filter((l) => l.startsWith(`${name} `));
+
+const inImage = (path: string) => imageEntries().some((e) => path === e || path.startsWith(`${e}/`));
+
+/** Test code that must never be bundled into the image. */
+const TEST_CODE = /\.test\.|test-fixture|\.fixture\.|\/test-support\/|\/testing\/|testkit|\/chaos\/|fake-|\.harness\./;
+
+/**
+ * Commands the runbook names, by its convention: in code (a fenced block's line or an inline
+ * span), a command starts the code, or follows `&&`, `;`, `|` or an exec's ` -- `, after any
+ * `VAR=value` assignments.
+ */
+export function runbookCommands(markdown: string): { tool: 'ingest' | 'npm run'; command: string }[] {
+  const fenced = [...markdown.matchAll(/```[a-z]*\n([\s\S]*?)```/g)].flatMap((m) => (m[1] ?? '').split('\n'));
+  const outside = markdown.replace(/```[a-z]*\n[\s\S]*?```/g, '');
+  const inline = [...outside.matchAll(/`([^`\n]+)`/g)].map((m) => m[1] ?? '');
+  const found: { tool: 'ingest' | 'npm run'; command: string }[] = [];
+  for (const code of [...fenced, ...inline]) {
+    for (const m of code.matchAll(/(?:^|&&|;|\||\s--)\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(ingest|npm run)\s+([a-z][\w:-]*)/g)) {
+      found.push({ tool: m[1] as 'ingest' | 'npm run', command: m[2] ?? '' });
+    }
+  }
+  return found;
+}
+
+describe('the Dockerfile', () => {
+  it('builds, prunes the dev dependencies, then stages the image files', () => {
+    const runs = instructions(buildStage, 'RUN').join('\n');
+    expect(runs).toMatch(new RegExp(`npm run build && npm prune --omit=dev .*&& node ${STAGE_BUNDLE} ${STAGE_DIR}$`, 'm'));
+    expect(bundleEntries().find((b) => b.outfile === STAGE_BUNDLE)?.buildOnly).toBe(true);
+  });
+
+  it('copies into the runtime stage only the staged files', () => {
+    expect(instructions(runtimeStage, 'COPY')).toEqual([`COPY --from=build ${STAGE_DIR}/ ./`]);
+  });
+
+  it('stages bundles, production node_modules, manifests and migrations: no source folder, no TypeScript', () => {
+    const entries = imageEntries();
+    expect(entries).toEqual(expect.arrayContaining(['node_modules', 'dist', 'deploy/clickhouse/migrations', 'services/gateway/dist']));
+    expect(entries.filter((e) => /(^|\/)(src|web|scripts|test|testing)(\/|$)|\.ts$/.test(e))).toEqual([]);
+    for (const b of bundleEntries().filter((b) => !b.buildOnly)) expect(inImage(b.outfile), b.outfile).toBe(true);
+    expect(inImage(STAGE_BUNDLE) && !STAGE_BUNDLE.startsWith('dist/build/')).toBe(false);
+  });
+
+  it('puts ingest on the PATH, linked to its bundle in /app', () => {
+    expect(instructions(runtimeStage, 'RUN')).toContain(`RUN ln -s /app/${INGEST_BUNDLE} /usr/local/bin/ingest`);
+    expect(inImage(INGEST_BUNDLE)).toBe(true);
+  });
+
+  it('checks health with ingest healthcheck, and runs setup as ingest setup', () => {
+    expect(instructions(runtimeStage, 'HEALTHCHECK')).toEqual([expect.stringMatching(/ CMD \["ingest", "healthcheck"\]$/)]);
+    expect(instructions(runtimeStage, 'CMD').join('')).toContain('exec ingest setup');
+  });
+});
+
+describe('docs/runbook.md', () => {
+  const commands = runbookCommands(read('docs/runbook.md'));
+  const scripts = Object.keys(readPackage('.').scripts ?? {});
+
+  it('names its commands by the convention (found at all)', () => {
+    expect(commands.filter((c) => c.tool === 'ingest').length).toBeGreaterThan(10);
+    expect(runbookCommands('`kubectl -n ingest get pods` and `ADMIN_TOKEN=x ingest admin keys list`')).toEqual([{ tool: 'ingest', command: 'admin' }]);
+  });
+
+  it('every ingest command it names is in the image', () => {
+    const unknown = commands.filter((c) => c.tool === 'ingest' && !(c.command in SUBCOMMANDS) && c.command !== 'help');
+    expect(unknown).toEqual([]);
+  });
+
+  it('every npm run it names is a script of the checkout, and none stands in for an ingest command', () => {
+    const npm = commands.filter((c) => c.tool === 'npm run').map((c) => c.command);
+    expect(npm.filter((s) => !scripts.includes(s))).toEqual([]);
+    expect(npm.filter((s) => s in SUBCOMMANDS || s === 'admin' || s === 'deadletters')).toEqual([]);
+  });
+});
+
+describe('the bundles, built into a scratch folder', () => {
+  // Inside the repository, so the bundles resolve their external packages from node_modules.
+  const scratch = join(REPO_ROOT, 'node_modules/.cache', `image-check-${process.pid}`);
+  let metafiles: Map<string, Metafile>;
+  beforeAll(async () => {
+    metafiles = await buildBundles(REPO_ROOT, scratch);
+  }, 60_000);
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('hold no test code: no test, fixture, fake, harness or test kit', () => {
+    for (const [name, meta] of metafiles) {
+      const inputs = Object.keys(meta.inputs);
+      expect(inputs.length, name).toBeGreaterThan(2);
+      expect(
+        inputs.filter((i) => TEST_CODE.test(i)),
+        name,
+      ).toEqual([]);
+    }
+  });
+
+  it('ingest runs: help lists every command; admin and deadletters answer help', async () => {
+    const bin = join(scratch, INGEST_BUNDLE);
+    const help = await run(bin, ['help']);
+    for (const name of Object.keys(SUBCOMMANDS)) expect(help.stdout).toContain(`  ${name} `);
+    expect((await run(bin, ['admin', 'help'])).stdout).toContain('keys create');
+    expect((await run(bin, ['deadletters', 'help'])).stdout).toContain('replay --offset');
+    await expect(run(bin, ['no-such-command'])).rejects.toMatchObject({ code: 2 });
+  }, 30_000);
+});
