@@ -1,12 +1,23 @@
 import { randomBytes } from 'node:crypto';
-import { type ClickHouse, createClickHouse } from '@ingest/platform';
-import { dropDatabase, migrate } from '@ingest/platform';
-import { deleteTopics, ensureTopics } from '@ingest/platform';
-import { createKafkaClient, type KafkaClient, type KafkaDriverName } from '@ingest/platform';
-import { TOPICS, type TopicKey, topicName } from '@ingest/platform';
-import { createLogger, type Logger } from '@ingest/platform';
-import { CLICKHOUSE_MIGRATIONS_DIR } from '@ingest/platform';
+import {
+  type ClickHouse,
+  createClickHouse,
+  dropDatabase,
+  migrate,
+  deleteTopics,
+  ensureTopics,
+  createKafkaClient,
+  type KafkaClient,
+  type KafkaDriverName,
+  TOPICS,
+  type TopicKey,
+  topicName,
+  createLogger,
+  type Logger,
+  CLICKHOUSE_MIGRATIONS_DIR,
+} from '@ingest/platform';
 import { type IntegrationEnv, integrationEnv } from './env.js';
+import { useFixture } from './use-fixture.js';
 
 /** Short unique suffix so parallel test files never share topics, groups or databases. */
 export function uniqueSuffix(): string {
@@ -64,4 +75,20 @@ export async function createTestClickHouse(env: IntegrationEnv = integrationEnv(
       await dropDatabase({ ...server, database });
     },
   };
+}
+
+/** createTestKafka for the whole test file: topics made before its tests, deleted after them. */
+export function useTestKafka(keys: TopicKey[]): TestKafka {
+  return useFixture(
+    () => createTestKafka(keys),
+    (kafka) => kafka.cleanup(),
+  );
+}
+
+/** createTestClickHouse for the whole test file: a migrated database before its tests, dropped after them. */
+export function useTestClickHouse(): TestClickHouse {
+  return useFixture(
+    () => createTestClickHouse(),
+    (clickhouse) => clickhouse.cleanup(),
+  );
 }

@@ -10,3 +10,4 @@ export * from './processes/sink-process.js';
 export * from './redis-server.js';
 export * from './servers/clickhouse-server.js';
 export * from './wait.js';
+export * from './use-fixture.js';

@@ -17,7 +17,17 @@ import {
   type TopicKey,
   TOPICS as TOPIC_SPECS,
 } from '@ingest/platform';
-import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix, waitFor } from '../index.js';
+import {
+  createTestClickHouse,
+  createTestKafka,
+  integrationEnv,
+  type TestClickHouse,
+  type TestKafka,
+  testLogger,
+  uniqueSuffix,
+  useFixture,
+  waitFor,
+} from '../index.js';
 import type { FastifyInstance } from 'fastify';
 import { buildAdminApp } from '@ingest/gateway/admin-app';
 import { buildApp } from '@ingest/gateway/app';
@@ -188,4 +198,12 @@ export type { EventRecord, JobMessage };
 export function randomClientIp(): string {
   const b = () => Math.floor(Math.random() * 254) + 1;
   return `10.${b()}.${b()}.${b()}`;
+}
+
+/** createGatewayFixture for the whole test file: built before its tests, closed after them. */
+export function useGatewayFixture(env: Record<string, string> = {}, options: GatewayFixtureOptions = {}): GatewayFixture {
+  return useFixture(
+    () => createGatewayFixture(env, options),
+    (gw) => gw.close(),
+  );
 }

@@ -4,18 +4,10 @@
  * the socket's unless a trusted proxy is configured.
  */
 import { waitFor } from '@ingest/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, createGatewayFixture, useGatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
-let gw: GatewayFixture;
-
-beforeAll(async () => {
-  gw = await createGatewayFixture();
-});
-
-afterAll(async () => {
-  await gw?.close();
-});
+const gw = useGatewayFixture();
 
 describe('API keys across replicas', () => {
   it('a key created on one replica works on another, and once revoked there it is refused everywhere within 5 s', async () => {

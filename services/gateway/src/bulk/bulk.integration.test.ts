@@ -4,18 +4,10 @@
  * own account only, and counts against the allowance.
  */
 import type { JobMessage, JobStatus } from '@ingest/schemas';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
+import { describe, expect, it } from 'vitest';
+import { useGatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
-let gw: GatewayFixture;
-
-beforeAll(async () => {
-  gw = await createGatewayFixture();
-});
-
-afterAll(async () => {
-  await gw?.close();
-});
+const gw = useGatewayFixture();
 
 function request(method: 'GET' | 'POST', url: string, apiKey: string, payload?: unknown) {
   return gw.app.inject({

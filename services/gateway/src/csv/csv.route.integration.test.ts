@@ -5,19 +5,11 @@
  */
 import type { JobMessage } from '@ingest/schemas';
 import { type Account, quotaPeriod } from '@ingest/domain';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
+import { describe, expect, it } from 'vitest';
+import { useGatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { csvMultipart } from '@ingest/testkit/gateway';
 
-let gw: GatewayFixture;
-
-beforeAll(async () => {
-  gw = await createGatewayFixture();
-});
-
-afterAll(async () => {
-  await gw?.close();
-});
+const gw = useGatewayFixture();
 
 function multipart(content: string | Buffer, field = 'file', filename = 'events.csv') {
   const { body, contentType } = csvMultipart(content, field, filename);

@@ -3,19 +3,11 @@
  * unique events per UTC day of receipt from the usage_hourly rollup: redelivered copies count
  * once, other accounts and days outside the 90 are left out, empty days are 0.
  */
-import { createTestClickHouse, type TestClickHouse } from '@ingest/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestClickHouse } from '@ingest/testkit';
+import { describe, expect, it } from 'vitest';
 import { dailyUsage, lastDays } from './usage-history.js';
 
-let clickhouse: TestClickHouse;
-
-beforeAll(async () => {
-  clickhouse = await createTestClickHouse();
-});
-
-afterAll(async () => {
-  await clickhouse?.cleanup();
-});
+const clickhouse = useTestClickHouse();
 
 function row(accountId: string, eventId: string, receivedAtMs: number): Record<string, unknown> {
   return {

@@ -10,8 +10,8 @@
 import type { JobMessage } from '@ingest/schemas';
 import { KafkaError, type OutgoingMessage, type Producer } from '@ingest/platform';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
+import { describe, expect, it } from 'vitest';
+import { useGatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
 /** Which sends lose their acknowledgement; set per test. */
 let losesAck: (messages: OutgoingMessage[]) => boolean = () => false;
@@ -29,15 +29,7 @@ function ackLosingProducer(real: Producer): Producer {
 const isSeal = (messages: OutgoingMessage[]) => messages.some((m) => String(m.value).includes('"type":"sealed"'));
 const isRawEvent = (messages: OutgoingMessage[]) => messages.some((m) => String(m.value).includes('"eventName":"lost-ack"'));
 
-let gw: GatewayFixture;
-
-beforeAll(async () => {
-  gw = await createGatewayFixture({}, { producer: ackLosingProducer });
-});
-
-afterAll(async () => {
-  await gw?.close();
-});
+const gw = useGatewayFixture({}, { producer: ackLosingProducer });
 
 const events = (n: number, eventName: string) => Array.from({ length: n }, (_, i) => ({ eventName, email: `u${i}@b.io` }));
 

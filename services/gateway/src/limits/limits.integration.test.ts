@@ -3,18 +3,10 @@
  * free, quota headers) and the per-IP rate limit, both shared by every gateway replica.
  */
 import { type Account, quotaPeriod } from '@ingest/domain';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
+import { describe, expect, it } from 'vitest';
+import { useGatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
-let gw: GatewayFixture;
-
-beforeAll(async () => {
-  gw = await createGatewayFixture();
-});
-
-afterAll(async () => {
-  await gw?.close();
-});
+const gw = useGatewayFixture();
 
 const nextIp = randomClientIp;
 

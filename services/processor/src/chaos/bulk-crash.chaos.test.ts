@@ -8,27 +8,20 @@
 import type { JobStatus } from '@ingest/schemas';
 import { raw, sql } from '@ingest/platform';
 import { waitFor } from '@ingest/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useGatewayFixture } from '@ingest/testkit/gateway';
 import { type ApiClient, jobStatus, postBulk, testEvent } from '@ingest/testkit/processor';
 import { eventCounts, topicMessages, waitForDrained } from '@ingest/testkit/processor';
 import { ProcessorFleet, processorSetup } from '@ingest/testkit';
 
 const TOTAL = 10_000;
 
-let gw: GatewayFixture;
 let fleet: ProcessorFleet | undefined;
 
-beforeAll(async () => {
-  gw = await createGatewayFixture();
-});
+const gw = useGatewayFixture();
 
 afterEach(async () => {
   await fleet?.killAll();
-});
-
-afterAll(async () => {
-  await gw?.close();
 });
 
 /** Every 13th event has a broken email; the last 400 repeat the ids of events 1,000..1,399. */

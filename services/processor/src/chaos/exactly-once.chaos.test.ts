@@ -13,8 +13,8 @@
 import type { JobStatus } from '@ingest/schemas';
 import { METRIC_NAMES, sql } from '@ingest/platform';
 import { waitFor } from '@ingest/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useGatewayFixture } from '@ingest/testkit/gateway';
 import { type ApiClient, jobStatus, newStats, postBulk, postEvents, runPool, testEvent, toRequests } from '@ingest/testkit/processor';
 import { eventCounts, topicMessages, waitForDrained, watchUnmergedCopies } from '@ingest/testkit/processor';
 import { metricSum, ProcessorFleet, type ProcessorProcess, processorSetup } from '@ingest/testkit';
@@ -52,21 +52,14 @@ async function whenBusy(p: ProcessorProcess, perSecond: number, patienceMs: numb
   ).catch(() => false);
 }
 
-let gw: GatewayFixture;
 let fleet: ProcessorFleet | undefined;
 let unmerged: ReturnType<typeof watchUnmergedCopies> | undefined;
 
-beforeAll(async () => {
-  gw = await createGatewayFixture();
-});
+const gw = useGatewayFixture();
 
 afterEach(async () => {
   await unmerged?.stop();
   await fleet?.killAll();
-});
-
-afterAll(async () => {
-  await gw?.close();
 });
 
 describe('exactly once under SIGKILL and rebalancing', () => {
