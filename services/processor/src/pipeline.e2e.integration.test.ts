@@ -20,14 +20,12 @@ beforeAll(async () => {
     producer: gw.producer,
     ch: gw.clickhouse.ch,
     redis: gw.redis,
-    jobsGroupId: `jobs-${uniqueSuffix()}`,
     logger: testLogger(),
     metrics: createMetricsRegistry('e2e-processor'),
     topicPrefix: gw.kafka.prefix,
-    storageGroupId: `storage-${uniqueSuffix()}`,
-    dedupeGroupId: `dedupe-${uniqueSuffix()}`,
-    dedupeWindowMs: 7 * 24 * 3600 * 1000,
     partitionsConsumedConcurrently: 3,
+    groups: { jobs: `jobs-${uniqueSuffix()}`, storage: `storage-${uniqueSuffix()}`, dedupe: `dedupe-${uniqueSuffix()}` },
+    dedupe: { windowMs: 7 * 24 * 3600 * 1000 },
   });
   for (const p of parts) await p.start();
 });

@@ -21,11 +21,9 @@ describe('processor metrics before the first message', () => {
       logger: createLogger({ service: 'processor', level: 'silent' }),
       metrics,
       topicPrefix: 'test',
-      storageGroupId: 's',
-      dedupeGroupId: 'd',
-      dedupeWindowMs: 1_000,
       partitionsConsumedConcurrently: 1,
-      jobsGroupId: 'j',
+      groups: { storage: 's', dedupe: 'd', jobs: 'j' },
+      dedupe: { windowMs: 1_000 },
     });
     const text = await metrics.metrics();
     const zero = (name: string, labels: Record<string, string> = {}) => expect(sampleValue(text, name, labels), `${name} ${JSON.stringify(labels)}`).toBe(0);

@@ -15,11 +15,9 @@ function partsFor(stages?: ProcessorStage[]): string[] {
     logger: testLogger(),
     metrics: createMetricsRegistry('stages-test'),
     topicPrefix: '',
-    storageGroupId: 's',
-    dedupeGroupId: 'd',
-    jobsGroupId: 'j',
-    dedupeWindowMs: 60_000,
     partitionsConsumedConcurrently: 1,
+    groups: { storage: 's', dedupe: 'd', jobs: 'j' },
+    dedupe: { windowMs: 60_000 },
   }).map((part) => part.name);
 }
 

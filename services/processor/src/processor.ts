@@ -31,24 +31,14 @@ export interface ProcessorDeps {
   logger: Logger;
   metrics: Registry;
   topicPrefix: string;
-  storageGroupId: string;
-  /** The billing ledger's copy into ClickHouse runs with the storage stage. */
-  ledgerGroupId?: string;
-  dedupeGroupId: string;
-  dedupeWindowMs: number;
-  dedupeMaxMarksPerPartition?: number;
-  partitionsConsumedConcurrently: number;
-  jobsGroupId: string;
   redisKeyPrefix?: string;
-  jobSealTimeoutMs?: number;
-  jobBufferMaxBytes?: number;
-  jobBufferMaxBytesPerPartition?: number;
-  maxFutureSkewMs?: number;
-  /** Partitions of events.unique handled at once: all of them, so one insert can gather them. */
-  storageConcurrency?: number;
-  storageBatchMaxRows?: number;
-  storageBatchMaxWaitMs?: number;
-  storageMinInsertIntervalMs?: number;
+  /** Consumer groups of the stages; the billing ledger's copy into ClickHouse runs with storage when `ledger` is set. */
+  groups: { storage: string; dedupe: string; jobs: string; ledger?: string };
+  dedupe: { windowMs: number; maxMarksPerPartition?: number };
+  jobs?: { sealTimeoutMs?: number; bufferMaxBytes?: number; bufferMaxBytesPerPartition?: number; maxFutureSkewMs?: number };
+  /** `concurrency`: partitions of events.unique handled at once (default all 12, so one insert can gather them). */
+  storage?: { concurrency?: number; batchMaxRows?: number; batchMaxWaitMs?: number; minInsertIntervalMs?: number };
+  partitionsConsumedConcurrently: number;
   /** The clock of the job runner and its allowance settlements (tests move it). */
   now?: () => number;
 }
@@ -62,13 +52,13 @@ export function createProcessor(deps: ProcessorDeps): Component[] {
     storage: () => createStorage(deps, deadLetterTopic),
   };
   const parts = [...new Set(deps.stages ?? PROCESSOR_STAGES)].map((stage) => build[stage]());
-  if (deps.ledgerGroupId && (deps.stages ?? PROCESSOR_STAGES).includes('storage')) {
+  if (deps.groups.ledger && (deps.stages ?? PROCESSOR_STAGES).includes('storage')) {
     parts.push(
       createLedgerCopier({
         kafka: deps.kafka,
         ch: deps.ch,
         topic: topicName(deps.topicPrefix, 'billingLedger'),
-        groupId: deps.ledgerGroupId,
+        groupId: deps.groups.ledger,
         logger: deps.logger,
       }),
     );
@@ -83,12 +73,12 @@ function createDedupe(deps: ProcessorDeps, deadLetterTopic: string): Component {
     rawTopic: topicName(deps.topicPrefix, 'eventsRaw'),
     uniqueTopic: topicName(deps.topicPrefix, 'eventsUnique'),
     changelogTopic: topicName(deps.topicPrefix, 'dedupeChangelog'),
-    groupId: deps.dedupeGroupId,
+    groupId: deps.groups.dedupe,
     deadLetters: createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-dedupe', { metrics: deps.metrics, label: 'dedupe', logger: deps.logger }),
     logger: deps.logger,
     metrics: deps.metrics,
-    windowMs: deps.dedupeWindowMs,
-    maxMarksPerPartition: deps.dedupeMaxMarksPerPartition,
+    windowMs: deps.dedupe.windowMs,
+    maxMarksPerPartition: deps.dedupe.maxMarksPerPartition,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
 }
@@ -108,14 +98,14 @@ function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
       progressTopic: topicName(deps.topicPrefix, 'jobProgress'),
       keyPrefix: deps.redisKeyPrefix,
     }),
-    groupId: deps.jobsGroupId,
+    groupId: deps.groups.jobs,
     logger: deps.logger,
     metrics: deps.metrics,
-    validate: createEventValidator({ maxFutureMs: deps.maxFutureSkewMs }),
+    validate: createEventValidator({ maxFutureMs: deps.jobs?.maxFutureSkewMs }),
     now,
-    sealTimeoutMs: deps.jobSealTimeoutMs,
-    bufferMaxBytes: deps.jobBufferMaxBytes,
-    bufferMaxBytesPerPartition: deps.jobBufferMaxBytesPerPartition,
+    sealTimeoutMs: deps.jobs?.sealTimeoutMs,
+    bufferMaxBytes: deps.jobs?.bufferMaxBytes,
+    bufferMaxBytesPerPartition: deps.jobs?.bufferMaxBytesPerPartition,
     // The job's events now flow to ClickHouse: its reservation becomes what it accepted and the
     // rest is given back (see the usage reconciler). A job that will never run gives everything
     // back. Idempotent, so "at least once" is fine.
@@ -141,14 +131,14 @@ function createStorage(deps: ProcessorDeps, deadLetterTopic: string): Component 
   return createStorageConsumer({
     kafka: deps.kafka,
     topic: topicName(deps.topicPrefix, 'eventsUnique'),
-    groupId: deps.storageGroupId,
+    groupId: deps.groups.storage,
     writer,
     deadLetters,
     logger: deps.logger,
     metrics: deps.metrics,
-    partitionsConsumedConcurrently: deps.storageConcurrency ?? 12,
-    batchMaxRows: deps.storageBatchMaxRows,
-    batchMaxWaitMs: deps.storageBatchMaxWaitMs,
-    minInsertIntervalMs: deps.storageMinInsertIntervalMs,
+    partitionsConsumedConcurrently: deps.storage?.concurrency ?? 12,
+    batchMaxRows: deps.storage?.batchMaxRows,
+    batchMaxWaitMs: deps.storage?.batchMaxWaitMs,
+    minInsertIntervalMs: deps.storage?.minInsertIntervalMs,
   });
 }

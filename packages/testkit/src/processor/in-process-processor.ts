@@ -25,11 +25,9 @@ export async function startProcessorFor(gw: GatewayFixture, name: string): Promi
     logger,
     metrics: createMetricsRegistry(name),
     topicPrefix: gw.kafka.prefix,
-    jobsGroupId: `jobs-${uniqueSuffix()}`,
-    storageGroupId: `storage-${uniqueSuffix()}`,
-    dedupeGroupId: `dedupe-${uniqueSuffix()}`,
-    dedupeWindowMs: 7 * 24 * 3600 * 1000,
     partitionsConsumedConcurrently: 3,
+    groups: { jobs: `jobs-${uniqueSuffix()}`, storage: `storage-${uniqueSuffix()}`, dedupe: `dedupe-${uniqueSuffix()}` },
+    dedupe: { windowMs: 7 * 24 * 3600 * 1000 },
   });
   for (const part of parts) await part.start();
   return parts;

@@ -38,13 +38,10 @@ beforeAll(async () => {
     logger: testLogger(),
     metrics: createMetricsRegistry('ledger-test'),
     topicPrefix: gw.kafka.prefix,
-    jobsGroupId: groups.jobs,
-    storageGroupId: groups.storage,
-    dedupeGroupId: groups.dedupe,
-    ledgerGroupId: `ledger-${uniqueSuffix()}`,
-    dedupeWindowMs: 7 * 24 * HOUR,
     partitionsConsumedConcurrently: 3,
     now,
+    groups: { jobs: groups.jobs, storage: groups.storage, dedupe: groups.dedupe, ledger: `ledger-${uniqueSuffix()}` },
+    dedupe: { windowMs: 7 * 24 * HOUR },
   });
   for (const p of parts) await p.start();
   const ledgerTopic = gw.kafka.topic('billingLedger');

@@ -41,12 +41,10 @@ beforeAll(async () => {
     logger: testLogger(),
     metrics: createMetricsRegistry('billing-e2e'),
     topicPrefix: gw.kafka.prefix,
-    jobsGroupId: groups.jobs,
-    storageGroupId: groups.storage,
-    dedupeGroupId: groups.dedupe,
-    dedupeWindowMs: 7 * 24 * HOUR,
     partitionsConsumedConcurrently: 3,
     now,
+    groups: { jobs: groups.jobs, storage: groups.storage, dedupe: groups.dedupe },
+    dedupe: { windowMs: 7 * 24 * HOUR },
   });
   for (const p of parts) await p.start();
   const stages = [

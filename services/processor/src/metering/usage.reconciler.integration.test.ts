@@ -51,14 +51,12 @@ beforeAll(async () => {
     ch: clickhouse.ch,
     redis,
     redisKeyPrefix: keyPrefix,
-    jobsGroupId: `jobs-${uniqueSuffix()}`,
     logger: testLogger(),
     metrics: createMetricsRegistry('reconciler-test'),
     topicPrefix: kafka.prefix,
-    storageGroupId,
-    dedupeGroupId,
-    dedupeWindowMs: 7 * 24 * HOUR,
     partitionsConsumedConcurrently: 3,
+    groups: { jobs: `jobs-${uniqueSuffix()}`, storage: storageGroupId, dedupe: dedupeGroupId },
+    dedupe: { windowMs: 7 * 24 * HOUR },
   });
   for (const p of parts) await p.start();
 });
