@@ -6,7 +6,7 @@ import {
   CLICKHOUSE_MIGRATIONS_DIR,
   ClickHouseConfig,
   CommonConfig,
-  createKafkaClientFromConfig,
+  openKafkaClientFromConfig,
   createLogger,
   ensureTopics,
   KafkaConfig,
@@ -26,7 +26,7 @@ const config = loadConfig(
 );
 const logger = createLogger({ service: 'setup', level: config.LOG_LEVEL });
 
-const kafka = createKafkaClientFromConfig(config, 'setup', logger);
+const kafka = await openKafkaClientFromConfig(config, 'setup', logger);
 const created = await ensureTopics(kafka, { prefix: config.KAFKA_TOPIC_PREFIX, replicationFactor: config.KAFKA_REPLICATION_FACTOR, logger });
 
 const result = await migrate({

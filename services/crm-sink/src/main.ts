@@ -1,7 +1,7 @@
 import {
   createControlPlane,
   createOutboundPolicy,
-  createKafkaClientFromConfig,
+  openKafkaClientFromConfig,
   createLagCollector,
   createLogger,
   createMetricsRegistry,
@@ -18,7 +18,7 @@ import { createCrmSink } from './crm-sink.js';
 const config = loadCrmSinkConfig();
 const logger = createLogger({ service: 'crm-sink', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('crm-sink');
-const kafka = createKafkaClientFromConfig(config, 'crm-sink', logger);
+const kafka = await openKafkaClientFromConfig(config, 'crm-sink', logger);
 const producer = createProducer(kafka, { compression: config.KAFKA_COMPRESSION });
 const redis = createRedis({ url: config.REDIS_URL, logger });
 // The sink applies the newest mapping version only: it keeps no history in memory.

@@ -2,7 +2,7 @@ import {
   createClickHouseFromConfig,
   createControlPlane,
   createJobStatusStore,
-  createKafkaClientFromConfig,
+  openKafkaClientFromConfig,
   createLogger,
   createMetricsRegistry,
   createOpsServer,
@@ -19,7 +19,7 @@ import { httpServerComponent } from './http/http-server.js';
 const config = loadGatewayConfig();
 const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('gateway');
-const kafka = createKafkaClientFromConfig(config, 'gateway', logger);
+const kafka = await openKafkaClientFromConfig(config, 'gateway', logger);
 const producer = createProducer(kafka, {
   sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS,
   inFlightTimeoutMs: config.KAFKA_IN_FLIGHT_TIMEOUT_MS,

@@ -6,7 +6,7 @@ import {
   readLedgerTopic,
   tryLease,
   createClickHouseFromConfig,
-  createKafkaClientFromConfig,
+  openKafkaClientFromConfig,
   createLagCollector,
   createLogger,
   createMetricsRegistry,
@@ -26,7 +26,7 @@ import { createProcessor, type ProcessorStage } from './processor.js';
 const config = loadProcessorConfig();
 const logger = createLogger({ service: 'processor', level: config.LOG_LEVEL });
 const metrics = createMetricsRegistry('processor');
-const kafka = createKafkaClientFromConfig(config, 'processor', logger);
+const kafka = await openKafkaClientFromConfig(config, 'processor', logger);
 const producer = createProducer(kafka, { compression: config.KAFKA_COMPRESSION });
 const ch = createClickHouseFromConfig(config);
 

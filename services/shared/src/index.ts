@@ -34,6 +34,8 @@ export * from './kafka/offsets.js';
 export * from './kafka/read-to-end.js';
 export * from './kafka/dead-letter.replay.js';
 export * from './kafka/lag.js';
+export * from './kafka/security.js';
+export * from './kafka/security-check.js';
 export * from './allowance/allowance.js';
 export * from './allowance/allowance.keys.js';
 export * from './allowance/allowance.reconciler.js';

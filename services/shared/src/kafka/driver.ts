@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.js';
+import type { KafkaSecurity } from './security.js';
 
 /**
  * What a Kafka client library must provide, in the wrapper's own types. One implementation per
@@ -158,6 +159,8 @@ export interface KafkaClientOptions {
   logger: Logger;
   /** Which library; default `DEFAULT_KAFKA_DRIVER`. */
   driver?: KafkaDriverName;
+  /** TLS and SASL (`resolveKafkaSecurity`); absent: plaintext, no authentication. */
+  security?: KafkaSecurity;
   /** Upper bound for connecting; keeps failures fast when Kafka is down. */
   connectionTimeoutMs?: number;
   /** Upper bound for one request (a produce to a stalled broker gives up and is retried after it). */
