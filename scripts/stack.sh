@@ -3,6 +3,7 @@
 # Redis (Debian packages), all on 127.0.0.1 with state under $STACK_DIR.
 #
 #   scripts/stack.sh up|down|status|reset|logs [kafka|clickhouse|redis]
+#   STACK_KAFKA_SECURITY=sasl_ssl scripts/stack.sh up   # the secure broker instead of the plain one
 #
 # Servers that already answer on their port are reused and never stopped by `down`; only
 # processes whose pid files this script wrote are touched. See usage() for the env vars.
@@ -17,6 +18,17 @@ STACK_DIR=${STACK_DIR:-$REPO_ROOT/.local}
 [[ $STACK_DIR == /* ]] || STACK_DIR=$PWD/$STACK_DIR
 KAFKA_PORT=${KAFKA_PORT:-9092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-9093}
+# plaintext: the broker of the tests and `npm start`. sasl_ssl: a second broker with TLS, SASL
+# and ACLs (scripts/stack-kafka-secure.sh) on its own ports and state directory, so both run side
+# by side; in this mode every command handles that broker (and ClickHouse and Redis as usual).
+STACK_KAFKA_SECURITY=${STACK_KAFKA_SECURITY:-plaintext}
+KAFKA_SECURE_PORT=${KAFKA_SECURE_PORT:-9192}
+KAFKA_SECURE_CONTROLLER_PORT=${KAFKA_SECURE_CONTROLLER_PORT:-9193}
+case $STACK_KAFKA_SECURITY in
+  plaintext) ;;
+  sasl_ssl) KAFKA_PORT=$KAFKA_SECURE_PORT KAFKA_CONTROLLER_PORT=$KAFKA_SECURE_CONTROLLER_PORT ;;
+  *) printf 'stack: ERROR: STACK_KAFKA_SECURITY=%s (plaintext or sasl_ssl)\n' "$STACK_KAFKA_SECURITY" >&2; exit 2 ;;
+esac
 KAFKA_HEAP=${KAFKA_HEAP:-512m}
 CLICKHOUSE_HTTP_PORT=${CLICKHOUSE_HTTP_PORT:-8123}
 CLICKHOUSE_TCP_PORT=${CLICKHOUSE_TCP_PORT:-9000}
@@ -41,6 +53,8 @@ usage: ${0##*/} up|down|status|reset|logs [kafka|clickhouse|redis]
 
 environment (defaults):
   STACK_DIR=$STACK_DIR
+  STACK_KAFKA_SECURITY=$STACK_KAFKA_SECURITY (plaintext, or sasl_ssl: the TLS+SASL+ACL broker on
+    KAFKA_SECURE_PORT=$KAFKA_SECURE_PORT KAFKA_SECURE_CONTROLLER_PORT=$KAFKA_SECURE_CONTROLLER_PORT, state in \$STACK_DIR/kafka-secure)
   KAFKA_PORT=$KAFKA_PORT KAFKA_CONTROLLER_PORT=$KAFKA_CONTROLLER_PORT KAFKA_HEAP=$KAFKA_HEAP
   CLICKHOUSE_HTTP_PORT=$CLICKHOUSE_HTTP_PORT CLICKHOUSE_TCP_PORT=$CLICKHOUSE_TCP_PORT
   REDIS_PORT=$REDIS_PORT
@@ -219,7 +233,15 @@ ensure_packages() {
 # Kafka
 
 KAFKA_DIR=$STACK_DIR/kafka
-KAFKA_LIBS=$KAFKA_DIR/libs
+# The jar cache is shared by both modes.
+KAFKA_LIBS=$STACK_DIR/kafka/libs
+KAFKA_TEMPLATE=$REPO_ROOT/deploy/kafka/server.properties.template
+if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
+  KAFKA_DIR=$STACK_DIR/kafka-secure
+  KAFKA_TEMPLATE=$REPO_ROOT/deploy/kafka/server-secure.properties.template
+  # shellcheck source=scripts/stack-kafka-secure.sh
+  source "$SCRIPT_DIR/stack-kafka-secure.sh"
+fi
 KAFKA_POM=$REPO_ROOT/deploy/kafka/pom.xml
 KAFKA_PID=$KAFKA_DIR/kafka.pid
 KAFKA_PROPS=$KAFKA_DIR/server.properties
@@ -241,7 +263,8 @@ kafka_jars_current() {
 }
 
 kafka_fetch_jars() {
-  local reason=$1 new=$KAFKA_DIR/libs.new
+  local reason=$1 new=$KAFKA_LIBS.new
+  mkdir -p -- "${KAFKA_LIBS%/*}"
   say kafka "$reason"
   command -v mvn >/dev/null || fail kafka "mvn not found (apt-get install maven)"
   rm -rf -- "$new"
@@ -301,9 +324,15 @@ kafka_begin() {
     kafka_fetch_jars "jar cache does not match deploy/kafka/pom.xml; refreshing it with Maven"
   fi
 
-  render "$REPO_ROOT/deploy/kafka/server.properties.template" "$KAFKA_PROPS" \
+  local extra=() format_extra=()
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
+    secure_prepare
+    mapfile -t extra < <(secure_render_args)
+    mapfile -t format_extra < <(secure_format_args)
+  fi
+  (umask 077 && render "$KAFKA_TEMPLATE" "$KAFKA_PROPS" \
     KAFKA_PORT="$KAFKA_PORT" KAFKA_CONTROLLER_PORT="$KAFKA_CONTROLLER_PORT" \
-    KAFKA_DATA_DIR="$KAFKA_DIR/data"
+    KAFKA_DATA_DIR="$KAFKA_DIR/data" "${extra[@]}")
 
   local log4j=(-Dlog4j2.configurationFile="$REPO_ROOT/deploy/kafka/log4j2.properties"
     -Dkafka.logs.dir="$KAFKA_DIR/logs")
@@ -322,7 +351,8 @@ kafka_begin() {
     mkdir -p "$KAFKA_DIR/data"
     # No --standalone: that flag is for the dynamic quorum (controller.quorum.bootstrap.servers)
     # and StorageTool rejects it next to the static controller.quorum.voters we use.
-    kafka_java "${log4j[@]}" kafka.tools.StorageTool format -t "$cid" -c "$KAFKA_PROPS" \
+    # Secure mode: the SCRAM users go into the metadata log here (--add-scram).
+    kafka_java "${log4j[@]}" kafka.tools.StorageTool format -t "$cid" -c "$KAFKA_PROPS" "${format_extra[@]}" \
       >>"$KAFKA_DIR/logs/stdout.log" 2>&1 ||
       fail kafka "storage format failed" "$KAFKA_DIR/logs/stdout.log" "$KAFKA_DIR/logs/server.log"
   fi
@@ -339,8 +369,10 @@ kafka_begin() {
 }
 
 kafka_topics() {
+  local auth=()
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then auth=(--command-config "$KAFKA_ADMIN_PROPS"); fi
   timeout "$1" java -Xmx256m -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.TopicCommand \
-    --bootstrap-server "$HOST:$KAFKA_PORT" --list
+    --bootstrap-server "$HOST:$KAFKA_PORT" "${auth[@]}" --list
 }
 
 # Deferred to the end of `up` so the broker's JVM start overlaps with ClickHouse and Redis.
@@ -539,6 +571,10 @@ cmd_up() {
   say stack "up in $((SECONDS - t0))s"
   printf 'KAFKA_BROKERS=%s CLICKHOUSE_URL=%s REDIS_URL=%s\n' \
     "$HOST:$KAFKA_PORT" "$CH_URL" "redis://$HOST:$REDIS_PORT"
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
+    say kafka "secure broker: client settings per principal in $KAFKA_DIR/env/<user>.env (users: ${SECURE_USERS[*]})"
+    say kafka "topics and ACLs: (set -a; source $KAFKA_DIR/env/admin.env; npm run setup)"
+  fi
 }
 
 # stop_server SERVER PORT PIDFILE MARKER [CWD]
@@ -571,9 +607,13 @@ cmd_status() {
 cmd_reset() {
   cmd_down
   # ${STACK_DIR:?} guards against an empty STACK_DIR turning these into rm -rf /kafka/...
-  rm -rf -- "${STACK_DIR:?}/kafka/data" "${STACK_DIR:?}/kafka/cluster.id" \
-    "${STACK_DIR:?}/kafka/server.properties" "${STACK_DIR:?}/kafka/logs" \
+  rm -rf -- "${KAFKA_DIR:?}/data" "${KAFKA_DIR:?}/cluster.id" \
+    "${KAFKA_DIR:?}/server.properties" "${KAFKA_DIR:?}/logs" \
     "${STACK_DIR:?}/clickhouse" "${STACK_DIR:?}/redis"
+  # Secure mode: passwords, certificates and client files go with the SCRAM users of the data.
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
+    rm -rf -- "${KAFKA_DIR:?}/tls" "${KAFKA_DIR:?}/credentials" "${KAFKA_DIR:?}/env" "${KAFKA_DIR:?}/admin.properties"
+  fi
   say stack "deleted Kafka, ClickHouse and Redis data under $STACK_DIR (kept the jar cache in $KAFKA_LIBS); run '${0##*/} up' to start fresh"
 }
 

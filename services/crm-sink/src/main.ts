@@ -30,6 +30,7 @@ const controlPlane = createControlPlane({
   metrics,
   instanceId: 'crm-sink',
   mappingVersionsKept: 1,
+  readTopics: ['controlMappings', 'controlCrmCredentials'],
   staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
   deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
 });

@@ -36,6 +36,7 @@ export * from './kafka/dead-letter.replay.js';
 export * from './kafka/lag.js';
 export * from './kafka/security.js';
 export * from './kafka/security-check.js';
+export * from './kafka/acls.js';
 export * from './allowance/allowance.js';
 export * from './allowance/allowance.keys.js';
 export * from './allowance/allowance.reconciler.js';
