@@ -65,7 +65,13 @@ function clientOptions(config: KafkaClientConfig, role: string, logger: Logger):
 export async function openKafkaClientFromConfig(config: KafkaClientConfig, role: string, logger: Logger): Promise<KafkaClient> {
   const options = clientOptions(config, role, logger);
   const kafka = createKafkaClient(options);
-  await verifyKafkaAccess(kafka, { brokers: options.brokers, security: options.security, logger });
+  try {
+    await verifyKafkaAccess(kafka, { brokers: options.brokers, security: options.security, logger });
+  } catch (err) {
+    // One structured line that says what to fix, before the start fails.
+    logger.fatal({ code: (err as { code?: unknown }).code }, (err as Error).message);
+    throw err;
+  }
   return kafka;
 }
 

@@ -5,3 +5,4 @@ export * from './ports.js';
 export * from './metrics-text.js';
 export * from './redis-server.js';
 export * from './kafka-broker.js';
+export * from './secure-kafka.js';
