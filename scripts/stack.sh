@@ -22,8 +22,10 @@ KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-9093}
 # and ACLs (scripts/stack-kafka-secure.sh) on its own ports and state directory, so both run side
 # by side; in this mode every command handles that broker (and ClickHouse and Redis as usual).
 STACK_KAFKA_SECURITY=${STACK_KAFKA_SECURITY:-plaintext}
-KAFKA_SECURE_PORT=${KAFKA_SECURE_PORT:-9192}
-KAFKA_SECURE_CONTROLLER_PORT=${KAFKA_SECURE_CONTROLLER_PORT:-9193}
+# Next to the plain broker's ports by default (9192/9193 beside 9092/9093), so every stack that
+# sets its own KAFKA_PORT gets its own secure ports too.
+KAFKA_SECURE_PORT=${KAFKA_SECURE_PORT:-$((KAFKA_PORT + 100))}
+KAFKA_SECURE_CONTROLLER_PORT=${KAFKA_SECURE_CONTROLLER_PORT:-$((KAFKA_CONTROLLER_PORT + 100))}
 case $STACK_KAFKA_SECURITY in
   plaintext) ;;
   sasl_ssl) KAFKA_PORT=$KAFKA_SECURE_PORT KAFKA_CONTROLLER_PORT=$KAFKA_SECURE_CONTROLLER_PORT ;;
