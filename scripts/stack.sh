@@ -594,6 +594,8 @@ stop_server() {
 cmd_down() {
   take_lock
   stop_server kafka "$KAFKA_PORT" "$KAFKA_PID" "$KAFKA_MARKER"
+  # The secure broker runs beside a plain stack that shares ClickHouse and Redis: leave them.
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then return 0; fi
   stop_server clickhouse "$CLICKHOUSE_HTTP_PORT" "$CH_PID" "$CH_MARKER"
   stop_server redis "$REDIS_PORT" "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"
 }
@@ -608,14 +610,17 @@ cmd_status() {
 
 cmd_reset() {
   cmd_down
+  # Secure mode: only that broker's data, certificates, passwords and client files.
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
+    rm -rf -- "${KAFKA_DIR:?}/data" "${KAFKA_DIR:?}/cluster.id" "${KAFKA_DIR:?}/server.properties" "${KAFKA_DIR:?}/logs" \
+      "${KAFKA_DIR:?}/tls" "${KAFKA_DIR:?}/credentials" "${KAFKA_DIR:?}/env" "${KAFKA_DIR:?}/admin.properties"
+    say stack "deleted the secure broker's data, certificates and passwords under $KAFKA_DIR; run 'STACK_KAFKA_SECURITY=sasl_ssl ${0##*/} up' to start fresh"
+    return 0
+  fi
   # ${STACK_DIR:?} guards against an empty STACK_DIR turning these into rm -rf /kafka/...
   rm -rf -- "${KAFKA_DIR:?}/data" "${KAFKA_DIR:?}/cluster.id" \
     "${KAFKA_DIR:?}/server.properties" "${KAFKA_DIR:?}/logs" \
     "${STACK_DIR:?}/clickhouse" "${STACK_DIR:?}/redis"
-  # Secure mode: passwords, certificates and client files go with the SCRAM users of the data.
-  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
-    rm -rf -- "${KAFKA_DIR:?}/tls" "${KAFKA_DIR:?}/credentials" "${KAFKA_DIR:?}/env" "${KAFKA_DIR:?}/admin.properties"
-  fi
   say stack "deleted Kafka, ClickHouse and Redis data under $STACK_DIR (kept the jar cache in $KAFKA_LIBS); run '${0##*/} up' to start fresh"
 }
 

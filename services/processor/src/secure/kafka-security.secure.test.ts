@@ -157,6 +157,11 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('what the secure brok
     await expect(listTopics({ ...noSasl, KAFKA_SSL: false, KAFKA_SSL_CA: '' })).rejects.toBeInstanceOf(KafkaError);
   });
 
+  it.each(['SCRAM-SHA-256', 'PLAIN'])('serves %s over TLS as well as SCRAM-SHA-512', async (mechanism) => {
+    const topics = await withAdmin(secureKafkaClient('ingest', { driver, override: { KAFKA_SASL_MECHANISM: mechanism } }), (a) => a.listTopics());
+    expect(topics).toContain(kafka.topic('eventsRaw'));
+  });
+
   it.each(['ingest', 'processor'] as const)('refuses the %s principal a write to control.apikeys, with an authorization error', async (user) => {
     const producer = createProducer(secureKafkaClient(user, { driver }));
     await producer.connect();
