@@ -7,7 +7,14 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['{packages,services}/*/src/**/*.test.ts', 'services/gateway/web/src/**/*.test.ts', 'schemas/src/**/*.test.ts', 'scripts/**/*.test.ts'],
-          exclude: ['**/*.integration.test.ts', '**/*.chaos.test.ts', '**/*.browser.test.ts', '**/*.abuse.test.ts', '**/node_modules/**'],
+          exclude: [
+            '**/*.integration.test.ts',
+            '**/*.chaos.test.ts',
+            '**/*.browser.test.ts',
+            '**/*.abuse.test.ts',
+            '**/*.secure.test.ts',
+            '**/node_modules/**',
+          ],
         },
       },
       {
@@ -44,6 +51,19 @@ export default defineConfig({
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 180_000,
+        },
+      },
+      {
+        test: {
+          // Kafka over TLS with SASL and ACLs (docs/security.md): the local stack's secure broker
+          // (scripts/test.sh starts it beside the plain one), the services as real processes,
+          // each with its own principal. One file at a time: it starts three services.
+          name: 'secure',
+          include: ['{packages,services}/*/src/**/*.secure.test.ts'],
+          globalSetup: ['scripts/test/global-setup.ts'],
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
         },
       },
       {

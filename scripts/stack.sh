@@ -3,6 +3,7 @@
 # Redis (Debian packages), all on 127.0.0.1 with state under $STACK_DIR.
 #
 #   scripts/stack.sh up|down|status|reset|logs [kafka|clickhouse|redis]
+#   STACK_KAFKA_SECURITY=sasl_ssl scripts/stack.sh up   # the secure broker instead of the plain one
 #
 # Servers that already answer on their port are reused and never stopped by `down`; only
 # processes whose pid files this script wrote are touched. See usage() for the env vars.
@@ -17,6 +18,19 @@ STACK_DIR=${STACK_DIR:-$REPO_ROOT/.local}
 [[ $STACK_DIR == /* ]] || STACK_DIR=$PWD/$STACK_DIR
 KAFKA_PORT=${KAFKA_PORT:-9092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-9093}
+# plaintext: the broker of the tests and `npm start`. sasl_ssl: a second broker with TLS, SASL
+# and ACLs (scripts/stack-kafka-secure.sh) on its own ports and state directory, so both run side
+# by side; in this mode every command handles that broker (and ClickHouse and Redis as usual).
+STACK_KAFKA_SECURITY=${STACK_KAFKA_SECURITY:-plaintext}
+# Next to the plain broker's ports by default (9192/9193 beside 9092/9093), so every stack that
+# sets its own KAFKA_PORT gets its own secure ports too.
+KAFKA_SECURE_PORT=${KAFKA_SECURE_PORT:-$((KAFKA_PORT + 100))}
+KAFKA_SECURE_CONTROLLER_PORT=${KAFKA_SECURE_CONTROLLER_PORT:-$((KAFKA_CONTROLLER_PORT + 100))}
+case $STACK_KAFKA_SECURITY in
+  plaintext) ;;
+  sasl_ssl) KAFKA_PORT=$KAFKA_SECURE_PORT KAFKA_CONTROLLER_PORT=$KAFKA_SECURE_CONTROLLER_PORT ;;
+  *) printf 'stack: ERROR: STACK_KAFKA_SECURITY=%s (plaintext or sasl_ssl)\n' "$STACK_KAFKA_SECURITY" >&2; exit 2 ;;
+esac
 KAFKA_HEAP=${KAFKA_HEAP:-512m}
 CLICKHOUSE_HTTP_PORT=${CLICKHOUSE_HTTP_PORT:-8123}
 CLICKHOUSE_TCP_PORT=${CLICKHOUSE_TCP_PORT:-9000}
@@ -41,6 +55,8 @@ usage: ${0##*/} up|down|status|reset|logs [kafka|clickhouse|redis]
 
 environment (defaults):
   STACK_DIR=$STACK_DIR
+  STACK_KAFKA_SECURITY=$STACK_KAFKA_SECURITY (plaintext, or sasl_ssl: the TLS+SASL+ACL broker on
+    KAFKA_SECURE_PORT=$KAFKA_SECURE_PORT KAFKA_SECURE_CONTROLLER_PORT=$KAFKA_SECURE_CONTROLLER_PORT, state in \$STACK_DIR/kafka-secure)
   KAFKA_PORT=$KAFKA_PORT KAFKA_CONTROLLER_PORT=$KAFKA_CONTROLLER_PORT KAFKA_HEAP=$KAFKA_HEAP
   CLICKHOUSE_HTTP_PORT=$CLICKHOUSE_HTTP_PORT CLICKHOUSE_TCP_PORT=$CLICKHOUSE_TCP_PORT
   REDIS_PORT=$REDIS_PORT
@@ -219,7 +235,15 @@ ensure_packages() {
 # Kafka
 
 KAFKA_DIR=$STACK_DIR/kafka
-KAFKA_LIBS=$KAFKA_DIR/libs
+# The jar cache is shared by both modes.
+KAFKA_LIBS=$STACK_DIR/kafka/libs
+KAFKA_TEMPLATE=$REPO_ROOT/deploy/kafka/server.properties.template
+if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
+  KAFKA_DIR=$STACK_DIR/kafka-secure
+  KAFKA_TEMPLATE=$REPO_ROOT/deploy/kafka/server-secure.properties.template
+  # shellcheck source=scripts/stack-kafka-secure.sh
+  source "$SCRIPT_DIR/stack-kafka-secure.sh"
+fi
 KAFKA_POM=$REPO_ROOT/deploy/kafka/pom.xml
 KAFKA_PID=$KAFKA_DIR/kafka.pid
 KAFKA_PROPS=$KAFKA_DIR/server.properties
@@ -241,7 +265,8 @@ kafka_jars_current() {
 }
 
 kafka_fetch_jars() {
-  local reason=$1 new=$KAFKA_DIR/libs.new
+  local reason=$1 new=$KAFKA_LIBS.new
+  mkdir -p -- "${KAFKA_LIBS%/*}"
   say kafka "$reason"
   command -v mvn >/dev/null || fail kafka "mvn not found (apt-get install maven)"
   rm -rf -- "$new"
@@ -301,9 +326,15 @@ kafka_begin() {
     kafka_fetch_jars "jar cache does not match deploy/kafka/pom.xml; refreshing it with Maven"
   fi
 
-  render "$REPO_ROOT/deploy/kafka/server.properties.template" "$KAFKA_PROPS" \
+  local extra=() format_extra=()
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
+    secure_prepare
+    mapfile -t extra < <(secure_render_args)
+    mapfile -t format_extra < <(secure_format_args)
+  fi
+  (umask 077 && render "$KAFKA_TEMPLATE" "$KAFKA_PROPS" \
     KAFKA_PORT="$KAFKA_PORT" KAFKA_CONTROLLER_PORT="$KAFKA_CONTROLLER_PORT" \
-    KAFKA_DATA_DIR="$KAFKA_DIR/data"
+    KAFKA_DATA_DIR="$KAFKA_DIR/data" "${extra[@]}")
 
   local log4j=(-Dlog4j2.configurationFile="$REPO_ROOT/deploy/kafka/log4j2.properties"
     -Dkafka.logs.dir="$KAFKA_DIR/logs")
@@ -322,7 +353,8 @@ kafka_begin() {
     mkdir -p "$KAFKA_DIR/data"
     # No --standalone: that flag is for the dynamic quorum (controller.quorum.bootstrap.servers)
     # and StorageTool rejects it next to the static controller.quorum.voters we use.
-    kafka_java "${log4j[@]}" kafka.tools.StorageTool format -t "$cid" -c "$KAFKA_PROPS" \
+    # Secure mode: the SCRAM users go into the metadata log here (--add-scram).
+    kafka_java "${log4j[@]}" kafka.tools.StorageTool format -t "$cid" -c "$KAFKA_PROPS" "${format_extra[@]}" \
       >>"$KAFKA_DIR/logs/stdout.log" 2>&1 ||
       fail kafka "storage format failed" "$KAFKA_DIR/logs/stdout.log" "$KAFKA_DIR/logs/server.log"
   fi
@@ -339,8 +371,10 @@ kafka_begin() {
 }
 
 kafka_topics() {
+  local auth=()
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then auth=(--command-config "$KAFKA_ADMIN_PROPS"); fi
   timeout "$1" java -Xmx256m -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.TopicCommand \
-    --bootstrap-server "$HOST:$KAFKA_PORT" --list
+    --bootstrap-server "$HOST:$KAFKA_PORT" "${auth[@]}" --list
 }
 
 # Deferred to the end of `up` so the broker's JVM start overlaps with ClickHouse and Redis.
@@ -539,6 +573,10 @@ cmd_up() {
   say stack "up in $((SECONDS - t0))s"
   printf 'KAFKA_BROKERS=%s CLICKHOUSE_URL=%s REDIS_URL=%s\n' \
     "$HOST:$KAFKA_PORT" "$CH_URL" "redis://$HOST:$REDIS_PORT"
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
+    say kafka "secure broker: client settings per principal in $KAFKA_DIR/env/<user>.env (users: ${SECURE_USERS[*]})"
+    say kafka "topics and ACLs: (set -a; source $KAFKA_DIR/env/admin.env; npm run setup)"
+  fi
 }
 
 # stop_server SERVER PORT PIDFILE MARKER [CWD]
@@ -556,6 +594,8 @@ stop_server() {
 cmd_down() {
   take_lock
   stop_server kafka "$KAFKA_PORT" "$KAFKA_PID" "$KAFKA_MARKER"
+  # The secure broker runs beside a plain stack that shares ClickHouse and Redis: leave them.
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then return 0; fi
   stop_server clickhouse "$CLICKHOUSE_HTTP_PORT" "$CH_PID" "$CH_MARKER"
   stop_server redis "$REDIS_PORT" "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"
 }
@@ -570,9 +610,16 @@ cmd_status() {
 
 cmd_reset() {
   cmd_down
+  # Secure mode: only that broker's data, certificates, passwords and client files.
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
+    rm -rf -- "${KAFKA_DIR:?}/data" "${KAFKA_DIR:?}/cluster.id" "${KAFKA_DIR:?}/server.properties" "${KAFKA_DIR:?}/logs" \
+      "${KAFKA_DIR:?}/tls" "${KAFKA_DIR:?}/credentials" "${KAFKA_DIR:?}/env" "${KAFKA_DIR:?}/admin.properties"
+    say stack "deleted the secure broker's data, certificates and passwords under $KAFKA_DIR; run 'STACK_KAFKA_SECURITY=sasl_ssl ${0##*/} up' to start fresh"
+    return 0
+  fi
   # ${STACK_DIR:?} guards against an empty STACK_DIR turning these into rm -rf /kafka/...
-  rm -rf -- "${STACK_DIR:?}/kafka/data" "${STACK_DIR:?}/kafka/cluster.id" \
-    "${STACK_DIR:?}/kafka/server.properties" "${STACK_DIR:?}/kafka/logs" \
+  rm -rf -- "${KAFKA_DIR:?}/data" "${KAFKA_DIR:?}/cluster.id" \
+    "${KAFKA_DIR:?}/server.properties" "${KAFKA_DIR:?}/logs" \
     "${STACK_DIR:?}/clickhouse" "${STACK_DIR:?}/redis"
   say stack "deleted Kafka, ClickHouse and Redis data under $STACK_DIR (kept the jar cache in $KAFKA_LIBS); run '${0##*/} up' to start fresh"
 }

@@ -15,6 +15,10 @@ ensure_node_modules
 step "local stack (Kafka, ClickHouse, Redis)"
 bash scripts/stack.sh up
 
+step "secure Kafka broker beside it (TLS, SASL, ACLs; docs/security.md)"
+STACK_KAFKA_SECURITY=sasl_ssl bash scripts/stack.sh up
+export KAFKA_SECURE_ENV_DIR="$STACK_DIR/kafka-secure/env"
+
 step "lint (eslint) and formatting (prettier)"
 npx eslint .
 npx prettier --check .
@@ -40,6 +44,9 @@ npx vitest run --project unit --reporter=default --reporter=json --outputFile.js
 
 step "integration tests (real Kafka, ClickHouse, Redis)"
 npx vitest run --project integration --reporter=default --reporter=json --outputFile.json="$results/integration.json"
+
+step "secure tests (the services over SASL_SSL, each with its own principal and ACLs)"
+npx vitest run --project secure --reporter=default --reporter=json --outputFile.json="$results/secure.json"
 
 step "abuse tests (docs/limits.md: every limit attacked while a second tenant's traffic is measured)"
 npx vitest run --project abuse --reporter=default --reporter=json --outputFile.json="$results/abuse.json"
@@ -69,4 +76,4 @@ ELAPSED=$((SECONDS - started)) node -e '
   }
   console.log(`\nall checks passed in ${process.env.ELAPSED}s`);
   console.log(`tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
-' "$results/unit.json" "$results/integration.json" "$results/abuse.json" "$results/browser.json" "$results/chaos.json"
+' "$results/unit.json" "$results/integration.json" "$results/secure.json" "$results/abuse.json" "$results/browser.json" "$results/chaos.json"

@@ -2,7 +2,6 @@ import { parseArgs } from 'node:util';
 import {
   allTopicSpecs,
   CommonConfig,
-  createKafkaClientFromConfig,
   createLogger,
   createProducer,
   type DeadLetterEntry,
@@ -15,6 +14,7 @@ import {
   loadConfig,
   type Logger,
   matchesSelection,
+  openKafkaClientFromConfig,
   planReplay,
   readDeadLetters,
   replayDeadLetters,
@@ -199,12 +199,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return 2;
   }
   const logger = createLogger({ service: 'deadletters', level: config.LOG_LEVEL, destination: { write: (line: string) => io.stderr(line) } });
-  const kafka = createKafkaClientFromConfig(config, 'deadletters', logger);
   const prefix = config.KAFKA_TOPIC_PREFIX;
-  const ctx: Context = command.crm
-    ? { kafka, logger, io, prefix, topic: topicName(prefix, 'crmDeadLetters'), replayTopic: topicName(prefix, 'crmReplay') }
-    : { kafka, logger, io, prefix, topic: topicName(prefix, 'deadLetters') };
   try {
+    const kafka = await openKafkaClientFromConfig(config, 'deadletters', logger);
+    const ctx: Context = command.crm
+      ? { kafka, logger, io, prefix, topic: topicName(prefix, 'crmDeadLetters'), replayTopic: topicName(prefix, 'crmReplay') }
+      : { kafka, logger, io, prefix, topic: topicName(prefix, 'deadLetters') };
     return command.kind === 'list' ? await list(ctx, command) : await replay(ctx, command);
   } catch (err) {
     io.stderr(`error: ${errorMessage(err)}\n`);

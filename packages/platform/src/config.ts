@@ -3,6 +3,7 @@ import envSchema from 'env-schema';
 import { AppError } from './errors.js';
 import { DEFAULT_KAFKA_DRIVER } from './kafka/defaults.js';
 import { COMPRESSIONS, KAFKA_DRIVERS } from './kafka/driver.js';
+import { KafkaSecurityConfig } from './kafka/security.js';
 
 /**
  * Configuration is read from the environment once, in a service's main.ts, validated against a
@@ -49,6 +50,8 @@ export const KafkaConfig = {
   KAFKA_SESSION_TIMEOUT_MS: Type.Integer({ minimum: 6_000, maximum: 1_800_000, default: 30_000 }),
   /** A consumer that cannot rejoin its group for this long fails the service's liveness (/healthz). */
   KAFKA_CONSUMER_DEAD_AFTER_MS: Type.Integer({ minimum: 1_000, default: 300_000 }),
+  /** TLS and SASL (kafka/security.ts, docs/security.md). */
+  ...KafkaSecurityConfig,
 } satisfies TProperties;
 
 /** Services that read the control plane (gateway, crm-sink). */

@@ -4,7 +4,7 @@
  * then the ops server (/healthz, /readyz, /metrics), graceful shutdown with a hard deadline, and
  * one "running" line. Each service's main.ts is its config and its parts, nothing else.
  */
-import { createKafkaClientFromConfig, type Compression, type KafkaClient, type KafkaClientConfig } from './kafka/client.js';
+import { openKafkaClientFromConfig, type Compression, type KafkaClient, type KafkaClientConfig } from './kafka/client.js';
 import { createProducer, type Producer, type ProducerOptions } from './kafka/producer.js';
 import { type TopicKey, topicName } from './kafka/topics.js';
 import { type Closeable, type Component, createServiceRunner, type ServiceRunner } from './lifecycle.js';
@@ -69,7 +69,8 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
   const { config, service } = options;
   const logger = createLogger({ service, level: config.LOG_LEVEL as Parameters<typeof createLogger>[0]['level'] });
   const metrics = createMetricsRegistry(service);
-  const kafka = createKafkaClientFromConfig(config, service, logger);
+  // A refused password or an untrusted certificate ends the start here, naming the setting.
+  const kafka = await openKafkaClientFromConfig(config, service, logger);
   const producer = createProducer(kafka, { ...options.producer, compression: config.KAFKA_COMPRESSION });
   const redis = createRedis({ url: config.REDIS_URL, failFast: options.redisFailFast ?? false, logger });
   // Set once every part is built; liveness reads it from then on.

@@ -8,6 +8,7 @@ export * from './processes/processor-process.js';
 export * from './processes/service-process.js';
 export * from './processes/sink-process.js';
 export * from './redis-server.js';
+export * from './secure-kafka.js';
 export * from './servers/clickhouse-server.js';
-export * from './wait.js';
 export * from './use-fixture.js';
+export * from './wait.js';

@@ -19,6 +19,8 @@ await launchService({
       metrics,
       instanceId: 'crm-sink',
       mappingVersionsKept: 1,
+      // Only what it syncs by: it never sees keys or owners (its Kafka principal may not read them).
+      readTopics: ['controlMappings', 'controlCrmCredentials'],
       staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
       deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
     });

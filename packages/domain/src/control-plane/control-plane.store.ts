@@ -40,6 +40,11 @@ export interface ControlPlaneDeps {
   startTimeoutMs?: number;
   /** Mapping versions held in memory per account (default 10; the sink needs only the newest). */
   mappingVersionsKept?: number;
+  /**
+   * Read only these state topics (default all five). Least privilege on a broker with ACLs: the
+   * crm-sink reads mappings and credentials and may not read keys or owners (docs/security.md).
+   */
+  readTopics?: readonly ('controlAccounts' | 'controlApiKeys' | 'controlMappings' | 'controlCrmCredentials' | 'controlOwners')[];
   /** API keys an account may have: active ones, and all including revoked (defaults MAX_*_API_KEYS_PER_ACCOUNT). */
   apiKeyLimits?: { active: number; total: number };
   /**
@@ -91,7 +96,9 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const mappingsTopic = topicName(deps.topicPrefix, 'controlMappings');
   const credentialsTopic = topicName(deps.topicPrefix, 'controlCrmCredentials');
   const ownersTopic = topicName(deps.topicPrefix, 'controlOwners');
-  const topics = [accountsTopic, keysTopic, mappingsTopic, credentialsTopic, ownersTopic];
+  const topics = deps.readTopics
+    ? deps.readTopics.map((key) => topicName(deps.topicPrefix, key))
+    : [accountsTopic, keysTopic, mappingsTopic, credentialsTopic, ownersTopic];
   const now = deps.now ?? (() => new Date());
   const writeTimeoutMs = deps.writeTimeoutMs ?? 10_000;
   const startTimeoutMs = deps.startTimeoutMs ?? 30_000;

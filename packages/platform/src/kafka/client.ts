@@ -3,6 +3,8 @@ import { DEFAULT_KAFKA_DRIVER } from './defaults.js';
 import { createKafkajsClient } from './drivers/kafkajs.client.js';
 import { createPlatformaticClient } from './drivers/platformatic.client.js';
 import type { KafkaAdmin, KafkaClient, KafkaClientOptions, KafkaDriverName } from './driver.js';
+import { verifyKafkaAccess } from './security-check.js';
+import { type KafkaSecuritySettings, resolveKafkaSecurity } from './security.js';
 
 /**
  * The Kafka client the services use. This folder is the only place that imports a Kafka
@@ -26,8 +28,8 @@ export function createKafkaClient(options: KafkaClientOptions): KafkaClient {
   }
 }
 
-/** The settings of `KafkaConfig` (config.ts) a client is made of. */
-export interface KafkaClientConfig {
+/** The settings of `KafkaConfig` (config.ts) a client is made of (TLS and SASL: `KafkaSecurityConfig`). */
+export interface KafkaClientConfig extends KafkaSecuritySettings {
   KAFKA_BROKERS: string;
   KAFKA_CLIENT_ID: string;
   KAFKA_DRIVER: KafkaDriverName;
@@ -35,16 +37,42 @@ export interface KafkaClientConfig {
   KAFKA_CONSUMER_DEAD_AFTER_MS: number;
 }
 
-/** The client of a service or tool; `role` names it to the brokers (`<KAFKA_CLIENT_ID>-<role>`). */
+/**
+ * The client of a service or tool; `role` names it to the brokers (`<KAFKA_CLIENT_ID>-<role>`).
+ * Reads the TLS/SASL files; a wrong setting throws `invalid_config` naming it.
+ */
 export function createKafkaClientFromConfig(config: KafkaClientConfig, role: string, logger: Logger): KafkaClient {
-  return createKafkaClient({
+  return createKafkaClient(clientOptions(config, role, logger));
+}
+
+function clientOptions(config: KafkaClientConfig, role: string, logger: Logger): KafkaClientOptions {
+  return {
     brokers: config.KAFKA_BROKERS,
     clientId: `${config.KAFKA_CLIENT_ID}-${role}`,
     driver: config.KAFKA_DRIVER,
     sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
     consumerDeadAfterMs: config.KAFKA_CONSUMER_DEAD_AFTER_MS,
+    security: resolveKafkaSecurity(config),
     logger,
-  });
+  };
+}
+
+/**
+ * `createKafkaClientFromConfig`, then one metadata round trip: credentials the brokers refuse
+ * or a certificate we do not trust end the start with an error naming the setting
+ * (`kafka_auth_failed`), instead of clients that retry forever. What services and tools call.
+ */
+export async function openKafkaClientFromConfig(config: KafkaClientConfig, role: string, logger: Logger): Promise<KafkaClient> {
+  const options = clientOptions(config, role, logger);
+  const kafka = createKafkaClient(options);
+  try {
+    await verifyKafkaAccess(kafka, { brokers: options.brokers, security: options.security, logger });
+  } catch (err) {
+    // One structured line that says what to fix, before the start fails.
+    logger.fatal({ code: (err as { code?: unknown }).code }, (err as Error).message);
+    throw err;
+  }
+  return kafka;
 }
 
 /** Runs `work` with a connected admin and always disconnects it. */

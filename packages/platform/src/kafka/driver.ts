@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.js';
+import type { KafkaSecurity } from './security.js';
 
 /**
  * What a Kafka client library must provide, in the wrapper's own types. One implementation per
@@ -132,6 +133,25 @@ export interface PartitionRange {
   high: bigint;
 }
 
+/** One ACL entry that allows `principal` one operation on a resource (kafka/acls.ts builds them). */
+export interface AclBinding {
+  resourceType: 'topic' | 'group' | 'cluster';
+  /** `kafka-cluster` for the cluster. */
+  resourceName: string;
+  patternType: 'literal' | 'prefixed';
+  /** e.g. `User:ingest`. */
+  principal: string;
+  operation: 'READ' | 'WRITE' | 'DESCRIBE' | 'IDEMPOTENT_WRITE';
+}
+
+/** Kafka's wire values of the ACL enums (the same in every client library). */
+export const ACL_WIRE = {
+  resourceType: { topic: 2, group: 3, cluster: 4 },
+  patternType: { literal: 3, prefixed: 4 },
+  operation: { READ: 3, WRITE: 4, DESCRIBE: 8, IDEMPOTENT_WRITE: 12 },
+  allow: 3,
+} as const;
+
 /** The admin operations the services and tools use, nothing more. Every failure is a `KafkaError`. */
 export interface KafkaAdmin {
   connect(): Promise<void>;
@@ -150,6 +170,8 @@ export interface KafkaAdmin {
   setCommittedOffsets(groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<void>;
   listGroups(): Promise<string[]>;
   deleteGroups(groupIds: readonly string[]): Promise<void>;
+  /** Adds allow-ACLs (existing ones are left as they are, so it is idempotent); needs ALTER on the cluster. */
+  createAcls(bindings: readonly AclBinding[]): Promise<void>;
 }
 
 export interface KafkaClientOptions {
@@ -158,6 +180,8 @@ export interface KafkaClientOptions {
   logger: Logger;
   /** Which library; default `DEFAULT_KAFKA_DRIVER`. */
   driver?: KafkaDriverName;
+  /** TLS and SASL (`resolveKafkaSecurity`); absent: plaintext, no authentication. */
+  security?: KafkaSecurity;
   /** Upper bound for connecting; keeps failures fast when Kafka is down. */
   connectionTimeoutMs?: number;
   /** Upper bound for one request (a produce to a stalled broker gives up and is retried after it). */

@@ -13,10 +13,22 @@ import { AppError, errorMessage } from '../errors.js';
  * - `kafka_outcome_unknown`: a send in flight got no answer in time, or failed in a way that
  *   does not prove it was not written: it may be stored (retryable with the same ids).
  * - `kafka_unknown_topic`: the topic does not exist (not retryable: setup creates topics).
+ * - `kafka_auth_failed`: the brokers refused our credentials (SASL) or we refused their
+ *   certificate (TLS): retrying cannot help, a setting must change (docs/security.md).
+ * - `kafka_not_authorized`: the principal lacks an ACL for the topic, group or cluster
+ *   operation (not retryable: the ACLs must change).
  * - `kafka_error`: anything else the broker or library refused (`retryable` as the library says).
  */
 export type KafkaErrorCode =
-  'kafka_unavailable' | 'kafka_rebalance' | 'kafka_send_expired' | 'kafka_producer_full' | 'kafka_outcome_unknown' | 'kafka_unknown_topic' | 'kafka_error';
+  | 'kafka_unavailable'
+  | 'kafka_rebalance'
+  | 'kafka_send_expired'
+  | 'kafka_producer_full'
+  | 'kafka_outcome_unknown'
+  | 'kafka_unknown_topic'
+  | 'kafka_auth_failed'
+  | 'kafka_not_authorized'
+  | 'kafka_error';
 
 export class KafkaError extends AppError {
   declare readonly code: KafkaErrorCode;
@@ -37,12 +49,22 @@ export interface ErrorTraits {
   rebalance: boolean;
   /** The broker does not know the topic (or partition). */
   unknownTopic?: boolean;
+  /** SASL authentication failed. */
+  authentication?: boolean;
+  /** Node's code of a failed TLS verification or handshake (e.g. SELF_SIGNED_CERT_IN_CHAIN). */
+  tlsCode?: string;
+  /** The broker's authorization error (TOPIC_AUTHORIZATION_FAILED, GROUP_..., CLUSTER_...). */
+  authorization?: string;
 }
 
 /** Wraps a library error once; a `KafkaError` passes through unchanged. */
 export function toKafkaError(what: string, err: unknown, traits: (err: unknown) => ErrorTraits): KafkaError {
   if (err instanceof KafkaError) return err;
   const t = traits(err);
+  if (t.authentication || t.tlsCode) return new KafkaError('kafka_auth_failed', `${what}: ${errorMessage(err)}`, { retryable: false, cause: err });
+  if (t.authorization) {
+    return new KafkaError('kafka_not_authorized', `${what}: not authorized (${t.authorization}): ${errorMessage(err)}`, { retryable: false, cause: err });
+  }
   if (t.unknownTopic) return new KafkaError('kafka_unknown_topic', `${what}: ${errorMessage(err)}`, { retryable: false, cause: err });
   const code: KafkaErrorCode = t.rebalance ? 'kafka_rebalance' : t.unavailable ? 'kafka_unavailable' : 'kafka_error';
   return new KafkaError(code, `${what}: ${errorMessage(err)}`, { retryable: t.retryable || t.unavailable || t.rebalance, cause: err });
@@ -80,4 +102,44 @@ export function connectionRefused(err: unknown): boolean {
   };
   walk(err, 0);
   return leaves.length > 0 && leaves.every((l) => REFUSED.has(String((l as { code?: unknown }).code)));
+}
+
+/**
+ * Node's codes of a TLS failure: the peer's certificate not trusted or not for this host, or a
+ * handshake that failed (e.g. ERR_SSL_WRONG_VERSION_NUMBER: the port does not speak TLS).
+ */
+const TLS_VERIFY_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE',
+  'HOSTNAME_MISMATCH',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+export function isTlsFailureCode(code: string): boolean {
+  return TLS_VERIFY_CODES.has(code) || code.startsWith('ERR_SSL_');
+}
+
+/** The first TLS failure code along `cause` and aggregated `errors`, if any. */
+export function findTlsFailure(err: unknown): string | undefined {
+  const seen = new Set<unknown>();
+  const walk = (e: unknown, depth: number): string | undefined => {
+    if (!e || typeof e !== 'object' || seen.has(e) || depth > 12) return undefined;
+    seen.add(e);
+    const x = e as { code?: unknown; cause?: unknown; errors?: unknown[] };
+    if (typeof x.code === 'string' && isTlsFailureCode(x.code)) return x.code;
+    for (const inner of [x.cause, ...(Array.isArray(x.errors) ? x.errors : [])]) {
+      const found = walk(inner, depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return walk(err, 0);
 }

@@ -1,5 +1,5 @@
-import type { Kafka } from 'kafkajs';
-import { byPartition, type KafkaAdmin } from '../driver.js';
+import type { AclOperationTypes, AclPermissionTypes, AclResourceTypes, Kafka, ResourcePatternTypes } from 'kafkajs';
+import { ACL_WIRE, byPartition, type KafkaAdmin } from '../driver.js';
 import { wrapErrors } from '../errors.js';
 import { kafkajsTraits } from './kafkajs.client.js';
 
@@ -10,6 +10,22 @@ export function createKafkajsAdmin(kafka: Kafka): KafkaAdmin {
     connect: () => call('connect', () => admin.connect()),
     disconnect: () => call('disconnect', () => admin.disconnect()),
     listTopics: () => call('listTopics', () => admin.listTopics()),
+    createAcls: (bindings) =>
+      call('createAcls', async () => {
+        if (bindings.length === 0) return;
+        // kafkajs's enums carry Kafka's wire values; its types are TypeScript enums, hence the casts.
+        await admin.createAcls({
+          acl: bindings.map((b) => ({
+            resourceType: ACL_WIRE.resourceType[b.resourceType] as unknown as AclResourceTypes,
+            resourceName: b.resourceName,
+            resourcePatternType: ACL_WIRE.patternType[b.patternType] as unknown as ResourcePatternTypes,
+            principal: b.principal,
+            host: '*',
+            operation: ACL_WIRE.operation[b.operation] as unknown as AclOperationTypes,
+            permissionType: ACL_WIRE.allow as unknown as AclPermissionTypes,
+          })),
+        });
+      }),
     createTopics: (topics) =>
       call('createTopics', async () => {
         // Leaders are awaited by the caller, not by kafkajs: its wait gives up on

@@ -1,8 +1,9 @@
-import { CompressionTypes, type ICustomPartitioner, Kafka, logLevel as KafkaLogLevel, type LogEntry } from 'kafkajs';
+import { CompressionTypes, type ICustomPartitioner, Kafka, type KafkaConfig, logLevel as KafkaLogLevel, type LogEntry } from 'kafkajs';
 import { brokerList } from '../../config.js';
 import type { Logger } from '../../logger.js';
 import { consumerDefaults, type DriverProducer, type DriverProducerOptions, type KafkaClient, type KafkaClientOptions } from '../driver.js';
-import { type ErrorTraits, wrapErrors } from '../errors.js';
+import { type ErrorTraits, findTlsFailure, wrapErrors } from '../errors.js';
+import type { KafkaSecurity } from '../security.js';
 import { createKafkajsAdmin } from './kafkajs.admin.js';
 import { createKafkajsConsumer } from './kafkajs.consumer.js';
 import { createPartitionChooser } from './partitioner.js';
@@ -18,6 +19,7 @@ export function createKafkajsClient(options: KafkaClientOptions): KafkaClient {
     retry: { initialRetryTime: 100, maxRetryTime: 2_000, retries: 5 },
     logLevel: KafkaLogLevel.INFO,
     logCreator: () => (entry: LogEntry) => forwardLog(log, entry),
+    ...kafkajsSecurity(options.security),
   });
   return {
     driver: 'kafkajs',
@@ -27,6 +29,26 @@ export function createKafkajsClient(options: KafkaClientOptions): KafkaClient {
     consumer: (consumerOptions) => createKafkajsConsumer(kafka, consumerOptions),
     admin: () => createKafkajsAdmin(kafka),
   };
+}
+
+/** TLS and SASL in kafkajs's options (mechanism names are lower case there). */
+export function kafkajsSecurity(security: KafkaSecurity | undefined): Pick<KafkaConfig, 'ssl' | 'sasl'> {
+  const options: Pick<KafkaConfig, 'ssl' | 'sasl'> = {};
+  if (security?.tls) {
+    const { ca, cert, key, passphrase, servername } = security.tls;
+    options.ssl = { ca, cert, key, passphrase, servername, rejectUnauthorized: true };
+  }
+  if (security?.sasl) {
+    const { username, password } = security.sasl;
+    const mechanism = security.sasl.mechanism;
+    options.sasl =
+      mechanism === 'PLAIN'
+        ? { mechanism: 'plain', username, password }
+        : mechanism === 'SCRAM-SHA-256'
+          ? { mechanism: 'scram-sha-256', username, password }
+          : { mechanism: 'scram-sha-512', username, password };
+  }
+  return options;
 }
 
 function createKafkajsProducer(kafka: Kafka, options: DriverProducerOptions): DriverProducer {
@@ -89,10 +111,14 @@ export function kafkajsTraits(err: unknown): ErrorTraits {
     if (e.name !== undefined && UNAVAILABLE.has(e.name)) traits.unavailable = true;
     if (e.type !== undefined && REBALANCE.has(e.type)) traits.rebalance = true;
     if (e.type === 'UNKNOWN_TOPIC_OR_PARTITION') traits.unknownTopic = true;
+    if (e.name === 'KafkaJSSASLAuthenticationError' || e.type === 'SASL_AUTHENTICATION_FAILED') traits.authentication = true;
+    if (e.type?.endsWith('_AUTHORIZATION_FAILED')) traits.authorization ??= e.type;
     // KafkaJSNumberOfRetriesExceeded: the retries ran out on a retriable cause.
     if (e.name === 'KafkaJSNumberOfRetriesExceeded') traits.retryable = true;
     e = e.cause as typeof e;
   }
+  const tls = findTlsFailure(err);
+  if (tls) traits.tlsCode = tls;
   return traits;
 }
 

@@ -1,5 +1,5 @@
 import { Admin, type BaseOptions, ListOffsetTimestamps } from '@platformatic/kafka';
-import { byPartition, type KafkaAdmin, type PartitionRange, type TopicPartitionOffset } from '../driver.js';
+import { ACL_WIRE, byPartition, type KafkaAdmin, type PartitionRange, type TopicPartitionOffset } from '../driver.js';
 import { wrapErrors } from '../errors.js';
 import { platformaticTraits } from './platformatic.client.js';
 
@@ -85,6 +85,21 @@ export function createPlatformaticAdmin(base: BaseOptions): KafkaAdmin {
         const byTopic = new Map<string, { partition: number; offset: bigint }[]>();
         for (const o of offsets) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partition: o.partition, offset: BigInt(o.offset) }]);
         await a.alterConsumerGroupOffsets({ groupId, topics: [...byTopic].map(([name, partitionOffsets]) => ({ name, partitionOffsets })) });
+      }),
+    createAcls: (bindings) =>
+      call('createAcls', async (a) => {
+        if (bindings.length === 0) return;
+        await a.createAcls({
+          creations: bindings.map((b) => ({
+            resourceType: ACL_WIRE.resourceType[b.resourceType],
+            resourceName: b.resourceName,
+            resourcePatternType: ACL_WIRE.patternType[b.patternType],
+            principal: b.principal,
+            host: '*',
+            operation: ACL_WIRE.operation[b.operation],
+            permissionType: ACL_WIRE.allow,
+          })),
+        });
       }),
     listGroups: () => call('listGroups', async (a) => [...(await a.listGroups()).keys()]),
     deleteGroups: (groupIds) =>

@@ -2,7 +2,8 @@ import zlib from 'node:zlib';
 import { type BaseOptions, type MessageToProduce, ProduceAcks, Producer } from '@platformatic/kafka';
 import { brokerList } from '../../config.js';
 import { consumerDefaults, type DriverMessage, type DriverProducer, type DriverProducerOptions, type KafkaClient, type KafkaClientOptions } from '../driver.js';
-import { type ErrorTraits, wrapErrors } from '../errors.js';
+import { type ErrorTraits, findTlsFailure, wrapErrors } from '../errors.js';
+import type { KafkaSecurity } from '../security.js';
 import { createPlatformaticAdmin } from './platformatic.admin.js';
 import { createPlatformaticConsumer } from './platformatic.consumer.js';
 import { murmur2 } from './partitioner.js';
@@ -24,6 +25,7 @@ export function createPlatformaticClient(options: KafkaClientOptions): KafkaClie
     autocreateTopics: false,
     // Fresh metadata at least this often: partition leaders move after a broker restart.
     metadataMaxAge: 5_000,
+    ...platformaticSecurity(options.security),
   };
   return {
     driver: 'platformatic',
@@ -33,6 +35,20 @@ export function createPlatformaticClient(options: KafkaClientOptions): KafkaClie
     consumer: (consumerOptions) => createPlatformaticConsumer(base, consumerOptions),
     admin: () => createPlatformaticAdmin(base),
   };
+}
+
+/** TLS and SASL in the library's options (it supports PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER). */
+export function platformaticSecurity(security: KafkaSecurity | undefined): Pick<BaseOptions, 'tls' | 'sasl'> {
+  const options: Pick<BaseOptions, 'tls' | 'sasl'> = {};
+  if (security?.tls) {
+    const { ca, cert, key, passphrase, servername } = security.tls;
+    options.tls = { ca, cert, key, passphrase, servername, rejectUnauthorized: true };
+  }
+  if (security?.sasl) {
+    const { mechanism, username, password } = security.sasl;
+    options.sasl = { mechanism, username, password };
+  }
+  return options;
 }
 
 function createPlatformaticProducer(base: BaseOptions, options: DriverProducerOptions): DriverProducer {
@@ -122,10 +138,14 @@ export function platformaticTraits(err: unknown): ErrorTraits {
     if (x.code === 'PLT_KFK_NETWORK' || x.code === 'PLT_KFK_TIMEOUT') traits.unavailable = true;
     if (x.needsRejoin === true || (x.apiId !== undefined && REBALANCE.has(x.apiId))) traits.rebalance = true;
     if (x.apiId === 'UNKNOWN_TOPIC_OR_PARTITION' || x.apiId === 'UNKNOWN_TOPIC_ID') traits.unknownTopic = true;
+    if (x.code === 'PLT_KFK_AUTHENTICATION' || x.apiId === 'SASL_AUTHENTICATION_FAILED') traits.authentication = true;
+    if (x.apiId?.endsWith('_AUTHORIZATION_FAILED')) traits.authorization ??= x.apiId;
     visit(x.cause, depth + 1);
     for (const inner of x.errors ?? []) visit(inner, depth + 1);
   };
   visit(err, 0);
+  const tls = findTlsFailure(err);
+  if (tls) traits.tlsCode = tls;
   // Not a library error at all (a bug, a refused argument): not worth retrying.
   if (!(err && typeof err === 'object' && typeof (err as PlatformaticErrorLike).code === 'string')) traits.retryable = false;
   return traits;

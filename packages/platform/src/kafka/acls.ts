@@ -1,0 +1,106 @@
+import type { Logger } from '../logger.js';
+import { withAdmin } from './client.js';
+import type { AclBinding, KafkaClient } from './driver.js';
+import { type TopicKey, topicName } from './topics.js';
+
+/**
+ * Who may do what on a broker with an authorizer (docs/security.md, "Kafka principals and
+ * ACLs"). One role per deployable; every grant is what the code really reads and writes today,
+ * so a role that needs more fails with `kafka_not_authorized` in the secure test project.
+ *
+ * - `ingest`: the public /v1 routes. Writes events and bulk chunks, the queued status of a job;
+ *   reads the control plane. It may not write any control.* topic, so a compromised public
+ *   process cannot mint an API key or a dashboard owner.
+ * - `console`: the admin API and the dashboard (keys, owners, mappings, credentials, plans,
+ *   billing ledger, dead-letter views and the CRM replay). Today they run inside the gateway
+ *   process, so the gateway runs with a principal that holds both `console` and `ingest`.
+ * - `processor` and `crm-sink`: their pipelines.
+ *
+ * Consumer groups need READ on the group: the services' groups are matched by prefix, so group
+ * names must keep them (the defaults do: processor-storage, crm-sink, control-plane.<id>.<hex>,
+ * read-to-end.<hex>). Idempotent producers need no cluster grant on Kafka 3+ (KIP-679: WRITE on
+ * a topic is enough for InitProducerId).
+ */
+export const KAFKA_ROLES = ['ingest', 'console', 'processor', 'crm-sink'] as const;
+export type KafkaRole = (typeof KAFKA_ROLES)[number];
+
+/** `control.*`: every control-plane topic, granted by prefix. */
+type TopicRef = TopicKey | 'control.*';
+
+interface RoleGrants {
+  read: readonly TopicRef[];
+  write: readonly TopicRef[];
+  /** Group-name prefixes the role's consumers use. */
+  groups: readonly string[];
+}
+
+export const CONTROL_PLANE_GROUP_PREFIX = 'control-plane.';
+export const READ_TO_END_GROUP_PREFIX = 'read-to-end.';
+
+export const ROLE_GRANTS: Readonly<Record<KafkaRole, RoleGrants>> = {
+  ingest: {
+    read: ['control.*'],
+    write: ['eventsRaw', 'jobChunks', 'jobProgress'],
+    groups: [CONTROL_PLANE_GROUP_PREFIX],
+  },
+  console: {
+    read: ['control.*', 'billingLedger', 'deadLetters', 'crmDeadLetters'],
+    write: ['control.*', 'billingLedger', 'crmReplay'],
+    groups: [CONTROL_PLANE_GROUP_PREFIX, READ_TO_END_GROUP_PREFIX],
+  },
+  processor: {
+    read: ['eventsRaw', 'jobChunks', 'dedupeChangelog', 'eventsUnique', 'controlAccounts', 'billingLedger'],
+    // events.raw: a bulk job's chunks become events there; billing.ledger: closed months.
+    write: ['eventsRaw', 'eventsUnique', 'dedupeChangelog', 'jobProgress', 'deadLetters', 'billingLedger'],
+    groups: ['processor-', READ_TO_END_GROUP_PREFIX],
+  },
+  'crm-sink': {
+    read: ['eventsUnique', 'crmReplay', 'controlMappings', 'controlCrmCredentials'],
+    write: ['crmDeadLetters'],
+    groups: ['crm-sink', CONTROL_PLANE_GROUP_PREFIX],
+  },
+};
+
+/** The ACL entries that give `principal` the grants of `role` for topics under `topicPrefix`. */
+export function aclBindings(role: KafkaRole, principal: string, topicPrefix: string): AclBinding[] {
+  const grants = ROLE_GRANTS[role];
+  const topic = (ref: TopicRef, operation: AclBinding['operation']): AclBinding =>
+    ref === 'control.*'
+      ? { resourceType: 'topic', resourceName: `${topicPrefix}control.`, patternType: 'prefixed', principal, operation }
+      : { resourceType: 'topic', resourceName: topicName(topicPrefix, ref), patternType: 'literal', principal, operation };
+  return [
+    ...grants.read.map((ref) => topic(ref, 'READ')),
+    ...grants.write.map((ref) => topic(ref, 'WRITE')),
+    ...grants.groups.map((name): AclBinding => ({ resourceType: 'group', resourceName: name, patternType: 'prefixed', principal, operation: 'READ' })),
+  ];
+}
+
+/**
+ * Parses `KAFKA_ACL_PRINCIPALS`: `role=principal` pairs, comma separated, e.g.
+ * `ingest=User:ingest,console=User:console,ingest=User:console`. A principal may hold several
+ * roles (the gateway, while it serves both the public API and the console).
+ */
+export function parseAclPrincipals(value: string): { role: KafkaRole; principal: string }[] {
+  return value
+    .split(',')
+    .map((pair) => pair.trim())
+    .filter((pair) => pair.length > 0)
+    .map((pair) => {
+      const [role, principal] = pair.split('=', 2).map((s) => s.trim());
+      if (!role || !principal || !(KAFKA_ROLES as readonly string[]).includes(role) || !/^[A-Za-z]+:\S+$/.test(principal)) {
+        throw new Error(`KAFKA_ACL_PRINCIPALS: "${pair}" is not <role>=<Type:name> with a role of ${KAFKA_ROLES.join(', ')} (e.g. ingest=User:ingest)`);
+      }
+      return { role: role as KafkaRole, principal };
+    });
+}
+
+/** Creates the ACLs of each principal's roles (idempotent: existing ACLs stay as they are). */
+export async function applyAcls(
+  kafka: KafkaClient,
+  options: { principals: readonly { role: KafkaRole; principal: string }[]; topicPrefix: string; logger: Logger },
+): Promise<number> {
+  const bindings = options.principals.flatMap(({ role, principal }) => aclBindings(role, principal, options.topicPrefix));
+  await withAdmin(kafka, (admin) => admin.createAcls(bindings));
+  options.logger.info({ principals: options.principals.map((p) => `${p.role}=${p.principal}`), acls: bindings.length }, 'kafka ACLs applied');
+  return bindings.length;
+}

@@ -1,0 +1,231 @@
+/**
+ * Real servers: the secure Kafka broker (TLS with the stack's own CA, SASL/SCRAM, the KRaft
+ * StandardAuthorizer denying what no ACL allows), ClickHouse, Redis; the gateway, the processor
+ * and the crm-sink as real OS processes, each with its own principal; a fake HubSpot over HTTP.
+ *
+ * What docs/security.md ("Kafka principals and ACLs") promises: the pipeline runs end to end
+ * over SASL_SSL with the ACLs of kafka/acls.ts and nothing more; a client without credentials
+ * or without TLS is refused; the ingest and processor principals cannot write control.apikeys;
+ * the crm-sink cannot even see it; a wrong password or an untrusted certificate stops a
+ * service at start with a message naming the setting.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import type { CrmMapping } from '@ingest/schemas';
+import { createControlPlane } from '@ingest/domain';
+import { createProducer, KAFKA_DRIVERS, KafkaError, type KafkaDriverName, REPO_ROOT, sql, TOPICS, withAdmin } from '@ingest/platform';
+import {
+  createSecureTestKafka,
+  createTestClickHouse,
+  integrationEnv,
+  secureKafkaClient,
+  secureUserEnv,
+  type TestClickHouse,
+  type TestKafka,
+  testLogger,
+  uniqueSuffix,
+  waitFor,
+} from '@ingest/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type GatewayProcess, ProcessorFleet, processorSetup, SinkFleet, startGatewayProcess } from '@ingest/testkit';
+import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
+
+let kafka: TestKafka;
+
+beforeAll(async () => {
+  kafka = await createSecureTestKafka(Object.keys(TOPICS) as (keyof typeof TOPICS)[]);
+});
+
+afterAll(async () => {
+  await kafka?.cleanup();
+});
+
+describe('the pipeline over SASL_SSL, each service with its own principal', () => {
+  let clickhouse: TestClickHouse | undefined;
+  let crm: FakeCrm | undefined;
+  let gateway: GatewayProcess | undefined;
+  let processors: ProcessorFleet | undefined;
+  let sinks: SinkFleet | undefined;
+  const closers: (() => Promise<unknown>)[] = [];
+
+  afterAll(async () => {
+    await gateway?.kill();
+    await processors?.killAll();
+    await sinks?.killAll();
+    for (const close of closers.splice(0).reverse()) await close().catch(() => {});
+    await crm?.stop();
+    await clickhouse?.cleanup();
+  });
+
+  it('takes events in through the gateway, stores them in ClickHouse and syncs them to the CRM', async () => {
+    clickhouse = await createTestClickHouse();
+    // The console principal writes the control plane, as the admin API and dashboard do.
+    const consoleKafka = secureKafkaClient('console');
+    const producer = createProducer(consoleKafka);
+    await producer.connect();
+    closers.push(() => producer.disconnect());
+    const controlPlane = createControlPlane({ kafka: consoleKafka, producer, topicPrefix: kafka.prefix, logger: testLogger() });
+    await controlPlane.start();
+    closers.push(() => controlPlane.stop());
+    const account = await controlPlane.createAccount({ name: 'Secure', plan: 'growth' });
+    const { plaintext: apiKey } = await controlPlane.createApiKey(account.id, 'secure');
+    const token = `tok-secure-${uniqueSuffix()}`;
+    crm = await startFakeCrm({ tokens: [token] });
+    const mapping: CrmMapping = {
+      version: 1,
+      crm: { type: 'hubspot', credentialsRef: 'hubspot-secure' },
+      rules: [{ id: 'signup', when: { eventName: 'Signed Up' }, object: 'contact', actions: [{ op: 'increment', field: 'signups' }] }],
+    };
+    await controlPlane.putCrmCredential(account.id, mapping.crm.credentialsRef, { type: 'hubspot', accessToken: token, baseUrl: crm.url });
+    await controlPlane.putMapping(account.id, mapping, 'admin');
+
+    // Group names keep the prefixes the ACLs grant (processor-*, crm-sink*).
+    const suffix = uniqueSuffix();
+    const setup = {
+      ...processorSetup(kafka.prefix, clickhouse.database, 'secure-processor', secureUserEnv('processor')),
+      groups: { storage: `processor-storage-${suffix}`, dedupe: `processor-dedupe-${suffix}`, jobs: `processor-jobs-${suffix}` },
+    };
+    processors = new ProcessorFleet(setup);
+    sinks = new SinkFleet({
+      topicPrefix: kafka.prefix,
+      redisKeyPrefix: `t${suffix}:`,
+      groupId: `crm-sink-secure-${suffix}`,
+      label: 'secure-sink',
+      env: secureUserEnv('crm-sink'),
+    });
+    const [processor, sink] = await Promise.all([processors.start(), sinks.start()]);
+    // The admin API and dashboard still run inside the gateway: it runs as console (which
+    // holds ingest's grants too); the ingest principal's own limits are proven below.
+    gateway = await startGatewayProcess('secure-gateway', {
+      ...secureUserEnv('console'),
+      KAFKA_TOPIC_PREFIX: kafka.prefix,
+      CLICKHOUSE_DATABASE: clickhouse.database,
+    });
+
+    const res = await fetch(`${gateway.url}/v1/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        events: [
+          { eventId: 'secure-1', eventName: 'Signed Up', email: 'ada@acme.io' },
+          { eventId: 'secure-2', eventName: 'Page Viewed', email: 'ada@acme.io' },
+        ],
+      }),
+    });
+    expect(res.status).toBe(202);
+
+    const ch = clickhouse.ch;
+    await waitFor(
+      async () => {
+        const rows = await ch.query<{ id: string }>(sql`SELECT event_id AS id FROM events WHERE account_id = ${account.id} ORDER BY id`);
+        if (rows.length < 2) throw new Error(`${rows.length} of 2 events in ClickHouse: ${JSON.stringify(rows)}`);
+        return rows;
+      },
+      { description: 'both events in ClickHouse', timeoutMs: 60_000, intervalMs: 500 },
+    );
+    const fake = crm;
+    await waitFor(
+      () => {
+        const calls = fake.calls.filter((c) => c.token === token && c.method !== 'GET');
+        if (calls.length === 0) throw new Error(`no CRM write yet; calls so far: ${JSON.stringify(fake.calls.map((c) => `${c.method} ${c.path}`))}`);
+        return true;
+      },
+      { description: 'a CRM write with the account token', timeoutMs: 60_000, intervalMs: 500 },
+    );
+
+    // Every process alive and healthy, and none was ever refused by an ACL on the way.
+    expect([gateway.exitStatus(), processor.exitStatus(), sink.exitStatus()]).toEqual([undefined, undefined, undefined]);
+    expect({ processor: await processor.health(), sink: await sink.health() }).toEqual({
+      processor: { live: 200, ready: 200 },
+      sink: { live: 200, ready: 200 },
+    });
+    const refused = [gateway.logFile, processor.logFile, sink.logFile].filter((f) => /AUTHORIZATION_FAILED|not authorized/i.test(readFileSync(f, 'utf8')));
+    expect(refused).toEqual([]);
+  });
+});
+
+describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('what the secure broker refuses (%s)', (driver) => {
+  const noSasl = { KAFKA_SASL_MECHANISM: '', KAFKA_SASL_USERNAME: '', KAFKA_SASL_PASSWORD_FILE: '' };
+
+  it('refuses a client without credentials and a plaintext client, and serves one with both', async () => {
+    const listTopics = (override: Record<string, string | boolean>) => withAdmin(secureKafkaClient('admin', { driver, override }), (a) => a.listTopics());
+    await expect(listTopics({})).resolves.toContain(kafka.topic('controlApiKeys'));
+    await expect(listTopics(noSasl)).rejects.toBeInstanceOf(KafkaError);
+    // A valid password does not help without TLS: there is no plaintext listener.
+    await expect(listTopics({ KAFKA_SSL: false, KAFKA_SSL_CA: '' })).rejects.toBeInstanceOf(KafkaError);
+    await expect(listTopics({ ...noSasl, KAFKA_SSL: false, KAFKA_SSL_CA: '' })).rejects.toBeInstanceOf(KafkaError);
+  });
+
+  it.each(['SCRAM-SHA-256', 'PLAIN'])('serves %s over TLS as well as SCRAM-SHA-512', async (mechanism) => {
+    const topics = await withAdmin(secureKafkaClient('ingest', { driver, override: { KAFKA_SASL_MECHANISM: mechanism } }), (a) => a.listTopics());
+    expect(topics).toContain(kafka.topic('eventsRaw'));
+  });
+
+  it.each(['ingest', 'processor'] as const)('refuses the %s principal a write to control.apikeys, with an authorization error', async (user) => {
+    const producer = createProducer(secureKafkaClient(user, { driver }));
+    await producer.connect();
+    try {
+      // What it may write goes through (the producer and its connection are fine).
+      await producer.send(kafka.topic(user === 'ingest' ? 'eventsRaw' : 'eventsUnique'), [{ key: 'k', value: 'v' }]);
+      const refused = await producer.send(kafka.topic('controlApiKeys'), [{ key: 'key-1', value: '{"minted":true}' }]).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused).toBeInstanceOf(KafkaError);
+      expect(refused).toMatchObject({ code: 'kafka_not_authorized', retryable: false, message: expect.stringMatching(/TOPIC_AUTHORIZATION_FAILED/) });
+    } finally {
+      await producer.disconnect();
+    }
+  });
+
+  it('does not even show the crm-sink control.apikeys or control.owners', async () => {
+    const topics = await withAdmin(secureKafkaClient('crm-sink', { driver }), (a) => a.listTopics());
+    expect(topics).toContain(kafka.topic('controlMappings'));
+    expect(topics).toContain(kafka.topic('controlCrmCredentials'));
+    expect(topics).not.toContain(kafka.topic('controlApiKeys'));
+    expect(topics).not.toContain(kafka.topic('controlOwners'));
+  });
+});
+
+/** Starts the processor's main.ts with `env` and resolves its exit code and output once it exits. */
+function runProcessorUntilExit(env: Record<string, string>, timeoutMs: number): Promise<{ code: number | string; output: string; ms: number }> {
+  const servers = integrationEnv();
+  const started = Date.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'services/processor/src/main.ts'], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      LOG_LEVEL: 'info',
+      CLICKHOUSE_URL: servers.clickhouseUrl,
+      REDIS_URL: servers.redisUrl,
+      PROCESSOR_OPS_PORT: '0',
+      ...env,
+    },
+  });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? signal ?? 'unknown', output, ms: Date.now() - started });
+    });
+  });
+}
+
+describe('a service started with wrong Kafka security settings', () => {
+  it('exits at once on a wrong password, naming the setting, the user and the mechanism', async () => {
+    const { KAFKA_SASL_PASSWORD_FILE: _file, ...env } = secureUserEnv('processor');
+    const run = await runProcessorUntilExit({ ...env, KAFKA_SASL_PASSWORD: 'not-the-password', KAFKA_TOPIC_PREFIX: kafka.prefix }, 30_000);
+    expect(run.code, run.output).toBe(1);
+    expect(run.output).toContain('KAFKA_SASL_PASSWORD: authentication failed for user processor (SCRAM-SHA-512)');
+  });
+
+  it('exits at once on a broker certificate it does not trust, naming KAFKA_SSL_CA', async () => {
+    const { KAFKA_SSL_CA: _ca, ...env } = secureUserEnv('processor');
+    const run = await runProcessorUntilExit({ ...env, KAFKA_TOPIC_PREFIX: kafka.prefix }, 30_000);
+    expect(run.code, run.output).toBe(1);
+    expect(run.output).toMatch(/KAFKA_SSL_CA \(unset, so the system CAs\): the broker's certificate is not trusted \(SELF_SIGNED_CERT_IN_CHAIN\)/);
+  });
+});
