@@ -67,6 +67,10 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       // preParsing: after the rate limiter (route-level onRequest), so unauthenticated requests
       // are counted too, and before the body is read, so nobody unauthenticated makes us parse 16 MiB.
       const authenticate = createAuthHook(deps.controlPlane, keyUsage.touched);
+      // Fail closed at start: a /v1 route without a scope would be open to every key.
+      v1.addHook('onRoute', (route) => {
+        if (route.method !== 'OPTIONS' && route.config?.apiScope === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no apiScope`);
+      });
       v1.addHook('preParsing', async (request, _reply, payload) => {
         await authenticate(request);
         return payload;

@@ -99,6 +99,8 @@ export const createAccountDecoder = () =>
     plan: a.plan,
     createdAt: a.createdAt,
     updatedAt: a.updatedAt,
+    ...(a.suspension !== undefined ? { suspension: { reason: a.suspension.reason, suspendedAt: a.suspension.suspendedAt } } : {}),
+    ...(a.allowedOrigins !== undefined ? { allowedOrigins: [...a.allowedOrigins] } : {}),
   }));
 
 export const createApiKeyDecoder = () =>
@@ -111,6 +113,8 @@ export const createApiKeyDecoder = () =>
     createdAt: k.createdAt,
     revokedAt: k.revokedAt,
     ...(k.lastUsedAt !== undefined ? { lastUsedAt: k.lastUsedAt } : {}),
+    ...(k.scopes !== undefined ? { scopes: [...k.scopes] } : {}),
+    ...(k.type !== undefined ? { type: k.type } : {}),
   }));
 
 // The TypeBox schemas and the interfaces of types.ts describe the same records; this fails to
