@@ -107,7 +107,7 @@ beforeAll(async () => {
   };
   await gw.producer.send(gw.kafka.topic('controlApiKeys'), [{ key: record.id, value: JSON.stringify(record) }]);
   await waitFor(() => gw.controlPlane.apiKeyByHash(legacy.hash), { description: 'the legacy key in the control plane', timeoutMs: 10_000 });
-  keys.set(KEYS[0]!.name, legacy.plaintext);
+  keys.set('legacy key (no scopes stored)', legacy.plaintext);
 
   for (const k of KEYS.slice(1)) {
     const body = k.name === 'default new key' ? { name: k.name } : k.publishable ? { name: k.name, type: 'publishable' } : { name: k.name, scopes: k.scopes };
