@@ -3,6 +3,7 @@ import { type ControlPlane, createAllowance, createEventValidator, createSyncSta
 import type { FastifyInstance } from 'fastify';
 import { authOf, createAuthHook } from './auth/auth.hook.js';
 import { createKeyUsage } from './auth/key-usage.js';
+import { registerPublishableCors } from './auth/publishable-cors.js';
 import { bulkRoutes } from './bulk/bulk.route.js';
 import type { GatewayConfig } from './config.js';
 import { createBaseApp, registerOpenApi } from './http/base-app.js';
@@ -72,9 +73,11 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
         if (route.method !== 'OPTIONS' && route.config?.apiScope === undefined) throw new Error(`route ${String(route.method)} ${route.url} declares no apiScope`);
       });
       v1.addHook('preParsing', async (request, _reply, payload) => {
-        await authenticate(request);
+        // CORS preflights carry no key (publishable-cors.ts answers them).
+        if (request.method !== 'OPTIONS') await authenticate(request);
         return payload;
       });
+      await registerPublishableCors(v1, deps.controlPlane);
       // Every authenticated response carries the allowance; routes that reserved set it already.
       v1.addHook('onSend', async (request, reply) => {
         if (!request.auth) return;

@@ -297,6 +297,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     listAccounts: () => listAccounts(state),
     apiKeyByHash: (hash) => state.keysByHash.get(hash),
     listApiKeys: (accountId) => listApiKeys(state, accountId),
+    anyAccountAllowsOrigin: (origin) => state.originUse.has(origin),
     ownerByEmail: (email) => owners.byEmail.get(normaliseOwnerEmail(email)),
     listOwners: (accountId) => listOwners(owners, accountId),
 

@@ -78,6 +78,8 @@ export interface ControlPlaneReader {
   /** The key record whose hash matches, revoked or not; callers check `revokedAt`. */
   apiKeyByHash(hash: string): ApiKeyRecord | undefined;
   listApiKeys(accountId: string): ApiKeyRecord[];
+  /** Some account allows this browser origin for its publishable keys (answers CORS preflights, which carry no key). */
+  anyAccountAllowsOrigin(origin: string): boolean;
   ownerByEmail(email: string): Owner | undefined;
   listOwners(accountId: string): Owner[];
 }
