@@ -51,6 +51,8 @@ export interface ProcessorDeps {
   storageMinInsertIntervalMs?: number;
   /** The clock of the job runner and its allowance settlements (tests move it). */
   now?: () => number;
+  /** From the control plane: jobs of a suspended account fail instead of running; absent, none is. */
+  accountSuspended?: (accountId: string) => boolean;
 }
 
 /** Assembles the processor's parts; main.ts and the integration tests both call this. */
@@ -127,6 +129,7 @@ function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
         accepted: status.status === 'completed' ? status.accepted : 0,
       }),
     onJobDropped: (job) => allowance.settleJob({ ...job, accepted: 0 }),
+    ...(deps.accountSuspended ? { accountSuspended: deps.accountSuspended } : {}),
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
 }

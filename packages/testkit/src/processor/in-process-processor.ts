@@ -30,6 +30,7 @@ export async function startProcessorFor(gw: GatewayFixture, name: string): Promi
     dedupeGroupId: `dedupe-${uniqueSuffix()}`,
     dedupeWindowMs: 7 * 24 * 3600 * 1000,
     partitionsConsumedConcurrently: 3,
+    accountSuspended: (accountId) => gw.controlPlane.accountById(accountId)?.suspension !== undefined,
   });
   for (const part of parts) await part.start();
   return parts;
