@@ -23,12 +23,35 @@ const Id = Type.String({ minLength: 1, maxLength: 64 });
 export const NAME_MAX_LENGTH = 200;
 const Name = Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH });
 
+export const API_KEY_SCOPE_IDS = ['events:write', 'events:read', 'usage:read'] as const;
+export const API_KEY_TYPE_IDS = ['secret', 'publishable'] as const;
+export const ApiKeyScopeSchema = Type.Unsafe<(typeof API_KEY_SCOPE_IDS)[number]>({
+  type: 'string',
+  enum: [...API_KEY_SCOPE_IDS],
+  description: 'events:write (send events, bulk, CSV, job status), events:read (GET /v1/events/{eventId}), usage:read (GET /v1/usage)',
+});
+export const ApiKeyTypeSchema = Type.Unsafe<(typeof API_KEY_TYPE_IDS)[number]>({
+  type: 'string',
+  enum: [...API_KEY_TYPE_IDS],
+  description: 'secret (svc_live_..., for servers) or publishable (svc_pub_..., events:write only, for browsers on the allowed origins)',
+});
+export const SUSPENSION_REASON_MAX = 500;
+const Origin = Type.String({ minLength: 1, maxLength: 200, description: 'scheme://host[:port], e.g. https://app.example.com' });
+const Origins = Type.Array(Origin, { maxItems: 20 });
+
 export const AccountSchema = Type.Object({
   id: Id,
   name: Name,
   plan: PlanSchema,
   createdAt: Timestamp,
   updatedAt: Timestamp,
+  suspension: Type.Optional(
+    Type.Object({
+      reason: Type.String({ minLength: 1, maxLength: SUSPENSION_REASON_MAX }),
+      suspendedAt: Timestamp,
+    }),
+  ),
+  allowedOrigins: Type.Optional(Origins),
 });
 
 const apiKeyPublicProperties = {
@@ -39,6 +62,8 @@ const apiKeyPublicProperties = {
   createdAt: Timestamp,
   revokedAt: Type.Union([Timestamp, Type.Null()]),
   lastUsedAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+  scopes: Type.Optional(Type.Array(ApiKeyScopeSchema, { maxItems: API_KEY_SCOPE_IDS.length, description: 'Absent on keys made before scopes: every scope' })),
+  type: Type.Optional(ApiKeyTypeSchema),
 };
 
 /** The stored key record: SHA-256 of the key (hex), never the key itself. */
@@ -51,7 +76,10 @@ export const ApiKeyRecordSchema = Type.Object({
 export const ApiKeyViewSchema = Type.Object(apiKeyPublicProperties, { additionalProperties: false });
 
 // Admin API (/admin/v1) requests and responses.
-export const AccountViewSchema = Type.Object(AccountSchema.properties, { additionalProperties: false });
+export const AccountViewSchema = Type.Object(
+  { ...AccountSchema.properties, suspension: Type.Optional(Type.Object(AccountSchema.properties.suspension.properties, { additionalProperties: false })) },
+  { additionalProperties: false },
+);
 export const AccountIdParams = Type.Object({ accountId: Type.String({ minLength: 1, maxLength: 100 }) });
 export const ApiKeyIdParams = Type.Object({
   accountId: Type.String({ minLength: 1, maxLength: 100 }),
@@ -59,7 +87,26 @@ export const ApiKeyIdParams = Type.Object({
 });
 export const CreateAccountBody = Type.Object({ name: Name, plan: PlanSchema }, { additionalProperties: false });
 export const SetPlanBody = Type.Object({ plan: PlanSchema }, { additionalProperties: false });
-export const CreateApiKeyBody = Type.Object({ name: Type.Optional(Name) }, { additionalProperties: false });
+export const CreateApiKeyBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    scopes: Type.Optional(Type.Array(ApiKeyScopeSchema, { minItems: 1, maxItems: 10, description: 'Default: events:write, usage:read' })),
+    type: Type.Optional(ApiKeyTypeSchema),
+  },
+  { additionalProperties: false },
+);
+export const SuspendAccountBody = Type.Object(
+  { reason: Type.String({ minLength: 1, maxLength: SUSPENSION_REASON_MAX, description: 'Why; kept in the account record, never shown to API callers' }) },
+  { additionalProperties: false },
+);
+export const ResumeAccountBody = Type.Object(
+  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: SUSPENSION_REASON_MAX, description: 'Why; logged' })) },
+  { additionalProperties: false },
+);
+export const AllowedOriginsBody = Type.Object(
+  { origins: Type.Array(Origin, { maxItems: 20, description: 'Browser origins publishable keys may send from; [] removes all' }) },
+  { additionalProperties: false },
+);
 export const AccountList = Type.Object({ accounts: Type.Array(AccountViewSchema) }, { additionalProperties: false });
 export const ApiKeyList = Type.Object({ keys: Type.Array(ApiKeyViewSchema) }, { additionalProperties: false });
 export const CreatedApiKey = Type.Object(
@@ -77,5 +124,8 @@ export type ApiKeyView = Static<typeof ApiKeyViewSchema>;
 export type CreateAccountBody = Static<typeof CreateAccountBody>;
 export type SetPlanBody = Static<typeof SetPlanBody>;
 export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
+export type SuspendAccountBody = Static<typeof SuspendAccountBody>;
+export type ResumeAccountBody = Static<typeof ResumeAccountBody>;
+export type AllowedOriginsBody = Static<typeof AllowedOriginsBody>;
 export type AccountIdParams = Static<typeof AccountIdParams>;
 export type ApiKeyIdParams = Static<typeof ApiKeyIdParams>;

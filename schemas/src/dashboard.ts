@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { ApiKeyViewSchema, NAME_MAX_LENGTH } from './control-plane.js';
+import { ApiKeyScopeSchema, ApiKeyTypeSchema, ApiKeyViewSchema, NAME_MAX_LENGTH } from './control-plane.js';
 
 /**
  * The dashboard's JSON API (/dashboard/api), used by the web app in services/gateway/web.
@@ -18,7 +18,14 @@ export const SessionView = Type.Object({
 });
 
 export const DashboardKeyList = Type.Object({ keys: Type.Array(ApiKeyViewSchema) });
-export const DashboardCreateKeyBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH }) }, { additionalProperties: false });
+export const DashboardCreateKeyBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH }),
+    scopes: Type.Optional(Type.Array(ApiKeyScopeSchema, { minItems: 1, maxItems: 10 })),
+    type: Type.Optional(ApiKeyTypeSchema),
+  },
+  { additionalProperties: false },
+);
 export const DashboardKeyIdParams = Type.Object({ keyId: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_]+$' }) });
 
 export const DashboardUsage = Type.Object({

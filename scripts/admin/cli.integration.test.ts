@@ -67,7 +67,7 @@ describe('admin CLI against the admin API', () => {
 
     const listed = await cli(['keys', 'list', accountId]);
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(new RegExp(`${keyId} +ci +${plaintext.slice(0, 15)} +\\S+ +active`));
+    expect(listed.stdout).toMatch(new RegExp(`${keyId} +ci +${plaintext.slice(0, 15)} +secret +events:write,usage:read +\\S+ +active`));
     expect(listed.stdout).not.toContain(plaintext);
 
     const revoked = await cli(['keys', 'revoke', accountId, keyId]);

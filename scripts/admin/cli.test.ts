@@ -85,8 +85,8 @@ describe('admin CLI output', () => {
       '',
     ]);
     const keys = formatSuccess({ kind: 'keys list', accountId: 'acc_1' }, { keys: [key, { ...key, id: 'key_2', revokedAt: '2026-02-01T00:00:00.000Z' }] });
-    expect(keys).toMatch(/key_1 +ci +svc_live_Ab3dE9 +2026-01-03T00:00:00.000Z +active\n/);
-    expect(keys).toMatch(/key_2 +ci +svc_live_Ab3dE9 +2026-01-03T00:00:00.000Z +revoked 2026-02-01T00:00:00.000Z\n/);
+    expect(keys).toMatch(/key_1 +ci +svc_live_Ab3dE9 +secret +2026-01-03T00:00:00.000Z +active\n/);
+    expect(keys).toMatch(/key_2 +ci +svc_live_Ab3dE9 +secret +2026-01-03T00:00:00.000Z +revoked 2026-02-01T00:00:00.000Z\n/);
     expect(formatSuccess({ kind: 'keys list', accountId: 'acc_1' }, { keys: [] })).toBe('no API keys\n');
     expect(formatSuccess({ kind: 'accounts list' }, { accounts: [] })).toBe('no accounts\n');
   });

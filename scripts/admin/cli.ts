@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { text as readAll } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
-import { PLAN_IDS, type PlanId } from '@ingest/schemas';
+import { API_KEY_SCOPE_IDS, API_KEY_TYPE_IDS, PLAN_IDS, type PlanId } from '@ingest/schemas';
 import { CRM_ENV_USAGE, CRM_USAGE, type CrmCommand, crmRequestFor, type Flag, InputError, isCrmCommand, loadBody, parseCrmCommand } from './crm-commands.js';
 import { formatProblem, formatSuccess } from './format.js';
 
@@ -15,7 +15,11 @@ export type CoreCommand =
   | { kind: 'accounts list' }
   | { kind: 'accounts show'; accountId: string }
   | { kind: 'plan set'; accountId: string; plan: PlanId }
-  | { kind: 'keys create'; accountId: string; name?: string }
+  | { kind: 'keys create'; accountId: string; name?: string; scopes?: string[]; type?: string }
+  | { kind: 'accounts suspend'; accountId: string; reason: string }
+  | { kind: 'accounts resume'; accountId: string; reason?: string }
+  /** An empty list removes every origin. */
+  | { kind: 'origins set'; accountId: string; origins: string[] }
   | { kind: 'keys list'; accountId: string }
   | { kind: 'keys revoke'; accountId: string; keyId: string }
   /** `password` is filled by runCli from OWNER_PASSWORD or stdin; absent: the API generates one. */
@@ -39,8 +43,15 @@ commands:
   accounts create --name <name> [--plan free|pro|growth]   create an account (plan: free)
   accounts list                                            list accounts
   accounts show <accountId>                                show one account
+  accounts suspend <accountId> --reason <text>             suspend: its keys answer 403, dashboard read-only,
+                                                           jobs stopped, CRM sync held (reason kept, not shown to callers)
+  accounts resume <accountId> [--reason <text>]            lift a suspension
+  origins set <accountId> [<origin> ...]                   browser origins for publishable keys (none: remove all)
   plan set <accountId> <plan>                              change an account's plan
-  keys create <accountId> [--name <name>]                  create an API key (shown once)
+  keys create <accountId> [--name <name>] [--scopes <list>] [--type secret|publishable]
+                                                           create an API key (shown once); scopes, comma-separated:
+                                                           ${API_KEY_SCOPE_IDS.join(', ')} (default events:write,usage:read);
+                                                           publishable: events:write only, for browsers
   keys list <accountId>                                    list an account's keys
   keys revoke <accountId> <keyId>                          revoke a key
   owners create <accountId> <email> [--password-stdin]     create a dashboard owner; the password comes from
@@ -107,9 +118,41 @@ export function parseInvocation(argv: readonly string[]): Invocation {
       return { command: { kind: 'plan set', accountId, plan: plan(planName) }, json };
     }
     case 'keys create': {
-      allow('name');
+      allow('name', 'scopes', 'type');
       const [accountId = ''] = args(['accountId']);
-      return { command: { kind: 'keys create', accountId, ...(values.name !== undefined ? { name: values.name } : {}) }, json };
+      const scopes = values.scopes?.split(',').map((s) => s.trim());
+      const unknown = scopes?.filter((s) => !(API_KEY_SCOPE_IDS as readonly string[]).includes(s)) ?? [];
+      if (unknown.length > 0 || scopes?.length === 0) throw new UsageError(`--scopes takes a comma-separated list of ${API_KEY_SCOPE_IDS.join(', ')}`);
+      if (values.type !== undefined && !(API_KEY_TYPE_IDS as readonly string[]).includes(values.type)) {
+        throw new UsageError(`--type must be one of ${API_KEY_TYPE_IDS.join(', ')}`);
+      }
+      return {
+        command: {
+          kind: 'keys create',
+          accountId,
+          ...(values.name !== undefined ? { name: values.name } : {}),
+          ...(scopes ? { scopes } : {}),
+          ...(values.type !== undefined ? { type: values.type } : {}),
+        },
+        json,
+      };
+    }
+    case 'accounts suspend': {
+      allow('reason');
+      const [accountId = ''] = args(['accountId']);
+      if (values.reason === undefined || values.reason.trim() === '') throw new UsageError('accounts suspend needs --reason <text>');
+      return { command: { kind: 'accounts suspend', accountId, reason: values.reason }, json };
+    }
+    case 'accounts resume': {
+      allow('reason');
+      const [accountId = ''] = args(['accountId']);
+      return { command: { kind: 'accounts resume', accountId, ...(values.reason !== undefined ? { reason: values.reason } : {}) }, json };
+    }
+    case 'origins set': {
+      allow();
+      const [accountId = '', ...origins] = rest;
+      if (accountId.trim() === '') throw new UsageError('"origins set" takes <accountId> [<origin> ...]');
+      return { command: { kind: 'origins set', accountId, origins }, json };
     }
     case 'keys list': {
       allow();
@@ -174,12 +217,14 @@ function parseCliArgs(argv: readonly string[]) {
       account: { type: 'string' },
       period: { type: 'string' },
       csv: { type: 'boolean' },
+      scopes: { type: 'string' },
+      reason: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
 }
 
-const FLAGS: readonly Flag[] = ['name', 'plan', 'version', 'mapping', 'type', 'if-match', 'stdin', 'account', 'period', 'csv'];
+const FLAGS: readonly Flag[] = ['name', 'plan', 'version', 'mapping', 'type', 'if-match', 'stdin', 'account', 'period', 'csv', 'scopes', 'reason'];
 
 function plan(value: string): PlanId {
   if (!(PLAN_IDS as readonly string[]).includes(value)) throw new UsageError(`unknown plan "${value}" (one of ${PLAN_IDS.join(', ')})`);
@@ -205,7 +250,21 @@ export function requestFor(command: CoreCommand): ApiRequest {
     case 'plan set':
       return { method: 'PUT', path: `${account(command.accountId)}/plan`, body: { plan: command.plan } };
     case 'keys create':
-      return { method: 'POST', path: `${account(command.accountId)}/keys`, body: command.name !== undefined ? { name: command.name } : {} };
+      return {
+        method: 'POST',
+        path: `${account(command.accountId)}/keys`,
+        body: {
+          ...(command.name !== undefined ? { name: command.name } : {}),
+          ...(command.scopes ? { scopes: command.scopes } : {}),
+          ...(command.type ? { type: command.type } : {}),
+        },
+      };
+    case 'accounts suspend':
+      return { method: 'POST', path: `${account(command.accountId)}/suspend`, body: { reason: command.reason } };
+    case 'accounts resume':
+      return { method: 'POST', path: `${account(command.accountId)}/resume`, body: command.reason !== undefined ? { reason: command.reason } : {} };
+    case 'origins set':
+      return { method: 'PUT', path: `${account(command.accountId)}/allowed-origins`, body: { origins: command.origins } };
     case 'keys list':
       return { method: 'GET', path: `${account(command.accountId)}/keys` };
     case 'keys revoke':

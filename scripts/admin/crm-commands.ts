@@ -61,7 +61,7 @@ export interface CrmFlags {
   stdin?: boolean;
 }
 
-export type Flag = keyof CrmFlags | 'name' | 'plan' | 'account' | 'period' | 'csv';
+export type Flag = keyof CrmFlags | 'name' | 'plan' | 'account' | 'period' | 'csv' | 'scopes' | 'reason';
 
 export interface CrmParseContext {
   action: string;

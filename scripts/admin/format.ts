@@ -9,6 +9,8 @@ interface AccountOut {
   plan: string;
   createdAt: string;
   updatedAt: string;
+  suspension?: { reason: string; suspendedAt: string };
+  allowedOrigins?: string[];
 }
 
 interface KeyOut {
@@ -18,6 +20,8 @@ interface KeyOut {
   prefix: string;
   createdAt: string;
   revokedAt: string | null;
+  scopes?: string[];
+  type?: string;
 }
 
 export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body: unknown): string {
@@ -32,6 +36,19 @@ export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body:
       if (accounts.length === 0) return 'no accounts\n';
       return table([['ID', 'NAME', 'PLAN', 'CREATED'], ...accounts.map((a) => [a.id, a.name, a.plan, a.createdAt])]);
     }
+    case 'accounts suspend': {
+      const account = body as AccountOut;
+      return `account ${account.id} is suspended since ${account.suspension?.suspendedAt ?? '?'}: ${account.suspension?.reason ?? ''}\n`;
+    }
+    case 'accounts resume':
+      return `account ${(body as AccountOut).id} is active\n`;
+    case 'origins set': {
+      const account = body as AccountOut;
+      const origins = account.allowedOrigins ?? [];
+      return origins.length === 0
+        ? `account ${account.id} allows no browser origins\n`
+        : `account ${account.id} allows browser origins:\n${origins.map((o) => `  ${o}\n`).join('')}`;
+    }
     case 'plan set': {
       const account = body as AccountOut;
       return `account ${account.id} is now on plan ${account.plan}\n`;
@@ -40,6 +57,7 @@ export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body:
       const { apiKey, key } = body as { apiKey: string; key: KeyOut };
       return [
         `created API key ${key.id} (${key.name}) for account ${key.accountId}`,
+        `  type: ${key.type ?? 'secret'}, scopes: ${(key.scopes ?? []).join(', ')}`,
         '',
         `  ${apiKey}`,
         '',
@@ -50,7 +68,10 @@ export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body:
     case 'keys list': {
       const { keys } = body as { keys: KeyOut[] };
       if (keys.length === 0) return 'no API keys\n';
-      return table([['ID', 'NAME', 'PREFIX', 'CREATED', 'STATUS'], ...keys.map((k) => [k.id, k.name, k.prefix, k.createdAt, status(k)])]);
+      return table([
+        ['ID', 'NAME', 'PREFIX', 'TYPE', 'SCOPES', 'CREATED', 'STATUS'],
+        ...keys.map((k) => [k.id, k.name, k.prefix, k.type ?? 'secret', (k.scopes ?? []).join(','), k.createdAt, status(k)]),
+      ]);
     }
     case 'keys revoke': {
       const key = body as KeyOut;
@@ -116,7 +137,9 @@ export function formatProblem(status: number, statusText: string, body: unknown)
 }
 
 function accountBlock(a: AccountOut): string {
-  return `${a.id}\n  name:    ${a.name}\n  plan:    ${a.plan}\n  created: ${a.createdAt}\n  updated: ${a.updatedAt}\n`;
+  const suspended = a.suspension ? `  status:  suspended since ${a.suspension.suspendedAt}: ${a.suspension.reason}\n` : '';
+  const origins = a.allowedOrigins?.length ? `  origins: ${a.allowedOrigins.join(' ')}\n` : '';
+  return `${a.id}\n  name:    ${a.name}\n  plan:    ${a.plan}\n${suspended}${origins}  created: ${a.createdAt}\n  updated: ${a.updatedAt}\n`;
 }
 
 function status(k: KeyOut): string {

@@ -5,6 +5,7 @@ export * from './allowance/quota-period.js';
 export * from './allowance/seen-ids.js';
 export * from './billing/ledger-record.js';
 export * from './billing/ledger.store.js';
+export * from './control-plane/access-control.js';
 export * from './control-plane/accounts.read.js';
 export * from './control-plane/api-keys.js';
 export * from './control-plane/control-plane.store.js';

@@ -3,6 +3,7 @@ import { type ControlPlane, createAllowance, createEventValidator, createSyncSta
 import type { FastifyInstance } from 'fastify';
 import { authOf, createAuthHook } from './auth/auth.hook.js';
 import { createKeyUsage } from './auth/key-usage.js';
+import { registerPublishableCors } from './auth/publishable-cors.js';
 import { bulkRoutes } from './bulk/bulk.route.js';
 import type { GatewayConfig } from './config.js';
 import { createBaseApp, registerOpenApi } from './http/base-app.js';
@@ -67,10 +68,17 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       // preParsing: after the rate limiter (route-level onRequest), so unauthenticated requests
       // are counted too, and before the body is read, so nobody unauthenticated makes us parse 16 MiB.
       const authenticate = createAuthHook(deps.controlPlane, keyUsage.touched);
+      // Fail closed at start: a /v1 route without a scope would be open to every key.
+      v1.addHook('onRoute', (route) => {
+        if (route.method !== 'OPTIONS' && route.config?.apiScope === undefined)
+          throw new Error(`route ${String(route.method)} ${route.url} declares no apiScope`);
+      });
       v1.addHook('preParsing', async (request, _reply, payload) => {
-        await authenticate(request);
+        // CORS preflights carry no key (publishable-cors.ts answers them).
+        if (request.method !== 'OPTIONS') await authenticate(request);
         return payload;
       });
+      await registerPublishableCors(v1, deps.controlPlane);
       // Every authenticated response carries the allowance; routes that reserved set it already.
       v1.addHook('onSend', async (request, reply) => {
         if (!request.auth) return;

@@ -1,4 +1,4 @@
-import { ClickHouseConfig, CommonConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
+import { ClickHouseConfig, CommonConfig, ControlPlaneConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const ProcessorConfigSchema = Type.Object({
@@ -6,6 +6,8 @@ export const ProcessorConfigSchema = Type.Object({
   ...KafkaConfig,
   ...ClickHouseConfig,
   ...RedisConfig,
+  // The job runner reads the control plane: jobs of a suspended account do not run.
+  ...ControlPlaneConfig,
   PROCESSOR_OPS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3101 }),
   PROCESSOR_OPS_HOST: Type.String({ default: '127.0.0.1' }),
   /**

@@ -1,5 +1,5 @@
 import { type Component, createClickHouseFromConfig, createLagCollector, launchService, tryLease } from '@ingest/platform';
-import { createAllowanceReconciler, createLedgerWriter, readAccounts, readLedgerTopic } from '@ingest/domain';
+import { createAllowanceReconciler, createControlPlane, createLedgerWriter, isSuspended, readAccounts, readLedgerTopic } from '@ingest/domain';
 import { createLedgerCloser } from './billing/ledger.closer.js';
 import { loadProcessorConfig } from './config.js';
 import { waitForPipeline } from './metering/pipeline-progress.js';
@@ -14,8 +14,33 @@ await launchService({
   ops: { host: config.PROCESSOR_OPS_HOST, port: config.PROCESSOR_OPS_PORT },
   async build({ logger, metrics, kafka, producer, redis, topic }) {
     const ch = createClickHouseFromConfig(config);
+    const stagesRun = config.PROCESSOR_STAGES.split(',') as ProcessorStage[];
+    // Only the job runner needs accounts (suspension); the other stages never wait for it.
+    const controlPlane = stagesRun.includes('jobs')
+      ? createControlPlane({
+          kafka,
+          producer,
+          topicPrefix: config.KAFKA_TOPIC_PREFIX,
+          logger,
+          metrics,
+          instanceId: 'processor',
+          mappingVersionsKept: 1,
+          // Accounts only: the processor's Kafka principal may read no other control topic.
+          readTopics: ['controlAccounts'],
+          staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
+          deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
+        })
+      : undefined;
     const parts = createProcessor({
-      stages: config.PROCESSOR_STAGES.split(',') as ProcessorStage[],
+      stages: stagesRun,
+      ...(controlPlane
+        ? {
+            accountSuspended: (accountId: string) => {
+              const account = controlPlane.accountById(accountId);
+              return account !== undefined && isSuspended(account);
+            },
+          }
+        : {}),
       kafka,
       producer,
       ch,
@@ -84,6 +109,11 @@ await launchService({
         }),
       );
     }
-    return { components: [...parts, ...observers], ready: () => parts.every((p) => p.healthy()), clients: [ch] };
+    return {
+      // The control plane starts first: the job runner must know suspended accounts before its first job.
+      components: [...(controlPlane ? [controlPlane] : []), ...parts, ...observers],
+      ready: () => (!controlPlane || (controlPlane.caughtUp() && controlPlane.fresh())) && parts.every((p) => p.healthy()),
+      clients: [ch],
+    };
   },
 });

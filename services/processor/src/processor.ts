@@ -41,6 +41,8 @@ export interface ProcessorDeps {
   partitionsConsumedConcurrently: number;
   /** The clock of the job runner and its allowance settlements (tests move it). */
   now?: () => number;
+  /** From the control plane: jobs of a suspended account fail instead of running; absent, none is. */
+  accountSuspended?: (accountId: string) => boolean;
 }
 
 /** Assembles the processor's parts; main.ts and the integration tests both call this. */
@@ -117,6 +119,7 @@ function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
         accepted: status.status === 'completed' ? status.accepted : 0,
       }),
     onJobDropped: (job) => allowance.settleJob({ ...job, accepted: 0 }),
+    ...(deps.accountSuspended ? { accountSuspended: deps.accountSuspended } : {}),
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
 }

@@ -5,9 +5,14 @@ import { createHash, randomBytes } from 'node:crypto';
  * slow hash: SHA-256 is stored, looked up directly, and the key cannot be recovered from it.
  */
 export const API_KEY_PREFIX = 'svc_live_';
+/**
+ * Publishable keys (access-control.ts) look different on purpose, as Stripe's `pk_` do: whoever
+ * finds one in a web page or a secret scanner's report can tell it is meant to be public.
+ */
+export const PUBLISHABLE_KEY_PREFIX = 'svc_pub_';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SECRET_LENGTH = 43; // ceil(256 / log2(62))
-const API_KEY_PATTERN = new RegExp(`^${API_KEY_PREFIX}[0-9A-Za-z]{${SECRET_LENGTH}}$`);
+const API_KEY_PATTERN = new RegExp(`^(?:${API_KEY_PREFIX}|${PUBLISHABLE_KEY_PREFIX})[0-9A-Za-z]{${SECRET_LENGTH}}$`);
 /** Characters of the secret kept in the display prefix: enough to tell keys apart, useless to guess. */
 const DISPLAY_CHARS = 6;
 
@@ -27,9 +32,10 @@ export interface GeneratedApiKey {
   hash: string;
 }
 
-export function generateApiKey(random: (size: number) => Buffer = randomBytes): GeneratedApiKey {
-  const plaintext = API_KEY_PREFIX + toBase62(random(32), SECRET_LENGTH);
-  return { plaintext, prefix: plaintext.slice(0, API_KEY_PREFIX.length + DISPLAY_CHARS), hash: hashApiKey(plaintext) };
+export function generateApiKey(random: (size: number) => Buffer = randomBytes, type: 'secret' | 'publishable' = 'secret'): GeneratedApiKey {
+  const prefix = type === 'publishable' ? PUBLISHABLE_KEY_PREFIX : API_KEY_PREFIX;
+  const plaintext = prefix + toBase62(random(32), SECRET_LENGTH);
+  return { plaintext, prefix: plaintext.slice(0, prefix.length + DISPLAY_CHARS), hash: hashApiKey(plaintext) };
 }
 
 export function hashApiKey(plaintext: string): string {

@@ -14,16 +14,27 @@ export interface ControlPlaneState {
   readonly keysByHash: Map<string, ApiKeyRecord>;
   /** accountId -> (key id -> record). */
   readonly keysByAccount: Map<string, Map<string, ApiKeyRecord>>;
+  /** Browser origin -> how many accounts allow it (CORS preflights carry no key to find the account by). */
+  readonly originUse: Map<string, number>;
 }
 
 export function createControlPlaneState(): ControlPlaneState {
-  return { accounts: new Map(), keys: new Map(), keysByHash: new Map(), keysByAccount: new Map() };
+  return { accounts: new Map(), keys: new Map(), keysByHash: new Map(), keysByAccount: new Map(), originUse: new Map() };
 }
 
 /** `null` is a tombstone: the record is deleted. */
 export function applyAccount(state: ControlPlaneState, id: string, account: Account | null): void {
-  if (account === null) state.accounts.delete(id);
-  else state.accounts.set(id, account);
+  for (const origin of state.accounts.get(id)?.allowedOrigins ?? []) {
+    const left = (state.originUse.get(origin) ?? 1) - 1;
+    if (left <= 0) state.originUse.delete(origin);
+    else state.originUse.set(origin, left);
+  }
+  if (account === null) {
+    state.accounts.delete(id);
+    return;
+  }
+  state.accounts.set(id, account);
+  for (const origin of account.allowedOrigins ?? []) state.originUse.set(origin, (state.originUse.get(origin) ?? 0) + 1);
 }
 
 export function applyApiKey(state: ControlPlaneState, id: string, record: ApiKeyRecord | null): void {
@@ -99,6 +110,8 @@ export const createAccountDecoder = () =>
     plan: a.plan,
     createdAt: a.createdAt,
     updatedAt: a.updatedAt,
+    ...(a.suspension !== undefined ? { suspension: { reason: a.suspension.reason, suspendedAt: a.suspension.suspendedAt } } : {}),
+    ...(a.allowedOrigins !== undefined ? { allowedOrigins: [...a.allowedOrigins] } : {}),
   }));
 
 export const createApiKeyDecoder = () =>
@@ -111,6 +124,8 @@ export const createApiKeyDecoder = () =>
     createdAt: k.createdAt,
     revokedAt: k.revokedAt,
     ...(k.lastUsedAt !== undefined ? { lastUsedAt: k.lastUsedAt } : {}),
+    ...(k.scopes !== undefined ? { scopes: [...k.scopes] } : {}),
+    ...(k.type !== undefined ? { type: k.type } : {}),
   }));
 
 // The TypeBox schemas and the interfaces of types.ts describe the same records; this fails to

@@ -8,6 +8,7 @@ import { topicName } from '@ingest/platform';
 import type { Logger } from '@ingest/platform';
 import type { Registry } from '@ingest/platform';
 import { registerControlPlaneMetrics } from './control-plane.metrics.js';
+import { newKeyAccess, validOrigins, validSuspensionReason } from './access-control.js';
 import { generateApiKey, toBase62 } from './api-keys.js';
 import { createCrmConfigOps } from './crm-config.ops.js';
 import { applyCrmCredential, applyMappingVersion, createCredentialDecoder, createCrmConfigState, createMappingDecoder } from './crm-config.state.js';
@@ -305,6 +306,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     listAccounts: () => listAccounts(state),
     apiKeyByHash: (hash) => state.keysByHash.get(hash),
     listApiKeys: (accountId) => listApiKeys(state, accountId),
+    anyAccountAllowsOrigin: (origin) => state.originUse.has(origin),
     ownerByEmail: (email) => owners.byEmail.get(normaliseOwnerEmail(email)),
     listOwners: (accountId) => listOwners(owners, accountId),
 
@@ -331,8 +333,9 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       return updated;
     },
 
-    async createApiKey(accountId, name) {
+    async createApiKey(accountId, name, options = {}) {
       const keyName = validName(name);
+      const access = newKeyAccess(options);
       await barrier('catch up before the write');
       account(accountId);
       const existing = listApiKeys(state, accountId);
@@ -343,7 +346,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       if (existing.length >= keyLimits.total) {
         throw new AppError('api_key_limit', `account ${accountId} has ${existing.length} API keys (revoked ones included), the most allowed`);
       }
-      const key = generateApiKey();
+      const key = generateApiKey(undefined, access.type);
       const record: ApiKeyRecord = {
         id: newId('key_'),
         accountId,
@@ -352,9 +355,11 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
         hash: key.hash,
         createdAt: now().toISOString(),
         revokedAt: null,
+        scopes: access.scopes,
+        type: access.type,
       };
       await write(keysTopic, record.id, record);
-      log.info({ accountId, keyId: record.id }, 'api key created');
+      log.info({ accountId, keyId: record.id, type: access.type, scopes: access.scopes }, 'api key created');
       return { record, plaintext: key.plaintext };
     },
 
@@ -368,6 +373,42 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       await write(keysTopic, keyId, revoked);
       log.info({ accountId, keyId }, 'api key revoked');
       return revoked;
+    },
+
+    // Suspension and origins rewrite the whole account record (last writer wins, like setPlan):
+    // each reads the topic to its end first, so a change made through another replica is kept.
+    async suspendAccount(accountId, reason) {
+      const why = validSuspensionReason(reason);
+      await barrier('catch up before the write');
+      const current = account(accountId);
+      if (current.suspension) return current;
+      const at = now().toISOString();
+      const updated: Account = { ...current, suspension: { reason: why, suspendedAt: at }, updatedAt: at };
+      await write(accountsTopic, accountId, updated);
+      log.info({ accountId }, 'account suspended');
+      return updated;
+    },
+
+    async resumeAccount(accountId) {
+      await barrier('catch up before the write');
+      const current = account(accountId);
+      if (!current.suspension) return current;
+      const { suspension: _lifted, ...rest } = current;
+      const updated: Account = { ...rest, updatedAt: now().toISOString() };
+      await write(accountsTopic, accountId, updated);
+      log.info({ accountId }, 'account resumed');
+      return updated;
+    },
+
+    async setAllowedOrigins(accountId, origins) {
+      const valid = validOrigins(origins);
+      await barrier('catch up before the write');
+      const current = account(accountId);
+      const { allowedOrigins: _previous, ...rest } = current;
+      const updated: Account = { ...rest, ...(valid.length > 0 ? { allowedOrigins: valid } : {}), updatedAt: now().toISOString() };
+      await write(accountsTopic, accountId, updated);
+      log.info({ accountId, origins: valid.length }, 'allowed origins set');
+      return updated;
     },
 
     async createOwner(accountId, email, passwordHash) {

@@ -19,6 +19,16 @@ export interface Account {
   plan: Plan;
   createdAt: string;
   updatedAt: string;
+  /** Set while the account is suspended (access-control.ts); absent when it is not. */
+  suspension?: AccountSuspension;
+  /** Browser origins its publishable keys may send events from (CORS); absent: none. */
+  allowedOrigins?: string[];
+}
+
+export interface AccountSuspension {
+  /** The operator's reason, kept for the record; never shown to API callers. */
+  reason: string;
+  suspendedAt: string;
 }
 
 export interface ApiKeyRecord {
@@ -32,6 +42,10 @@ export interface ApiKeyRecord {
   createdAt: string;
   revokedAt: string | null;
   lastUsedAt?: string | null;
+  /** What the key may do (access-control.ts). Absent on keys made before scopes existed: all scopes. */
+  scopes?: ApiKeyScope[];
+  /** Absent: `secret` (keys made before key types existed). */
+  type?: ApiKeyType;
 }
 
 /** A person who signs in to the dashboard of one account. Stored in `control.owners`, keyed by email. */
@@ -45,12 +59,27 @@ export interface Owner {
   createdAt: string;
 }
 
+/** The scopes an API key may carry, and the two key types (access-control.ts says what each allows). */
+export const API_KEY_SCOPES = ['events:write', 'events:read', 'usage:read'] as const;
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+export const API_KEY_TYPES = ['secret', 'publishable'] as const;
+export type ApiKeyType = (typeof API_KEY_TYPES)[number];
+
+export interface CreateApiKeyOptions {
+  /** Default DEFAULT_API_KEY_SCOPES; a publishable key is always `events:write` only. */
+  scopes?: readonly ApiKeyScope[];
+  /** Default `secret`. */
+  type?: ApiKeyType;
+}
+
 export interface ControlPlaneReader {
   accountById(accountId: string): Account | undefined;
   listAccounts(): Account[];
   /** The key record whose hash matches, revoked or not; callers check `revokedAt`. */
   apiKeyByHash(hash: string): ApiKeyRecord | undefined;
   listApiKeys(accountId: string): ApiKeyRecord[];
+  /** Some account allows this browser origin for its publishable keys (answers CORS preflights, which carry no key). */
+  anyAccountAllowsOrigin(origin: string): boolean;
   ownerByEmail(email: string): Owner | undefined;
   listOwners(accountId: string): Owner[];
 }
@@ -59,8 +88,14 @@ export interface ControlPlaneWriter {
   createAccount(input: { name: string; plan: Plan }): Promise<Account>;
   setPlan(accountId: string, plan: Plan): Promise<Account>;
   /** Returns the plain key once; only its hash is kept. */
-  createApiKey(accountId: string, name: string): Promise<{ record: ApiKeyRecord; plaintext: string }>;
+  createApiKey(accountId: string, name: string, options?: CreateApiKeyOptions): Promise<{ record: ApiKeyRecord; plaintext: string }>;
   revokeApiKey(accountId: string, keyId: string): Promise<ApiKeyRecord>;
+  /** Idempotent: a suspended account keeps its first suspension (and reason). */
+  suspendAccount(accountId: string, reason: string): Promise<Account>;
+  /** Idempotent: an account that is not suspended is returned as it is. */
+  resumeAccount(accountId: string): Promise<Account>;
+  /** Browser origins (`https://app.example.com`) for publishable keys; an empty list removes them all. */
+  setAllowedOrigins(accountId: string, origins: readonly string[]): Promise<Account>;
   /** `passwordHash` from hashPassword(); an email already taken is refused (owner_exists). */
   createOwner(accountId: string, email: string, passwordHash: string): Promise<Owner>;
 }

@@ -5,7 +5,7 @@
  * Requests go through `app.inject` (no port needed).
  */
 import type { EventRecord, JobMessage } from '@ingest/schemas';
-import { type Account, type ControlPlane, createControlPlane, createJobStatusStore, type Plan } from '@ingest/domain';
+import { type Account, API_KEY_SCOPES, type ControlPlane, createControlPlane, createJobStatusStore, type Plan } from '@ingest/domain';
 import {
   createBatchConsumer,
   createMetricsRegistry,
@@ -49,7 +49,7 @@ export interface GatewayFixture {
   metrics: Registry;
   /** Another gateway replica: its own app and control plane, the same Kafka topics and Redis; `env` changes its settings. */
   replica(env?: Record<string, string>): Promise<FastifyInstance>;
-  /** Creates an account with a fresh key. */
+  /** Creates an account with a fresh key holding every scope (as keys made before scopes existed). */
   newAccount(plan?: Plan): Promise<{ account: Account; apiKey: string; keyId: string }>;
   /** Reads every message of a topic from the beginning until `until` holds. */
   readTopic<T>(key: TopicKey, until: (values: T[]) => boolean, description: string): Promise<{ values: T[]; keys: string[] }>;
@@ -148,7 +148,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     },
     async newAccount(plan = 'pro') {
       const account = await controlPlane.createAccount({ name: `Test ${uniqueSuffix()}`, plan });
-      const { record, plaintext } = await controlPlane.createApiKey(account.id, 'test');
+      const { record, plaintext } = await controlPlane.createApiKey(account.id, 'test', { scopes: API_KEY_SCOPES });
       return { account, apiKey: plaintext, keyId: record.id };
     },
     async readTopic<T>(key: TopicKey, until: (values: T[]) => boolean, description: string) {

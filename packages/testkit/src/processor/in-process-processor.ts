@@ -28,6 +28,7 @@ export async function startProcessorFor(gw: GatewayFixture, name: string): Promi
     partitionsConsumedConcurrently: 3,
     groups: { jobs: `jobs-${uniqueSuffix()}`, storage: `storage-${uniqueSuffix()}`, dedupe: `dedupe-${uniqueSuffix()}` },
     dedupe: { windowMs: 7 * 24 * 3600 * 1000 },
+    accountSuspended: (accountId) => gw.controlPlane.accountById(accountId)?.suspension !== undefined,
   });
   for (const part of parts) await part.start();
   return parts;

@@ -172,6 +172,9 @@ describe('admin API flow', () => {
       prefix: apiKey.slice(0, 15),
       createdAt: expect.any(String),
       revokedAt: null,
+      // New keys default to sending events and reading usage (reading events back is opt-in).
+      scopes: ['events:write', 'usage:read'],
+      type: 'secret',
     });
     expect(stack.controlPlane.apiKeyByHash(hashApiKey(apiKey))?.id).toBe(key.id);
 

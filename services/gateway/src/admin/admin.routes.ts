@@ -18,6 +18,8 @@ import {
   type ApiKeyRecord,
   type ControlPlane,
   createEventValidator,
+  effectiveScopes,
+  keyType,
   type EventCheck,
   type LedgerReader,
   type LedgerWriter,
@@ -29,6 +31,7 @@ import {
 } from '@ingest/domain';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
+import { accessRoutes } from './access.routes.js';
 import { billingRoutes } from './billing.routes.js';
 import { crmRoutes } from './crm.routes.js';
 import { ownersRoutes } from './owners.routes.js';
@@ -91,6 +94,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
       }),
     );
     await app.register(ownersRoutes({ controlPlane: cp }));
+    await app.register(accessRoutes({ controlPlane: cp }));
     await app.register(billingRoutes({ reader: deps.billing.reader }));
     const now = deps.now ?? Date.now;
 
@@ -181,9 +185,11 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
         },
       },
       async (request, reply) => {
-        const name = request.body?.name ?? DEFAULT_KEY_NAME;
-        const { record, plaintext } = await mapErrors(() => cp.createApiKey(request.params.accountId, name));
-        request.log.info({ accountId: record.accountId, keyId: record.id }, 'admin: api key created');
+        const { name = DEFAULT_KEY_NAME, scopes, type } = request.body ?? {};
+        const { record, plaintext } = await mapErrors(() =>
+          cp.createApiKey(request.params.accountId, name, { ...(scopes ? { scopes } : {}), ...(type ? { type } : {}) }),
+        );
+        request.log.info({ accountId: record.accountId, keyId: record.id, type: record.type, scopes: record.scopes }, 'admin: api key created');
         return reply.code(201).send({ apiKey: plaintext, key: toView(record) });
       },
     );
@@ -238,9 +244,10 @@ function sha256(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
 }
 
+/** Keys made before scopes existed are shown with what they may do: every scope. */
 function toView(record: ApiKeyRecord): ApiKeyView {
   const { hash: _hash, ...view } = record;
-  return view;
+  return { ...view, scopes: [...effectiveScopes(record)], type: keyType(record) };
 }
 
 function accountOr404(cp: ControlPlane, accountId: string) {

@@ -22,6 +22,18 @@ export function toProblem(err: unknown): unknown {
         errors: [{ field: '/plan', code: 'invalid_value', message: err.message }],
         cause: err,
       });
+    case 'invalid_scopes':
+    case 'invalid_key_type':
+    case 'invalid_origins':
+    case 'invalid_reason': {
+      const field = { invalid_scopes: '/scopes', invalid_key_type: '/type', invalid_origins: '/origins', invalid_reason: '/reason' }[err.code];
+      return new ProblemError('validation', 'The request body is invalid.', { errors: [{ field, code: 'invalid_value', message: err.message }], cause: err });
+    }
+    case 'account_suspended':
+      return new ProblemError('accountSuspended', 'This account is suspended: its dashboard is read-only until it is resumed.', {
+        extensions: { code: 'account_suspended' },
+        cause: err,
+      });
     case 'api_key_limit':
       return new ProblemError('conflict', `${err.message[0]?.toUpperCase() ?? ''}${err.message.slice(1)}.`, { cause: err });
     default:

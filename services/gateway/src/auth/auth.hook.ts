@@ -1,15 +1,33 @@
-import { type Account, type ControlPlaneReader, hashApiKey, isWellFormedApiKey } from '@ingest/domain';
+import {
+  type Account,
+  type ApiKeyScope,
+  type ApiKeyType,
+  type ControlPlaneReader,
+  effectiveScopes,
+  hashApiKey,
+  isSuspended,
+  isWellFormedApiKey,
+  keyType,
+} from '@ingest/domain';
 import type { FastifyRequest } from 'fastify';
 import { ProblemError } from '../http/problem.js';
 
 export interface AuthContext {
   account: Account;
   keyId: string;
+  keyType: ApiKeyType;
+  scopes: readonly ApiKeyScope[];
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
     auth?: AuthContext;
+  }
+  interface FastifyContextConfig {
+    /** The scope an API key needs for this /v1 route; every /v1 route must declare one (app.ts checks). */
+    apiScope?: ApiKeyScope;
+    /** Publishable keys may call this route (the ingest routes); default no. */
+    publishableKeys?: boolean;
   }
 }
 
@@ -25,9 +43,42 @@ export function authenticate(controlPlane: ControlPlaneReader, authorization: st
   if (candidate && isWellFormedApiKey(candidate)) {
     const key = controlPlane.apiKeyByHash(hashApiKey(candidate));
     const account = key && key.revokedAt === null ? controlPlane.accountById(key.accountId) : undefined;
-    if (key && account) return { account, keyId: key.id };
+    if (key && account) return { account, keyId: key.id, keyType: keyType(key), scopes: effectiveScopes(key) };
   }
   throw new ProblemError('unauthorized', UNAUTHORIZED_DETAIL, { headers: { 'www-authenticate': 'Bearer realm="api"' } });
+}
+
+/**
+ * What a valid key may do on this route, after it was authenticated (so a 401 stays a 401):
+ * its account must not be suspended, the key must hold the route's scope, and a publishable
+ * key must be on an ingest route and, when sent by a browser, from one of the account's
+ * allowed origins. Each refusal is a bounded 403 with a stable `code`.
+ */
+export function authorize(auth: AuthContext, route: { apiScope?: ApiKeyScope; publishableKeys?: boolean }, origin: string | undefined): void {
+  if (isSuspended(auth.account)) {
+    throw new ProblemError('accountSuspended', 'This account is suspended: its API keys are refused until it is resumed. Contact support.', {
+      extensions: { code: 'account_suspended' },
+    });
+  }
+  const scope = route.apiScope;
+  if (scope !== undefined && !auth.scopes.includes(scope)) {
+    const detail =
+      auth.keyType === 'publishable'
+        ? `Publishable keys can only send events; this route needs the scope ${scope}. Use a secret key from your server.`
+        : `This API key lacks the scope ${scope}; create a key with it.`;
+    throw new ProblemError('missingScope', detail, { extensions: { code: 'missing_scope', scope } });
+  }
+  if (auth.keyType !== 'publishable') return;
+  if (!route.publishableKeys) {
+    throw new ProblemError('forbidden', 'Publishable keys can only send events (POST /v1/events, /v1/events/bulk, /v1/backfill/csv).', {
+      extensions: { code: 'publishable_key' },
+    });
+  }
+  if (origin !== undefined && !(auth.account.allowedOrigins ?? []).includes(origin)) {
+    throw new ProblemError('forbidden', "This origin is not among the account's allowed origins for publishable keys.", {
+      extensions: { code: 'origin_not_allowed' },
+    });
+  }
 }
 
 /** `onKeyUsed` must be cheap and must not throw: it runs on every authenticated request. */
@@ -35,6 +86,7 @@ export function createAuthHook(controlPlane: ControlPlaneReader, onKeyUsed: (key
   return async (request: FastifyRequest): Promise<void> => {
     request.auth = authenticate(controlPlane, request.headers.authorization);
     onKeyUsed(request.auth.keyId);
+    authorize(request.auth, request.routeOptions.config, request.headers.origin);
   };
 }
 

@@ -40,13 +40,14 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
       {
         ...deps.uploadSlots,
         bodyLimit: 16 * 1024 * 1024,
+        config: { apiScope: 'events:write', publishableKeys: true },
         validatorCompiler: envelopeValidator(BulkEventsEnvelope),
         schema: {
           summary: 'Queue up to 10,000 events as a background job',
           tags: ['jobs'],
           headers: idempotencyHeaderSchema,
           body: BulkEventsRequest,
-          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503, 504) },
+          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 403, 409, 413, 415, 422, 429, 503, 504) },
         },
       },
       async (request, reply) => {

@@ -17,6 +17,7 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
       '/backfill/csv',
       {
         ...deps.uploadSlots,
+        config: { apiScope: 'events:write', publishableKeys: true },
         validatorCompiler: () => () => true,
         schema: {
           summary: 'Upload a CSV file of historical events as a background job',
@@ -29,7 +30,7 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
             required: ['file'],
             properties: { file: { type: 'string', format: 'binary', description: 'The CSV file: UTF-8, header row, at most 50 MB and 10,000 rows.' } },
           },
-          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503, 504) },
+          response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 403, 409, 413, 415, 422, 429, 503, 504) },
         },
       },
       async (request, reply) => handleCsvUpload(request, reply, authOf(request).account, deps, '/v1/backfill/csv'),

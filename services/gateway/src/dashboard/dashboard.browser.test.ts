@@ -82,6 +82,13 @@ describe('dashboard in a browser', () => {
     const apiKey = (await page.getByTestId('new-key').textContent()) ?? '';
     expect(apiKey).toMatch(/^svc_live_[0-9A-Za-z]{43}$/);
     await page.getByRole('cell', { name: 'browser key', exact: true }).waitFor();
+    // New keys default to sending events and reading usage.
+    expect(
+      await page
+        .getByRole('row', { name: /browser key/ })
+        .getByTestId('key-access')
+        .textContent(),
+    ).toBe('events:write, usage:read');
     await screenshot(page, 'keys-created');
 
     expect((await sendEvent(apiKey)).status).toBe(202);
@@ -106,6 +113,55 @@ describe('dashboard in a browser', () => {
       .waitFor();
     await waitFor(async () => (await sendEvent(apiKey)).status === 401 || undefined, { description: 'the revoked key refused', timeoutMs: 5_000 });
     await screenshot(page, 'keys-revoked');
+  });
+
+  it('chooses scopes and the key type: a key with events:read reads events back, a publishable key only sends', async () => {
+    const read = (apiKey: string) => fetch(`${baseUrl}/v1/events/evt-not-there`, { headers: { authorization: `Bearer ${apiKey}` } });
+    await page.getByLabel('New key name').fill('reader key');
+    await page.getByLabel(/Read events back/).check();
+    // The notice still shows the previous test's key until the new one arrives.
+    const shownKey = async () => ((await page.getByTestId('new-key').count()) > 0 ? ((await page.getByTestId('new-key').textContent()) ?? '') : '');
+    const newKey = async (previous: string) => {
+      await expect.poll(shownKey).not.toBe(previous);
+      return shownKey();
+    };
+    const shown = await shownKey();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const reader = await newKey(shown);
+    await page.getByRole('cell', { name: 'reader key', exact: true }).waitFor();
+    expect(
+      await page
+        .getByRole('row', { name: /reader key/ })
+        .getByTestId('key-access')
+        .textContent(),
+    ).toBe('events:write, events:read, usage:read');
+    expect((await read(reader)).status).toBe(404);
+
+    await page.getByLabel('New key name').fill('web key');
+    await page.getByLabel(/Publishable/).check();
+    // A publishable key's scopes are fixed: the checkboxes are disabled.
+    expect(await page.getByLabel(/Read usage/).isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const publishable = await newKey(reader);
+    expect(publishable).toMatch(/^svc_pub_[0-9A-Za-z]{43}$/);
+    await page.getByRole('cell', { name: 'web key', exact: true }).waitFor();
+    expect(
+      await page
+        .getByRole('row', { name: /web key/ })
+        .getByTestId('key-access')
+        .textContent(),
+    ).toBe('publishable: events:write');
+    await screenshot(page, 'keys-scopes');
+    // Allowed to send (an invalid event, so the usage the next tests count stays as it is): 400, not 403.
+    const invalid = await fetch(`${baseUrl}/v1/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${publishable}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ events: [{ eventName: 'No Identity' }] }),
+    });
+    expect(invalid.status).toBe(400);
+    const refused = await read(publishable);
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ code: 'missing_scope', scope: 'events:read' });
   });
 
   it('shows usage: plan, used, limit and the 90-day chart with the stored event', async () => {

@@ -1,5 +1,5 @@
 import { type ApiKeyView, DashboardCreateKeyBody, DashboardKeyIdParams, DashboardKeyList, CreatedApiKey } from '@ingest/schemas';
-import type { ApiKeyRecord, ControlPlane } from '@ingest/domain';
+import { type ApiKeyRecord, type ControlPlane, effectiveScopes, keyType } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
 import { toProblem } from '../admin/control-plane-problem.js';
 import type { KeyUsage } from '../auth/key-usage.js';
@@ -24,8 +24,14 @@ export function keysRoutes(deps: { controlPlane: ControlPlane; keyUsage: KeyUsag
       { ...deps.limits.api, bodyLimit: 4096, schema: { hide: true, body: DashboardCreateKeyBody, response: { 201: CreatedApiKey } } },
       async (request, reply) => {
         const { account, session } = dashboardOf(request);
-        const { record, plaintext } = await cp.createApiKey(account.id, request.body.name).catch((err: unknown) => Promise.reject(toProblem(err)));
-        request.log.info({ accountId: account.id, keyId: record.id, ownerId: session.ownerId }, 'dashboard: api key created');
+        const { name, scopes, type } = request.body;
+        const { record, plaintext } = await cp
+          .createApiKey(account.id, name, { ...(scopes ? { scopes } : {}), ...(type ? { type } : {}) })
+          .catch((err: unknown) => Promise.reject(toProblem(err)));
+        request.log.info(
+          { accountId: account.id, keyId: record.id, ownerId: session.ownerId, type: record.type, scopes: record.scopes },
+          'dashboard: api key created',
+        );
         return reply.code(201).send({ apiKey: plaintext, key: toView(record, null) });
       },
     );
@@ -46,5 +52,5 @@ export function keysRoutes(deps: { controlPlane: ControlPlane; keyUsage: KeyUsag
 
 function toView(record: ApiKeyRecord, lastUsedAt: string | null): ApiKeyView {
   const { hash: _hash, ...view } = record;
-  return { ...view, lastUsedAt };
+  return { ...view, lastUsedAt, scopes: [...effectiveScopes(record)], type: keyType(record) };
 }

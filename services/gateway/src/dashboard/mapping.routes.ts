@@ -84,7 +84,13 @@ export function mappingRoutes(deps: {
 
     app.post<{ Body: unknown }>(
       '/mapping/dry-run',
-      { ...deps.limits.api, bodyLimit: 256 * 1024, validatorCompiler: handlerValidatesBody, schema: { hide: true, response: { 200: DryRunResult } } },
+      {
+        ...deps.limits.api,
+        config: { ...deps.limits.api.config, allowedWhileSuspended: true },
+        bodyLimit: 256 * 1024,
+        validatorCompiler: handlerValidatesBody,
+        schema: { hide: true, response: { 200: DryRunResult } },
+      },
       async (request) => {
         const { account } = dashboardOf(request);
         const prepared = prepareDryRun({ controlPlane: cp, validateEvent: deps.validateEvent, now: deps.now }, account.id, request.body);

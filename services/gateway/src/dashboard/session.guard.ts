@@ -1,4 +1,4 @@
-import type { Account, ControlPlaneReader } from '@ingest/domain';
+import { type Account, type ControlPlaneReader, isSuspended } from '@ingest/domain';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError } from '../http/problem.js';
 import { csrfTokenMatches, type Session, type SessionStore } from './session.store.js';
@@ -19,6 +19,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Dashboard routes reachable without a session (sign-in, the session probe). */
     dashboardPublic?: boolean;
+    /** A state-changing dashboard route that a suspended account may still call (sign-out, dry-runs). */
+    allowedWhileSuspended?: boolean;
   }
 }
 
@@ -50,6 +52,13 @@ export function createSessionGuard(deps: { sessions: SessionStore; controlPlane:
     if (!request.dashboard) throw new ProblemError('notSignedIn', 'Sign in to the dashboard first (the session is missing or has expired).');
     if (stateChanging && !csrfTokenMatches(request.dashboard.session, request.headers[CSRF_HEADER])) {
       throw new ProblemError('forbidden', 'The X-CSRF-Token header is missing or wrong; reload the page.');
+    }
+    // A suspended account's owners may look, not change: no new keys (which would undo the
+    // suspension), no mapping changes, no uploads, no replays.
+    if (stateChanging && isSuspended(request.dashboard.account) && !request.routeOptions.config.allowedWhileSuspended) {
+      throw new ProblemError('accountSuspended', 'This account is suspended: its dashboard is read-only until it is resumed.', {
+        extensions: { code: 'account_suspended' },
+      });
     }
   };
 }

@@ -54,12 +54,16 @@ export function sessionRoutes(deps: SessionRoutesDeps): FastifyPluginAsync {
       return { email: session.email, account: { id: account.id, name: account.name, plan: account.plan }, csrfToken: session.csrfToken };
     });
 
-    app.delete('/session', { ...deps.limits.api, schema: { hide: true } }, async (request, reply) => {
-      const { token, account } = dashboardOf(request);
-      await deps.sessions.destroy(token);
-      setCookie(reply, '', 0);
-      request.log.info({ accountId: account.id }, 'dashboard sign-out');
-      return reply.code(204).send();
-    });
+    app.delete(
+      '/session',
+      { ...deps.limits.api, config: { ...deps.limits.api.config, allowedWhileSuspended: true }, schema: { hide: true } },
+      async (request, reply) => {
+        const { token, account } = dashboardOf(request);
+        await deps.sessions.destroy(token);
+        setCookie(reply, '', 0);
+        request.log.info({ accountId: account.id }, 'dashboard sign-out');
+        return reply.code(204).send();
+      },
+    );
   };
 }

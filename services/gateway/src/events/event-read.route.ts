@@ -33,11 +33,12 @@ export function eventReadRoutes(deps: { store: EventStore; syncStates: SyncState
       }
       return toStoredEvent(stored, sync);
     };
-    const response = { 200: StoredEvent, ...problemResponses(400, 401, 404, 429, 503) };
+    const response = { 200: StoredEvent, ...problemResponses(400, 401, 403, 404, 429, 503) };
 
     app.get<{ Params: EventIdParams }>(
       '/events/:eventId',
       {
+        config: { apiScope: 'events:read' },
         schema: {
           summary: 'Read back a stored event',
           description:

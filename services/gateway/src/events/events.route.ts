@@ -33,12 +33,13 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
       '/events',
       {
         bodyLimit: 1024 * 1024,
+        config: { apiScope: 'events:write', publishableKeys: true },
         validatorCompiler: envelopeValidator(EventsEnvelope),
         schema: {
           summary: 'Send up to 100 events',
           tags: ['events'],
           body: EventsRequest,
-          response: { 202: EventsReceipt, ...problemResponses(400, 401, 402, 413, 415, 429, 503, 504) },
+          response: { 202: EventsReceipt, ...problemResponses(400, 401, 402, 403, 413, 415, 429, 503, 504) },
         },
       },
       async (request, reply) => {

@@ -44,6 +44,9 @@ export const PROBLEMS = {
   notSignedIn: { status: 401, type: '/problems/not-signed-in', title: 'Not signed in' },
   signInFailed: { status: 401, type: '/problems/sign-in-failed', title: 'Email or password is wrong' },
   forbidden: { status: 403, type: '/problems/forbidden', title: 'Not allowed' },
+  /** The key is valid but lacks the route's scope (extension `scope` names it). */
+  missingScope: { status: 403, type: '/problems/missing-scope', title: 'The API key lacks the scope this route needs' },
+  accountSuspended: { status: 403, type: '/problems/account-suspended', title: 'Account suspended' },
   notFound: { status: 404, type: '/problems/not-found', title: 'Not found' },
   methodNotAllowed: { status: 405, type: '/problems/method-not-allowed', title: 'Method not allowed' },
   requestTimeout: { status: 408, type: '/problems/request-timeout', title: 'Request timed out' },

@@ -11,11 +11,12 @@ export function jobsRoutes(deps: { statusStore: JobStatusStore }): FastifyPlugin
     app.get<{ Params: { jobId: string } }>(
       '/jobs/:jobId',
       {
+        config: { apiScope: 'events:write' },
         schema: {
           summary: 'Progress of a bulk or CSV job',
           tags: ['jobs'],
           params: Type.Object({ jobId: Type.String({ minLength: 1, maxLength: 64 }) }),
-          response: { 200: JobStatus, ...problemResponses(400, 401, 404, 429, 503) },
+          response: { 200: JobStatus, ...problemResponses(400, 401, 403, 404, 429, 503) },
         },
       },
       async (request) => {

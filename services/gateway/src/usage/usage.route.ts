@@ -9,7 +9,10 @@ export function usageRoutes(deps: { allowance: Allowance }): FastifyPluginAsync 
   return async (app) => {
     app.get(
       '/usage',
-      { schema: { summary: "This month's usage and allowance", tags: ['usage'], response: { 200: UsageResponse, ...problemResponses(401, 429, 503) } } },
+      {
+        config: { apiScope: 'usage:read' },
+        schema: { summary: "This month's usage and allowance", tags: ['usage'], response: { 200: UsageResponse, ...problemResponses(401, 403, 429, 503) } },
+      },
       async (request, reply) => {
         const { account } = authOf(request);
         const state = await deps.allowance.state(account);

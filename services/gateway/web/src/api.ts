@@ -64,7 +64,8 @@ export const api = {
   },
   signOut: () => call<void>('DELETE', '/session'),
   keys: () => call<{ keys: KeyView[] }>('GET', '/keys'),
-  createKey: (name: string) => call<CreatedApiKeyView>('POST', '/keys', { name }),
+  createKey: (name: string, access: { scopes?: string[]; type?: 'secret' | 'publishable' } = {}) =>
+    call<CreatedApiKeyView>('POST', '/keys', { name, ...access }),
   revokeKey: (keyId: string) => call<KeyView>('POST', `/keys/${encodeURIComponent(keyId)}/revoke`),
   usage: () => call<DashboardUsage>('GET', '/usage'),
   jobs: () => call<{ jobs: JobView[] }>('GET', '/jobs'),

@@ -25,7 +25,12 @@ export interface JobExecutorDeps {
   logger: Logger;
   metrics: JobMetrics;
   onJobFinished?: (status: JobStatus, receivedAtMs: number) => Promise<void>;
+  /** The account was suspended (issue 17): a job of it is not started, and one running stops before its next chunk. */
+  accountSuspended?: (accountId: string) => boolean;
 }
+
+/** `failureReason` of a job stopped because its account was suspended. */
+export const ACCOUNT_SUSPENDED_REASON = 'account_suspended';
 
 export interface JobControl {
   /** False once the consumer stops or loses the partition: leave the job unfinished. */
@@ -74,7 +79,8 @@ export function createJobExecutor(
     const startMs = deps.now();
     const base = baseStatus(stored, sealed);
     // Its chunks were given up before the seal came (job-buffers.ts): it cannot run.
-    const complete = abandonedReason === undefined ? checkComplete(sealed, chunks, base.totalEvents) : ({ ok: false, reason: abandonedReason } as const);
+    const refusal = abandonedReason ?? (deps.accountSuspended?.(sealed.accountId) ? ACCOUNT_SUSPENDED_REASON : undefined);
+    const complete = refusal === undefined ? checkComplete(sealed, chunks, base.totalEvents) : ({ ok: false, reason: refusal } as const);
     if (!complete.ok) {
       const status = failedStatus(base, complete.reason, iso(startMs));
       await deps.statusStore.put(status);
@@ -92,6 +98,15 @@ export function createJobExecutor(
       if (!control.shouldContinue()) {
         log.info({ processed: tally.counts().processed }, 'job interrupted; it runs again from its first chunk');
         return 'interrupted';
+      }
+      if (deps.accountSuspended?.(sealed.accountId)) {
+        // The chunks written so far stay written (and are counted by the reconciler like any
+        // stored event); the status says how far it got.
+        const status: JobStatus = { ...failedStatus(base, ACCOUNT_SUSPENDED_REASON, iso(deps.now())), ...tally.counts() };
+        await deps.statusStore.put(status);
+        log.warn({ processed: status.processed }, 'job stopped: its account is suspended');
+        await finished(status, sealed.receivedAtMs, startMs);
+        return 'finished';
       }
       await deps.output.write(tally.addChunk(chunk));
       // The last chunk's counts go out with the final status.

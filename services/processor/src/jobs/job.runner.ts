@@ -59,6 +59,8 @@ export interface JobRunnerDeps {
    * so it must be idempotent by jobId.
    */
   onJobDropped?(job: { accountId: string; jobId: string; receivedAtMs: number }): Promise<void>;
+  /** Jobs of a suspended account fail with `account_suspended` instead of running (job.executor.ts). */
+  accountSuspended?(accountId: string): boolean;
   partitionsConsumedConcurrently?: number;
 }
 
@@ -87,6 +89,7 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
     logger: log,
     metrics,
     ...(deps.onJobFinished ? { onJobFinished: deps.onJobFinished } : {}),
+    ...(deps.accountSuspended ? { accountSuspended: deps.accountSuspended } : {}),
   });
   const stage = createConsumerStageMetrics(deps.metrics, 'jobs', ['ok', 'dead_letter']);
   const partitions = new Map<string, PartitionJobs>();

@@ -3,12 +3,21 @@ import { api } from '../api.js';
 import { formatDate } from '../format.js';
 import type { KeyView } from '../types.js';
 
+/** What each scope allows, as the docs say (docs/access-control.md). */
+const SCOPES = [
+  { id: 'events:write', label: 'Send events (events, bulk, CSV, job status)' },
+  { id: 'events:read', label: 'Read events back (GET /v1/events/{id})' },
+  { id: 'usage:read', label: 'Read usage (GET /v1/usage)' },
+] as const;
+const DEFAULT_SCOPES = new Set(['events:write', 'usage:read']);
+
 export function KeysPage() {
   const [keys, setKeys] = useState<KeyView[] | null>(null);
   const [error, setError] = useState('');
   const [created, setCreated] = useState<string | null>(null);
   const [copied, setCopied] = useState(false);
   const [revoking, setRevoking] = useState<KeyView | null>(null);
+  const [publishable, setPublishable] = useState(false);
   const dialog = useRef<HTMLDialogElement>(null);
 
   const load = useCallback(() => {
@@ -27,13 +36,16 @@ export function KeysPage() {
   const create = async (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const form = e.currentTarget;
-    const name = String(new FormData(form).get('name') ?? '').trim();
+    const data = new FormData(form);
+    const name = String(data.get('name') ?? '').trim();
+    const scopes = data.getAll('scope').map(String);
     setError('');
     try {
-      const result = await api.createKey(name);
+      const result = await api.createKey(name, publishable ? { type: 'publishable' } : { scopes, type: 'secret' });
       setCreated(result.apiKey);
       setCopied(false);
       form.reset();
+      setPublishable(false);
       load();
     } catch (err) {
       setError((err as Error).message);
@@ -66,6 +78,24 @@ export function KeysPage() {
       <form className="inline" onSubmit={create}>
         <label htmlFor="key-name">New key name</label>
         <input id="key-name" name="name" required maxLength={200} placeholder="e.g. backend" />
+        <fieldset>
+          <legend>Key type</legend>
+          <label>
+            <input type="radio" name="type" value="secret" checked={!publishable} onChange={() => setPublishable(false)} /> Secret (servers)
+          </label>
+          <label>
+            <input type="radio" name="type" value="publishable" checked={publishable} onChange={() => setPublishable(true)} /> Publishable (browsers: send
+            events only, from your allowed origins)
+          </label>
+        </fieldset>
+        <fieldset disabled={publishable}>
+          <legend>Scopes</legend>
+          {SCOPES.map((s) => (
+            <label key={s.id}>
+              <input type="checkbox" name="scope" value={s.id} defaultChecked={DEFAULT_SCOPES.has(s.id)} /> {s.label}
+            </label>
+          ))}
+        </fieldset>
         <button type="submit">Create key</button>
       </form>
       {error && (
@@ -98,6 +128,7 @@ export function KeysPage() {
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Key</th>
+                <th scope="col">Access</th>
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
                 <th scope="col">Status</th>
@@ -109,6 +140,10 @@ export function KeysPage() {
                   <td>{k.name}</td>
                   <td>
                     <code>{k.prefix}…</code>
+                  </td>
+                  <td data-testid="key-access">
+                    {k.type === 'publishable' ? 'publishable: ' : ''}
+                    {(k.scopes ?? []).join(', ')}
                   </td>
                   <td>{formatDate(k.createdAt)}</td>
                   <td>{k.lastUsedAt ? formatDate(k.lastUsedAt) : 'never'}</td>

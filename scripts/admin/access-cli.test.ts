@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { parseInvocation, requestFor, UsageError } from './cli.js';
+import { formatSuccess } from './format.js';
+
+/** The admin CLI's access commands (issue 17): key scopes and types, suspension, browser origins. */
+describe('admin CLI access commands', () => {
+  it.each([
+    [['keys', 'create', 'acc_1', '--scopes', 'events:write,events:read'], { kind: 'keys create', accountId: 'acc_1', scopes: ['events:write', 'events:read'] }],
+    [['keys', 'create', 'acc_1', '--type', 'publishable'], { kind: 'keys create', accountId: 'acc_1', type: 'publishable' }],
+    [['accounts', 'suspend', 'acc_1', '--reason', 'fraud'], { kind: 'accounts suspend', accountId: 'acc_1', reason: 'fraud' }],
+    [['accounts', 'resume', 'acc_1'], { kind: 'accounts resume', accountId: 'acc_1' }],
+    [
+      ['origins', 'set', 'acc_1', 'https://a.example', 'http://localhost:5173'],
+      { kind: 'origins set', accountId: 'acc_1', origins: ['https://a.example', 'http://localhost:5173'] },
+    ],
+    [['origins', 'set', 'acc_1'], { kind: 'origins set', accountId: 'acc_1', origins: [] }],
+  ])('parses %j', (argv, command) => {
+    expect(parseInvocation(argv)).toEqual({ command, json: false });
+  });
+
+  it.each([
+    [['keys', 'create', 'acc_1', '--scopes', 'events:delete'], /--scopes takes/],
+    [['keys', 'create', 'acc_1', '--type', 'public'], /--type must be one of secret, publishable/],
+    [['accounts', 'suspend', 'acc_1'], /needs --reason/],
+    [['accounts', 'suspend', 'acc_1', '--reason', '  '], /needs --reason/],
+    [['accounts', 'resume', 'acc_1', '--scopes', 'x'], /--scopes does not apply/],
+    [['origins', 'set'], /takes <accountId>/],
+  ])('refuses %j', (argv, message) => {
+    expect(() => parseInvocation(argv)).toThrow(UsageError);
+    expect(() => parseInvocation(argv)).toThrow(message);
+  });
+
+  it('builds the admin API requests', () => {
+    expect(requestFor({ kind: 'keys create', accountId: 'acc_1', scopes: ['events:read'], type: 'secret' })).toEqual({
+      method: 'POST',
+      path: '/admin/v1/accounts/acc_1/keys',
+      body: { scopes: ['events:read'], type: 'secret' },
+    });
+    expect(requestFor({ kind: 'accounts suspend', accountId: 'acc_1', reason: 'fraud' })).toEqual({
+      method: 'POST',
+      path: '/admin/v1/accounts/acc_1/suspend',
+      body: { reason: 'fraud' },
+    });
+    expect(requestFor({ kind: 'accounts resume', accountId: 'acc_1' })).toEqual({ method: 'POST', path: '/admin/v1/accounts/acc_1/resume', body: {} });
+    expect(requestFor({ kind: 'origins set', accountId: 'acc_1', origins: [] })).toEqual({
+      method: 'PUT',
+      path: '/admin/v1/accounts/acc_1/allowed-origins',
+      body: { origins: [] },
+    });
+  });
+
+  it('prints scopes, type, suspension and origins', () => {
+    const key = {
+      id: 'key_1',
+      accountId: 'acc_1',
+      name: 'web',
+      prefix: 'svc_pub_Ab3dE9',
+      createdAt: '2026-01-03T00:00:00.000Z',
+      revokedAt: null,
+      scopes: ['events:write'],
+      type: 'publishable',
+    };
+    expect(formatSuccess({ kind: 'keys create', accountId: 'acc_1' }, { apiKey: 'svc_pub_X', key })).toContain('type: publishable, scopes: events:write');
+    expect(formatSuccess({ kind: 'keys list', accountId: 'acc_1' }, { keys: [key] })).toMatch(/key_1 +web +svc_pub_Ab3dE9 +publishable +events:write +2026/);
+    const account = {
+      id: 'acc_1',
+      name: 'Acme',
+      plan: 'pro',
+      createdAt: 'c',
+      updatedAt: 'u',
+      suspension: { reason: 'fraud', suspendedAt: 't' },
+      allowedOrigins: ['https://a.example'],
+    };
+    expect(formatSuccess({ kind: 'accounts suspend', accountId: 'acc_1', reason: 'fraud' }, account)).toBe('account acc_1 is suspended since t: fraud\n');
+    expect(formatSuccess({ kind: 'accounts show', accountId: 'acc_1' }, account)).toContain(
+      '  status:  suspended since t: fraud\n  origins: https://a.example\n',
+    );
+    expect(formatSuccess({ kind: 'origins set', accountId: 'acc_1', origins: [] }, { ...account, allowedOrigins: undefined })).toBe(
+      'account acc_1 allows no browser origins\n',
+    );
+  });
+});
