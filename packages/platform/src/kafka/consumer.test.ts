@@ -193,4 +193,28 @@ describe('batch consumer sessions', () => {
     expect(consumer.alive()).toBe(true); // stopped on purpose is not dead
     consumer = undefined;
   });
+  it('refuses a commit for a partition it does not hold, or without a running session, instead of resolving as if it landed', async () => {
+    const fake = fakeKafka();
+    consumer = createBatchConsumer(fake.kafka, { name: 'c', groupId: 'g', topics: ['t'], logger, handleBatch: async () => {}, recovery: fast });
+    await consumer.start();
+    await consumer.commit('t', 0, '5');
+    // A rebalance gave partition 0 away: the commit is not sent and the caller is told.
+    fake.sessions[0]?.options.onJoin({ t: [1] });
+    await expect(consumer.commit('t', 0, '9')).rejects.toMatchObject({ code: 'kafka_rebalance', retryable: true });
+    // Of several, those still held are committed and the rest named in the rejection.
+    await expect(
+      consumer.commitMany([
+        { topic: 't', partition: 0, offset: '10' },
+        { topic: 't', partition: 1, offset: '3' },
+      ]),
+    ).rejects.toThrow(/no longer holds: t\/0$/);
+    expect(fake.sessions[0]?.commits).toEqual([
+      { topic: 't', partition: 0, offset: '5' },
+      { topic: 't', partition: 1, offset: '3' },
+    ]);
+    const stopped = consumer;
+    await stopped.stop();
+    consumer = undefined;
+    await expect(stopped.commit('t', 1, '4')).rejects.toMatchObject({ code: 'kafka_rebalance' });
+  });
 });

@@ -93,11 +93,16 @@ export interface BatchConsumer extends Component {
   assignments(): Record<string, number[]>;
   /**
    * Commits `offset` (the next one to read) outside a batch, for handlers that finish work after
-   * their batch returned (they return `commitOffset: null`). Does nothing unless the partition is
-   * assigned to this member and the consumer runs; a commit refused after a rebalance rejects.
+   * their batch returned (they return `commitOffset: null`). Resolves only once the broker took
+   * it. Rejects with a retryable `kafka_rebalance` when the partition is not assigned to this
+   * member, the consumer has no running membership, or the group moved on (the messages are
+   * then read again by the partition's owner). Does nothing when `commitOffsets` is false.
    */
   commit(topic: string, partition: number, offset: string): Promise<void>;
-  /** The same for several partitions in one OffsetCommit request; unassigned ones are left out. */
+  /**
+   * The same for several partitions in one OffsetCommit request. The partitions this member
+   * holds are committed; if any are not, it then rejects (`kafka_rebalance`) naming them.
+   */
   commitMany(offsets: readonly { topic: string; partition: number; offset: string }[]): Promise<void>;
   /**
    * Leaves the group and joins again, so reading resumes at the committed offsets: for handlers
@@ -293,11 +298,24 @@ export function createBatchConsumer(kafka: KafkaClient, options: BatchConsumerOp
     return recovering;
   }
 
+  /**
+   * Commits only what this member holds now, and says so when it left anything out: a caller
+   * told "done" for a commit that never reached the broker believed its messages were committed
+   * while the partition's new owner was already reading them again (the rebalance contract test
+   * counted them as handed over after a commit).
+   */
   async function commitMany(offsets: readonly { topic: string; partition: number; offset: string }[]): Promise<void> {
+    if (options.commitOffsets === false || offsets.length === 0) return;
     const current = session;
-    if (!running || !current || options.commitOffsets === false) return;
-    const mine = offsets.filter(({ topic, partition }) => (assigned[topic] ?? []).includes(partition));
+    if (!running || !current) throw new KafkaError('kafka_rebalance', 'offset commit refused: the consumer has no running membership', { retryable: true });
+    const held = (o: { topic: string; partition: number }) => (assigned[o.topic] ?? []).includes(o.partition);
+    const mine = offsets.filter(held);
+    const notHeld = offsets.filter((o) => !held(o));
     if (mine.length > 0) await current.commit(mine);
+    if (notHeld.length > 0) {
+      const which = notHeld.map((o) => `${o.topic}/${o.partition}`).join(', ');
+      throw new KafkaError('kafka_rebalance', `offset commit refused for partitions this member no longer holds: ${which}`, { retryable: true });
+    }
   }
 
   return {

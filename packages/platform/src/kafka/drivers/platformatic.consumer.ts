@@ -14,6 +14,12 @@ import { platformaticTraits } from './platformatic.client.js';
  * partition, messages below the next offset this member has not handled yet are dropped, and
  * those of partitions it no longer holds are not handed over.
  *
+ * A rejoin gives partitions up only after the batches being handled and their commits finished
+ * (revoke, wait, commit, rejoin): the JoinGroup request waits for them, bounded by half the
+ * session timeout, and no new batch starts meanwhile. Their commits then land under the old
+ * generation before anyone is given the partitions; one that comes later is refused by the
+ * broker or by the checks below, never sent for a partition another member may be reading.
+ *
  * The library's own retries are off for the consumer (`retries: 0`): after a failed commit it
  * rejoins and commits again under the new generation, which would commit a partition another
  * member may already be reading. A failure instead ends the session and the wrapper starts a
@@ -62,6 +68,10 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
    */
   let syncedGeneration = -1;
   const inSync = () => syncedGeneration === consumer.generationId;
+  /** Set from the moment the library wants to rejoin until the join is over: no batch starts. */
+  let revoking = false;
+  /** Batches being handled (their commits included): a rejoin waits for them. */
+  const handling = new Set<Promise<void>>();
   let joinWaiters: (() => void)[] = [];
   const wakeJoinWaiters = () => {
     const waiters = joinWaiters;
@@ -70,6 +80,7 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
   };
   consumer.on('consumer:group:join', (payload) => {
     syncedGeneration = payload.generationId ?? consumer.generationId;
+    revoking = false;
     wakeJoinWaiters();
     const assignment: Record<string, number[]> = {};
     for (const a of payload.assignments ?? []) assignment[a.topic] = [...a.partitions];
@@ -96,8 +107,20 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
   const getApi = consumer[kGetApi].bind(consumer) as (name: string, callback: (error: Error | null, api?: unknown) => void) => void;
   (consumer as unknown as Record<symbol, unknown>)[kGetApi] = (name: string, callback: (error: Error | null, api?: unknown) => void) =>
     getApi(name, (error, api) => {
-      if (error || name !== 'OffsetCommit' || typeof api !== 'function') {
+      if (error || typeof api !== 'function') {
         callback(error, api);
+        return;
+      }
+      if (name === 'JoinGroup') {
+        callback(null, (...args: unknown[]) => {
+          revoking = true;
+          const send = () => (api as (...a: unknown[]) => void)(...args);
+          revoked().then(send, send);
+        });
+        return;
+      }
+      if (name !== 'OffsetCommit') {
+        callback(null, api);
         return;
       }
       callback(null, (...args: unknown[]) => {
@@ -106,6 +129,30 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
         else (api as (...a: unknown[]) => void)(...args);
       });
     });
+
+  /**
+   * Resolves once the batches being handled and the commits queued so far have settled, or after
+   * half the session timeout (the member sends no heartbeat while it waits, and the broker drops
+   * one that is silent for the session timeout): whatever finishes later commits nothing.
+   */
+  async function revoked(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, options.sessionTimeoutMs / 2)));
+    const started = Date.now();
+    try {
+      await Promise.race([
+        bound,
+        (async () => {
+          while (handling.size > 0) await Promise.allSettled([...handling]);
+          await commits;
+        })(),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+    if (handling.size > 0)
+      log.warn({ batches: handling.size, waitedMs: Date.now() - started }, 'rejoining with batches still being handled; their commits will be refused');
+  }
 
   const assigned = (topic: string, partition: number) => consumer.assignments?.some((a) => a.topic === topic && a.partitions.includes(partition)) ?? false;
 
@@ -125,11 +172,16 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
     }
   }
 
+  /** Waits until no rejoin is under way (or the session is over). */
+  async function joined(): Promise<void> {
+    while ((revoking || !inSync()) && !stopped && !crashed) await new Promise<void>((resolve) => joinWaiters.push(resolve));
+  }
+
   async function handle(fetched: Message<Buffer, Buffer, Buffer, Buffer>[]): Promise<void> {
     // Mid-rejoin: wait for the new assignment, then hand over what is still ours. Not dropped:
     // a fetch in flight during the rejoin may still land after it, continuing from these
     // messages, and would leave a gap behind them.
-    while (!inSync() && !stopped && !crashed) await new Promise<void>((resolve) => joinWaiters.push(resolve));
+    await joined();
     if (stopped || crashed) return;
     const byPartition = new Map<string, ConsumedMessage[]>();
     for (const m of fetched) {
@@ -146,11 +198,19 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
       Array.from({ length: workers }, async () => {
         for (let messages = batches.shift(); messages; messages = batches.shift()) {
           const first = messages[0] as ConsumedMessage;
-          // A batch of an older generation, or one begun mid-rejoin, commits nothing.
+          // A rejoin began since the fetch: the batch waits for its outcome, and is handled only
+          // if the partition is still ours (skipping it could leave a gap behind a later fetch).
+          await joined();
           const generation = consumer.generationId;
           const isCurrent = () => !stopped && !crashed && inSync() && consumer.generationId === generation && assigned(first.topic, first.partition);
           if (!isCurrent()) continue;
-          await options.handleBatch({ topic: first.topic, partition: first.partition, messages, heartbeat: async () => {}, isCurrent });
+          const handled = options.handleBatch({ topic: first.topic, partition: first.partition, messages, heartbeat: async () => {}, isCurrent });
+          handling.add(handled);
+          try {
+            await handled;
+          } finally {
+            handling.delete(handled);
+          }
           positions.set(keyOf(first.topic, first.partition), BigInt((messages.at(-1) as ConsumedMessage).offset) + 1n);
         }
       }),
@@ -178,13 +238,28 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
         });
       }),
     commit(offsets) {
+      // The generation of the assignment the caller saw: a commit that waited behind another
+      // one while a rejoin completed would otherwise go out under the new generation, which the
+      // broker accepts, for a partition that may now be another member's.
+      const generation = inSync() ? syncedGeneration : undefined;
       const commit = commits.then(() =>
         wrapErrors('kafka offset commit', platformaticTraits, async () => {
           if (stopped || crashed) throw new KafkaError('kafka_rebalance', 'the consumer session ended before the commit', { retryable: true });
-          // Under the generation whose assignment this member holds, or not at all: a refused
-          // commit only means its messages may be read again (at least once).
-          if (!inSync()) throw new KafkaError('kafka_rebalance', 'offset commit refused: the member is rejoining its group', { retryable: true });
-          commitGeneration = syncedGeneration;
+          // Under the generation whose assignment this member held when the commit was made,
+          // for partitions it still holds, or not at all: a refused commit only means its
+          // messages may be read again (at least once).
+          if (generation === undefined || !inSync() || syncedGeneration !== generation) {
+            throw new KafkaError('kafka_rebalance', 'offset commit refused: the member rejoined its group since', { retryable: true });
+          }
+          const lost = offsets.filter((o) => !assigned(o.topic, o.partition));
+          if (lost.length > 0) {
+            throw new KafkaError(
+              'kafka_rebalance',
+              `offset commit refused: not assigned to this member: ${lost.map((o) => `${o.topic}/${o.partition}`).join(', ')}`,
+              { retryable: true },
+            );
+          }
+          commitGeneration = generation;
           try {
             await consumer.commit({ offsets: offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: BigInt(o.offset), leaderEpoch: -1 })) });
           } catch (err) {
