@@ -12,7 +12,8 @@ export type ProcessorProcess = ServiceProcess;
 export interface ProcessorSetup {
   topicPrefix: string;
   database: string;
-  groups: { storage: string; dedupe: string; jobs: string };
+  /** Every consumer group of the processes: per test, so tests (and drivers) never share a group. */
+  groups: { storage: string; dedupe: string; jobs: string; ledger: string };
   /** Log files are named `chaos-<label>-<n>.log`. */
   label: string;
   /** Further settings of every process (session timeout, liveness bounds, stages, buffer caps, ...). */
@@ -21,7 +22,13 @@ export interface ProcessorSetup {
 
 export function processorSetup(topicPrefix: string, database: string, label: string, env: Record<string, string> = {}): ProcessorSetup {
   const suffix = uniqueSuffix();
-  return { topicPrefix, database, label, env, groups: { storage: `storage-${suffix}`, dedupe: `dedupe-${suffix}`, jobs: `jobs-${suffix}` } };
+  return {
+    topicPrefix,
+    database,
+    label,
+    env,
+    groups: { storage: `storage-${suffix}`, dedupe: `dedupe-${suffix}`, jobs: `jobs-${suffix}`, ledger: `ledger-${suffix}` },
+  };
 }
 
 /** Starts processors of one setup, remembers them, and kills whatever is still running at the end of a test. */
@@ -54,6 +61,7 @@ async function startProcessor(setup: ProcessorSetup, name: string, track: (p: Se
       PROCESSOR_STORAGE_GROUP: setup.groups.storage,
       PROCESSOR_DEDUPE_GROUP: setup.groups.dedupe,
       PROCESSOR_JOBS_GROUP: setup.groups.jobs,
+      PROCESSOR_LEDGER_GROUP: setup.groups.ledger,
       PROCESSOR_OPS_HOST: '127.0.0.1',
       PROCESSOR_OPS_PORT: String(opsPort),
       USAGE_RECONCILE_INTERVAL_MS: '0',

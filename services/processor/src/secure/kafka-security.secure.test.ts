@@ -83,7 +83,12 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
     const suffix = uniqueSuffix();
     const setup = {
       ...processorSetup(kafka.prefix, clickhouse.database, 'secure-processor', secureUserEnv('processor')),
-      groups: { storage: `processor-storage-${suffix}`, dedupe: `processor-dedupe-${suffix}`, jobs: `processor-jobs-${suffix}` },
+      groups: {
+        storage: `processor-storage-${suffix}`,
+        dedupe: `processor-dedupe-${suffix}`,
+        jobs: `processor-jobs-${suffix}`,
+        ledger: `processor-ledger-${suffix}`,
+      },
     };
     processors = new ProcessorFleet(setup);
     sinks = new SinkFleet({
