@@ -1,5 +1,7 @@
 import { type BaseOptions, Consumer, kGetApi, type Message, type MessagesStream } from '@platformatic/kafka';
 import type { ConsumedMessage, DriverConsumer, DriverConsumerOptions } from '../driver.js';
+import { errorMessage } from '../../errors.js';
+import { recoverUncaught } from '../../lifecycle.js';
 import { KafkaError, wrapErrors } from '../errors.js';
 import { platformaticTraits } from './platformatic.client.js';
 
@@ -53,9 +55,20 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
   const crash = (error: unknown) => {
     if (stopped || crashed) return;
     crashed = true;
+    forgetRecovery();
     wakeJoinWaiters();
     options.onCrash(error);
   };
+  // @platformatic/kafka 1.35's fetch loop reads the metadata of a topic it consumes without a
+  // check, from a timer: when a broker comes back from a stall and the first metadata answer
+  // lacks the topic, a TypeError is thrown where no caller can catch it (upstream issues #69,
+  // #109; seen in the broker-pause chaos test). This session is then dead; a new one is started
+  // like after any other failure of the session, instead of the process exiting.
+  const forgetRecovery = recoverUncaught((err) => {
+    if (stopped || crashed || !isFetchLoopDefect(err)) return false;
+    crash(new KafkaError('kafka_unavailable', `the client library failed in its fetch loop: ${errorMessage(err)}`, { retryable: true, cause: err }));
+    return true;
+  });
   /** Per partition, the next offset not handled yet in this session. */
   const positions = new Map<string, bigint>();
   const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
@@ -276,6 +289,7 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
     async stop() {
       if (stopped) return;
       stopped = true;
+      forgetRecovery();
       wakeJoinWaiters();
       await wrapErrors('kafka consumer stop', platformaticTraits, async () => {
         // Force: closes the stream, leaves the group, closes the connections.
@@ -309,3 +323,8 @@ function forceClose(consumer: Consumer): Promise<void> {
 
 /** A commit built under another generation than the one it was made for: dropped, not sent. */
 const STALE_COMMIT = new Error('offset commit dropped: the member rejoined the group meanwhile');
+
+/** The fetch-loop defect of @platformatic/kafka 1.35 (see the consumer above), and only it. */
+export function isFetchLoopDefect(err: unknown): boolean {
+  return err instanceof TypeError && /@platformatic[\\/]kafka[\\/]dist[\\/]clients[\\/]consumer[\\/]messages-stream\.js/.test(err.stack ?? '');
+}
