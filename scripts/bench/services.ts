@@ -7,7 +7,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Cleanup } from './cleanup.js';
-import { type Child, spawnChild, waitUntilReady } from './processes.js';
+import { type ServiceProcess, startServiceProcess } from '@ingest/testkit';
+import type { Child } from './processes.js';
 import { say } from './say.js';
 
 export const SERVICES = ['gateway', 'processor'] as const;
@@ -85,19 +86,37 @@ export async function startService(ctx: StartServiceOptions): Promise<StartedSer
 }
 
 async function startOnce(ctx: StartServiceOptions, source: 'dist' | 'tsx'): Promise<StartedService> {
-  const entry =
-    source === 'dist'
-      ? ['--enable-source-maps', join('services', ctx.name, 'dist', 'main.js')]
-      : ['--import', 'tsx', join('services', ctx.name, 'src', 'main.ts')];
-  // The image's NODE_OPTIONS (Dockerfile): what production runs is what is measured.
-  const args = ['--max-semi-space-size=64', ...(ctx.nodeArgs ?? []), ...entry];
   const name = ctx.logName ?? ctx.name;
-  const child = spawnChild({ name, command: process.execPath, args, env: ctx.env, cwd: ctx.root, logFile: join(ctx.logDir, `${name}.log`) });
-  ctx.onSpawn?.(child.pid);
-  ctx.cleanup.add(`stop ${name} (pid ${child.pid})`, () => child.stop());
-  const opsUrl = `http://127.0.0.1:${ctx.opsPort}`;
-  await waitUntilReady(child, `${opsUrl}/readyz`, 90_000);
-  return { child, opsUrl, source };
+  // The test kit's service harness, with what production runs: the bundle (or the sources as a
+  // fallback) and the image's NODE_OPTIONS (Dockerfile).
+  const service = await startServiceProcess({
+    service: ctx.name,
+    name,
+    opsPort: ctx.opsPort,
+    env: Object.fromEntries(Object.entries(ctx.env).filter((e): e is [string, string] => e[1] !== undefined)),
+    entry: source,
+    nodeArgs: ['--max-semi-space-size=64', ...(ctx.nodeArgs ?? [])],
+    logFile: join(ctx.logDir, `${name}.log`),
+    detached: true,
+    readyTimeoutMs: 90_000,
+    track: (p) => {
+      ctx.onSpawn?.(p.pid);
+      ctx.cleanup.add(`stop ${name} (pid ${p.pid})`, () => p.stop(20_000).then(() => undefined));
+    },
+  });
+  return { child: asChild(service), opsUrl: service.opsUrl, source };
+}
+
+/** The bench's view of a child process. */
+function asChild(service: ServiceProcess): Child {
+  return {
+    name: service.name,
+    pid: service.pid,
+    logFile: service.logFile,
+    exited: service.exited,
+    running: () => service.exitStatus() === undefined,
+    stop: (graceMs = 20_000) => service.stop(graceMs).then(() => undefined),
+  };
 }
 
 function missingModule(logFile: string): string | undefined {

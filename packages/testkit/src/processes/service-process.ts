@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { REPO_ROOT } from '@ingest/platform';
 import { metricSum } from '../metrics-text.js';
 import { waitFor } from '../wait.js';
@@ -38,8 +38,8 @@ export interface ServiceProcess {
   killNow(): void;
   /** SIGKILL, then waits for the exit. */
   kill(): Promise<void>;
-  /** SIGTERM (graceful shutdown), then waits for the exit; resolves the exit code (SIGKILL after 30 s). */
-  stop(): Promise<number | string>;
+  /** SIGTERM (graceful shutdown), then waits for the exit; resolves the exit code (SIGKILL after `graceMs`, default 30 s). */
+  stop(graceMs?: number): Promise<number | string>;
   /** The Prometheus text of its /metrics. */
   metrics(): Promise<string>;
   /** Status of its /healthz (liveness) and /readyz. */
@@ -59,20 +59,33 @@ export interface ServiceProcessOptions {
   env: Record<string, string>;
   /** Called as soon as it is spawned, so a test that fails while it starts still kills it. */
   track?: (p: ServiceProcess) => void;
+  /** `tsx` runs the sources (default); `dist` the production bundle (`npm run build`), as the image does. */
+  entry?: 'tsx' | 'dist';
+  /** Node flags before the entry (e.g. --cpu-prof, the image's --max-semi-space-size). */
+  nodeArgs?: string[];
+  /** Where it logs; default `<STACK_DIR>/test-results/chaos-<name>.log`. */
+  logFile?: string;
+  /** In a process group of its own, so a Ctrl-C of the caller does not reach it (the benchmark stops it in order). */
+  detached?: boolean;
+  /** How long it may take to be ready (default 60 s). */
+  readyTimeoutMs?: number;
 }
 
 /** Spawns the service and waits until its /readyz answers 200; kills it if it never does. */
 export async function startServiceProcess(options: ServiceProcessOptions): Promise<ServiceProcess> {
   const { service, name } = options;
-  mkdirSync(resultsDir(), { recursive: true });
-  const logFile = join(resultsDir(), `chaos-${name}.log`);
+  const logFile = options.logFile ?? join(resultsDir(), `chaos-${name}.log`);
+  mkdirSync(dirname(logFile), { recursive: true });
   const fd = openSync(logFile, 'w');
+  const entry =
+    options.entry === 'dist' ? ['--enable-source-maps', `services/${service}/dist/main.js`] : ['--import', 'tsx', `services/${service}/src/main.ts`];
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], {
+    child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], {
       cwd: REPO_ROOT,
       stdio: ['ignore', fd, fd],
       env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...options.env },
+      detached: options.detached ?? false,
     });
   } finally {
     closeSync(fd);
@@ -98,11 +111,11 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
       proc.killNow();
       await exited;
     },
-    async stop() {
+    async stop(graceMs = 30_000) {
       if (exitCode === undefined) child.kill('SIGTERM');
-      // Its own hard deadline (SHUTDOWN_TIMEOUT_MS, 15 s) should end it well before this.
+      // Its own hard deadline (SHUTDOWN_TIMEOUT_MS, 15 s) should end it well before the default.
       let timer: NodeJS.Timeout | undefined;
-      const hung = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('hung after SIGTERM'), 30_000)));
+      const hung = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('hung after SIGTERM'), graceMs)));
       const result = await Promise.race([exited, hung]).finally(() => clearTimeout(timer));
       if (result === 'hung after SIGTERM') {
         child.kill('SIGKILL');
@@ -135,7 +148,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
       const res = await fetch(`${opsUrl}/readyz`, { signal: AbortSignal.timeout(2_000) });
       return res.status === 200;
     },
-    { description: `${service} ${name} ready on ${opsUrl}/readyz`, timeoutMs: 60_000, intervalMs: 250 },
+    { description: `${service} ${name} ready on ${opsUrl}/readyz`, timeoutMs: options.readyTimeoutMs ?? 60_000, intervalMs: 250 },
   ).catch(async (err: unknown) => {
     await proc.kill();
     throw err;
