@@ -37,7 +37,10 @@ async function stillValid(demo: Demo): Promise<boolean> {
 async function create(): Promise<Demo> {
   const account = await admin<{ id: string }>('POST', '/accounts', { name: 'Demo Company', plan: 'pro' });
   if (account.status !== 201) throw new Error(`could not create the demo account: ${JSON.stringify(account.body)}`);
-  const key = await admin<{ apiKey: string; key: { id: string } }>('POST', `/accounts/${account.body.id}/keys`, { name: 'demo', scopes: ['events:write', 'events:read', 'usage:read'] });
+  const key = await admin<{ apiKey: string; key: { id: string } }>('POST', `/accounts/${account.body.id}/keys`, {
+    name: 'demo',
+    scopes: ['events:write', 'events:read', 'usage:read'],
+  });
   if (key.status !== 201) throw new Error(`could not create the demo key: ${JSON.stringify(key.body)}`);
   return { accountId: account.body.id, keyId: key.body.key.id, apiKey: key.body.apiKey };
 }
