@@ -24,7 +24,16 @@ export interface AdminTestStack {
 
 export async function startAdminTestStack(options: { redisKeyPrefix?: string } = {}): Promise<AdminTestStack> {
   const [kafka, clickhouse]: [TestKafka, TestClickHouse] = await Promise.all([
-    createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'billingLedger']),
+    createTestKafka([
+      'controlAccounts',
+      'controlApiKeys',
+      'controlMappings',
+      'controlCrmCredentials',
+      'controlOwners',
+      'controlAdmins',
+      'billingLedger',
+      'auditLog',
+    ]),
     createTestClickHouse(),
   ]);
   const producer = createProducer(kafka.kafka);

@@ -2,6 +2,7 @@ import cookie from '@fastify/cookie';
 import {
   type AccountJobsReader,
   type Allowance,
+  type AuditReader,
   type ControlPlane,
   createRecordStateReader,
   createSyncStateStore,
@@ -11,7 +12,9 @@ import {
 import { type ClickHouse, type KafkaClient, type Producer, type Redis, type Registry } from '@ingest/platform';
 import { createClickHouseEventStore } from '../events/event-store.js';
 import type { FastifyPluginAsync } from 'fastify';
+import type { Auditor } from '../audit/auditor.js';
 import type { KeyUsage } from '../auth/key-usage.js';
+import { dashboardAuditRoutes } from './audit.routes.js';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import type { GatewayConfig } from '../config.js';
@@ -54,6 +57,8 @@ export interface DashboardDeps {
   kafka?: KafkaClient;
   producer: Producer;
   now: () => number;
+  /** Owners' changes are recorded in the audit log; their own page reads it back. */
+  audit: { auditor: Auditor; reader: AuditReader };
 }
 
 /**
@@ -93,7 +98,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             limits,
           }),
         );
-        await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits }));
+        await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits, auditor: deps.audit.auditor }));
         await api.register(dashboardUsageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
         const uploadSlots = uploadSlotHooks(deps.uploadSlots, deps.metrics, (request) => dashboardOf(request).account.id);
         await api.register(
@@ -117,7 +122,14 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           }),
         );
         await api.register(
-          deadLettersRoutes({ kafka: deps.kafka, producer: deps.producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, limits, metrics: deps.metrics }),
+          deadLettersRoutes({
+            kafka: deps.kafka,
+            producer: deps.producer,
+            topicPrefix: config.KAFKA_TOPIC_PREFIX,
+            limits,
+            metrics: deps.metrics,
+            auditor: deps.audit.auditor,
+          }),
         );
         await api.register(
           mappingRoutes({
@@ -126,8 +138,10 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             validateEvent: deps.validateEvent,
             limits,
             now: deps.now,
+            auditor: deps.audit.auditor,
           }),
         );
+        await api.register(dashboardAuditRoutes({ reader: deps.audit.reader, limits }));
         api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {
           throw new ProblemError('notFound', `No dashboard API route for ${request.method} ${request.url.split('?')[0]}.`);
         });
