@@ -18,7 +18,7 @@ export interface AdminTestStack {
   redis: Redis;
   redisKeyPrefix: string;
   /** A new app over the same control plane, e.g. with another token or outbound policy (default: the production one). */
-  app(adminToken: string, options?: { outboundPolicy?: OutboundPolicy }): Promise<FastifyInstance>;
+  app(adminToken: string, options?: { outboundPolicy?: OutboundPolicy; env?: Record<string, string> }): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
 
@@ -49,7 +49,7 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
     controlPlane,
     redis,
     redisKeyPrefix,
-    async app(adminToken, appOptions = {}) {
+    async app(adminToken, { env = {}, ...appOptions } = {}) {
       const config = loadGatewayConfig({
         ADMIN_TOKEN: adminToken,
         REDIS_URL: integrationEnv().redisUrl,
@@ -57,6 +57,7 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
         KAFKA_TOPIC_PREFIX: kafka.prefix,
         // The CLI tests call it often from one address.
         RATE_LIMIT_PER_MINUTE: '100000',
+        ...env,
       });
       const app = await buildAdminApp({
         config,
