@@ -85,7 +85,7 @@ describe('admin CLI against the admin API', () => {
   it('fails with exit code 1 and the problem on a wrong token', async () => {
     const result = await cli(['accounts', 'list'], { ADMIN_TOKEN: 'not-the-token' });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^error: 401 Missing or invalid API key: Send the admin token/m);
+    expect(result.stderr).toMatch(/^error: 401 Missing or invalid API key: Send an admin token/m);
     expect(result.stdout).toBe('');
   });
 

@@ -535,7 +535,7 @@ describe('CRM credentials admin API', () => {
       outboundPolicy: createOutboundPolicy({ allowHttp: true, allowedCidrs: '127.0.0.1/32' }),
     });
     const accountId = await newAccount();
-    const headers = { authorization: 'Bearer local-admin-token' };
+    const headers = { authorization: 'Bearer local-admin-token-0123456789abcdefghij' };
     const ok = await local.inject({
       method: 'PUT',
       url: `${base(accountId)}/credentials/hooks`,
