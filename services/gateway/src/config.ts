@@ -96,6 +96,11 @@ export const GatewayConfigSchema = Type.Object({
   DASHBOARD_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 600 }),
   /** Sign-in attempts per minute per client address. */
   DASHBOARD_SIGNIN_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 10 }),
+  /** Sign-in attempts per email (any address) per DASHBOARD_SIGNIN_WINDOW_SECONDS. */
+  DASHBOARD_SIGNIN_LIMIT_PER_EMAIL: Type.Integer({ minimum: 1, default: 10 }),
+  /** Sign-in attempts on all owners of one account per DASHBOARD_SIGNIN_WINDOW_SECONDS. */
+  DASHBOARD_SIGNIN_LIMIT_PER_ACCOUNT: Type.Integer({ minimum: 1, default: 50 }),
+  DASHBOARD_SIGNIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
   /** Built web app (vite output); empty: services/gateway/dist/web next to the code. */
   DASHBOARD_WEB_DIR: Type.String({ default: '' }),
 });

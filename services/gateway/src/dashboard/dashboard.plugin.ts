@@ -29,6 +29,7 @@ import { mappingRoutes } from './mapping.routes.js';
 import { routeLimits } from './route-options.js';
 import { createSessionGuard, dashboardOf } from './session.guard.js';
 import { sessionRoutes } from './session.routes.js';
+import { createSignInThrottle } from './signin-throttle.js';
 import type { IdempotencyStore } from '../jobs/idempotency.store.js';
 import { createSessionStore } from './session.store.js';
 import { dashboardUsageRoutes } from './usage.routes.js';
@@ -96,6 +97,13 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             cookieSecure: config.DASHBOARD_COOKIE_SECURE,
             maxSeconds: config.DASHBOARD_SESSION_MAX_SECONDS,
             limits,
+            throttle: createSignInThrottle({
+              redis: deps.redis,
+              keyPrefix: config.REDIS_KEY_PREFIX,
+              perEmail: config.DASHBOARD_SIGNIN_LIMIT_PER_EMAIL,
+              perAccount: config.DASHBOARD_SIGNIN_LIMIT_PER_ACCOUNT,
+              windowMs: config.DASHBOARD_SIGNIN_WINDOW_SECONDS * 1000,
+            }),
           }),
         );
         await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits, auditor: deps.audit.auditor }));
