@@ -9,7 +9,6 @@ import { type BatchConsumer } from '@ingest/platform';
 import { toDeadLetterMessage } from '@ingest/platform';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { ADMIN_TOKEN, type DashboardUser, type GatewayFixture, randomClientIp, signedInOwner, useGatewayFixture } from '@ingest/testkit/gateway';
-import type { LightMyRequestResponse } from 'fastify';
 import { beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { createAuditCopier } from './audit.copier.js';
 
@@ -36,8 +35,15 @@ const RESET_PASSWORD = `reset-password-${uniqueSuffix()}`;
 const CRM_TOKEN = `pat-na1-AUDITSECRET${uniqueSuffix()}`;
 for (const s of [OWNER_PASSWORD, RESET_PASSWORD, CRM_TOKEN]) secrets.add(s);
 
+/** What the test reads of an injected response. */
+interface Answer {
+  statusCode: number;
+  body: string;
+  headers: Record<string, string | string[] | number | undefined>;
+  json<T = unknown>(): T;
+}
 interface Done {
-  response: LightMyRequestResponse;
+  response: Answer;
   ip: string;
 }
 const admin = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, token = ADMIN_TOKEN): Promise<Done> => {
