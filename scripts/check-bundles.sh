@@ -8,7 +8,7 @@ cd "$ROOT"
 
 run_id="bundlecheck$(date +%s)$RANDOM"
 export KAFKA_TOPIC_PREFIX="$run_id." CLICKHOUSE_DATABASE="$run_id" REDIS_KEY_PREFIX="$run_id:" LOG_LEVEL=warn
-export CLICKHOUSE_MIGRATIONS_DIR="$ROOT/deploy/clickhouse/migrations" ADMIN_TOKEN="$run_id" USAGE_RECONCILE_INTERVAL_MS=0
+export CLICKHOUSE_MIGRATIONS_DIR="$ROOT/deploy/clickhouse/migrations" ADMIN_TOKEN="$run_id-admin-token-at-least-32-bytes" USAGE_RECONCILE_INTERVAL_MS=0
 logs="$STACK_DIR/test-results/bundles"
 mkdir -p "$logs"
 pids=()

@@ -8,3 +8,4 @@ export * from './crm-config.js';
 export * from './owners.js';
 export * from './dashboard.js';
 export * from './billing-ledger.js';
+export * from './admin-audit.js';

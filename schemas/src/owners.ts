@@ -31,5 +31,18 @@ export const CreatedOwner = Type.Object(
 
 export const OwnerList = Type.Object({ owners: Type.Array(OwnerView) }, { additionalProperties: false });
 
+export const OwnerParams = Type.Object({ accountId: Type.String({ minLength: 1, maxLength: 100 }), email: Email });
+export type OwnerParams = Static<typeof OwnerParams>;
+
+export const ResetOwnerPasswordBody = Type.Object(
+  {
+    password: Type.Optional(
+      Type.String({ minLength: OWNER_PASSWORD_MIN, maxLength: OWNER_PASSWORD_MAX, description: 'Omit to have one generated and returned once' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ResetOwnerPasswordBody = Static<typeof ResetOwnerPasswordBody>;
+
 export type CreateOwnerBody = Static<typeof CreateOwnerBody>;
 export type OwnerView = Static<typeof OwnerView>;

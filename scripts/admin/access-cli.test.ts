@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseInvocation, requestFor, UsageError } from './cli.js';
+import { type AdminsCommand, adminsRequestFor } from './admins-commands.js';
 import { formatSuccess } from './format.js';
 
 /** The admin CLI's access commands (issue 17): key scopes and types, suspension, browser origins. */
@@ -78,5 +79,81 @@ describe('admin CLI access commands', () => {
     expect(formatSuccess({ kind: 'origins set', accountId: 'acc_1', origins: [] }, { ...account, allowedOrigins: undefined })).toBe(
       'account acc_1 allows no browser origins\n',
     );
+  });
+});
+
+describe('admin CLI commands for named admins, the audit log and owners (issue 17)', () => {
+  it.each([
+    [['admins', 'list'], { kind: 'admins list' }, { method: 'GET', path: '/admin/v1/admins' }],
+    [
+      ['admins', 'create', 'ada', '--role', 'operator'],
+      { kind: 'admins create', name: 'ada', role: 'operator' },
+      { method: 'POST', path: '/admin/v1/admins', body: { name: 'ada', role: 'operator' } },
+    ],
+    [['admins', 'revoke', 'adm_1'], { kind: 'admins revoke', credentialId: 'adm_1' }, { method: 'POST', path: '/admin/v1/admins/adm_1/revoke' }],
+    [
+      ['owners', 'remove', 'acc_1', 'a@b.io'],
+      { kind: 'owners remove', accountId: 'acc_1', email: 'a@b.io' },
+      { method: 'DELETE', path: '/admin/v1/accounts/acc_1/owners/a%40b.io' },
+    ],
+    [
+      ['owners', 'reset-password', 'acc_1', 'a@b.io'],
+      { kind: 'owners reset-password', accountId: 'acc_1', email: 'a@b.io', passwordStdin: false },
+      { method: 'POST', path: '/admin/v1/accounts/acc_1/owners/a%40b.io/reset-password', body: {} },
+    ],
+    [
+      ['audit', '--account', 'acc_1', '--actor', 'ada', '--from', '2026-01-01T00:00:00Z', '--limit', '20', '--cursor', 'abc'],
+      { kind: 'audit', accountId: 'acc_1', actor: 'ada', from: '2026-01-01T00:00:00Z', limit: '20', cursor: 'abc' },
+      { method: 'GET', path: '/admin/v1/audit?accountId=acc_1&actor=ada&from=2026-01-01T00%3A00%3A00Z&limit=20&cursor=abc' },
+    ],
+  ])('parses %j and asks the API', (argv, command, request) => {
+    const parsed = parseInvocation(argv);
+    expect(parsed.command).toEqual(command);
+    expect(adminsRequestFor(parsed.command as AdminsCommand)).toEqual(request);
+  });
+
+  it.each([
+    [['admins', 'create', 'ada'], /needs --role operator\|admin/],
+    [['admins', 'create', 'ada', '--role', 'root'], /needs --role/],
+    [['audit', '--from', 'yesterday'], /--from must be an ISO 8601 time/],
+    [['audit', '--limit', '0'], /--limit must be/],
+    [['audit', 'acc_1'], /unknown command "audit acc_1"/],
+    [['admins', 'revoke', 'adm_1', '--role', 'admin'], /--role does not apply/],
+  ])('refuses %j', (argv, message) => {
+    expect(() => parseInvocation(argv)).toThrow(message);
+  });
+
+  it('keeps --password-stdin for owners create', () => {
+    expect(parseInvocation(['owners', 'create', 'acc_1', 'a@b.io', '--password-stdin']).command).toMatchObject({ passwordStdin: true });
+  });
+
+  it('prints a new token once, and the audit log with the next cursor', () => {
+    const created = formatSuccess(
+      { kind: 'admins create', name: 'ada', role: 'operator' },
+      {
+        token: 'adm_TOKEN',
+        admin: { id: 'adm_1', name: 'ada', role: 'operator', prefix: 'adm_TOK', createdAt: 'x', revokedAt: null, source: 'control-plane' },
+      },
+    );
+    expect(created).toContain('adm_TOKEN');
+    expect(created).toContain('will not be shown again');
+    const audit = formatSuccess(
+      { kind: 'audit' },
+      {
+        records: [
+          {
+            at: '2026-01-01T00:00:00.000Z',
+            actor: { type: 'admin', name: 'ada' },
+            action: 'account.suspend',
+            accountId: 'acc_1',
+            target: null,
+            ip: '10.0.0.1',
+          },
+        ],
+        nextCursor: 'NEXT',
+      },
+    );
+    expect(audit).toMatch(/admin:ada\s+account\.suspend\s+acc_1\s+-\s+10\.0\.0\.1/);
+    expect(audit).toContain('--cursor NEXT');
   });
 });

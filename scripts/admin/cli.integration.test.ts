@@ -12,7 +12,7 @@ import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gatewa
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
-const TOKEN = 'cli-test-admin-token';
+const TOKEN = 'cli-test-admin-token-0123456789abcdef';
 
 let stack: AdminTestStack;
 let adminUrl: string;
@@ -85,7 +85,7 @@ describe('admin CLI against the admin API', () => {
   it('fails with exit code 1 and the problem on a wrong token', async () => {
     const result = await cli(['accounts', 'list'], { ADMIN_TOKEN: 'not-the-token' });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^error: 401 Missing or invalid API key: Send the admin token/m);
+    expect(result.stderr).toMatch(/^error: 401 Missing or invalid API key: Send an admin token/m);
     expect(result.stdout).toBe('');
   });
 

@@ -3,6 +3,7 @@ import { text as readAll } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { API_KEY_SCOPE_IDS, API_KEY_TYPE_IDS, PLAN_IDS, type PlanId } from '@ingest/schemas';
 import { CRM_ENV_USAGE, CRM_USAGE, type CrmCommand, crmRequestFor, type Flag, InputError, isCrmCommand, loadBody, parseCrmCommand } from './crm-commands.js';
+import { ADMINS_USAGE, type AdminsCommand, adminsRequestFor, isAdminsCommand, parseAdminsCommand, parseAuditCommand } from './admins-commands.js';
 import { formatProblem, formatSuccess } from './format.js';
 
 /**
@@ -27,7 +28,7 @@ export type CoreCommand =
   | { kind: 'owners list'; accountId: string }
   | { kind: 'ledger'; accountId?: string; period?: string; csv: boolean };
 
-export type Command = { kind: 'help' } | CoreCommand | CrmCommand;
+export type Command = { kind: 'help' } | CoreCommand | CrmCommand | AdminsCommand;
 
 export interface Invocation {
   command: Command;
@@ -57,6 +58,7 @@ commands:
   owners create <accountId> <email> [--password-stdin]     create a dashboard owner; the password comes from
                                                            OWNER_PASSWORD, stdin, or is generated and shown once
   owners list <accountId>                                  list an account's dashboard owners
+${ADMINS_USAGE}
   ledger [--account <accountId>] [--period YYYYMM] [--csv] the billing ledger: closed months and plan changes
 ${CRM_USAGE}
   help                                                     this text
@@ -66,8 +68,8 @@ options:
 
 environment:
   ADMIN_URL    admin API base URL (default http://127.0.0.1:3200)
-  ADMIN_TOKEN  admin bearer token (required)
-  OWNER_PASSWORD  password for "owners create" (at least 12 characters)
+  ADMIN_TOKEN  admin bearer token (required): the gateway's ADMIN_TOKEN or a named admin's token
+  OWNER_PASSWORD  password for "owners create" and "owners reset-password" (at least 12 characters)
 ${CRM_ENV_USAGE}
 `;
 
@@ -165,7 +167,7 @@ export function parseInvocation(argv: readonly string[]): Invocation {
       return { command: { kind: 'keys revoke', accountId, keyId }, json };
     }
     case 'owners create': {
-      allow();
+      allow('password-stdin');
       const [accountId = '', email = ''] = args(['accountId', 'email']);
       return { command: { kind: 'owners create', accountId, email, passwordStdin: values['password-stdin'] === true }, json };
     }
@@ -188,7 +190,12 @@ export function parseInvocation(argv: readonly string[]): Invocation {
         json,
       };
     }
+    case 'audit ':
+      args([]);
+      return { command: parseAuditCommand({ flags: values, allow, args, usageError: (m) => new UsageError(m) }), json };
     default: {
+      const access = parseAdminsCommand(group, action ?? '', { flags: values, allow, args, usageError: (m) => new UsageError(m) });
+      if (access) return { command: access, json };
       const crm =
         group === 'mapping' || group === 'credentials'
           ? parseCrmCommand(group, { action: action ?? '', flags: values, allow, args, usageError: (m) => new UsageError(m) })
@@ -219,12 +226,40 @@ function parseCliArgs(argv: readonly string[]) {
       csv: { type: 'boolean' },
       scopes: { type: 'string' },
       reason: { type: 'string' },
+      role: { type: 'string' },
+      actor: { type: 'string' },
+      action: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
 }
 
-const FLAGS: readonly Flag[] = ['name', 'plan', 'version', 'mapping', 'type', 'if-match', 'stdin', 'account', 'period', 'csv', 'scopes', 'reason'];
+const FLAGS: readonly Flag[] = [
+  'name',
+  'plan',
+  'version',
+  'mapping',
+  'type',
+  'if-match',
+  'stdin',
+  'account',
+  'period',
+  'csv',
+  'scopes',
+  'reason',
+  'role',
+  'actor',
+  'action',
+  'from',
+  'to',
+  'limit',
+  'cursor',
+  'password-stdin',
+];
 
 function plan(value: string): PlanId {
   if (!(PLAN_IDS as readonly string[]).includes(value)) throw new UsageError(`unknown plan "${value}" (one of ${PLAN_IDS.join(', ')})`);
@@ -297,7 +332,8 @@ export interface CliIo {
   readStdin?(): Promise<string>;
 }
 
-async function buildRequest(command: CoreCommand | CrmCommand, io: CliIo): Promise<ApiRequest> {
+async function buildRequest(command: CoreCommand | CrmCommand | AdminsCommand, io: CliIo): Promise<ApiRequest> {
+  if (isAdminsCommand(command)) return adminsRequestFor(command);
   if (!isCrmCommand(command)) return requestFor(command);
   const { hasBody, ...request } = crmRequestFor(command);
   if (!hasBody) return request;
@@ -333,7 +369,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return 2;
   }
   const base = (io.env.ADMIN_URL || DEFAULT_ADMIN_URL).replace(/\/+$/, '');
-  if (command.kind === 'owners create') {
+  if (command.kind === 'owners create' || command.kind === 'owners reset-password') {
     const fromStdin = command.passwordStdin ? (await (io.readStdin ?? (() => readAll(process.stdin)))()).replace(/\r?\n$/, '') : '';
     const password = io.env.OWNER_PASSWORD || fromStdin;
     if (password) command.password = password;

@@ -14,7 +14,7 @@ import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gatewa
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
-const TOKEN = 'crm-cli-test-admin-token';
+const TOKEN = 'crm-cli-test-admin-token-0123456789abc';
 
 let stack: AdminTestStack;
 let adminUrl: string;

@@ -61,7 +61,23 @@ export interface CrmFlags {
   stdin?: boolean;
 }
 
-export type Flag = keyof CrmFlags | 'name' | 'plan' | 'account' | 'period' | 'csv' | 'scopes' | 'reason';
+export type Flag =
+  | keyof CrmFlags
+  | 'name'
+  | 'plan'
+  | 'account'
+  | 'period'
+  | 'csv'
+  | 'scopes'
+  | 'reason'
+  | 'role'
+  | 'actor'
+  | 'action'
+  | 'from'
+  | 'to'
+  | 'limit'
+  | 'cursor'
+  | 'password-stdin';
 
 export interface CrmParseContext {
   action: string;

@@ -1,5 +1,6 @@
 import { type BillingLedgerRecord, ledgerCsv } from '@ingest/domain';
 import type { Command } from './cli.js';
+import { formatAdminsSuccess, isAdminsCommand } from './admins-commands.js';
 import { formatCrmSuccess, isCrmCommand } from './crm-commands.js';
 
 /** Human-readable output of the admin CLI. Inputs are the admin API's JSON bodies. */
@@ -26,6 +27,7 @@ interface KeyOut {
 
 export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body: unknown): string {
   if (isCrmCommand(command)) return formatCrmSuccess(command, body, table);
+  if (isAdminsCommand(command)) return formatAdminsSuccess(command, body, table);
   switch (command.kind) {
     case 'accounts create':
       return `created account ${accountBlock(body as AccountOut)}`;

@@ -170,8 +170,11 @@ describe('configuration', () => {
   it('the Secret is only a template with placeholders, outside the applied directory, and has every key referenced', () => {
     expect(applied.filter((m) => m.doc.kind === 'Secret')).toEqual([]);
     expect(ofKind('Secret').map((m) => m.file)).toEqual(['deploy/k8s/templates/secret.example.yaml']);
-    expect(Object.keys(secretTemplate.stringData).sort()).toEqual(['ADMIN_TOKEN', 'CLICKHOUSE_PASSWORD']);
-    expect(Object.values(secretTemplate.stringData).every((v) => v.startsWith('REPLACE_ME'))).toBe(true);
+    expect(Object.keys(secretTemplate.stringData).sort()).toEqual(['ADMIN_TOKEN', 'ADMIN_TOKEN_PREVIOUS', 'CLICKHOUSE_PASSWORD']);
+    // ADMIN_TOKEN_PREVIOUS is empty outside a rotation (a placeholder there would be a valid token).
+    const { ADMIN_TOKEN_PREVIOUS: previous, ...placeholders } = secretTemplate.stringData;
+    expect(previous).toBe('');
+    expect(Object.values(placeholders).every((v) => v.startsWith('REPLACE_ME'))).toBe(true);
     const refs = workloads.flatMap((w) =>
       w.spec.template.spec.containers.flatMap((c) => (c.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : []))),
     );

@@ -37,7 +37,7 @@ beforeAll(async () => {
   crm = await startFakeCrm({ tokens: [TOKEN] });
   fx = await createSinkFixture({
     createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }),
-    extraTopics: ['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners'],
+    extraTopics: ['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'controlAdmins'],
   });
   controlPlane = createControlPlane({ kafka: fx.kafka.kafka, producer: fx.producer, topicPrefix: fx.kafka.prefix, logger: testLogger() });
   await controlPlane.start();

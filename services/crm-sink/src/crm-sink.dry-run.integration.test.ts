@@ -17,7 +17,7 @@ import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCall, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './test-support/sink.fixture.js';
 
-const ADMIN_TOKEN = 'admin-token-for-dry-run-tests';
+const ADMIN_TOKEN = 'admin-token-for-the-crm-sink-dry-run-tests';
 const HUBSPOT_TOKEN = 'tok-dry-run-hubspot';
 const SALESFORCE_TOKEN = 'tok-dry-run-salesforce';
 

@@ -1,5 +1,15 @@
 import { type ClickHouse, type KafkaClient, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
-import { type ControlPlane, createAllowance, createEventValidator, createSyncStateStore, type JobStatusStore, type AccountJobsReader } from '@ingest/domain';
+import {
+  type ControlPlane,
+  createAllowance,
+  createAuditReader,
+  createAuditWriter,
+  createEventValidator,
+  createSyncStateStore,
+  type JobStatusStore,
+  type AccountJobsReader,
+} from '@ingest/domain';
+import { createAuditor } from './audit/auditor.js';
 import type { FastifyInstance } from 'fastify';
 import { authOf, createAuthHook } from './auth/auth.hook.js';
 import { createKeyUsage } from './auth/key-usage.js';
@@ -113,7 +123,22 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     { prefix: '/v1' },
   );
   await app.register(
-    dashboardPlugin({ ...deps, allowance, keyUsage, jobs, idempotency, ingestMetrics, uploadSlots: uploads, slicer, validateEvent: validate, now }),
+    dashboardPlugin({
+      ...deps,
+      allowance,
+      keyUsage,
+      jobs,
+      idempotency,
+      ingestMetrics,
+      uploadSlots: uploads,
+      slicer,
+      validateEvent: validate,
+      now,
+      audit: {
+        auditor: createAuditor({ writer: createAuditWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'auditLog')), now }),
+        reader: createAuditReader(deps.ch),
+      },
+    }),
     {
       prefix: '/dashboard',
     },

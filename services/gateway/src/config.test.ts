@@ -21,3 +21,20 @@ describe('gateway timeouts configuration', () => {
     );
   });
 });
+
+describe('admin tokens', () => {
+  const long = 'x'.repeat(32);
+
+  it.each(['ADMIN_TOKEN', 'ADMIN_TOKEN_PREVIOUS'])('refuses a %s shorter than 32 bytes at start, naming the variable', (name) => {
+    expect(() => loadGatewayConfig({ ADMIN_TOKEN: long, [name]: 'y'.repeat(31) })).toThrow(new RegExp(`${name} must be at least 32 bytes \\(it has 31\\)`));
+  });
+
+  it('accepts 32 bytes and more, and no token at all (the admin API is off)', () => {
+    expect(loadGatewayConfig({ ADMIN_TOKEN: long, ADMIN_TOKEN_PREVIOUS: 'z'.repeat(64) }).ADMIN_TOKEN).toBe(long);
+    expect(loadGatewayConfig({}).ADMIN_TOKEN).toBe('');
+  });
+
+  it('refuses a previous token without a current one', () => {
+    expect(() => loadGatewayConfig({ ADMIN_TOKEN_PREVIOUS: long })).toThrow(/ADMIN_TOKEN_PREVIOUS is set but ADMIN_TOKEN is empty/);
+  });
+});

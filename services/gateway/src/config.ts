@@ -1,5 +1,5 @@
 import { AppError, ClickHouseConfig, CommonConfig, ControlPlaneConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
-import { CrmOutboundConfig } from '@ingest/domain';
+import { CrmOutboundConfig, MIN_ADMIN_TOKEN_BYTES } from '@ingest/domain';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const GatewayConfigSchema = Type.Object({
@@ -61,8 +61,13 @@ export const GatewayConfigSchema = Type.Object({
   GATEWAY_BODY_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 500, default: 15_000 }),
   /** An idle kept-alive connection is closed after this (above the usual 60 s of load balancers). */
   GATEWAY_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1_000, default: 72_000 }),
-  /** Bearer token of the admin API (/admin/v1). Empty disables the admin API and its listener. */
+  /**
+   * Bearer token of the admin API (/admin/v1): the admin named `admin`, role admin. At least 32
+   * bytes (`openssl rand -hex 32`). Empty disables the admin API and its listener.
+   */
   ADMIN_TOKEN: Type.String({ default: '' }),
+  /** While ADMIN_TOKEN is rotated: the old token, still accepted (as `admin`) until this is emptied. At least 32 bytes. */
+  ADMIN_TOKEN_PREVIOUS: Type.String({ default: '' }),
   /**
    * The admin API (and its OpenAPI document) listens here only, never on the public port.
    * Loopback by default: reach it on the host, through `kubectl port-forward`, or bind it to
@@ -91,6 +96,11 @@ export const GatewayConfigSchema = Type.Object({
   DASHBOARD_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 600 }),
   /** Sign-in attempts per minute per client address. */
   DASHBOARD_SIGNIN_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 10 }),
+  /** Sign-in attempts per email (any address) per DASHBOARD_SIGNIN_WINDOW_SECONDS. */
+  DASHBOARD_SIGNIN_LIMIT_PER_EMAIL: Type.Integer({ minimum: 1, default: 10 }),
+  /** Sign-in attempts on all owners of one account per DASHBOARD_SIGNIN_WINDOW_SECONDS. */
+  DASHBOARD_SIGNIN_LIMIT_PER_ACCOUNT: Type.Integer({ minimum: 1, default: 50 }),
+  DASHBOARD_SIGNIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
   /** Built web app (vite output); empty: services/gateway/dist/web next to the code. */
   DASHBOARD_WEB_DIR: Type.String({ default: '' }),
 });
@@ -104,6 +114,18 @@ export function loadGatewayConfig(env?: Record<string, string | undefined>): Gat
   }
   if (config.GATEWAY_BODY_IDLE_TIMEOUT_MS <= config.KAFKA_SEND_TIMEOUT_MS) {
     throw new AppError('invalid_config', 'invalid configuration: GATEWAY_BODY_IDLE_TIMEOUT_MS must exceed KAFKA_SEND_TIMEOUT_MS');
+  }
+  for (const name of ['ADMIN_TOKEN', 'ADMIN_TOKEN_PREVIOUS'] as const) {
+    const bytes = Buffer.byteLength(config[name], 'utf8');
+    if (bytes > 0 && bytes < MIN_ADMIN_TOKEN_BYTES) {
+      throw new AppError(
+        'invalid_config',
+        `invalid configuration: ${name} must be at least ${MIN_ADMIN_TOKEN_BYTES} bytes (it has ${bytes}); e.g. openssl rand -hex 32`,
+      );
+    }
+  }
+  if (config.ADMIN_TOKEN_PREVIOUS !== '' && config.ADMIN_TOKEN === '') {
+    throw new AppError('invalid_config', 'invalid configuration: ADMIN_TOKEN_PREVIOUS is set but ADMIN_TOKEN is empty');
   }
   return config;
 }

@@ -42,6 +42,8 @@ export const ProcessorConfigSchema = Type.Object({
   USAGE_RECONCILE_INTERVAL_MS: Type.Integer({ minimum: 0, default: 60_000 }),
   /** Consumer group copying the billing ledger topic into ClickHouse (with the storage stage). */
   PROCESSOR_LEDGER_GROUP: Type.String({ minLength: 1, default: 'processor-ledger' }),
+  /** Consumer group copying the audit log topic (audit.log) into ClickHouse `audit_log` (with the storage stage). */
+  PROCESSOR_AUDIT_GROUP: Type.String({ minLength: 1, default: 'processor-audit' }),
   /** How often ended months are checked for closing in the billing ledger; 0 turns it off. */
   BILLING_CLOSE_INTERVAL_MS: Type.Integer({ minimum: 0, default: 300_000 }),
   /** A month is closed this long after it ended, so late jobs and the pipeline can finish. */

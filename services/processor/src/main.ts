@@ -54,6 +54,7 @@ await launchService({
         jobs: config.PROCESSOR_JOBS_GROUP,
         storage: config.PROCESSOR_STORAGE_GROUP,
         ledger: config.PROCESSOR_LEDGER_GROUP,
+        audit: config.PROCESSOR_AUDIT_GROUP,
         dedupe: config.PROCESSOR_DEDUPE_GROUP,
       },
       dedupe: { windowMs: config.DEDUPE_WINDOW_MS, maxMarksPerPartition: config.DEDUPE_MAX_MARKS_PER_PARTITION },

@@ -10,6 +10,7 @@ import {
   topicName,
 } from '@ingest/platform';
 import { createAllowance, createEventValidator, createJobStatusStore } from '@ingest/domain';
+import { createAuditCopier } from './audit/audit.copier.js';
 import { createLedgerCopier } from './billing/ledger.copier.js';
 import { createDedupeConsumer } from './dedupe/dedupe.consumer.js';
 import { createJobRunner } from './jobs/job.runner.js';
@@ -32,8 +33,11 @@ export interface ProcessorDeps {
   metrics: Registry;
   topicPrefix: string;
   redisKeyPrefix?: string;
-  /** Consumer groups of the stages; the billing ledger's copy into ClickHouse runs with storage when `ledger` is set. */
-  groups: { storage: string; dedupe: string; jobs: string; ledger?: string };
+  /**
+   * Consumer groups of the stages; the billing ledger's and the audit log's copies into
+   * ClickHouse run with storage when `ledger` / `audit` are set.
+   */
+  groups: { storage: string; dedupe: string; jobs: string; ledger?: string; audit?: string };
   dedupe: { windowMs: number; maxMarksPerPartition?: number };
   jobs?: { sealTimeoutMs?: number; bufferMaxBytes?: number; bufferMaxBytesPerPartition?: number; maxFutureSkewMs?: number };
   /** `concurrency`: partitions of events.unique handled at once (default all 12, so one insert can gather them). */
@@ -54,17 +58,16 @@ export function createProcessor(deps: ProcessorDeps): Component[] {
     storage: () => createStorage(deps, deadLetterTopic),
   };
   const parts = [...new Set(deps.stages ?? PROCESSOR_STAGES)].map((stage) => build[stage]());
-  if (deps.groups.ledger && (deps.stages ?? PROCESSOR_STAGES).includes('storage')) {
-    parts.push(
-      createLedgerCopier({
-        kafka: deps.kafka,
-        ch: deps.ch,
-        topic: topicName(deps.topicPrefix, 'billingLedger'),
-        groupId: deps.groups.ledger,
-        logger: deps.logger,
-      }),
-    );
-  }
+  const copies = (deps.stages ?? PROCESSOR_STAGES).includes('storage');
+  const copier = (topic: 'billingLedger' | 'auditLog', groupId: string) => ({
+    kafka: deps.kafka,
+    ch: deps.ch,
+    topic: topicName(deps.topicPrefix, topic),
+    groupId,
+    logger: deps.logger,
+  });
+  if (copies && deps.groups.ledger) parts.push(createLedgerCopier(copier('billingLedger', deps.groups.ledger)));
+  if (copies && deps.groups.audit) parts.push(createAuditCopier(copier('auditLog', deps.groups.audit)));
   return parts;
 }
 

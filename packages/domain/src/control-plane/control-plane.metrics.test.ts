@@ -6,7 +6,7 @@ import { type ControlPlaneKind, registerControlPlaneMetrics } from './control-pl
 describe('control plane metrics', () => {
   it('read the records per kind and the last applied time at each scrape', async () => {
     const registry = createMetricsRegistry('gateway');
-    const records: Record<ControlPlaneKind, number> = { accounts: 0, api_keys: 0, mappings: 0, crm_credentials: 0, owners: 0 };
+    const records: Record<ControlPlaneKind, number> = { accounts: 0, api_keys: 0, mappings: 0, crm_credentials: 0, owners: 0, admin_credentials: 0 };
     let last: number | undefined = undefined;
     registerControlPlaneMetrics(registry, { records: () => records, lastAppliedMs: () => last });
 

@@ -2,7 +2,7 @@ import { Gauge } from 'prom-client';
 import { METRIC_NAMES, type Registry } from '@ingest/platform';
 
 /** The `kind` label: one value per state topic. */
-export const CONTROL_PLANE_KINDS = ['accounts', 'api_keys', 'mappings', 'crm_credentials', 'owners'] as const;
+export const CONTROL_PLANE_KINDS = ['accounts', 'api_keys', 'mappings', 'crm_credentials', 'owners', 'admin_credentials'] as const;
 export type ControlPlaneKind = (typeof CONTROL_PLANE_KINDS)[number];
 
 export interface ControlPlaneView {
@@ -21,7 +21,7 @@ export interface ControlPlaneView {
 export function registerControlPlaneMetrics(registry: Registry, view: ControlPlaneView): void {
   new Gauge<'kind'>({
     name: METRIC_NAMES.controlPlaneRecords,
-    help: 'Control plane records this instance holds in memory, by kind (accounts, api_keys, mappings, crm_credentials, owners)',
+    help: 'Control plane records this instance holds in memory, by kind (accounts, api_keys, mappings, crm_credentials, owners, admin_credentials)',
     labelNames: ['kind'],
     registers: [registry],
     collect() {

@@ -18,7 +18,7 @@ let producer: Producer;
 const instances: ControlPlane[] = [];
 
 beforeAll(async () => {
-  kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners']);
+  kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'controlAdmins']);
   producer = createProducer(kafka.kafka);
   await producer.connect();
 });

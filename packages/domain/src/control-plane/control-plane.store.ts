@@ -10,6 +10,7 @@ import type { Registry } from '@ingest/platform';
 import { registerControlPlaneMetrics } from './control-plane.metrics.js';
 import { newKeyAccess, validOrigins, validSuspensionReason } from './access-control.js';
 import { generateApiKey, toBase62 } from './api-keys.js';
+import { applyAdmin, createAdminDecoder, createAdminOps, createAdminsState } from './admins.js';
 import { createCrmConfigOps } from './crm-config.ops.js';
 import { applyCrmCredential, applyMappingVersion, createCredentialDecoder, createCrmConfigState, createMappingDecoder } from './crm-config.state.js';
 import { createEndOffsetsReader, createOffsetTracker } from '@ingest/platform';
@@ -45,7 +46,7 @@ export interface ControlPlaneDeps {
    * Read only these state topics (default all five). Least privilege on a broker with ACLs: the
    * crm-sink reads mappings and credentials and may not read keys or owners (docs/security.md).
    */
-  readTopics?: readonly ('controlAccounts' | 'controlApiKeys' | 'controlMappings' | 'controlCrmCredentials' | 'controlOwners')[];
+  readTopics?: readonly ('controlAccounts' | 'controlApiKeys' | 'controlMappings' | 'controlCrmCredentials' | 'controlOwners' | 'controlAdmins')[];
   /** API keys an account may have: active ones, and all including revoked (defaults MAX_*_API_KEYS_PER_ACCOUNT). */
   apiKeyLimits?: { active: number; total: number };
   /**
@@ -97,9 +98,10 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const mappingsTopic = topicName(deps.topicPrefix, 'controlMappings');
   const credentialsTopic = topicName(deps.topicPrefix, 'controlCrmCredentials');
   const ownersTopic = topicName(deps.topicPrefix, 'controlOwners');
+  const adminsTopic = topicName(deps.topicPrefix, 'controlAdmins');
   const topics = deps.readTopics
     ? deps.readTopics.map((key) => topicName(deps.topicPrefix, key))
-    : [accountsTopic, keysTopic, mappingsTopic, credentialsTopic, ownersTopic];
+    : [accountsTopic, keysTopic, mappingsTopic, credentialsTopic, ownersTopic, adminsTopic];
   const now = deps.now ?? (() => new Date());
   const writeTimeoutMs = deps.writeTimeoutMs ?? 10_000;
   const startTimeoutMs = deps.startTimeoutMs ?? 30_000;
@@ -115,6 +117,8 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const decodeCredential = createCredentialDecoder();
   const owners = createOwnersState();
   const decodeOwner = createOwnerDecoder();
+  const admins = createAdminsState();
+  const decodeAdmin = createAdminDecoder();
   const offsets = createOffsetTracker();
   const endOffsets = createEndOffsetsReader(deps.kafka);
   let running = false;
@@ -134,6 +138,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
         mappings: [...crm.mappings.values()].reduce((n, versions) => n + versions.length, 0),
         crm_credentials: [...crm.credentials.values()].reduce((n, byName) => n + byName.size, 0),
         owners: owners.byEmail.size,
+        admin_credentials: admins.byId.size,
       }),
       lastAppliedMs: () => lastAppliedMs,
     });
@@ -147,6 +152,13 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     lastAppliedMs = Math.max(lastAppliedMs ?? 0, m.timestamp);
     if (m.topic === mappingsTopic || m.topic === credentialsTopic) {
       applyCrmMessage(m);
+      offsets.advance(m.topic, m.partition, next);
+      return;
+    }
+    if (m.topic === adminsTopic) {
+      const decoded = decodeAdmin(m.key, m.value);
+      if (!decoded.ok) log.warn({ topic: m.topic, offset: m.offset, code: decoded.code, reason: decoded.reason }, 'skipped invalid control plane record');
+      else applyAdmin(admins, decoded.id, decoded.value);
       offsets.advance(m.topic, m.partition, next);
       return;
     }
@@ -255,6 +267,15 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     return found;
   }
 
+  async function ownerOf(accountId: string, email: string): Promise<Owner> {
+    await barrier('catch up before the write');
+    account(accountId);
+    const current = owners.byEmail.get(normaliseOwnerEmail(email));
+    // Another account's owner is "not found" as well.
+    if (!current || current.accountId !== accountId) throw new AppError('owner_not_found', `no owner with this email in account ${accountId}`);
+    return current;
+  }
+
   async function start(): Promise<void> {
     const startedAt = Date.now();
     let abandoned = false;
@@ -311,6 +332,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     listOwners: (accountId) => listOwners(owners, accountId),
 
     ...createCrmConfigOps({ state: crm, mappingsTopic, credentialsTopic, barrier, write, requireAccount: account, now, log }),
+    ...createAdminOps({ state: admins, topic: adminsTopic, barrier, write, now, log }),
 
     async createAccount(input) {
       const name = validName(input.name);
@@ -422,6 +444,24 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       await write(ownersTopic, normalised, owner);
       log.info({ accountId, ownerId: owner.id }, 'owner created');
       return owner;
+    },
+
+    // Removal is a tombstone (compaction then drops the password hash); the session guard looks
+    // the owner up on every request, so their sessions end at once on every gateway.
+    async removeOwner(accountId, email) {
+      const current = await ownerOf(accountId, email);
+      await write(ownersTopic, current.email, null);
+      log.info({ accountId, ownerId: current.id }, 'owner removed');
+      return current;
+    },
+
+    // passwordChangedAt ends the sessions signed in before it (the session guard compares).
+    async resetOwnerPassword(accountId, email, passwordHash) {
+      const current = await ownerOf(accountId, email);
+      const updated: Owner = { ...current, passwordHash, passwordChangedAt: now().toISOString() };
+      await write(ownersTopic, current.email, updated);
+      log.info({ accountId, ownerId: current.id }, 'owner password reset');
+      return updated;
     },
   };
 }

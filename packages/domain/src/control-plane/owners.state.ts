@@ -41,6 +41,7 @@ const OwnerWireSchema = {
     email: { type: 'string', minLength: 3, maxLength: 254 },
     passwordHash: { type: 'string', minLength: 1, maxLength: 512 },
     createdAt: { type: 'string', minLength: 1, maxLength: 64 },
+    passwordChangedAt: { type: 'string', minLength: 1, maxLength: 64 },
   },
 } as const;
 
@@ -62,7 +63,14 @@ export function createOwnerDecoder(): (key: Buffer | null, value: Buffer | null)
     return {
       ok: true,
       id: email,
-      value: Object.freeze({ id: o.id, accountId: o.accountId, email: o.email, passwordHash: o.passwordHash, createdAt: o.createdAt }),
+      value: Object.freeze({
+        id: o.id,
+        accountId: o.accountId,
+        email: o.email,
+        passwordHash: o.passwordHash,
+        createdAt: o.createdAt,
+        ...(o.passwordChangedAt ? { passwordChangedAt: o.passwordChangedAt } : {}),
+      }),
     };
   };
 }

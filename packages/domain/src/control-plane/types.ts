@@ -1,5 +1,6 @@
 import type { CRM_TYPES, CrmMapping } from '@ingest/schemas';
 import type { Component } from '@ingest/platform';
+import type { AdminDirectory } from './admins.js';
 
 /**
  * The control plane: accounts, plans, API keys, CRM mapping versions and CRM credentials. Durable
@@ -57,6 +58,8 @@ export interface Owner {
   /** scrypt hash with its parameters and salt (owner-password.ts); never the password. */
   passwordHash: string;
   createdAt: string;
+  /** Set by an admin's password reset: sessions signed in before it end. */
+  passwordChangedAt?: string;
 }
 
 /** The scopes an API key may carry, and the two key types (access-control.ts says what each allows). */
@@ -98,9 +101,13 @@ export interface ControlPlaneWriter {
   setAllowedOrigins(accountId: string, origins: readonly string[]): Promise<Account>;
   /** `passwordHash` from hashPassword(); an email already taken is refused (owner_exists). */
   createOwner(accountId: string, email: string, passwordHash: string): Promise<Owner>;
+  /** A tombstone: the owner can no longer sign in and their sessions end. `owner_not_found` otherwise. */
+  removeOwner(accountId: string, email: string): Promise<Owner>;
+  /** Replaces the password hash; sessions signed in before end. `owner_not_found` otherwise. */
+  resetOwnerPassword(accountId: string, email: string, passwordHash: string): Promise<Owner>;
 }
 
-export interface ControlPlane extends ControlPlaneReader, ControlPlaneWriter, MappingReader, MappingWriter, CrmCredentialLister, Component {
+export interface ControlPlane extends ControlPlaneReader, ControlPlaneWriter, MappingReader, MappingWriter, CrmCredentialLister, AdminDirectory, Component {
   /** True once the state topics were read up to their end as of start(). */
   caughtUp(): boolean;
   /** Confirmed caught up with the state topics within `staleAfterMs` (part of readiness). */
@@ -144,7 +151,7 @@ export interface StoredMapping {
   version: number;
   mapping: CrmMapping;
   createdAt: string;
-  /** Who made the change: `admin` (operator token: the admin API and its CLI) or `owner:<email>` (dashboard). */
+  /** Who made the change: `admin` (the ADMIN_TOKEN), `admin:<name>` (a named admin) or `owner:<email>` (dashboard). */
   author: string;
   /** This version deleted the mapping: the account's events are not synced (its `mapping` has no rules). */
   deleted?: true;

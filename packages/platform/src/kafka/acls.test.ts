@@ -24,6 +24,13 @@ describe('aclBindings', () => {
     expect(writers).toEqual(['console']);
   });
 
+  it('lets only the console write the audit log, and only the processor (its copier) read it', () => {
+    const grants = (op: 'READ' | 'WRITE') =>
+      KAFKA_ROLES.filter((role) => aclBindings(role, `User:${role}`, '').some((a) => a.operation === op && a.resourceName === 'audit.log'));
+    expect(grants('WRITE')).toEqual(['console']);
+    expect(grants('READ')).toEqual(['processor']);
+  });
+
   it('names only topics that exist', () => {
     const names = new Set(Object.values(TOPICS).map((t) => t.name));
     for (const role of KAFKA_ROLES) {

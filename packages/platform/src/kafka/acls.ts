@@ -12,7 +12,8 @@ import { type TopicKey, topicName } from './topics.js';
  *   reads the control plane. It may not write any control.* topic, so a compromised public
  *   process cannot mint an API key or a dashboard owner.
  * - `console`: the admin API and the dashboard (keys, owners, mappings, credentials, plans,
- *   billing ledger, dead-letter views and the CRM replay). Today they run inside the gateway
+ *   billing ledger, dead-letter views and the CRM replay, named admins). It writes the audit log
+ *   (audit.log), which only the processor reads (its copy into ClickHouse). Today they run inside the gateway
  *   process, so the gateway runs with a principal that holds both `console` and `ingest`.
  * - `processor` and `crm-sink`: their pipelines.
  *
@@ -45,11 +46,11 @@ export const ROLE_GRANTS: Readonly<Record<KafkaRole, RoleGrants>> = {
   },
   console: {
     read: ['control.*', 'billingLedger', 'deadLetters', 'crmDeadLetters'],
-    write: ['control.*', 'billingLedger', 'crmReplay'],
+    write: ['control.*', 'billingLedger', 'crmReplay', 'auditLog'],
     groups: [CONTROL_PLANE_GROUP_PREFIX, READ_TO_END_GROUP_PREFIX],
   },
   processor: {
-    read: ['eventsRaw', 'jobChunks', 'dedupeChangelog', 'eventsUnique', 'controlAccounts', 'billingLedger'],
+    read: ['eventsRaw', 'jobChunks', 'dedupeChangelog', 'eventsUnique', 'controlAccounts', 'billingLedger', 'auditLog'],
     // events.raw: a bulk job's chunks become events there; billing.ledger: closed months.
     write: ['eventsRaw', 'eventsUnique', 'dedupeChangelog', 'jobProgress', 'deadLetters', 'billingLedger'],
     groups: ['processor-', READ_TO_END_GROUP_PREFIX],

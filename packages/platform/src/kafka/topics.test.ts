@@ -20,4 +20,9 @@ describe('topics', () => {
     }
     expect(new Set(allTopicSpecs().map((s) => s.name)).size).toBe(allTopicSpecs().length);
   });
+
+  it('never compacts the audit log, and keeps it for at least a year', () => {
+    expect(TOPICS.auditLog.config['cleanup.policy']).toBe('delete');
+    expect(Number(TOPICS.auditLog.config['retention.ms'])).toBeGreaterThanOrEqual(365 * 24 * 3600 * 1000);
+  });
 });

@@ -15,6 +15,8 @@ export interface TopicSpec {
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** How long Kafka keeps the audit log (its ClickHouse copy keeps it for good). */
+export const AUDIT_RETENTION_DAYS = 730;
 
 export const TOPICS = {
   eventsRaw: {
@@ -99,6 +101,20 @@ export const TOPICS = {
     partitions: 1,
     config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
     purpose: 'CRM credentials, keyed by <accountId>/<name> (compacted)',
+  },
+  controlAdmins: {
+    name: 'control.admins',
+    partitions: 1,
+    config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
+    purpose: 'named admins of the admin API: name, role, SHA-256 of each token, revocations; keyed by credential id (compacted)',
+  },
+  auditLog: {
+    name: 'audit.log',
+    partitions: 3,
+    // Not compacted: every record is kept for the retention (two years here; the ClickHouse copy
+    // has no TTL at all). Nothing rewrites or deletes a record.
+    config: { 'cleanup.policy': 'delete', 'retention.ms': String(AUDIT_RETENTION_DAYS * DAY_MS), 'max.message.bytes': String(1024 * 1024) },
+    purpose: 'the audit log: every state change by an admin or dashboard owner (who, what, when, from where, before/after without secrets)',
   },
   billingLedger: {
     name: 'billing.ledger',

@@ -18,13 +18,22 @@ export interface AdminTestStack {
   redis: Redis;
   redisKeyPrefix: string;
   /** A new app over the same control plane, e.g. with another token or outbound policy (default: the production one). */
-  app(adminToken: string, options?: { outboundPolicy?: OutboundPolicy }): Promise<FastifyInstance>;
+  app(adminToken: string, options?: { outboundPolicy?: OutboundPolicy; env?: Record<string, string> }): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
 
 export async function startAdminTestStack(options: { redisKeyPrefix?: string } = {}): Promise<AdminTestStack> {
   const [kafka, clickhouse]: [TestKafka, TestClickHouse] = await Promise.all([
-    createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'billingLedger']),
+    createTestKafka([
+      'controlAccounts',
+      'controlApiKeys',
+      'controlMappings',
+      'controlCrmCredentials',
+      'controlOwners',
+      'controlAdmins',
+      'billingLedger',
+      'auditLog',
+    ]),
     createTestClickHouse(),
   ]);
   const producer = createProducer(kafka.kafka);
@@ -40,7 +49,7 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
     controlPlane,
     redis,
     redisKeyPrefix,
-    async app(adminToken, appOptions = {}) {
+    async app(adminToken, { env = {}, ...appOptions } = {}) {
       const config = loadGatewayConfig({
         ADMIN_TOKEN: adminToken,
         REDIS_URL: integrationEnv().redisUrl,
@@ -48,6 +57,7 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
         KAFKA_TOPIC_PREFIX: kafka.prefix,
         // The CLI tests call it often from one address.
         RATE_LIMIT_PER_MINUTE: '100000',
+        ...env,
       });
       const app = await buildAdminApp({
         config,

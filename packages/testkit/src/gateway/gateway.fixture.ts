@@ -33,7 +33,7 @@ import { buildAdminApp } from '@ingest/gateway/admin-app';
 import { buildApp } from '@ingest/gateway/app';
 import { loadGatewayConfig } from '@ingest/gateway/config';
 
-export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdefghij';
 
 export interface GatewayFixture {
   app: FastifyInstance;

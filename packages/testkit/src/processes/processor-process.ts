@@ -61,7 +61,9 @@ async function startProcessor(setup: ProcessorSetup, name: string, track: (p: Se
       PROCESSOR_STORAGE_GROUP: setup.groups.storage,
       PROCESSOR_DEDUPE_GROUP: setup.groups.dedupe,
       PROCESSOR_JOBS_GROUP: setup.groups.jobs,
+      // The copiers' groups too: a shared default group would make parallel tests rebalance each other.
       PROCESSOR_LEDGER_GROUP: setup.groups.ledger,
+      PROCESSOR_AUDIT_GROUP: `processor-audit-${setup.groups.storage}`,
       PROCESSOR_OPS_HOST: '127.0.0.1',
       PROCESSOR_OPS_PORT: String(opsPort),
       USAGE_RECONCILE_INTERVAL_MS: '0',

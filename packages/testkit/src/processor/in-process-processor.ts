@@ -26,7 +26,13 @@ export async function startProcessorFor(gw: GatewayFixture, name: string): Promi
     metrics: createMetricsRegistry(name),
     topicPrefix: gw.kafka.prefix,
     partitionsConsumedConcurrently: 3,
-    groups: { jobs: `jobs-${uniqueSuffix()}`, storage: `storage-${uniqueSuffix()}`, dedupe: `dedupe-${uniqueSuffix()}` },
+    groups: {
+      jobs: `jobs-${uniqueSuffix()}`,
+      storage: `storage-${uniqueSuffix()}`,
+      dedupe: `dedupe-${uniqueSuffix()}`,
+      // The audit log's copy into ClickHouse: the dashboard's Activity page reads it.
+      audit: `processor-audit-${uniqueSuffix()}`,
+    },
     dedupe: { windowMs: 7 * 24 * 3600 * 1000 },
     accountSuspended: (accountId) => gw.controlPlane.accountById(accountId)?.suspension !== undefined,
   });

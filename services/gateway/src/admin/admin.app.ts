@@ -2,6 +2,8 @@ import { type ClickHouse, type Producer, topicName } from '@ingest/platform';
 import {
   type ControlPlane,
   createAllowance,
+  createAuditReader,
+  createAuditWriter,
   createEventValidator,
   createLedgerReader,
   createLedgerWriter,
@@ -11,6 +13,7 @@ import {
 } from '@ingest/domain';
 import type { FastifyInstance } from 'fastify';
 import { type BaseAppDeps, createBaseApp, registerOpenApi } from '../http/base-app.js';
+import { createAuditor } from '../audit/auditor.js';
 import { adminRoutes } from './admin.routes.js';
 
 export interface AdminAppDeps extends BaseAppDeps {
@@ -33,7 +36,8 @@ export const ADMIN_OPENAPI_PATH = '/admin/v1/openapi.json';
  * listener has no admin route and its OpenAPI document lists none, so the 12 admin paths are
  * neither reachable nor advertised from the internet. Its document is at
  * /admin/v1/openapi.json, browsable at /admin/docs. With ADMIN_TOKEN empty it has no route.
- * It also serves the billing ledger (/admin/v1/billing/ledger) and records plan changes in it.
+ * It also serves the billing ledger (/admin/v1/billing/ledger) and records plan changes in it,
+ * and writes every state change to the audit log (/admin/v1/audit reads it).
  */
 export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance> {
   const { config } = deps;
@@ -41,7 +45,7 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
   await registerOpenApi(app, {
     title: 'Event ingestion admin API',
     description: 'Accounts, plans, API keys, dashboard owners, CRM mappings and credentials. Operators only.',
-    securityDescription: 'the gateway ADMIN_TOKEN',
+    securityDescription: 'an admin token: the gateway ADMIN_TOKEN, or a named admin credential (adm_...)',
     jsonPath: ADMIN_OPENAPI_PATH,
     uiPrefix: '/admin/docs',
   });
@@ -53,10 +57,17 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
     reader: createLedgerReader(deps.ch),
     periodUsage: allowance.periodUsage,
   };
+  const now = deps.now ?? Date.now;
+  const audit = {
+    auditor: createAuditor({ writer: createAuditWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'auditLog')), now }),
+    reader: createAuditReader(deps.ch),
+  };
   await app.register(
     adminRoutes({
       controlPlane: deps.controlPlane,
       adminToken: config.ADMIN_TOKEN,
+      adminTokenPrevious: config.ADMIN_TOKEN_PREVIOUS,
+      audit,
       validateEvent: createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS }),
       recordStates,
       billing,

@@ -7,7 +7,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 
-const TOKEN = 'admin-secret-token-for-tests';
+const TOKEN = 'admin-secret-token-for-the-admin-route-tests';
 const auth = { authorization: `Bearer ${TOKEN}` };
 
 let stack: AdminTestStack;

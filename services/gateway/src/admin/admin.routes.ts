@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { toProblem } from './control-plane-problem.js';
 import {
   AccountIdParams,
@@ -16,6 +15,7 @@ import {
 import {
   type Allowance,
   type ApiKeyRecord,
+  type AuditReader,
   type ControlPlane,
   createEventValidator,
   effectiveScopes,
@@ -31,15 +31,22 @@ import {
 } from '@ingest/domain';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ProblemError, problemResponses } from '../http/problem.js';
+import type { Auditor } from '../audit/auditor.js';
 import { accessRoutes } from './access.routes.js';
+import { createAdminAuth, requireAdmin } from './admin-auth.js';
+import { adminsRoutes } from './admins.routes.js';
 import { billingRoutes } from './billing.routes.js';
 import { crmRoutes } from './crm.routes.js';
 import { ownersRoutes } from './owners.routes.js';
 
 export interface AdminRoutesDeps {
   controlPlane: ControlPlane;
-  /** Bearer token of the admin API; empty disables it (every admin path answers 404). */
+  /** Bearer token of the admin API (the admin `admin`); empty disables it (every admin path answers 404). */
   adminToken: string;
+  /** The previous ADMIN_TOKEN, still valid while it is rotated out; empty: none. */
+  adminTokenPrevious?: string;
+  /** Every state change is recorded through it; the log is read back through `reader`. */
+  audit: { auditor: Auditor; reader: AuditReader };
   /** Event rules for CRM dry-runs; default: the standard ones. */
   validateEvent?: (input: unknown, receivedAtMs: number) => EventCheck;
   /** The crm-sink's record state (read-only), for CRM dry-runs. */
@@ -55,7 +62,6 @@ export interface AdminRoutesDeps {
   now?: () => number;
 }
 
-const UNAUTHORIZED_DETAIL = 'Send the admin token as `Authorization: Bearer <token>`.';
 const DEFAULT_KEY_NAME = 'default';
 
 // Every admin route can also answer 400 (malformed ids), 429 and 503.
@@ -73,15 +79,14 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
       app.log.info('admin API disabled (empty admin token)');
       return;
     }
-    const tokenMatches = createTokenCheck(deps.adminToken);
-    // preParsing: after the rate limiter, so guesses at the admin token are rate limited too.
+    const cp = deps.controlPlane;
+    const authenticate = createAdminAuth({ tokens: { current: deps.adminToken, previous: deps.adminTokenPrevious ?? '' }, directory: cp });
+    // preParsing: after the rate limiter, so guesses at admin tokens are rate limited too.
     app.addHook('preParsing', async (request: FastifyRequest, _reply, payload) => {
-      if (!tokenMatches(request.headers.authorization)) {
-        throw new ProblemError('unauthorized', UNAUTHORIZED_DETAIL, { headers: { 'www-authenticate': 'Bearer realm="admin"' } });
-      }
+      requireAdmin(request, authenticate);
       return payload;
     });
-    const cp = deps.controlPlane;
+    const { auditor } = deps.audit;
     const tags = ['admin'];
     // A child plugin: the token hook above guards the CRM routes too.
     await app.register(
@@ -91,10 +96,14 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
         recordStates: deps.recordStates,
         ...(deps.outboundPolicy ? { outboundPolicy: deps.outboundPolicy } : {}),
         now: deps.now ?? Date.now,
+        auditor,
       }),
     );
-    await app.register(ownersRoutes({ controlPlane: cp }));
-    await app.register(accessRoutes({ controlPlane: cp }));
+    await app.register(ownersRoutes({ controlPlane: cp, auditor }));
+    await app.register(accessRoutes({ controlPlane: cp, auditor }));
+    await app.register(
+      adminsRoutes({ controlPlane: cp, auditor, reader: deps.audit.reader, environmentTokens: { previous: Boolean(deps.adminTokenPrevious) } }),
+    );
     await app.register(billingRoutes({ reader: deps.billing.reader }));
     const now = deps.now ?? Date.now;
 
@@ -104,6 +113,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
       async (request, reply) => {
         const account = await mapErrors(() => cp.createAccount(request.body));
         request.log.info({ accountId: account.id, plan: account.plan }, 'admin: account created');
+        await auditor.record(request, { action: 'account.create', accountId: account.id, after: { name: account.name, plan: account.plan } });
         return reply.code(201).send(account);
       },
     );
@@ -133,7 +143,10 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
         const before = cp.accountById(request.params.accountId);
         const account = await mapErrors(() => cp.setPlan(request.params.accountId, request.body.plan));
         request.log.info({ accountId: account.id, plan: account.plan }, 'admin: plan set');
-        if (before && before.plan !== account.plan) await recordPlanChange(before.plan, account.plan, account.id);
+        if (before && before.plan !== account.plan) {
+          await auditor.record(request, { action: 'account.plan_set', accountId: account.id, before: { plan: before.plan }, after: { plan: account.plan } });
+          await recordPlanChange(before.plan, account.plan, account.id);
+        }
         return account;
       },
     );
@@ -190,6 +203,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
           cp.createApiKey(request.params.accountId, name, { ...(scopes ? { scopes } : {}), ...(type ? { type } : {}) }),
         );
         request.log.info({ accountId: record.accountId, keyId: record.id, type: record.type, scopes: record.scopes }, 'admin: api key created');
+        await auditor.record(request, { action: 'key.create', accountId: record.accountId, target: record.id, after: toView(record) });
         return reply.code(201).send({ apiKey: plaintext, key: toView(record) });
       },
     );
@@ -222,26 +236,21 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
       },
       async (request) => {
         const { accountId, keyId } = request.params;
+        const wasActive = cp.listApiKeys(accountId).some((k) => k.id === keyId && k.revokedAt === null);
         const record = await mapErrors(() => cp.revokeApiKey(accountId, keyId));
         request.log.info({ accountId, keyId }, 'admin: api key revoked');
+        if (wasActive)
+          await auditor.record(request, {
+            action: 'key.revoke',
+            accountId,
+            target: keyId,
+            before: { revokedAt: null },
+            after: { revokedAt: record.revokedAt },
+          });
         return toView(record);
       },
     );
   };
-}
-
-/** Constant-time comparison of fixed-length digests, so neither content nor length leaks. */
-export function createTokenCheck(adminToken: string): (authorization: string | undefined) => boolean {
-  const expected = sha256(adminToken);
-  return (authorization) => {
-    const candidate = /^Bearer (\S+)$/i.exec(authorization?.trim() ?? '')?.[1];
-    if (candidate === undefined) return false;
-    return timingSafeEqual(sha256(candidate), expected);
-  };
-}
-
-function sha256(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
 }
 
 /** Keys made before scopes existed are shown with what they may do: every scope. */

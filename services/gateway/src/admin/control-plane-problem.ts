@@ -11,6 +11,8 @@ export function toProblem(err: unknown): unknown {
   switch (err.code) {
     case 'account_not_found':
     case 'api_key_not_found':
+    case 'owner_not_found':
+    case 'admin_credential_not_found':
       return new ProblemError('notFound', `${err.message[0]?.toUpperCase() ?? ''}${err.message.slice(1)}.`, { cause: err });
     case 'invalid_name':
       return new ProblemError('validation', 'The request body is invalid.', {
@@ -25,8 +27,17 @@ export function toProblem(err: unknown): unknown {
     case 'invalid_scopes':
     case 'invalid_key_type':
     case 'invalid_origins':
-    case 'invalid_reason': {
-      const field = { invalid_scopes: '/scopes', invalid_key_type: '/type', invalid_origins: '/origins', invalid_reason: '/reason' }[err.code];
+    case 'invalid_reason':
+    case 'invalid_admin_name':
+    case 'invalid_admin_role': {
+      const field = {
+        invalid_scopes: '/scopes',
+        invalid_key_type: '/type',
+        invalid_origins: '/origins',
+        invalid_reason: '/reason',
+        invalid_admin_name: '/name',
+        invalid_admin_role: '/role',
+      }[err.code];
       return new ProblemError('validation', 'The request body is invalid.', { errors: [{ field, code: 'invalid_value', message: err.message }], cause: err });
     }
     case 'account_suspended':
@@ -35,6 +46,7 @@ export function toProblem(err: unknown): unknown {
         cause: err,
       });
     case 'api_key_limit':
+    case 'admin_credential_limit':
       return new ProblemError('conflict', `${err.message[0]?.toUpperCase() ?? ''}${err.message.slice(1)}.`, { cause: err });
     default:
       if (err.retryable) {

@@ -8,7 +8,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 
-const TOKEN = 'admin-secret-token-for-crm-tests';
+const TOKEN = 'admin-secret-token-for-the-crm-route-tests';
 const auth = { authorization: `Bearer ${TOKEN}` };
 
 let stack: AdminTestStack;
@@ -531,9 +531,11 @@ describe('CRM credentials admin API', () => {
   });
 
   it('lets an operator allow plain http and loopback (CRM_ALLOW_HTTP, CRM_ALLOWED_CIDRS) for a local fake CRM', async () => {
-    const local = await stack.app('local-admin-token', { outboundPolicy: createOutboundPolicy({ allowHttp: true, allowedCidrs: '127.0.0.1/32' }) });
+    const local = await stack.app('local-admin-token-0123456789abcdefghij', {
+      outboundPolicy: createOutboundPolicy({ allowHttp: true, allowedCidrs: '127.0.0.1/32' }),
+    });
     const accountId = await newAccount();
-    const headers = { authorization: 'Bearer local-admin-token' };
+    const headers = { authorization: 'Bearer local-admin-token-0123456789abcdefghij' };
     const ok = await local.inject({
       method: 'PUT',
       url: `${base(accountId)}/credentials/hooks`,

@@ -27,6 +27,7 @@ import {
   type StoredCrmCredential,
 } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
+import type { Auditor } from '../audit/auditor.js';
 import { ProblemError, problemResponses } from '../http/problem.js';
 import {
   bodyValidatedByHandler,
@@ -49,6 +50,7 @@ export interface CrmRoutesDeps {
   /** Where credentials may point (CRM_ALLOW_HTTP, CRM_ALLOWED_CIDRS); default https and public addresses only. */
   outboundPolicy?: OutboundPolicy;
   now: () => number;
+  auditor: Auditor;
 }
 
 interface AccountParams {
@@ -56,7 +58,9 @@ interface AccountParams {
 }
 
 const tags = ['admin', 'crm'];
-const AUTHOR = 'admin';
+/** A mapping version's author: `admin` for the environment's token (as before named admins), else `admin:<name>`. */
+const mappingAuthor = (request: { admin?: { name: string; credentialId: string } }) =>
+  !request.admin || request.admin.credentialId.startsWith('env:') ? 'admin' : `admin:${request.admin.name}`;
 // Every admin route can also answer 400 (malformed ids), 401, 429 and 503.
 const problems = (...statuses: number[]) => problemResponses(...new Set([...statuses, 400, 401, 429, 503, 504]));
 
@@ -90,8 +94,16 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
         const { accountId } = request.params;
         // Unknown account, then the document, then If-Match.
         requireAccount(cp, accountId);
-        const stored = await storeMapping(cp, accountId, request.body, AUTHOR, request.headers['if-match']);
+        const previous = cp.currentMapping(accountId)?.version ?? null;
+        const stored = await storeMapping(cp, accountId, request.body, mappingAuthor(request), request.headers['if-match']);
         request.log.info({ accountId, version: stored.version }, 'admin: crm mapping stored');
+        await deps.auditor.record(request, {
+          action: 'mapping.put',
+          accountId,
+          target: `version ${stored.version}`,
+          before: { version: previous },
+          after: { version: stored.version },
+        });
         return withVersionTag(reply, stored).code(201).send(stored);
       },
     );
@@ -135,8 +147,16 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       async (request) => {
         const { accountId } = request.params;
         requireAccount(cp, accountId);
-        const deleted = await deleteMapping(cp, accountId, AUTHOR, request.headers['if-match']);
+        const previous = cp.currentMapping(accountId)?.version ?? null;
+        const deleted = await deleteMapping(cp, accountId, mappingAuthor(request), request.headers['if-match']);
         request.log.info({ accountId, version: deleted.version }, 'admin: crm mapping deleted');
+        await deps.auditor.record(request, {
+          action: 'mapping.delete',
+          accountId,
+          target: `version ${deleted.version}`,
+          before: { version: previous },
+          after: { version: deleted.version, deleted: true },
+        });
         return deleted;
       },
     );
@@ -175,6 +195,8 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
     app.post<{ Params: AccountParams; Body: { event: unknown; mapping?: unknown } }>(
       '/accounts/:accountId/crm/mapping/dry-run',
       {
+        // Writes nothing: operators may run it.
+        config: { adminRole: 'operator' },
         validatorCompiler: handlerValidatesBody,
         schema: {
           summary: 'Show the CRM operations and exact HTTP calls an event would cause now (current mapping or a draft); writes nothing',
@@ -208,8 +230,17 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       async (request) => {
         const { accountId, name } = request.params;
         refuseOutboundUrls(outbound, name, request.body);
+        const previous = cp.crmCredential(accountId, name);
         const stored = await mapErrors(() => cp.putCrmCredential(accountId, name, request.body as CrmCredentialBody));
         request.log.info({ accountId, credentialName: name, crmType: stored.credential.type }, 'admin: crm credential stored');
+        // Views only: the secret fields never reach the audit log (the writer drops them by name as well).
+        await deps.auditor.record(request, {
+          action: 'crm_credential.put',
+          accountId,
+          target: name,
+          before: previous ? toCredentialView(previous) : null,
+          after: toCredentialView(stored),
+        });
         return toCredentialView(stored);
       },
     );
@@ -227,8 +258,16 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       async (request) => {
         const { accountId, name } = request.params;
         requireAccount(cp, accountId);
+        const previous = cp.crmCredential(accountId, name);
         await mapErrors(() => cp.deleteCrmCredential(accountId, name));
         request.log.info({ accountId, credentialName: name }, 'admin: crm credential deleted');
+        await deps.auditor.record(request, {
+          action: 'crm_credential.delete',
+          accountId,
+          target: name,
+          before: previous ? toCredentialView(previous) : null,
+          after: null,
+        });
         return { accountId, name, deleted: true as const };
       },
     );

@@ -7,7 +7,7 @@
  */
 import { type Component, toDeadLetterMessage } from '@ingest/platform';
 import { hashPassword } from '@ingest/domain';
-import { uniqueSuffix } from '@ingest/testkit';
+import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../web/bundle.js';
@@ -254,5 +254,30 @@ describe('dead letters on the event debugger page', () => {
     await dialog.getByRole('button', { name: 'Replay' }).click();
     await page.getByRole('status').filter({ hasText: 'Replayed Broken Event pages-dead-1 to events.raw' }).waitFor();
     await screenshot(page, 'events-dead-letters');
+  });
+
+  it("shows the owner's own changes on the Activity page (the audit log)", async () => {
+    await page.getByRole('link', { name: 'Activity' }).click();
+    await page.getByRole('heading', { name: 'Activity' }).waitFor();
+    // The copy into ClickHouse is asynchronous: reload until the replay above is listed.
+    const replayed = page.getByRole('row', { name: /dead_letter\.replay/ });
+    await waitFor(
+      async () => {
+        await page.reload();
+        await page.getByRole('heading', { name: 'Activity' }).waitFor();
+        await page
+          .getByText(/^(Nothing changed yet\.|When)$/)
+          .first()
+          .waitFor();
+        return (await replayed.count()) > 0 ? true : undefined;
+      },
+      { description: 'the replay on the Activity page', timeoutMs: 30_000 },
+    );
+    expect(await replayed.first().textContent()).toContain(email);
+    await page
+      .getByRole('row', { name: /mapping\.put/ })
+      .first()
+      .waitFor();
+    await screenshot(page, 'activity');
   });
 });

@@ -2,6 +2,7 @@ import cookie from '@fastify/cookie';
 import {
   type AccountJobsReader,
   type Allowance,
+  type AuditReader,
   type ControlPlane,
   createRecordStateReader,
   createSyncStateStore,
@@ -11,7 +12,9 @@ import {
 import { type ClickHouse, type KafkaClient, type Producer, type Redis, type Registry } from '@ingest/platform';
 import { createClickHouseEventStore } from '../events/event-store.js';
 import type { FastifyPluginAsync } from 'fastify';
+import type { Auditor } from '../audit/auditor.js';
 import type { KeyUsage } from '../auth/key-usage.js';
+import { dashboardAuditRoutes } from './audit.routes.js';
 import type { IngestMetrics } from '../events/ingest-metrics.js';
 import type { JobWriter } from '../jobs/job-writer.js';
 import type { GatewayConfig } from '../config.js';
@@ -26,6 +29,7 @@ import { mappingRoutes } from './mapping.routes.js';
 import { routeLimits } from './route-options.js';
 import { createSessionGuard, dashboardOf } from './session.guard.js';
 import { sessionRoutes } from './session.routes.js';
+import { createSignInThrottle } from './signin-throttle.js';
 import type { IdempotencyStore } from '../jobs/idempotency.store.js';
 import { createSessionStore } from './session.store.js';
 import { dashboardUsageRoutes } from './usage.routes.js';
@@ -54,6 +58,8 @@ export interface DashboardDeps {
   kafka?: KafkaClient;
   producer: Producer;
   now: () => number;
+  /** Owners' changes are recorded in the audit log; their own page reads it back. */
+  audit: { auditor: Auditor; reader: AuditReader };
 }
 
 /**
@@ -91,9 +97,16 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             cookieSecure: config.DASHBOARD_COOKIE_SECURE,
             maxSeconds: config.DASHBOARD_SESSION_MAX_SECONDS,
             limits,
+            throttle: createSignInThrottle({
+              redis: deps.redis,
+              keyPrefix: config.REDIS_KEY_PREFIX,
+              perEmail: config.DASHBOARD_SIGNIN_LIMIT_PER_EMAIL,
+              perAccount: config.DASHBOARD_SIGNIN_LIMIT_PER_ACCOUNT,
+              windowMs: config.DASHBOARD_SIGNIN_WINDOW_SECONDS * 1000,
+            }),
           }),
         );
-        await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits }));
+        await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits, auditor: deps.audit.auditor }));
         await api.register(dashboardUsageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
         const uploadSlots = uploadSlotHooks(deps.uploadSlots, deps.metrics, (request) => dashboardOf(request).account.id);
         await api.register(
@@ -117,7 +130,14 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           }),
         );
         await api.register(
-          deadLettersRoutes({ kafka: deps.kafka, producer: deps.producer, topicPrefix: config.KAFKA_TOPIC_PREFIX, limits, metrics: deps.metrics }),
+          deadLettersRoutes({
+            kafka: deps.kafka,
+            producer: deps.producer,
+            topicPrefix: config.KAFKA_TOPIC_PREFIX,
+            limits,
+            metrics: deps.metrics,
+            auditor: deps.audit.auditor,
+          }),
         );
         await api.register(
           mappingRoutes({
@@ -126,8 +146,10 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             validateEvent: deps.validateEvent,
             limits,
             now: deps.now,
+            auditor: deps.audit.auditor,
           }),
         );
+        await api.register(dashboardAuditRoutes({ reader: deps.audit.reader, limits }));
         api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {
           throw new ProblemError('notFound', `No dashboard API route for ${request.method} ${request.url.split('?')[0]}.`);
         });

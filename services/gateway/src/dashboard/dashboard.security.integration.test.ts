@@ -68,7 +68,8 @@ describe('sign-in', () => {
   it('limits sign-in attempts per client address (429 after 10 a minute)', async () => {
     const ip = randomClientIp();
     const statuses: number[] = [];
-    for (let i = 0; i < 11; i++) statuses.push((await signInRequest(gw.app, a.user.email, `wrong-${i}-password`, ip)).statusCode);
+    // A different email each time: the per-email throttle (signin-throttle.integration.test.ts) stays out of the way.
+    for (let i = 0; i < 11; i++) statuses.push((await signInRequest(gw.app, `guess-${i}-${ip}@example.com`, `wrong-${i}-password`, ip)).statusCode);
     expect(statuses.slice(0, 10).every((s) => s === 401)).toBe(true);
     expect(statuses[10]).toBe(429);
     // The right password from that address is refused too until the window passes.

@@ -11,6 +11,7 @@ import {
 } from '@ingest/platform';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
+import type { Auditor } from '../audit/auditor.js';
 import { ProblemError } from '../http/problem.js';
 import { createDeadLetterReader } from './deadletters.reader.js';
 import type { RouteLimits } from './route-options.js';
@@ -55,6 +56,7 @@ export function deadLettersRoutes(deps: {
   topicPrefix: string;
   limits: RouteLimits;
   metrics: Registry;
+  auditor: Auditor;
 }): FastifyPluginAsync {
   return async (app) => {
     const topics = {
@@ -120,7 +122,14 @@ export function deadLettersRoutes(deps: {
           { accountId: account.id, ownerId: session.ownerId, deadLetterTopic: topic, position: normalised, to },
           'dashboard: dead letter replayed',
         );
-        return { replayed: toView(which, entry), to: to.slice(deps.topicPrefix.length) };
+        const view = toView(which, entry);
+        await deps.auditor.record(request, {
+          action: 'dead_letter.replay',
+          accountId: account.id,
+          target: `${topic.slice(deps.topicPrefix.length)}/${normalised}`,
+          after: { to: to.slice(deps.topicPrefix.length), eventId: view.eventId, code: view.code },
+        });
+        return { replayed: view, to: to.slice(deps.topicPrefix.length) };
       },
     );
   };

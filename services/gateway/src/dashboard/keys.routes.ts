@@ -2,12 +2,13 @@ import { type ApiKeyView, DashboardCreateKeyBody, DashboardKeyIdParams, Dashboar
 import { type ApiKeyRecord, type ControlPlane, effectiveScopes, keyType } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
 import { toProblem } from '../admin/control-plane-problem.js';
+import type { Auditor } from '../audit/auditor.js';
 import type { KeyUsage } from '../auth/key-usage.js';
 import { dashboardOf } from './session.guard.js';
 import type { RouteLimits } from './route-options.js';
 
 /** The signed-in owner's API keys: list (with last use), create (plaintext once), revoke. */
-export function keysRoutes(deps: { controlPlane: ControlPlane; keyUsage: KeyUsage; limits: RouteLimits }): FastifyPluginAsync {
+export function keysRoutes(deps: { controlPlane: ControlPlane; keyUsage: KeyUsage; limits: RouteLimits; auditor: Auditor }): FastifyPluginAsync {
   return async (app) => {
     const cp = deps.controlPlane;
 
@@ -32,6 +33,7 @@ export function keysRoutes(deps: { controlPlane: ControlPlane; keyUsage: KeyUsag
           { accountId: account.id, keyId: record.id, ownerId: session.ownerId, type: record.type, scopes: record.scopes },
           'dashboard: api key created',
         );
+        await deps.auditor.record(request, { action: 'key.create', accountId: account.id, target: record.id, after: toView(record, null) });
         return reply.code(201).send({ apiKey: plaintext, key: toView(record, null) });
       },
     );
@@ -42,8 +44,18 @@ export function keysRoutes(deps: { controlPlane: ControlPlane; keyUsage: KeyUsag
       async (request) => {
         const { account, session } = dashboardOf(request);
         // The account comes from the session: another account's key id is simply not found.
+        const wasActive = cp.listApiKeys(account.id).some((k) => k.id === request.params.keyId && k.revokedAt === null);
         const record = await cp.revokeApiKey(account.id, request.params.keyId).catch((err: unknown) => Promise.reject(toProblem(err)));
         request.log.info({ accountId: account.id, keyId: record.id, ownerId: session.ownerId }, 'dashboard: api key revoked');
+        if (wasActive) {
+          await deps.auditor.record(request, {
+            action: 'key.revoke',
+            accountId: account.id,
+            target: record.id,
+            before: { revokedAt: null },
+            after: { revokedAt: record.revokedAt },
+          });
+        }
         return toView(record, (await deps.keyUsage.lastUsed([record.id])).get(record.id) ?? null);
       },
     );

@@ -12,6 +12,7 @@ import {
   storeMapping,
   withVersionTag,
 } from '../admin/crm-mapping.handlers.js';
+import type { Auditor } from '../audit/auditor.js';
 import type { RouteLimits } from './route-options.js';
 import { dashboardOf } from './session.guard.js';
 
@@ -31,6 +32,7 @@ export function mappingRoutes(deps: {
   validateEvent: (input: unknown, receivedAtMs: number) => EventCheck;
   limits: RouteLimits;
   now: () => number;
+  auditor: Auditor;
 }): FastifyPluginAsync {
   return async (app) => {
     const cp = deps.controlPlane;
@@ -52,8 +54,16 @@ export function mappingRoutes(deps: {
       },
       async (request, reply) => {
         const { account, session } = dashboardOf(request);
+        const previous = cp.currentMapping(account.id)?.version ?? null;
         const stored = await storeMapping(cp, account.id, request.body, `owner:${session.email}`, request.headers['if-match']);
         request.log.info({ accountId: account.id, version: stored.version, ownerId: session.ownerId }, 'dashboard: crm mapping stored');
+        await deps.auditor.record(request, {
+          action: 'mapping.put',
+          accountId: account.id,
+          target: `version ${stored.version}`,
+          before: { version: previous },
+          after: { version: stored.version },
+        });
         return withVersionTag(reply, stored).code(201).send(stored);
       },
     );
@@ -63,8 +73,16 @@ export function mappingRoutes(deps: {
       { ...deps.limits.api, schema: { hide: true, headers: IfMatchHeaders, response: { 200: DeletedMappingView } } },
       async (request) => {
         const { account, session } = dashboardOf(request);
+        const previous = cp.currentMapping(account.id)?.version ?? null;
         const deleted = await deleteMapping(cp, account.id, `owner:${session.email}`, request.headers['if-match']);
         request.log.info({ accountId: account.id, version: deleted.version, ownerId: session.ownerId }, 'dashboard: crm mapping deleted');
+        await deps.auditor.record(request, {
+          action: 'mapping.delete',
+          accountId: account.id,
+          target: `version ${deleted.version}`,
+          before: { version: previous },
+          after: { version: deleted.version, deleted: true },
+        });
         return deleted;
       },
     );

@@ -43,8 +43,9 @@ export function createSessionGuard(deps: { sessions: SessionStore; controlPlane:
     const session = token ? await deps.sessions.get(token) : undefined;
     // An owner removed from the control plane, or moved, loses their sessions at once.
     const owner = session ? deps.controlPlane.ownerByEmail(session.email) : undefined;
-    const account =
-      owner && session && owner.id === session.ownerId && owner.accountId === session.accountId ? deps.controlPlane.accountById(owner.accountId) : undefined;
+    // A password reset ends the sessions signed in before it.
+    const current = owner && session && owner.id === session.ownerId && owner.accountId === session.accountId && !signedInBeforeReset(owner, session);
+    const account = current ? deps.controlPlane.accountById(owner.accountId) : undefined;
     if (token && session && account) {
       request.dashboard = { session, token, account };
     }
@@ -61,6 +62,10 @@ export function createSessionGuard(deps: { sessions: SessionStore; controlPlane:
       });
     }
   };
+}
+
+function signedInBeforeReset(owner: { passwordChangedAt?: string }, session: Session): boolean {
+  return owner.passwordChangedAt !== undefined && session.createdAtMs < Date.parse(owner.passwordChangedAt);
 }
 
 function originAllowed(request: FastifyRequest, configured: string[]): boolean {

@@ -5,6 +5,7 @@ import { ProblemError } from '../http/problem.js';
 import { dashboardOf, SESSION_COOKIE } from './session.guard.js';
 import type { SessionStore } from './session.store.js';
 import type { RouteLimits } from './route-options.js';
+import type { SignInThrottle } from './signin-throttle.js';
 
 export interface SessionRoutesDeps {
   controlPlane: ControlPlaneReader;
@@ -12,6 +13,8 @@ export interface SessionRoutesDeps {
   cookieSecure: boolean;
   maxSeconds: number;
   limits: RouteLimits;
+  /** Per email and per account, before the password is checked; fails closed (503) without Redis. */
+  throttle: SignInThrottle;
 }
 
 const SIGN_IN_FAILED = 'Email or password is wrong.';
@@ -32,6 +35,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): FastifyPluginAsync {
       },
       async (request, reply) => {
         const owner = deps.controlPlane.ownerByEmail(request.body.email);
+        await deps.throttle(request.body.email, owner?.accountId);
         // Unknown emails are checked against a decoy hash: same answer, same cost.
         const passwordOk = await verifyPassword(request.body.password, owner?.passwordHash ?? (await decoyPasswordHash()));
         const account = owner && passwordOk ? deps.controlPlane.accountById(owner.accountId) : undefined;

@@ -14,7 +14,7 @@
 import { type OwnRedis, startOwnRedis, waitFor } from '@ingest/testkit';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signedInOwner, type DashboardUser } from '@ingest/testkit/gateway';
+import { createOwner, signedInOwner, signInRequest, type DashboardUser } from '@ingest/testkit/gateway';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
 let redis: OwnRedis;
@@ -23,6 +23,7 @@ let failClosed: FastifyInstance;
 let apiKey: string;
 let owner: DashboardUser;
 let jobId: string;
+let signIn: { email: string; password: string };
 
 beforeAll(async () => {
   redis = await startOwnRedis();
@@ -31,6 +32,7 @@ beforeAll(async () => {
   const created = await gw.newAccount('pro');
   apiKey = created.apiKey;
   owner = await signedInOwner(gw, created.account.id);
+  signIn = await createOwner(gw, created.account.id);
   const bulk = await send(gw.app, 'POST', '/v1/events/bulk', { events: [{ eventName: 'Seeded', email: 'a@b.io' }] });
   expect(bulk.statusCode).toBe(202);
   jobId = bulk.json().jobId;
@@ -84,6 +86,19 @@ describe('Redis down', () => {
     await expectUnavailable(send(gw.app, 'GET', `/v1/jobs/${jobId}`), 'GET /v1/jobs/{jobId}');
     await expectUnavailable(owner.request({ method: 'GET', url: '/dashboard/api/session' }), 'dashboard session');
     await expectUnavailable(owner.request({ method: 'GET', url: '/dashboard/api/jobs' }), 'dashboard jobs');
+
+    // Sign-in fails closed before the password is checked: a right and a wrong password get the
+    // same answer (503, the same body but for its requestId) in about the same time (no scrypt).
+    const timed = async (password: string) => {
+      const started = performance.now();
+      const response = signInRequest(gw.app, signIn.email, password, randomClientIp());
+      await expectUnavailable(response, `sign-in with the ${password === signIn.password ? 'right' : 'wrong'} password`);
+      return { body: { ...(await response).json(), requestId: undefined }, ms: performance.now() - started };
+    };
+    const right = await timed(signIn.password);
+    const wrong = await timed('a-wrong-password-123');
+    expect(right.body).toEqual(wrong.body);
+    expect(Math.abs(right.ms - wrong.ms), `right ${right.ms} ms, wrong ${wrong.ms} ms`).toBeLessThan(250);
 
     await redis.start();
     await waitFor(async () => (await send(gw.app, 'POST', '/v1/events', { events: [{ eventName: 'Back', email: 'a@b.io' }] })).statusCode === 202, {

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api } from './api.js';
+import { ActivityPage } from './pages/ActivityPage';
 import { EventsPage } from './pages/EventsPage';
 import { JobsPage } from './pages/JobsPage';
 import { KeysPage } from './pages/KeysPage';
@@ -15,6 +16,7 @@ const PAGES = [
   { path: 'jobs', label: 'Jobs' },
   { path: 'mappings', label: 'CRM mapping' },
   { path: 'events', label: 'Event debugger' },
+  { path: 'activity', label: 'Activity' },
 ] as const;
 
 function currentPage(): string {
@@ -96,6 +98,7 @@ export function App() {
         {page === 'jobs' && <JobsPage />}
         {page === 'mappings' && <MappingsPage />}
         {page === 'events' && <EventsPage />}
+        {page === 'activity' && <ActivityPage />}
       </main>
     </div>
   );

@@ -1,4 +1,5 @@
 import type {
+  AuditPage,
   CreatedApiKeyView,
   DashboardUsage,
   DeadLetterView,
@@ -68,6 +69,7 @@ export const api = {
     call<CreatedApiKeyView>('POST', '/keys', { name, ...access }),
   revokeKey: (keyId: string) => call<KeyView>('POST', `/keys/${encodeURIComponent(keyId)}/revoke`),
   usage: () => call<DashboardUsage>('GET', '/usage'),
+  audit: (cursor?: string) => call<AuditPage>('GET', `/audit${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`),
   jobs: () => call<{ jobs: JobView[] }>('GET', '/jobs'),
   uploadCsv: (file: File) => {
     const form = new FormData();
