@@ -53,7 +53,8 @@ export const ROLE_GRANTS: Readonly<Record<KafkaRole, RoleGrants>> = {
     read: ['eventsRaw', 'jobChunks', 'dedupeChangelog', 'eventsUnique', 'controlAccounts', 'billingLedger', 'auditLog'],
     // events.raw: a bulk job's chunks become events there; billing.ledger: closed months.
     write: ['eventsRaw', 'eventsUnique', 'dedupeChangelog', 'jobProgress', 'deadLetters', 'billingLedger'],
-    groups: ['processor-', READ_TO_END_GROUP_PREFIX],
+    // control-plane.*: the job runner's control plane (accounts only: a suspended account's jobs stop).
+    groups: ['processor-', READ_TO_END_GROUP_PREFIX, CONTROL_PLANE_GROUP_PREFIX],
   },
   'crm-sink': {
     read: ['eventsUnique', 'crmReplay', 'controlMappings', 'controlCrmCredentials'],
