@@ -32,6 +32,9 @@ const REDACT_PATHS = [
   '*.previousSecret',
   'credential.previousSecret',
   '*.credential.previousSecret',
+  // A record from before encryption (issue 18) holds its secrets here until it is sealed.
+  'plaintextSecrets',
+  '*.plaintextSecrets',
   // Dashboard owners and sessions.
   'passwordHash',
   '*.passwordHash',

@@ -10,6 +10,7 @@ import type { Registry } from '@ingest/platform';
 import { registerControlPlaneMetrics } from './control-plane.metrics.js';
 import { generateApiKey, toBase62 } from './api-keys.js';
 import { createCrmConfigOps } from './crm-config.ops.js';
+import type { CredentialSealer } from './credential-seal.js';
 import { applyCrmCredential, applyMappingVersion, createCredentialDecoder, createCrmConfigState, createMappingDecoder } from './crm-config.state.js';
 import { createEndOffsetsReader, createOffsetTracker } from '@ingest/platform';
 import {
@@ -50,6 +51,11 @@ export interface ControlPlaneDeps {
   /** Not confirmed caught up for this long: dead (the service's liveness fails). */
   deadAfterMs?: number;
   now?: () => Date;
+  /**
+   * crm-sink's public key: CRM credentials are stored sealed for it. Without it, putting a
+   * credential is refused (`crm_credential_key_missing`); reading and listing work.
+   */
+  credentialSealer?: CredentialSealer;
 }
 
 /**
@@ -299,7 +305,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     ownerByEmail: (email) => owners.byEmail.get(normaliseOwnerEmail(email)),
     listOwners: (accountId) => listOwners(owners, accountId),
 
-    ...createCrmConfigOps({ state: crm, mappingsTopic, credentialsTopic, barrier, write, requireAccount: account, now, log }),
+    ...createCrmConfigOps({ state: crm, mappingsTopic, credentialsTopic, barrier, write, requireAccount: account, now, log, sealer: deps.credentialSealer }),
 
     async createAccount(input) {
       const name = validName(input.name);

@@ -17,7 +17,17 @@ import {
   type TopicKey,
   TOPICS as TOPIC_SPECS,
 } from '@ingest/platform';
-import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix, waitFor } from '../index.js';
+import {
+  createTestClickHouse,
+  createTestKafka,
+  integrationEnv,
+  type TestClickHouse,
+  type TestKafka,
+  testCredentialKeys,
+  testLogger,
+  uniqueSuffix,
+  waitFor,
+} from '../index.js';
 import type { FastifyInstance } from 'fastify';
 import { buildAdminApp } from '@ingest/gateway/admin-app';
 import { buildApp } from '@ingest/gateway/app';
@@ -78,7 +88,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
   // A test may give the gateway a Redis of its own (e.g. one it stops).
   const redis = createRedis({ url: env.REDIS_URL ?? integration.redisUrl, failFast: true, logger });
   await Promise.all([producer.connect(), redis.connect()]);
-  const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
+  const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger, credentialSealer: testCredentialKeys().sealer });
   await controlPlane.start();
   const jobStatus = createJobStatusStore({ redis, producer, progressTopic: kafka.topic('jobProgress'), keyPrefix: config.REDIS_KEY_PREFIX });
   const metrics = createMetricsRegistry('gateway-test');
@@ -119,7 +129,13 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     metrics,
     async replica(replicaEnv = {}) {
       const replicaConfig = loadGatewayConfig({ ...baseEnv, ...replicaEnv });
-      const replicaControlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
+      const replicaControlPlane = createControlPlane({
+        kafka: kafka.kafka,
+        producer,
+        topicPrefix: kafka.prefix,
+        logger,
+        credentialSealer: testCredentialKeys().sealer,
+      });
       await replicaControlPlane.start();
       const replicaApp = await buildApp({
         config: replicaConfig,
