@@ -35,6 +35,9 @@ const REDACT_PATHS = [
   // A record from before encryption (issue 18) holds its secrets here until it is sealed.
   'plaintextSecrets',
   '*.plaintextSecrets',
+  // ioredis puts the failed command on its errors; AUTH's arguments are the password.
+  'err.command.args',
+  '*.err.command.args',
   // Dashboard owners and sessions.
   'passwordHash',
   '*.passwordHash',
