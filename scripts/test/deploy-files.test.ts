@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { GatewayConfigSchema } from '@ingest/gateway/config';
 import { ProcessorConfigSchema } from '@ingest/processor/config';
+import { CrmSinkConfigSchema } from '@ingest/crm-sink/config';
 
 const root = new URL('../../', import.meta.url).pathname;
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
@@ -35,15 +36,32 @@ describe('docker-compose.yml', () => {
     ...Object.keys({ ...CommonConfig, ...KafkaConfig, ...ClickHouseConfig, ...RedisConfig }),
     ...Object.keys(ProcessorConfigSchema.properties),
     ...Object.keys(GatewayConfigSchema.properties),
+    ...Object.keys(CrmSinkConfigSchema.properties),
+    // scripts/setup.ts: the gateway's read-only ClickHouse user.
+    'CLICKHOUSE_READER_USER',
+    'CLICKHOUSE_READER_PASSWORD',
     'SERVICE',
   ]);
 
   it('passes only variables that some service configuration defines', () => {
-    for (const name of ['setup', 'gateway', 'processor']) {
+    for (const name of ['setup', 'gateway', 'processor', 'crm-sink']) {
       const env = Object.keys(compose.services[name]?.environment ?? {});
       expect(env.length).toBeGreaterThan(0);
       expect(env.filter((v) => !knownVariables.has(v))).toEqual([]);
     }
+  });
+
+  it('carries the secure settings: Redis password, the read-only ClickHouse user, crm-sink alone with the private key', () => {
+    type Secure = ComposeService & { secrets?: string[]; configs?: { source: string }[]; command?: string[] };
+    const services = compose.services as Record<string, Secure>;
+    for (const name of ['gateway', 'processor', 'crm-sink'])
+      expect(String(services[name]?.environment?.REDIS_URL), name).toMatch(/^redis:\/\/:\$\{REDIS_PASSWORD:\?/);
+    expect(services.redis?.command?.join(' ')).toContain('--requirepass "$$REDIS_PASSWORD"');
+    expect(services.gateway?.environment?.CLICKHOUSE_USER).toBe(services.setup?.environment?.CLICKHOUSE_READER_USER);
+    const holders = Object.entries(services).filter(([, s]) => (s.secrets ?? []).includes('crm_private_key'));
+    expect(holders.map(([n]) => n)).toEqual(['crm-sink']);
+    expect(services.gateway?.configs?.map((c) => c.source)).toEqual(['crm_public_key']);
+    expect(services.gateway?.environment).not.toHaveProperty('CRM_CREDENTIALS_PRIVATE_KEY_FILES');
   });
 
   it('binds the local stack ports on loopback only', () => {
