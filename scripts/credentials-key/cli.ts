@@ -1,14 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  AppError,
-  CommonConfig,
-  createKafkaClientFromConfig,
-  createLogger,
-  createProducer,
-  KafkaConfig,
-  loadConfig,
-} from '@ingest/platform';
+import { AppError, CommonConfig, createKafkaClientFromConfig, createLogger, createProducer, KafkaConfig, loadConfig } from '@ingest/platform';
 import {
   createControlPlane,
   type CredentialKeyring,
@@ -157,7 +149,8 @@ const EMPTY_KEYRING: CredentialKeyring = {
 async function withControlPlane(io: CliIo, parsed: Extract<Parsed, { command: 'status' | 'rotate' }>): Promise<number> {
   const config = loadConfig(CommandConfig, io.env);
   const logger = createLogger({ service: 'credentials-key', level: config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL });
-  const to = parsed.command === 'rotate' ? createCredentialSealer(readFileSync(parsed.toPublicKey, 'utf8'), `--to-public-key ${parsed.toPublicKey}`) : undefined;
+  const to =
+    parsed.command === 'rotate' ? createCredentialSealer(readFileSync(parsed.toPublicKey, 'utf8'), `--to-public-key ${parsed.toPublicKey}`) : undefined;
   const hasKeys = config.CRM_CREDENTIALS_PRIVATE_KEY_FILES.trim() !== '' || config.CRM_CREDENTIALS_PRIVATE_KEYS.trim() !== '';
   const keyring = hasKeys ? credentialKeyringFromConfig(config) : EMPTY_KEYRING;
   const kafka = createKafkaClientFromConfig(config, 'credentials-key', logger);
@@ -168,7 +161,9 @@ async function withControlPlane(io: CliIo, parsed: Extract<Parsed, { command: 's
     await cp.start();
     if (to) {
       const result = await cp.resealCrmCredentials(keyring, to);
-      io.stdout(`sealed for key ${to.kid}: ${result.rewrapped} re-wrapped, ${result.encrypted} encrypted (were in clear), ${result.unchanged} already sealed for it\n`);
+      io.stdout(
+        `sealed for key ${to.kid}: ${result.rewrapped} re-wrapped, ${result.encrypted} encrypted (were in clear), ${result.unchanged} already sealed for it\n`,
+      );
       for (const f of result.failed) io.stderr(`not re-wrapped: ${f.accountId}/${f.name}: ${f.reason}\n`);
       if (result.failed.length > 0) return 1;
     }
