@@ -16,7 +16,9 @@ function dependenciesOf(packageJson: string): string[] {
   return Object.keys(pkg.dependencies ?? {});
 }
 
-const workspaces = ['schemas', ...readdirSync(join(root, 'services')).map((s) => join('services', s))];
+// Third-party packages of every workspace stay external, the shared packages' too (@clickhouse/client
+// of packages/platform cannot be bundled: it requires node built-ins dynamically).
+const workspaces = ['schemas', ...['services', 'packages'].flatMap((dir) => readdirSync(join(root, dir)).map((s) => join(dir, s)))];
 const external = [...new Set(workspaces.flatMap((w) => dependenciesOf(join(root, w, 'package.json'))))].filter((d) => !d.startsWith('@ingest/'));
 
 const entries: Record<string, { entry: string; outfile: string }> = {
