@@ -52,7 +52,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('carries the secure settings: Redis password, the read-only ClickHouse user, crm-sink alone with the private key', () => {
-    type Secure = ComposeService & { secrets?: string[]; configs?: { source: string }[]; command?: string[] };
+    type Secure = ComposeService & { secrets?: string[]; volumes?: string[]; command?: string[] };
     const services = compose.services as Record<string, Secure>;
     for (const name of ['gateway', 'processor', 'crm-sink'])
       expect(String(services[name]?.environment?.REDIS_URL), name).toMatch(/^redis:\/\/:\$\{REDIS_PASSWORD:\?/);
@@ -60,7 +60,10 @@ describe('docker-compose.yml', () => {
     expect(services.gateway?.environment?.CLICKHOUSE_USER).toBe(services.setup?.environment?.CLICKHOUSE_READER_USER);
     const holders = Object.entries(services).filter(([, s]) => (s.secrets ?? []).includes('crm_private_key'));
     expect(holders.map(([n]) => n)).toEqual(['crm-sink']);
-    expect(services.gateway?.configs?.map((c) => c.source)).toEqual(['crm_public_key']);
+    expect(services.gateway?.volumes?.filter((v) => v.includes('crm'))).toEqual([
+      '${CRM_KEYS_DIR:-./.local/crm-keys}/local.pub.pem:/etc/ingest/crm-public-key.pem:ro',
+    ]);
+    expect(services.gateway?.environment?.CRM_CREDENTIALS_PUBLIC_KEY_FILE).toBe('/etc/ingest/crm-public-key.pem');
     expect(services.gateway?.environment).not.toHaveProperty('CRM_CREDENTIALS_PRIVATE_KEY_FILES');
   });
 
