@@ -25,6 +25,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# crm-sink's key pair for CRM credentials (docs/security.md): the gateway gets the public key,
+# crm-sink the private one (it does not start without).
+keys="$logs/crm-keys"
+mkdir -p "$keys"
+(umask 077 && openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$keys/key.pem" 2>/dev/null)
+openssl pkey -in "$keys/key.pem" -pubout -out "$keys/pub.pem" 2>/dev/null
+export CRM_CREDENTIALS_PUBLIC_KEY_FILE="$keys/pub.pem" CRM_CREDENTIALS_PRIVATE_KEY_FILES="$keys/key.pem"
+
 
 # The image's operator command: `ingest setup` is what the setup Job and compose service run.
 node dist/ingest.mjs setup >"$logs/setup.log" 2>&1 || { echo "ingest setup (bundle) failed:"; tail -20 "$logs/setup.log"; exit 1; }

@@ -6,6 +6,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STACK_DIR="${STACK_DIR:-$ROOT/.local}"
 export KAFKA_BROKERS="${KAFKA_BROKERS:-127.0.0.1:${KAFKA_PORT:-9092}}"
 export CLICKHOUSE_URL="${CLICKHOUSE_URL:-http://127.0.0.1:${CLICKHOUSE_HTTP_PORT:-8123}}"
+# STACK_REDIS_PASSWORD (scripts/stack.sh starts Redis with it) goes into the URL, URL-encoded.
+if [[ -z "${REDIS_URL:-}" && -n "${STACK_REDIS_PASSWORD:-}" ]]; then
+  REDIS_URL="redis://:$(node -e 'process.stdout.write(encodeURIComponent(process.argv[1]))' "$STACK_REDIS_PASSWORD")@127.0.0.1:${REDIS_PORT:-6379}"
+fi
 export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:${REDIS_PORT:-6379}}"
 
 step() { printf '\n==> %s\n' "$*"; }

@@ -8,6 +8,7 @@ import {
   CLICKHOUSE_MIGRATIONS_DIR,
   ClickHouseConfig,
   CommonConfig,
+  createClickHouse,
   openKafkaClientFromConfig,
   createLogger,
   ensureTopics,
@@ -15,6 +16,8 @@ import {
   loadConfig,
   migrate,
   parseAclPrincipals,
+  readerUserStatements,
+  serverHasSqlUsers,
 } from '@ingest/platform';
 import { Type } from '@sinclair/typebox';
 
@@ -27,6 +30,9 @@ const config = loadConfig(
     /** `role=principal` pairs whose ACLs setup creates (needs a super user); empty: none. */
     KAFKA_ACL_PRINCIPALS: Type.String({ default: '' }),
     CLICKHOUSE_MIGRATIONS_DIR: Type.String({ default: CLICKHOUSE_MIGRATIONS_DIR }),
+    /** The gateway's read-only user, created on servers with SQL users (20.4+); 18.16 takes it from users.xml. */
+    CLICKHOUSE_READER_USER: Type.String({ default: '' }),
+    CLICKHOUSE_READER_PASSWORD: Type.String({ default: '' }),
   }),
 );
 const logger = createLogger({ service: 'setup', level: config.LOG_LEVEL });
@@ -44,6 +50,26 @@ const result = await migrate({
   dir: config.CLICKHOUSE_MIGRATIONS_DIR,
   logger,
 });
+
+if (config.CLICKHOUSE_READER_USER !== '') {
+  if (!serverHasSqlUsers(result.serverVersion)) {
+    logger.info(
+      { user: config.CLICKHOUSE_READER_USER, clickhouse: result.serverVersion },
+      'no SQL users on this server: the read-only user must be in users.xml (docs/security.md)',
+    );
+  } else if (config.CLICKHOUSE_READER_PASSWORD === '') {
+    throw new Error('CLICKHOUSE_READER_PASSWORD is required with CLICKHOUSE_READER_USER');
+  } else {
+    const admin = createClickHouse({ url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_USER, password: config.CLICKHOUSE_PASSWORD });
+    try {
+      for (const statement of readerUserStatements(config.CLICKHOUSE_READER_USER, config.CLICKHOUSE_READER_PASSWORD, config.CLICKHOUSE_DATABASE))
+        await admin.command(statement);
+    } finally {
+      await admin.close();
+    }
+    logger.info({ user: config.CLICKHOUSE_READER_USER, database: config.CLICKHOUSE_DATABASE }, 'clickhouse read-only user ensured');
+  }
+}
 
 logger.info(
   { topicsCreated: created.length, kafkaAcls: acls, migrationsApplied: result.applied, migrationsSkipped: result.skipped, clickhouse: result.serverVersion },

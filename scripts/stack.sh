@@ -59,7 +59,7 @@ environment (defaults):
     KAFKA_SECURE_PORT=$KAFKA_SECURE_PORT KAFKA_SECURE_CONTROLLER_PORT=$KAFKA_SECURE_CONTROLLER_PORT, state in \$STACK_DIR/kafka-secure)
   KAFKA_PORT=$KAFKA_PORT KAFKA_CONTROLLER_PORT=$KAFKA_CONTROLLER_PORT KAFKA_HEAP=$KAFKA_HEAP
   CLICKHOUSE_HTTP_PORT=$CLICKHOUSE_HTTP_PORT CLICKHOUSE_TCP_PORT=$CLICKHOUSE_TCP_PORT
-  REDIS_PORT=$REDIS_PORT
+  REDIS_PORT=$REDIS_PORT STACK_REDIS_PASSWORD=(empty: none; set: Redis requires it, REDIS_URL=redis://:PASSWORD@...)
   KAFKA_START_TIMEOUT=$KAFKA_START_TIMEOUT CLICKHOUSE_START_TIMEOUT=$CLICKHOUSE_START_TIMEOUT \
 REDIS_START_TIMEOUT=$REDIS_START_TIMEOUT STOP_TIMEOUT=$STOP_TIMEOUT (seconds)
 EOF
@@ -498,7 +498,14 @@ REDIS_LOG=$REDIS_DIR/redis.log
 # still finds it if REDIS_PORT changed in between.
 REDIS_MARKER=redis-server
 
-redis_ready() { [[ $(timeout 2 redis-cli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null) == PONG ]]; }
+# STACK_REDIS_PASSWORD: the server requires it (requirepass, from a 0600 config file so it is not
+# on the command line); the services then need it in REDIS_URL (redis://:password@host:port).
+STACK_REDIS_PASSWORD=${STACK_REDIS_PASSWORD:-}
+redis_ready() {
+  local auth=()
+  [[ -z $STACK_REDIS_PASSWORD ]] || auth=("REDISCLI_AUTH=$STACK_REDIS_PASSWORD")
+  [[ $(timeout 2 env "${auth[@]}" redis-cli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null) == PONG ]]
+}
 
 redis_up() {
   local pid rc=0 t0=$SECONDS
@@ -521,8 +528,15 @@ redis_up() {
     # Append-only file, fsynced every second: job progress lives here (rebuildable from the
     # jobs.progress topic), allowance counters too (reconciled from the pipeline), so a
     # restart should keep them. No RDB snapshots. Logging goes to stdout, i.e. $REDIS_LOG.
+    local auth_conf=$REDIS_DIR/auth.conf
+    (umask 077 && : >"$auth_conf")
+    if [[ -n $STACK_REDIS_PASSWORD ]]; then
+      # A double-quoted config value: backslashes and quotes escaped.
+      local pw=${STACK_REDIS_PASSWORD//\\/\\\\}
+      printf 'requirepass "%s"\n' "${pw//\"/\\\"}" >"$auth_conf"
+    fi
     spawn "$REDIS_PID" "$REDIS_LOG" \
-      redis-server --port "$REDIS_PORT" --bind "$HOST" --daemonize no --dir "$REDIS_DIR" \
+      redis-server "$auth_conf" --port "$REDIS_PORT" --bind "$HOST" --daemonize no --dir "$REDIS_DIR" \
       --pidfile "$REDIS_PID" --save '' --appendonly yes --appendfsync everysec
     pid=$SPAWNED_PID
   fi
@@ -533,7 +547,7 @@ redis_up() {
   elif ((rc == 1)); then
     fail redis "server pid $pid did not answer PING on :$REDIS_PORT within ${REDIS_START_TIMEOUT}s (still running; 'stack.sh down' stops it)" "$REDIS_LOG"
   fi
-  say redis "started pid $pid on $HOST:$REDIS_PORT, ready after $((SECONDS - t0))s"
+  say redis "started pid $pid on $HOST:$REDIS_PORT${STACK_REDIS_PASSWORD:+ (password required: STACK_REDIS_PASSWORD)}, ready after $((SECONDS - t0))s"
 }
 
 redis_status() {
@@ -546,6 +560,26 @@ redis_status() {
   else
     status_line redis down "$REDIS_PORT" -; return 1
   fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# crm-sink's key pair for CRM credentials (docs/security.md): made once for the local stack,
+# kept under $STACK_DIR (never committed). scripts/start.sh gives the public key to the gateway
+# and the private key to crm-sink only.
+
+CRM_KEYS_DIR=$STACK_DIR/crm-keys
+
+crm_keys_up() {
+  if [[ -s $CRM_KEYS_DIR/local.key.pem && -s $CRM_KEYS_DIR/local.pub.pem ]]; then
+    say crm-keys "reusing $CRM_KEYS_DIR/local.{key,pub}.pem"
+    return 0
+  fi
+  mkdir -p "$CRM_KEYS_DIR"
+  chmod 700 "$CRM_KEYS_DIR"
+  (umask 077 && openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:3072 -out "$CRM_KEYS_DIR/local.key.pem" 2>/dev/null) ||
+    fail crm-keys "openssl could not make a key pair in $CRM_KEYS_DIR"
+  openssl pkey -in "$CRM_KEYS_DIR/local.key.pem" -pubout -out "$CRM_KEYS_DIR/local.pub.pem" 2>/dev/null
+  say crm-keys "made $CRM_KEYS_DIR/local.key.pem (crm-sink) and local.pub.pem (gateway)"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -570,9 +604,10 @@ cmd_up() {
   clickhouse_up
   redis_up
   kafka_finish
+  crm_keys_up
   say stack "up in $((SECONDS - t0))s"
   printf 'KAFKA_BROKERS=%s CLICKHOUSE_URL=%s REDIS_URL=%s\n' \
-    "$HOST:$KAFKA_PORT" "$CH_URL" "redis://$HOST:$REDIS_PORT"
+    "$HOST:$KAFKA_PORT" "$CH_URL" "redis://${STACK_REDIS_PASSWORD:+:<STACK_REDIS_PASSWORD>@}$HOST:$REDIS_PORT"
   if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
     say kafka "secure broker: client settings per principal in $KAFKA_DIR/env/<user>.env (users: ${SECURE_USERS[*]})"
     say kafka "topics and ACLs: (set -a; source $KAFKA_DIR/env/admin.env; npm run setup)"

@@ -39,8 +39,17 @@ start_service() {
     echo "$name: already running (pid $pid)"
     return
   fi
+  # CRM credential keys (docs/security.md): the gateway gets crm-sink's public key, crm-sink its
+  # private key; neither is given the other's. `stack.sh up` made the local pair.
+  local keys=()
+  case $name in
+    # The gateway only reads ClickHouse: as the stack's read-only user (users.xml, readonly = 1).
+    gateway) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}"
+      "CLICKHOUSE_USER=${GATEWAY_CLICKHOUSE_USER:-ingest_reader}" "CLICKHOUSE_PASSWORD=${GATEWAY_CLICKHOUSE_PASSWORD:-ingest-reader-local}") ;;
+    crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}") ;;
+  esac
   # setsid: the service gets its own process group, so stopping it stops tsx and node together.
-  setsid nohup npx tsx "services/$name/src/main.ts" >>"$LOG_DIR/$name.log" 2>&1 &
+  setsid nohup env "${keys[@]}" npx tsx "services/$name/src/main.ts" >>"$LOG_DIR/$name.log" 2>&1 &
   echo $! >"$RUN_DIR/$name.pid"
   local deadline=$((SECONDS + 60))
   until curl -sf --max-time 2 "http://127.0.0.1:$port/readyz" >/dev/null; do

@@ -33,7 +33,7 @@ bash scripts/check-bundles.sh
 
 step "docker-compose.yml is valid (docker-compose config)"
 ensure_apt_tool docker-compose docker-compose
-ADMIN_TOKEN=compose-check docker-compose -f docker-compose.yml config -q
+ADMIN_TOKEN=compose-check REDIS_PASSWORD=compose-check docker-compose -f docker-compose.yml config -q
 
 step "Prometheus alerts, Grafana dashboards, Kubernetes manifests (promtool, schemas)"
 ensure_apt_tool promtool prometheus

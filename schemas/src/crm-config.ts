@@ -73,12 +73,32 @@ export const CrmCredentialBody = Type.Unsafe<Static<(typeof credentialBranches)[
 });
 export type CrmCredentialBody = Static<typeof CrmCredentialBody>;
 
-/** One credential in `control.crm-credentials`, keyed `<accountId>/<name>`. */
+const Base64 = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '^[A-Za-z0-9+/]+={0,2}$' });
+
+/** The secret fields of a credential, encrypted for crm-sink's public key (envelope: RSA-OAEP-256 wraps an AES-256-GCM data key). */
+export const SealedSecretsSchema = Type.Object(
+  {
+    alg: Type.Literal('RSA-OAEP-256+A256GCM'),
+    kid: Type.String({ pattern: '^[0-9a-f]{16}$', description: "Id of crm-sink's key pair: the first 16 hex digits of the SHA-256 of its public key (SPKI)." }),
+    wrappedKey: Base64(2048),
+    iv: Base64(32),
+    ciphertext: Base64(16_384),
+    tag: Base64(32),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * One credential in `control.crm-credentials`, keyed `<accountId>/<name>`. `credential` holds the
+ * non-secret fields (type, URLs, API version); the secrets are in `sealed`. A record without
+ * `sealed` was written before encryption and carries its secrets in `credential`.
+ */
 export const StoredCrmCredentialRecord = Type.Object({
   accountId: AccountId,
   name: CredentialName,
   credential: Type.Object({ type: Type.Unsafe<(typeof CRM_TYPES)[number]>({ type: 'string', enum: [...CRM_TYPES] }) }, { additionalProperties: true }),
   updatedAt: Timestamp,
+  sealed: Type.Optional(SealedSecretsSchema),
 });
 export type StoredCrmCredentialRecord = Static<typeof StoredCrmCredentialRecord>;
 

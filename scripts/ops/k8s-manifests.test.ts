@@ -62,6 +62,13 @@ describe('schema validation', () => {
         'HorizontalPodAutoscaler/gateway',
         'Job/ingest-setup',
         'Namespace/ingest',
+        'NetworkPolicy/crm-sink-egress-internet',
+        'NetworkPolicy/default-deny',
+        'NetworkPolicy/egress-infrastructure',
+        'NetworkPolicy/gateway-ingress',
+        'NetworkPolicy/ops-from-monitoring',
+        'ConfigMap/crm-credentials-public-key',
+        'Secret/crm-credentials-private-key',
         'PodDisruptionBudget/crm-sink',
         'PodDisruptionBudget/gateway',
         'PodDisruptionBudget/processor',
@@ -141,9 +148,11 @@ describe('configuration', () => {
     ...Object.keys(GatewayConfigSchema.properties),
     ...Object.keys(ProcessorConfigSchema.properties),
     ...Object.keys(CrmSinkConfigSchema.properties),
-    // scripts/setup.ts defines these two in its own schema.
+    // scripts/setup.ts defines these in its own schema.
     'KAFKA_REPLICATION_FACTOR',
     'CLICKHOUSE_MIGRATIONS_DIR',
+    'CLICKHOUSE_READER_USER',
+    'CLICKHOUSE_READER_PASSWORD',
   ]);
   const secretTemplate = named('Secret', 'ingest-secrets') as unknown as { stringData: Record<string, string> };
 
@@ -151,6 +160,10 @@ describe('configuration', () => {
     expect(Object.keys(config.data).filter((k) => !defined.has(k))).toEqual([]);
     expect(Object.keys(config.data)).not.toContain('ADMIN_TOKEN');
     expect(Object.keys(config.data)).not.toContain('CLICKHOUSE_PASSWORD');
+    // Credentials and keys: a password may hide in REDIS_URL, a key in the *_KEYS variables.
+    for (const secret of ['CLICKHOUSE_READER_PASSWORD', 'REDIS_URL', 'CRM_CREDENTIALS_PRIVATE_KEYS', 'CRM_CREDENTIALS_PUBLIC_KEY'])
+      expect(Object.keys(config.data)).not.toContain(secret);
+    expect(Object.values(config.data).join('\n')).not.toMatch(/BEGIN [A-Z ]*PRIVATE KEY/);
     expect(Object.values(config.data).every((v) => typeof v === 'string')).toBe(true);
   });
 
@@ -161,16 +174,23 @@ describe('configuration', () => {
       [...(m[1] ?? '').matchAll(/`([A-Z0-9_]+)`/g)].map((n) => n[1]),
     );
     expect(documented.length).toBeGreaterThan(30);
-    // ADMIN_URL is the admin CLI's; the image sets CLICKHOUSE_MIGRATIONS_DIR (Dockerfile).
-    const notForPods = new Set(['ADMIN_URL', 'CLICKHOUSE_MIGRATIONS_DIR']);
+    // ADMIN_URL is the admin CLI's; the image sets CLICKHOUSE_MIGRATIONS_DIR (Dockerfile); pods
+    // mount the CRM keys as files (the *_FILE(S) variables), not as PEM text.
+    const notForPods = new Set(['ADMIN_URL', 'CLICKHOUSE_MIGRATIONS_DIR', 'CRM_CREDENTIALS_PUBLIC_KEY', 'CRM_CREDENTIALS_PRIVATE_KEYS']);
     const set = new Set([...Object.keys(config.data), ...Object.keys(secretTemplate.stringData)]);
     expect(documented.filter((v) => v && !notForPods.has(v) && !set.has(v))).toEqual([]);
   });
 
   it('the Secret is only a template with placeholders, outside the applied directory, and has every key referenced', () => {
     expect(applied.filter((m) => m.doc.kind === 'Secret')).toEqual([]);
-    expect(ofKind('Secret').map((m) => m.file)).toEqual(['deploy/k8s/templates/secret.example.yaml']);
-    expect(Object.keys(secretTemplate.stringData).sort()).toEqual(['ADMIN_TOKEN', 'ADMIN_TOKEN_PREVIOUS', 'CLICKHOUSE_PASSWORD']);
+    expect(ofKind('Secret').map((m) => m.file)).toEqual(['deploy/k8s/templates/crm-credentials-keys.example.yaml', 'deploy/k8s/templates/secret.example.yaml']);
+    expect(Object.keys(secretTemplate.stringData).sort()).toEqual([
+      'ADMIN_TOKEN',
+      'ADMIN_TOKEN_PREVIOUS',
+      'CLICKHOUSE_PASSWORD',
+      'CLICKHOUSE_READER_PASSWORD',
+      'REDIS_URL',
+    ]);
     // ADMIN_TOKEN_PREVIOUS is empty outside a rotation (a placeholder there would be a valid token).
     const { ADMIN_TOKEN_PREVIOUS: previous, ...placeholders } = secretTemplate.stringData;
     expect(previous).toBe('');
@@ -188,6 +208,36 @@ describe('configuration', () => {
     expect(holders.map((w) => w.metadata.name)).toEqual(['gateway']);
   });
 
+  it("credentials come from Secrets: the gateway reads ClickHouse as the read-only user; every service's REDIS_URL is the Secret's", () => {
+    const env = (name: string) => deployment(name).spec.template.spec.containers[0]?.env ?? [];
+    expect(env('gateway').find((e) => e.name === 'CLICKHOUSE_USER')?.value).toBe(config.data.CLICKHOUSE_READER_USER);
+    expect(env('gateway').find((e) => e.name === 'CLICKHOUSE_PASSWORD')?.valueFrom?.secretKeyRef?.key).toBe('CLICKHOUSE_READER_PASSWORD');
+    expect(env('processor').find((e) => e.name === 'CLICKHOUSE_PASSWORD')?.valueFrom?.secretKeyRef?.key).toBe('CLICKHOUSE_PASSWORD');
+    for (const name of ['gateway', 'processor', 'crm-sink'])
+      expect(env(name).find((e) => e.name === 'REDIS_URL')?.valueFrom?.secretKeyRef?.key, name).toBe('REDIS_URL');
+  });
+
+  it('crm-sink alone mounts the private key (a Secret); the gateway gets the public key only', () => {
+    type Volume = { name: string; secret?: { secretName: string; defaultMode?: number }; configMap?: { name: string } };
+    type Mount = { name: string; mountPath: string; readOnly?: boolean };
+    const podOf = (w: Workload) => w.spec.template.spec as PodSpec & { volumes?: Volume[]; containers: (Container & { volumeMounts?: Mount[] })[] };
+    const holders = (pred: (v: Volume) => boolean) => workloads.filter((w) => (podOf(w).volumes ?? []).some(pred)).map((w) => w.metadata.name);
+    expect(holders((v) => v.secret?.secretName === 'crm-credentials-private-key')).toEqual(['crm-sink']);
+    expect(holders((v) => v.configMap?.name === 'crm-credentials-public-key')).toEqual(['gateway']);
+    const sink = podOf(deployment('crm-sink'));
+    const privateVolume = sink.volumes?.find((v) => v.secret?.secretName === 'crm-credentials-private-key');
+    expect(privateVolume?.secret?.defaultMode).toBe(0o440);
+    const mount = sink.containers[0]?.volumeMounts?.find((m) => m.name === privateVolume?.name);
+    expect(mount?.readOnly).toBe(true);
+    expect(config.data.CRM_CREDENTIALS_PRIVATE_KEY_FILES?.startsWith(`${mount?.mountPath}/`)).toBe(true);
+    const gatewayMount = podOf(deployment('gateway')).containers[0]?.volumeMounts?.find((m) => m.name === 'crm-public-key');
+    expect(config.data.CRM_CREDENTIALS_PUBLIC_KEY_FILE?.startsWith(`${gatewayMount?.mountPath}/`)).toBe(true);
+    // The private key's template is a Secret; the public key's a ConfigMap, both placeholders.
+    const keys = manifests.filter((m) => m.file.endsWith('crm-credentials-keys.example.yaml')).map((m) => m.doc.kind);
+    expect(keys).toEqual(['Secret', 'ConfigMap']);
+    expect(config.data.CRM_CREDENTIALS_ALLOW_PLAINTEXT).toBe('false');
+  });
+
   it('every pod takes its configuration from the ConfigMap and names its SERVICE', () => {
     const expected: Record<string, string> = { gateway: 'gateway', processor: 'processor', 'crm-sink': 'crm-sink', 'ingest-setup': 'setup' };
     for (const w of workloads) {
@@ -196,6 +246,59 @@ describe('configuration', () => {
       expect(c?.env?.find((e) => e.name === 'SERVICE')?.value, w.metadata.name).toBe(expected[w.metadata.name]);
       expect((c?.env ?? []).map((e) => e.name).filter((n) => n !== 'SERVICE' && !defined.has(n))).toEqual([]);
     }
+  });
+});
+
+describe('network policies', () => {
+  type Peer = { ipBlock?: { cidr: string; except?: string[] }; namespaceSelector?: { matchLabels?: Record<string, string> }; podSelector?: unknown };
+  type Rule = { from?: Peer[]; to?: Peer[]; ports?: { port: number; protocol?: string }[] };
+  type Policy = {
+    metadata: { name: string };
+    spec: {
+      podSelector: { matchLabels?: Record<string, string>; matchExpressions?: { values: string[] }[] };
+      policyTypes: string[];
+      ingress?: Rule[];
+      egress?: Rule[];
+    };
+  };
+  const policies = ofKind('NetworkPolicy').map((m) => m.doc as unknown as Policy);
+  const selects = (p: Policy, app: string) =>
+    Object.keys(p.spec.podSelector).length === 0 ||
+    p.spec.podSelector.matchLabels?.['app.kubernetes.io/name'] === app ||
+    (p.spec.podSelector.matchExpressions ?? []).some((e) => e.values.includes(app));
+  const rulesFor = (app: string, kind: 'ingress' | 'egress') => policies.filter((p) => selects(p, app)).flatMap((p) => p.spec[kind] ?? []);
+  const PRIVATE = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '127.0.0.0/8', '169.254.0.0/16', '100.64.0.0/10'];
+
+  it('deny everything by default, for every pod of the namespace, both ways', () => {
+    const deny = policies.find((p) => Object.keys(p.spec.podSelector).length === 0 && !p.spec.ingress && !p.spec.egress);
+    expect(deny?.spec.policyTypes.sort()).toEqual(['Egress', 'Ingress']);
+  });
+
+  it('only the gateway takes ingress from anywhere, on its API port; the others only Prometheus on their ops port', () => {
+    const open = (app: string) => rulesFor(app, 'ingress').filter((r) => !r.from || r.from.length === 0);
+    expect(open('gateway').flatMap((r) => r.ports?.map((p) => p.port))).toEqual([Number(config.data.GATEWAY_PORT)]);
+    for (const app of ['processor', 'crm-sink']) {
+      expect(open(app), app).toEqual([]);
+      for (const r of rulesFor(app, 'ingress'))
+        expect(r.from?.every((f) => f.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'] === 'monitoring')).toBe(true);
+    }
+    // The admin API's port is reachable by no rule.
+    expect(policies.flatMap((p) => p.spec.ingress ?? []).flatMap((r) => r.ports?.map((x) => x.port) ?? [])).not.toContain(Number(config.data.ADMIN_PORT));
+  });
+
+  it('crm-sink reaches the internet on 443 but no private range; no other pod reaches outside its dependencies', () => {
+    const internet = (app: string) => rulesFor(app, 'egress').flatMap((r) => (r.to ?? []).filter((t) => t.ipBlock));
+    const v4 = internet('crm-sink').find((t) => t.ipBlock?.cidr === '0.0.0.0/0');
+    expect(v4?.ipBlock?.except).toEqual(expect.arrayContaining(PRIVATE));
+    expect(internet('crm-sink').find((t) => t.ipBlock?.cidr === '::/0')?.ipBlock?.except).toEqual(expect.arrayContaining(['fc00::/7', 'fe80::/10', '::1/128']));
+    expect(
+      rulesFor('crm-sink', 'egress')
+        .filter((r) => r.to?.some((t) => t.ipBlock))
+        .flatMap((r) => r.ports?.map((p) => p.port)),
+    ).toEqual([443]);
+    for (const app of ['gateway', 'processor']) expect(internet(app), app).toEqual([]);
+    // Every egress rule names where it goes: an empty `to` would allow everything.
+    for (const p of policies) for (const r of p.spec.egress ?? []) expect(r.to?.length, p.metadata.name).toBeGreaterThan(0);
   });
 });
 

@@ -22,6 +22,7 @@ const TYPES: Record<string, { module: string; name: string }> = {
   'autoscaling/v2/HorizontalPodAutoscaler': { module: 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler', name: 'IHorizontalPodAutoscaler' },
   'policy/v1/PodDisruptionBudget': { module: 'kubernetes-models/policy/v1/PodDisruptionBudget', name: 'IPodDisruptionBudget' },
   'batch/v1/Job': { module: 'kubernetes-models/batch/v1/Job', name: 'IJob' },
+  'networking.k8s.io/v1/NetworkPolicy': { module: 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy', name: 'INetworkPolicy' },
 };
 
 export function unknownFieldProblems(manifests: Manifest[], root = REPO_ROOT): string[] {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { integrationEnv } from '@ingest/testkit';
-import { integrationVariables, KAFKA_IMAGE, kafkaContainerSpec } from './containers.js';
+import { integrationVariables, KAFKA_IMAGE, kafkaContainerSpec, testReaderStatements } from './containers.js';
 
 describe('test containers', () => {
   it('runs the Kafka version of the local stack and of docker-compose.yml', () => {
@@ -35,7 +35,9 @@ describe('test containers', () => {
       clickhouseUrl: 'http://localhost:32768',
       clickhouseUser: 'test',
       clickhousePassword: 'test',
+      clickhouseReader: { user: 'ingest_reader', password: 'ingest-reader-local' },
       redisUrl: 'redis://localhost:32769',
     });
+    expect(testReaderStatements()[0]).toMatch(/^CREATE USER IF NOT EXISTS ingest_reader .* SETTINGS readonly = 1$/);
   });
 });

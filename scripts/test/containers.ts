@@ -42,6 +42,16 @@ export function kafkaContainerSpec(hostPort: number): KafkaContainerSpec {
   };
 }
 
+/**
+ * The gateway's read-only user on the ClickHouse container (the local stack's comes from
+ * users.xml): readonly = 1, SELECT on every database, since each test makes its own.
+ */
+export const TEST_CLICKHOUSE_READER = { user: 'ingest_reader', password: 'ingest-reader-local' };
+export function testReaderStatements(): string[] {
+  const { user, password } = TEST_CLICKHOUSE_READER;
+  return [`CREATE USER IF NOT EXISTS ${user} IDENTIFIED WITH sha256_password BY '${password}' SETTINGS readonly = 1`, `GRANT SELECT ON *.* TO ${user}`];
+}
+
 /** What the tests read once the containers run: the same variables `scripts/test.sh` exports. */
 export function integrationVariables(started: {
   kafkaHostPort: number;
@@ -55,6 +65,8 @@ export function integrationVariables(started: {
     CLICKHOUSE_URL: started.clickhouseUrl,
     CLICKHOUSE_USER: started.clickhouseUser,
     CLICKHOUSE_PASSWORD: started.clickhousePassword,
+    CLICKHOUSE_READER_USER: TEST_CLICKHOUSE_READER.user,
+    CLICKHOUSE_READER_PASSWORD: TEST_CLICKHOUSE_READER.password,
     REDIS_URL: started.redisUrl,
   };
 }

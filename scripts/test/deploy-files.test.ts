@@ -11,6 +11,7 @@ import { parse } from 'yaml';
 import { workspaceDirs } from '../lib/workspaces.js';
 import { GatewayConfigSchema } from '@ingest/gateway/config';
 import { ProcessorConfigSchema } from '@ingest/processor/config';
+import { CrmSinkConfigSchema } from '@ingest/crm-sink/config';
 
 const root = new URL('../../', import.meta.url).pathname;
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
@@ -37,15 +38,35 @@ describe('docker-compose.yml', () => {
     ...Object.keys({ ...CommonConfig, ...KafkaConfig, ...ClickHouseConfig, ...RedisConfig }),
     ...Object.keys(ProcessorConfigSchema.properties),
     ...Object.keys(GatewayConfigSchema.properties),
+    ...Object.keys(CrmSinkConfigSchema.properties),
+    // scripts/setup.ts: the gateway's read-only ClickHouse user.
+    'CLICKHOUSE_READER_USER',
+    'CLICKHOUSE_READER_PASSWORD',
     'SERVICE',
   ]);
 
   it('passes only variables that some service configuration defines', () => {
-    for (const name of ['setup', 'gateway', 'processor']) {
+    for (const name of ['setup', 'gateway', 'processor', 'crm-sink']) {
       const env = Object.keys(compose.services[name]?.environment ?? {});
       expect(env.length).toBeGreaterThan(0);
       expect(env.filter((v) => !knownVariables.has(v))).toEqual([]);
     }
+  });
+
+  it('carries the secure settings: Redis password, the read-only ClickHouse user, crm-sink alone with the private key', () => {
+    type Secure = ComposeService & { secrets?: string[]; volumes?: string[]; command?: string[] };
+    const services = compose.services as Record<string, Secure>;
+    for (const name of ['gateway', 'processor', 'crm-sink'])
+      expect(String(services[name]?.environment?.REDIS_URL), name).toMatch(/^redis:\/\/:\$\{REDIS_PASSWORD:\?/);
+    expect(services.redis?.command?.join(' ')).toContain('--requirepass "$$REDIS_PASSWORD"');
+    expect(services.gateway?.environment?.CLICKHOUSE_USER).toBe(services.setup?.environment?.CLICKHOUSE_READER_USER);
+    const holders = Object.entries(services).filter(([, s]) => (s.secrets ?? []).includes('crm_private_key'));
+    expect(holders.map(([n]) => n)).toEqual(['crm-sink']);
+    expect(services.gateway?.volumes?.filter((v) => v.includes('crm'))).toEqual([
+      '${CRM_KEYS_DIR:-./.local/crm-keys}/local.pub.pem:/etc/ingest/crm-public-key.pem:ro',
+    ]);
+    expect(services.gateway?.environment?.CRM_CREDENTIALS_PUBLIC_KEY_FILE).toBe('/etc/ingest/crm-public-key.pem');
+    expect(services.gateway?.environment).not.toHaveProperty('CRM_CREDENTIALS_PRIVATE_KEY_FILES');
   });
 
   it('binds the local stack ports on loopback only', () => {

@@ -1,5 +1,6 @@
 import { freePort, INTEGRATION_ENV_HINT } from '@ingest/testkit';
-import { CLICKHOUSE_IMAGE, integrationVariables, kafkaContainerSpec, REDIS_IMAGE } from './containers.js';
+import { createClickHouse } from '@ingest/platform';
+import { CLICKHOUSE_IMAGE, integrationVariables, kafkaContainerSpec, REDIS_IMAGE, testReaderStatements } from './containers.js';
 
 /**
  * Vitest global setup of the `integration` project. Real servers only: the ones named by
@@ -27,9 +28,16 @@ async function startContainers(): Promise<() => Promise<void>> {
       .withExposedPorts(...kafkaSpec.ports)
       .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/))
       .start(),
-    new ClickHouseContainer(CLICKHOUSE_IMAGE).start(),
+    // SQL users: the gateway's read-only user is created below.
+    new ClickHouseContainer(CLICKHOUSE_IMAGE).withEnvironment({ CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1' }).start(),
     new RedisContainer(REDIS_IMAGE).start(),
   ]);
+  const admin = createClickHouse({ url: clickhouse.getHttpUrl(), username: clickhouse.getUsername(), password: clickhouse.getPassword() });
+  try {
+    for (const statement of testReaderStatements()) await admin.command(statement);
+  } finally {
+    await admin.close();
+  }
   Object.assign(
     process.env,
     integrationVariables({

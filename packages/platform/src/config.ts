@@ -70,7 +70,10 @@ export const ClickHouseConfig = {
 } satisfies TProperties;
 
 export const RedisConfig = {
+  /** redis://[user:password@]host:port, or rediss:// for TLS; the password (and an ACL user) go here. */
   REDIS_URL: Type.String({ minLength: 1, default: 'redis://127.0.0.1:6379' }),
+  /** PEM file of the CA that signed Redis's certificate (rediss:// with a private CA); empty: the system's CAs. */
+  REDIS_TLS_CA_FILE: Type.String({ default: '' }),
   /** Prepended to every Redis key of the allowance and job status; like KAFKA_TOPIC_PREFIX. */
   REDIS_KEY_PREFIX: Type.String({ default: '', pattern: '^[A-Za-z0-9._:-]*$' }),
 } satisfies TProperties;

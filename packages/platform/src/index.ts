@@ -1,6 +1,7 @@
 export * from './clickhouse/client.js';
 export * from './clickhouse/errors.js';
 export * from './clickhouse/migrations.js';
+export * from './clickhouse/reader-user.js';
 export * from './clickhouse/sql.js';
 export * from './config.js';
 export * from './errors.js';

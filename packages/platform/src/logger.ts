@@ -32,6 +32,12 @@ const REDACT_PATHS = [
   '*.previousSecret',
   'credential.previousSecret',
   '*.credential.previousSecret',
+  // A record from before encryption (issue 18) holds its secrets here until it is sealed.
+  'plaintextSecrets',
+  '*.plaintextSecrets',
+  // ioredis puts the failed command on its errors; AUTH's arguments are the password.
+  'err.command.args',
+  '*.err.command.args',
   // Dashboard owners and sessions.
   'passwordHash',
   '*.passwordHash',

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { AppError } from './errors.js';
 import type { Closeable } from './lifecycle.js';
@@ -18,6 +19,18 @@ export interface RedisOptions {
   failFast?: boolean;
   /** Connection errors are logged here (at most one line per 10 s), not printed by ioredis. */
   logger?: Logger;
+  /** CA certificate(s) (PEM) to trust for a rediss:// URL, besides nothing else; default the system's CAs. */
+  tlsCa?: string;
+}
+
+/** REDIS_TLS_CA_FILE's contents, or undefined when not set; an unreadable file is a start-up error naming it. */
+export function readRedisTlsCa(file: string): string | undefined {
+  if (file === '') return undefined;
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new AppError('invalid_config', `REDIS_TLS_CA_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
 }
 
 const ERROR_LOG_INTERVAL_MS = 10_000;
@@ -29,6 +42,8 @@ export function createRedis(options: RedisOptions): Redis & Closeable {
     enableOfflineQueue: !options.failFast,
     commandTimeout: options.commandTimeoutMs ?? 2_000,
     connectTimeout: 3_000,
+    // rediss:// turns TLS on by itself (verifying against the system's CAs); a private CA is added here.
+    ...(options.tlsCa !== undefined && options.url.startsWith('rediss:') ? { tls: { ca: options.tlsCa } } : {}),
   });
   // Without a listener ioredis prints every failed reconnect to the console, unstructured.
   let lastLoggedMs = 0;
@@ -36,7 +51,9 @@ export function createRedis(options: RedisOptions): Redis & Closeable {
     const now = Date.now();
     if (now - lastLoggedMs < ERROR_LOG_INTERVAL_MS) return;
     lastLoggedMs = now;
-    options.logger?.warn({ err }, 'redis connection error (further ones within 10 s are not logged)');
+    // Not the error object: ioredis attaches the failed command to a ReplyError, and for AUTH its
+    // arguments are the password (found by the wrong-password start-up test).
+    options.logger?.warn({ err: { type: err.name, message: err.message } }, 'redis connection error (further ones within 10 s are not logged)');
   });
   return Object.assign(redis, {
     // quit() resolves on the server's OK, before the socket is gone; waiting for 'end' means a
@@ -48,6 +65,39 @@ export function createRedis(options: RedisOptions): Redis & Closeable {
       await ended;
     },
   }) as Redis & Closeable;
+}
+
+const AUTH_REFUSED = /NOAUTH|WRONGPASS|NOPERM|invalid password|invalid username/i;
+
+/**
+ * Connects and checks that Redis accepts the credentials of the URL, at start-up: ioredis
+ * reports a missing or wrong password only as "Connection is closed." (the reason goes to its
+ * error event), so without this a service would fail with no hint of its setting. `setting`
+ * names where the URL came from (REDIS_URL). Messages never include the URL: it may hold the
+ * password.
+ */
+export async function connectRedis(redis: Redis, setting = 'REDIS_URL'): Promise<void> {
+  let refusal: Error | undefined;
+  const onError = (err: Error) => {
+    if (AUTH_REFUSED.test(err.message)) refusal = err;
+  };
+  redis.on('error', onError);
+  try {
+    await redis.connect();
+    await redis.ping();
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    if (refusal || AUTH_REFUSED.test(message)) {
+      throw new AppError(
+        'redis_auth_failed',
+        `${setting}: Redis refused the credentials (${(refusal?.message ?? message).trim()}); put the password (and the ACL user) in ${setting}: redis://user:password@host:6379, or rediss:// for TLS`,
+        { cause: err },
+      );
+    }
+    throw new AppError('redis_unavailable', `${setting}: cannot connect to Redis (${message})`, { retryable: true, cause: err });
+  } finally {
+    redis.off('error', onError);
+  }
 }
 
 /**

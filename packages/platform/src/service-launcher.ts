@@ -11,7 +11,7 @@ import { type Closeable, type Component, createServiceRunner, type ServiceRunner
 import { createLogger, type Logger } from './logger.js';
 import { createMetricsRegistry, type Registry } from './metrics.js';
 import { createOpsServer } from './ops.server.js';
-import { createRedis, type Redis } from './redis.js';
+import { connectRedis, createRedis, type Redis, readRedisTlsCa } from './redis.js';
 
 /** The settings every service has (CommonConfig, KafkaConfig and RedisConfig of config.ts). */
 export interface LaunchConfig extends KafkaClientConfig {
@@ -20,6 +20,7 @@ export interface LaunchConfig extends KafkaClientConfig {
   KAFKA_TOPIC_PREFIX: string;
   KAFKA_COMPRESSION: Compression;
   REDIS_URL: string;
+  REDIS_TLS_CA_FILE: string;
 }
 
 /** What every service gets before it builds its parts; the clients are connected. */
@@ -72,7 +73,7 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
   // A refused password or an untrusted certificate ends the start here, naming the setting.
   const kafka = await openKafkaClientFromConfig(config, service, logger);
   const producer = createProducer(kafka, { ...options.producer, compression: config.KAFKA_COMPRESSION });
-  const redis = createRedis({ url: config.REDIS_URL, failFast: options.redisFailFast ?? false, logger });
+  const redis = createRedis({ url: config.REDIS_URL, failFast: options.redisFailFast ?? false, logger, tlsCa: readRedisTlsCa(config.REDIS_TLS_CA_FILE) });
   // Set once every part is built; liveness reads it from then on.
   const started: { runner?: ServiceRunner } = {};
   const context: ServiceContext<C> = {
@@ -86,7 +87,7 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
     alive: () => started.runner?.alive() ?? true,
   };
 
-  await Promise.all([producer.connect(), redis.connect()]);
+  await Promise.all([producer.connect(), connectRedis(redis)]);
   const parts = await options.build(context);
   const ops = createOpsServer({
     host: options.ops.host,

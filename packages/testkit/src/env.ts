@@ -14,6 +14,11 @@ export interface IntegrationEnv {
   /** CLICKHOUSE_USER / CLICKHOUSE_PASSWORD; the local stack's `default` user has no password. */
   clickhouseUser: string;
   clickhousePassword: string;
+  /**
+   * The gateway's read-only user (readonly = 1): CLICKHOUSE_READER_USER / CLICKHOUSE_READER_PASSWORD,
+   * by default the one the local stack's users.xml defines (or `npm run setup` creates on a current server).
+   */
+  clickhouseReader: { user: string; password: string };
   redisUrl: string;
 }
 
@@ -31,6 +36,7 @@ export function integrationEnv(env: Record<string, string | undefined> = process
     clickhouseUrl: CLICKHOUSE_URL,
     clickhouseUser: env.CLICKHOUSE_USER || 'default',
     clickhousePassword: env.CLICKHOUSE_PASSWORD ?? '',
+    clickhouseReader: { user: env.CLICKHOUSE_READER_USER || 'ingest_reader', password: env.CLICKHOUSE_READER_PASSWORD ?? 'ingest-reader-local' },
     redisUrl: REDIS_URL,
   };
 }

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './ports.js';
@@ -12,7 +13,9 @@ import { waitFor } from './wait.js';
  * files live in a temporary directory removed by `close`.
  */
 export interface OwnRedis {
+  /** With the password, when it has one (`redis://:password@127.0.0.1:port`). */
   url: string;
+  port: number;
   /** SIGKILL, as a crash; resolves once the port refuses connections. */
   stop(): Promise<void>;
   /** Starts it again on the same port (empty: nothing was persisted). */
@@ -20,22 +23,29 @@ export interface OwnRedis {
   close(): Promise<void>;
 }
 
-function answersPing(port: number): Promise<boolean> {
+function answersPing(port: number, tls: boolean): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port }, () => socket.write('PING\r\n'));
+    const socket = tls
+      ? tlsConnect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => socket.write('PING\r\n'))
+      : connect({ host: '127.0.0.1', port }, () => socket.write('PING\r\n'));
     socket.setTimeout(1_000, () => {
       socket.destroy();
       resolve(false);
     });
     socket.once('data', (data) => {
       socket.destroy();
-      resolve(data.toString().startsWith('+PONG'));
+      // A server with a password answers NOAUTH: it is up all the same.
+      resolve(/^(\+PONG|-NOAUTH)/.test(data.toString()));
     });
     socket.once('error', () => resolve(false));
   });
 }
 
-export async function startOwnRedis(): Promise<OwnRedis> {
+/**
+ * `password`: the server requires it (requirepass), as `STACK_REDIS_PASSWORD` makes the stack's.
+ * `tls`: it speaks TLS only (rediss://), with this certificate and key.
+ */
+export async function startOwnRedis(options: { password?: string; tls?: { certFile: string; keyFile: string } } = {}): Promise<OwnRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'own-redis-'));
   let child: ChildProcess | undefined;
@@ -43,14 +53,21 @@ export async function startOwnRedis(): Promise<OwnRedis> {
   process.once('exit', killOnExit);
 
   async function start(): Promise<void> {
-    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+    const auth = options.password === undefined ? [] : ['--requirepass', options.password];
+    const { tls } = options;
+    const ports = tls
+      ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile, '--tls-auth-clients', 'no']
+      : ['--port', String(port)];
+    const proc = spawn('redis-server', [...ports, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...auth], {
+      stdio: 'ignore',
+    });
     child = proc;
     let failed: Error | undefined;
     proc.once('error', (err) => (failed = err));
     await waitFor(
       async () => {
         if (failed) throw new Error(`redis-server could not start (is it installed? scripts/stack.sh installs it): ${failed.message}`);
-        return answersPing(port);
+        return answersPing(port, options.tls !== undefined);
       },
       { description: `own redis-server on :${port}`, timeoutMs: 15_000, intervalMs: 100 },
     );
@@ -67,7 +84,8 @@ export async function startOwnRedis(): Promise<OwnRedis> {
 
   await start();
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `${options.tls ? 'rediss' : 'redis'}://${options.password === undefined ? '' : `:${encodeURIComponent(options.password)}@`}127.0.0.1:${port}`,
+    port,
     stop,
     start,
     async close() {

@@ -1,5 +1,5 @@
 import { CommonConfig, ControlPlaneConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
-import { CrmOutboundConfig } from '@ingest/domain';
+import { CrmCredentialsPrivateKeysConfig, CrmOutboundConfig } from '@ingest/domain';
 import { type Static, Type } from '@sinclair/typebox';
 
 const DAY_S = 24 * 3600;
@@ -10,6 +10,7 @@ export const CrmSinkConfigSchema = Type.Object({
   ...ControlPlaneConfig,
   ...RedisConfig,
   ...CrmOutboundConfig,
+  ...CrmCredentialsPrivateKeysConfig,
   CRM_SINK_OPS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3102 }),
   CRM_SINK_OPS_HOST: Type.String({ default: '127.0.0.1' }),
   CRM_SINK_GROUP: Type.String({ minLength: 1, default: 'crm-sink' }),

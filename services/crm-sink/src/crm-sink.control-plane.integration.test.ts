@@ -5,7 +5,7 @@
  */
 import type { CrmMapping } from '@ingest/schemas';
 import { type ControlPlane, createControlPlane, planSync } from '@ingest/domain';
-import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
@@ -39,7 +39,13 @@ beforeAll(async () => {
     createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }),
     extraTopics: ['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'controlAdmins'],
   });
-  controlPlane = createControlPlane({ kafka: fx.kafka.kafka, producer: fx.producer, topicPrefix: fx.kafka.prefix, logger: testLogger() });
+  controlPlane = createControlPlane({
+    kafka: fx.kafka.kafka,
+    producer: fx.producer,
+    topicPrefix: fx.kafka.prefix,
+    logger: testLogger(),
+    credentialSealer: testCredentialKeys().sealer,
+  });
   await controlPlane.start();
 });
 

@@ -4,7 +4,7 @@
  * the clients are never called.
  */
 import { createLogger, createMetricsRegistry, type KafkaClient, type Producer, type Redis } from '@ingest/platform';
-import { type MappingReader } from '@ingest/domain';
+import { type CredentialOpener, type MappingReader } from '@ingest/domain';
 import { sampleValue } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
 import type { CreateAdapter } from './adapters/adapter.js';
@@ -21,6 +21,7 @@ describe('crm-sink metrics before the first event', () => {
       producer: unused<Producer>(),
       redis: unused<Redis>(),
       mappings: unused<MappingReader>(),
+      openCredential: unused<CredentialOpener>(),
       createAdapter: unused<CreateAdapter>(),
       logger: createLogger({ service: 'crm-sink', level: 'silent' }),
       metrics,

@@ -1,5 +1,5 @@
 import { type Component, createDeadLetterSink, type KafkaClient, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
-import { createSyncStateStore, type MappingReader } from '@ingest/domain';
+import { type CredentialOpener, createSyncStateStore, type MappingReader } from '@ingest/domain';
 import type { CreateAdapter } from './adapters/adapter.js';
 import { createCrmCallMetrics, instrumentAdapter } from './adapters/instrumented.adapter.js';
 import type { ParkingSettings } from './park/account-parking.js';
@@ -17,6 +17,8 @@ export interface CrmSinkDeps {
   producer: Producer;
   redis: Redis;
   mappings: MappingReader;
+  /** Decrypts stored credentials with crm-sink's private keys (createCredentialOpener). */
+  openCredential: CredentialOpener;
   createAdapter: CreateAdapter;
   logger: Logger;
   metrics: Registry;
@@ -56,6 +58,7 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
   const parking: ParkingSettings = { ...parkSettings, store: createParkStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, limits }) };
   const engine = createSyncEngine({
     mappings: deps.mappings,
+    openCredential: deps.openCredential,
     createAdapter: (credential) => instrumentAdapter(deps.createAdapter(credential), callMetrics),
     store: createRecordStateStore({
       redis: deps.redis,

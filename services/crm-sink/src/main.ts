@@ -1,10 +1,14 @@
-import { createControlPlane, createOutboundPolicy } from '@ingest/domain';
+import { createControlPlane, createCredentialOpener, createOutboundPolicy, credentialKeyringFromConfig } from '@ingest/domain';
 import { createLagCollector, launchService } from '@ingest/platform';
 import { createAdapter } from './adapters/index.js';
 import { loadCrmSinkConfig } from './config.js';
+import { createCredentialsCheck } from './credentials.check.js';
 import { createCrmSink } from './crm-sink.js';
 
 const config = loadCrmSinkConfig();
+// Only crm-sink holds the private keys that open CRM credentials (docs/security.md).
+const keyring = credentialKeyringFromConfig(config);
+const allowPlaintext = config.CRM_CREDENTIALS_ALLOW_PLAINTEXT;
 await launchService({
   service: 'crm-sink',
   config,
@@ -30,6 +34,7 @@ await launchService({
       producer,
       redis,
       mappings: controlPlane,
+      openCredential: createCredentialOpener({ keyring, allowPlaintext }),
       createAdapter: (credential) =>
         createAdapter(credential, {
           connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
@@ -80,7 +85,7 @@ await launchService({
     const lag = createLagCollector({ kafka, groupId: config.CRM_SINK_GROUP, topics: [topic('eventsUnique'), topic('crmReplay')], registry: metrics, logger });
     return {
       // The control plane starts first: the sink must know the mappings before its first event.
-      components: [controlPlane, sink, lag],
+      components: [controlPlane, createCredentialsCheck({ credentials: controlPlane, keyring, allowPlaintext, logger }), sink, lag],
       ready: () => controlPlane.caughtUp() && controlPlane.fresh() && sink.healthy(),
     };
   },

@@ -1,5 +1,5 @@
 import { AppError, ClickHouseConfig, CommonConfig, ControlPlaneConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
-import { CrmOutboundConfig, MIN_ADMIN_TOKEN_BYTES } from '@ingest/domain';
+import { CrmCredentialsPublicKeyConfig, CrmOutboundConfig, MIN_ADMIN_TOKEN_BYTES } from '@ingest/domain';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const GatewayConfigSchema = Type.Object({
@@ -10,6 +10,7 @@ export const GatewayConfigSchema = Type.Object({
   ...RedisConfig,
   /** Where CRM credentials may point (checked when the admin API stores one; the crm-sink checks on connect). */
   ...CrmOutboundConfig,
+  ...CrmCredentialsPublicKeyConfig,
   GATEWAY_HOST: Type.String({ default: '127.0.0.1' }),
   GATEWAY_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   GATEWAY_OPS_HOST: Type.String({ default: '127.0.0.1' }),

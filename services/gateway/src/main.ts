@@ -1,11 +1,13 @@
 import { createClickHouseFromConfig, launchService } from '@ingest/platform';
-import { createControlPlane, createJobStatusStore } from '@ingest/domain';
+import { createControlPlane, createJobStatusStore, credentialSealerFromConfig } from '@ingest/domain';
 import { buildAdminApp } from './admin/admin.app.js';
 import { buildApp } from './app.js';
 import { loadGatewayConfig } from './config.js';
 import { httpServerComponent } from './http/http-server.js';
 
 const config = loadGatewayConfig();
+// crm-sink's public key: the admin API and the dashboard seal CRM credentials, and can open none.
+const credentialSealer = credentialSealerFromConfig(config);
 await launchService({
   service: 'gateway',
   config,
@@ -26,6 +28,7 @@ await launchService({
       metrics,
       staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
       deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
+      credentialSealer,
     });
     const ch = createClickHouseFromConfig(config);
     const jobStatus = createJobStatusStore({ redis, producer, progressTopic: topic('jobProgress'), keyPrefix: config.REDIS_KEY_PREFIX });

@@ -12,6 +12,7 @@ import { newKeyAccess, validOrigins, validSuspensionReason } from './access-cont
 import { generateApiKey, toBase62 } from './api-keys.js';
 import { applyAdmin, createAdminDecoder, createAdminOps, createAdminsState } from './admins.js';
 import { createCrmConfigOps } from './crm-config.ops.js';
+import type { CredentialSealer } from './credential-seal.js';
 import { applyCrmCredential, applyMappingVersion, createCredentialDecoder, createCrmConfigState, createMappingDecoder } from './crm-config.state.js';
 import { createEndOffsetsReader, createOffsetTracker } from '@ingest/platform';
 import {
@@ -57,6 +58,11 @@ export interface ControlPlaneDeps {
   /** Not confirmed caught up for this long: dead (the service's liveness fails). */
   deadAfterMs?: number;
   now?: () => Date;
+  /**
+   * crm-sink's public key: CRM credentials are stored sealed for it. Without it, putting a
+   * credential is refused (`crm_credential_key_missing`); reading and listing work.
+   */
+  credentialSealer?: CredentialSealer;
 }
 
 /**
@@ -331,7 +337,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     ownerByEmail: (email) => owners.byEmail.get(normaliseOwnerEmail(email)),
     listOwners: (accountId) => listOwners(owners, accountId),
 
-    ...createCrmConfigOps({ state: crm, mappingsTopic, credentialsTopic, barrier, write, requireAccount: account, now, log }),
+    ...createCrmConfigOps({ state: crm, mappingsTopic, credentialsTopic, barrier, write, requireAccount: account, now, log, sealer: deps.credentialSealer }),
     ...createAdminOps({ state: admins, topic: adminsTopic, barrier, write, now, log }),
 
     async createAccount(input) {

@@ -5,8 +5,19 @@ import { type MappingFieldError, validateMapping } from '../crm/mapping.validate
 import { AppError } from '@ingest/platform';
 import { escapePointer } from '../events/validate-event.js';
 import type { Logger } from '@ingest/platform';
-import { type CrmConfigState, credentialKey, currentMapping, listCrmCredentials, mappingKey, mappingVersions } from './crm-config.state.js';
-import type { CrmCredential, CrmCredentialLister, MappingReader, MappingWriter, StoredCrmCredential, StoredMapping } from './types.js';
+import { allCrmCredentials, type CrmConfigState, credentialKey, currentMapping, listCrmCredentials, mappingKey, mappingVersions } from './crm-config.state.js';
+import { credentialAad, type CredentialKeyring, type CredentialSealer, type SealedSecrets } from './credential-seal.js';
+import { splitCredential } from './crm-credential.js';
+import type {
+  CrmCredential,
+  CrmCredentialLister,
+  CrmCredentialResealer,
+  CrmCredentialResealResult,
+  MappingReader,
+  MappingWriter,
+  StoredCrmCredential,
+  StoredMapping,
+} from './types.js';
 
 /** A mapping document (or credential) that does not validate; `errors` point into it. */
 export class InvalidConfigError extends AppError {
@@ -43,13 +54,15 @@ export interface CrmConfigStoreParts {
   requireAccount(accountId: string): void;
   now: () => Date;
   log: Logger;
+  /** Seals credentials for crm-sink's public key; without one, storing a credential is refused. */
+  sealer?: CredentialSealer;
 }
 
 const AUTHOR_MAX = 320;
 // Races for one version are rare (two editors within milliseconds); a few attempts settle them.
 const WRITE_ATTEMPTS = 3;
 
-export function createCrmConfigOps(parts: CrmConfigStoreParts): MappingReader & MappingWriter & CrmCredentialLister {
+export function createCrmConfigOps(parts: CrmConfigStoreParts): MappingReader & MappingWriter & CrmCredentialLister & CrmCredentialResealer {
   const { state, log } = parts;
 
   async function putMapping(accountId: string, input: unknown, author: string, options: { expectedVersion?: number } = {}): Promise<StoredMapping> {
@@ -132,13 +145,52 @@ export function createCrmConfigOps(parts: CrmConfigStoreParts): MappingReader & 
   async function putCrmCredential(accountId: string, name: string, credential: CrmCredential): Promise<StoredCrmCredential> {
     const errors = crmCredentialErrors(name, credential);
     if (errors.length > 0) throw new InvalidConfigError('crm_credential_invalid', `the credential has ${errors.length} error(s)`, errors);
+    const { sealer } = parts;
+    if (!sealer) {
+      throw new AppError(
+        'crm_credential_key_missing',
+        "no public key to encrypt CRM credentials with is configured (CRM_CREDENTIALS_PUBLIC_KEY_FILE or CRM_CREDENTIALS_PUBLIC_KEY: crm-sink's public key)",
+      );
+    }
     await parts.barrier('catch up before the write');
     parts.requireAccount(accountId);
-    const record: StoredCrmCredentialRecord = { accountId, name, credential, updatedAt: parts.now().toISOString() };
+    const { settings, secrets } = splitCredential(credential);
+    const sealed = sealer.seal(secrets, credentialAad(accountId, name, settings.type));
+    const record: StoredCrmCredentialRecord = { accountId, name, credential: settings, updatedAt: parts.now().toISOString(), sealed };
     await parts.write(parts.credentialsTopic, credentialKey(accountId, name), record);
     // The log names the credential, never its contents.
-    log.info({ accountId, credentialName: name, crmType: credential.type }, 'crm credential stored');
-    return { accountId, name, credential, updatedAt: record.updatedAt };
+    log.info({ accountId, credentialName: name, crmType: credential.type, kid: sealed.kid }, 'crm credential stored');
+    return { accountId, name, credential: settings, updatedAt: record.updatedAt, sealed };
+  }
+
+  async function resealCrmCredentials(keyring: CredentialKeyring, to: CredentialSealer): Promise<CrmCredentialResealResult> {
+    await parts.barrier('catch up before the key rotation');
+    const result: CrmCredentialResealResult = { rewrapped: 0, encrypted: 0, unchanged: 0, failed: [] };
+    for (const stored of allCrmCredentials(state)) {
+      const { accountId, name } = stored;
+      if (stored.sealed?.kid === to.kid) {
+        result.unchanged += 1;
+        continue;
+      }
+      let sealed: SealedSecrets;
+      try {
+        sealed = stored.sealed
+          ? keyring.rewrap(stored.sealed, to)
+          : to.seal(stored.plaintextSecrets ?? {}, credentialAad(accountId, name, stored.credential.type));
+      } catch (err) {
+        result.failed.push({ accountId, name, reason: err instanceof Error ? err.message : String(err) });
+        continue;
+      }
+      const record: StoredCrmCredentialRecord = { accountId, name, credential: stored.credential, updatedAt: stored.updatedAt, sealed };
+      await parts.write(parts.credentialsTopic, credentialKey(accountId, name), record);
+      if (stored.sealed) result.rewrapped += 1;
+      else result.encrypted += 1;
+    }
+    log.info(
+      { kid: to.kid, rewrapped: result.rewrapped, encrypted: result.encrypted, unchanged: result.unchanged, failed: result.failed.length },
+      'crm credentials resealed',
+    );
+    return result;
   }
 
   function checkAuthor(author: string): void {
@@ -154,6 +206,8 @@ export function createCrmConfigOps(parts: CrmConfigStoreParts): MappingReader & 
     mappingVersions: (accountId) => mappingVersions(state, accountId),
     crmCredential: (accountId, name) => state.credentials.get(accountId)?.get(name),
     listCrmCredentials: (accountId) => listCrmCredentials(state, accountId),
+    allCrmCredentials: () => allCrmCredentials(state),
+    resealCrmCredentials,
     putMapping,
     deleteMapping,
     putCrmCredential,

@@ -2,7 +2,8 @@ import { type CrmMapping, StoredCrmCredentialRecord, StoredMappingRecord } from 
 import type { TSchema } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import type { Decoded } from './control-plane.state.js';
-import type { CrmCredential, StoredCrmCredential, StoredMapping } from './types.js';
+import { splitCredential } from './crm-credential.js';
+import type { StoredCrmCredential, StoredMapping } from './types.js';
 
 /**
  * The materialised CRM configuration: mapping versions (`control.mappings`) and credentials
@@ -93,6 +94,10 @@ export function mappingVersions(state: CrmConfigState, accountId: string): Store
   return (state.mappings.get(accountId) ?? []).map((e) => e.stored);
 }
 
+export function allCrmCredentials(state: CrmConfigState): StoredCrmCredential[] {
+  return [...state.credentials.values()].flatMap((byName) => [...byName.values()]);
+}
+
 export function listCrmCredentials(state: CrmConfigState, accountId: string): StoredCrmCredential[] {
   return [...(state.credentials.get(accountId)?.values() ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
@@ -152,5 +157,16 @@ export const createCredentialDecoder = () =>
   createDecoder<typeof StoredCrmCredentialRecord, StoredCrmCredentialRecord, StoredCrmCredential>(
     StoredCrmCredentialRecord,
     (r) => credentialKey(r.accountId, r.name),
-    (r) => Object.freeze({ accountId: r.accountId, name: r.name, credential: r.credential as CrmCredential, updatedAt: r.updatedAt }),
+    (r) => {
+      // Secret fields in clear next to a sealed secret (a hand-made record) are dropped, not kept.
+      const { settings, secrets } = splitCredential(r.credential);
+      const hasPlaintext = Object.keys(secrets).length > 0;
+      return Object.freeze({
+        accountId: r.accountId,
+        name: r.name,
+        credential: settings,
+        updatedAt: r.updatedAt,
+        ...(r.sealed ? { sealed: r.sealed } : hasPlaintext ? { plaintextSecrets: secrets } : {}),
+      });
+    },
   );

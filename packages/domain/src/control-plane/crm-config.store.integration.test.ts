@@ -7,7 +7,7 @@ import type { CrmMapping } from '@ingest/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppError } from '@ingest/platform';
 import { createProducer, type Producer } from '@ingest/platform';
-import { createTestKafka, type TestKafka, testLogger, waitFor } from '@ingest/testkit';
+import { createTestKafka, type TestKafka, testCredentialKeys, testLogger, waitFor } from '@ingest/testkit';
 import { createControlPlane } from './control-plane.store.js';
 import { InvalidConfigError, MappingVersionMismatchError } from './crm-config.ops.js';
 import type { ControlPlane } from './types.js';
@@ -29,7 +29,14 @@ afterAll(async () => {
 });
 
 async function startInstance(instanceId: string): Promise<ControlPlane> {
-  const cp = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger: testLogger(), instanceId });
+  const cp = createControlPlane({
+    kafka: kafka.kafka,
+    producer,
+    topicPrefix: kafka.prefix,
+    logger: testLogger(),
+    instanceId,
+    credentialSealer: testCredentialKeys().sealer,
+  });
   instances.push(cp);
   await cp.start();
   return cp;
@@ -121,9 +128,13 @@ describe('CRM configuration in the control plane', () => {
   it('keeps credentials per (account, name); the last write wins', async () => {
     await a.putCrmCredential(accountId, 'main', { type: 'hubspot', accessToken: 'pat-1' });
     const stored = await a.putCrmCredential(accountId, 'main', { type: 'hubspot', accessToken: 'pat-2', baseUrl: 'http://127.0.0.1:1' });
-    expect(stored).toMatchObject({ accountId, name: 'main', credential: { type: 'hubspot', accessToken: 'pat-2' } });
+    // Settings in clear, the secret sealed for crm-sink's key: only its private key opens it.
+    expect(stored).toMatchObject({ accountId, name: 'main', credential: { type: 'hubspot', baseUrl: 'http://127.0.0.1:1' } });
+    expect(JSON.stringify(stored)).not.toContain('pat-2');
     await a.putCrmCredential(accountId, 'hooks', { type: 'webhook', url: 'https://example.com/hook', secret: 'whsec' });
-    expect(a.crmCredential(accountId, 'main')?.credential).toEqual({ type: 'hubspot', accessToken: 'pat-2', baseUrl: 'http://127.0.0.1:1' });
+    const main = a.crmCredential(accountId, 'main');
+    expect(main?.credential).toEqual({ type: 'hubspot', baseUrl: 'http://127.0.0.1:1' });
+    expect(main && testCredentialKeys().opener(main)).toEqual({ type: 'hubspot', accessToken: 'pat-2', baseUrl: 'http://127.0.0.1:1' });
     expect(a.listCrmCredentials(accountId).map((c) => c.name)).toEqual(['hooks', 'main']);
     await waitFor(() => b.crmCredential(accountId, 'main')?.credential.type === 'hubspot' && b.listCrmCredentials(accountId).length === 2, {
       description: 'B sees the credentials',

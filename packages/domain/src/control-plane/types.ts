@@ -1,6 +1,7 @@
 import type { CRM_TYPES, CrmMapping } from '@ingest/schemas';
 import type { Component } from '@ingest/platform';
 import type { AdminDirectory } from './admins.js';
+import type { CredentialKeyring, CredentialSealer, CrmSecrets, SealedSecrets } from './credential-seal.js';
 
 /**
  * The control plane: accounts, plans, API keys, CRM mapping versions and CRM credentials. Durable
@@ -107,7 +108,8 @@ export interface ControlPlaneWriter {
   resetOwnerPassword(accountId: string, email: string, passwordHash: string): Promise<Owner>;
 }
 
-export interface ControlPlane extends ControlPlaneReader, ControlPlaneWriter, MappingReader, MappingWriter, CrmCredentialLister, AdminDirectory, Component {
+export interface ControlPlane
+  extends ControlPlaneReader, ControlPlaneWriter, MappingReader, MappingWriter, CrmCredentialLister, CrmCredentialResealer, AdminDirectory, Component {
   /** True once the state topics were read up to their end as of start(). */
   caughtUp(): boolean;
   /** Confirmed caught up with the state topics within `staleAfterMs` (part of readiness). */
@@ -137,11 +139,29 @@ export type CrmCredential =
   /** `previousSecret`: during a rotation it signs too, so receivers can switch secrets at their pace. */
   | { type: 'webhook'; url: string; secret: string; previousSecret?: string };
 
+/**
+ * A credential without its secret fields (crm-credential.ts splits them): what the admin API
+ * shows, what the dry-run builds requests with, and what `control.crm-credentials` carries in
+ * clear. `signsWithPreviousSecret`: a webhook credential's `previousSecret` is set.
+ */
+export type CrmCredentialSettings =
+  | { type: 'hubspot'; baseUrl?: string }
+  | { type: 'salesforce'; instanceUrl: string; apiVersion?: string; contactExternalIdField?: string; accountExternalIdField?: string }
+  | { type: 'webhook'; url: string; signsWithPreviousSecret?: true };
+
 export interface StoredCrmCredential {
   accountId: string;
   name: string;
-  credential: CrmCredential;
+  /** The non-secret fields. */
+  credential: CrmCredentialSettings;
   updatedAt: string;
+  /** The secret fields, encrypted for crm-sink's public key (credential-seal.ts). */
+  sealed?: SealedSecrets;
+  /**
+   * A record written before secrets were encrypted: its secret fields in clear. crm-sink uses
+   * them only when CRM_CREDENTIALS_ALLOW_PLAINTEXT is set; `npm run credentials-key -- rotate` seals them.
+   */
+  plaintextSecrets?: CrmSecrets;
 }
 
 /** One version of an account's mapping; every change is kept, the sink applies the newest. */
@@ -190,6 +210,30 @@ export interface MappingWriter {
 
 /** For the admin API and CLI, which show credentials without their secrets. */
 export interface CrmCredentialLister {
-  /** By name. Callers must not show `credential.accessToken`/`credential.secret`. */
+  /** By name; secrets are sealed (or, for a record from before encryption, in `plaintextSecrets`). */
   listCrmCredentials(accountId: string): StoredCrmCredential[];
+  /** Every account's credentials: crm-sink's start-up check and the key rotation read them. */
+  allCrmCredentials(): StoredCrmCredential[];
+}
+
+export interface CrmCredentialResealResult {
+  /** Sealed with another key, re-wrapped for the new one. */
+  rewrapped: number;
+  /** Plaintext records (from before encryption), now sealed. */
+  encrypted: number;
+  /** Already sealed with the new key. */
+  unchanged: number;
+  /** Could not be opened (a key id not configured, a tampered record): left as they were. */
+  failed: { accountId: string; name: string; reason: string }[];
+}
+
+export interface CrmCredentialResealer {
+  /**
+   * Writes every credential again sealed for `to`: re-wraps the data key of sealed ones (the
+   * secret itself is not decrypted), seals plaintext ones. `updatedAt` is kept: nothing changed
+   * but the key. A credential put through the admin API during the run wins if written after
+   * its re-wrap; one written just before it can be overwritten by the re-wrap of its previous
+   * value, so rotate outside of credential changes.
+   */
+  resealCrmCredentials(keyring: CredentialKeyring, to: CredentialSealer): Promise<CrmCredentialResealResult>;
 }

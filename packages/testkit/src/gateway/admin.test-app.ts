@@ -1,6 +1,15 @@
 import { type ControlPlane, createControlPlane, type OutboundPolicy } from '@ingest/domain';
 import { createMetricsRegistry, createProducer, createRedis, type Producer, type Redis } from '@ingest/platform';
-import { createTestClickHouse, createTestKafka, integrationEnv, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix } from '../index.js';
+import {
+  createTestClickHouse,
+  createTestKafka,
+  integrationEnv,
+  type TestClickHouse,
+  type TestKafka,
+  testCredentialKeys,
+  testLogger,
+  uniqueSuffix,
+} from '../index.js';
 import type { FastifyInstance } from 'fastify';
 import { loadGatewayConfig } from '@ingest/gateway/config';
 import { buildAdminApp } from '@ingest/gateway/admin-app';
@@ -40,7 +49,14 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
   const redis = createRedis({ url: integrationEnv().redisUrl });
   const redisKeyPrefix = options.redisKeyPrefix ?? `t${uniqueSuffix()}:`;
   await Promise.all([producer.connect(), redis.connect()]);
-  const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger: testLogger(), instanceId: 'admin-test' });
+  const controlPlane = createControlPlane({
+    kafka: kafka.kafka,
+    producer,
+    topicPrefix: kafka.prefix,
+    logger: testLogger(),
+    instanceId: 'admin-test',
+    credentialSealer: testCredentialKeys().sealer,
+  });
   await controlPlane.start();
   const apps: FastifyInstance[] = [];
   return {

@@ -23,6 +23,7 @@ import {
   integrationEnv,
   type TestClickHouse,
   type TestKafka,
+  testCredentialKeys,
   testLogger,
   uniqueSuffix,
   useFixture,
@@ -88,7 +89,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
   // A test may give the gateway a Redis of its own (e.g. one it stops).
   const redis = createRedis({ url: env.REDIS_URL ?? integration.redisUrl, failFast: true, logger });
   await Promise.all([producer.connect(), redis.connect()]);
-  const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
+  const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger, credentialSealer: testCredentialKeys().sealer });
   await controlPlane.start();
   const jobStatus = createJobStatusStore({ redis, producer, progressTopic: kafka.topic('jobProgress'), keyPrefix: config.REDIS_KEY_PREFIX });
   const metrics = createMetricsRegistry('gateway-test');
@@ -129,7 +130,13 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     metrics,
     async replica(replicaEnv = {}) {
       const replicaConfig = loadGatewayConfig({ ...baseEnv, ...replicaEnv });
-      const replicaControlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger });
+      const replicaControlPlane = createControlPlane({
+        kafka: kafka.kafka,
+        producer,
+        topicPrefix: kafka.prefix,
+        logger,
+        credentialSealer: testCredentialKeys().sealer,
+      });
       await replicaControlPlane.start();
       const replicaApp = await buildApp({
         config: replicaConfig,

@@ -1,4 +1,5 @@
 /** The gateway as a real OS process, for chaos tests that must see its HTTP API, health, RSS and exit. */
+import { testCredentialKeys } from '../credential-keys.js';
 import { integrationEnv } from '../env.js';
 import { freePort } from '../ports.js';
 import { type ServiceProcess, startServiceProcess } from './service-process.js';
@@ -30,6 +31,7 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
       GATEWAY_PORT: String(port),
       GATEWAY_OPS_HOST: '127.0.0.1',
       GATEWAY_OPS_PORT: String(opsPort),
+      ...testCredentialKeys().gatewayEnv,
       ...env,
     },
   }).catch((err: unknown) => {

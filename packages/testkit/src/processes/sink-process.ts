@@ -1,4 +1,5 @@
 /** The crm-sink as real OS processes of one run: its topics, Redis keys and consumer group. */
+import { testCredentialKeys } from '../credential-keys.js';
 import { integrationEnv } from '../env.js';
 import { freePort } from '../ports.js';
 import { ServiceFleet, type ServiceProcess, startServiceProcess } from './service-process.js';
@@ -44,6 +45,7 @@ async function startSink(setup: SinkSetup, name: string, track: (p: ServiceProce
       // The fake CRM is plain http on loopback, which the outbound address policy refuses by default.
       CRM_ALLOW_HTTP: 'true',
       CRM_ALLOWED_CIDRS: '127.0.0.1/32',
+      ...testCredentialKeys().sinkEnv,
       ...setup.env,
     },
   });

@@ -16,7 +16,7 @@ import {
   type TopicKey,
 } from '@ingest/platform';
 import { createControlPlane, type ControlPlane, type EventSyncState, ledgerKey, recordStateKeys, syncStateKey, uniqueEventKey } from '@ingest/domain';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { createTestKafka, integrationEnv, type TestKafka, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { type FakeCall, type FakeCrm, type FakeRecord, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { SinkFleet } from '@ingest/testkit';
 
@@ -66,7 +66,13 @@ export async function createSinkRun(
   const redis = createRedis({ url: integrationEnv().redisUrl });
   const producer: Producer = createProducer(kafka.kafka);
   await Promise.all([redis.connect(), producer.connect()]);
-  const controlPlane: ControlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger: testLogger() });
+  const controlPlane: ControlPlane = createControlPlane({
+    kafka: kafka.kafka,
+    producer,
+    topicPrefix: kafka.prefix,
+    logger: testLogger(),
+    credentialSealer: testCredentialKeys().sealer,
+  });
   await controlPlane.start();
   const account = await controlPlane.createAccount({ name: `Chaos ${label}`, plan: 'growth' });
   // Through the control plane, as the admin API stores them: the sink processes read them at start.

@@ -1,7 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventRecord } from '@ingest/schemas';
-import { type ConsumedMessage, type DeadLetterSink, type Logger } from '@ingest/platform';
-import { createEventRecordDecoder, type MappingReader, type PlannedOperation, planSync, type SyncStateStore, type SyncStateUpdate } from '@ingest/domain';
+import { AppError, type ConsumedMessage, type DeadLetterSink, type Logger } from '@ingest/platform';
+import {
+  type CredentialOpener,
+  type CrmCredential,
+  createEventRecordDecoder,
+  type MappingReader,
+  type PlannedOperation,
+  planSync,
+  type SyncStateStore,
+  type SyncStateUpdate,
+} from '@ingest/domain';
 import type { CrmAdapter, CreateAdapter } from '../adapters/adapter.js';
 import { type ParkingSettings, parkDelayMs, parkEvents } from '../park/account-parking.js';
 import type { Lease } from '../park/park.store.js';
@@ -45,6 +54,8 @@ interface PendingEvent extends FlushEvent {
 
 export interface SyncEngineDeps {
   mappings: MappingReader;
+  /** Decrypts a stored credential (crm-sink's private keys); throws AppError with a dead-letter code. */
+  openCredential: CredentialOpener;
   createAdapter: CreateAdapter;
   store: RecordStateStore;
   syncStates: SyncStateStore;
@@ -233,10 +244,18 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
         reason: `credential ${stored.name} is for ${stored.credential.type}, the mapping is for ${mapping.mapping.crm.type}`,
       };
     }
-    const ref = `${stored.name}@${stored.updatedAt}`;
+    // Opened (decrypted) once per stored version; a re-wrap for a new key keeps the tag, and the adapter.
+    const ref = `${stored.name}@${stored.updatedAt}@${stored.sealed?.tag ?? 'plaintext'}`;
     if (w.adapter?.ref !== ref) {
+      let credential: CrmCredential;
+      try {
+        credential = deps.openCredential(stored);
+      } catch (err) {
+        if (err instanceof AppError) return { code: err.code, reason: err.message };
+        throw err;
+      }
       if (w.adapter) void closeAdapter(w.adapter.adapter);
-      w.adapter = { ref, adapter: deps.createAdapter(stored.credential) };
+      w.adapter = { ref, adapter: deps.createAdapter(credential) };
     }
     return w.adapter.adapter;
   }

@@ -1,5 +1,6 @@
 import type { CrmMapping } from '@ingest/schemas';
-import type { CrmCredential, MappingReader, StoredCrmCredential, StoredMapping } from '@ingest/domain';
+import { type CrmCredential, type MappingReader, splitCredential, type StoredCrmCredential, type StoredMapping, storedCredentialAad } from '@ingest/domain';
+import { testCredentialKeys } from '@ingest/testkit';
 import { type ActivityWrite, type CrmAdapter, CrmError, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite } from '../adapters/adapter.js';
 
 /**
@@ -81,9 +82,19 @@ export function createMemoryCrm(options: { maxBatchSize?: number } = {}): Memory
   };
 }
 
-/** Mappings and credentials held in memory; an entry without `credential` names one that is not stored. */
+/**
+ * Mappings and credentials held in memory; an entry without `credential` names one that is not
+ * stored. Credentials are sealed with the test key pair as the admin API seals them, so every
+ * sink test opens them the way production does.
+ */
 export function createStaticMappings(entries: Record<string, { mapping: CrmMapping; credential?: CrmCredential }>): MappingReader {
   const at = new Date(0).toISOString();
+  const sealed = new Map<string, StoredCrmCredential>();
+  const seal = (accountId: string, name: string, credential: CrmCredential): StoredCrmCredential => {
+    const { settings, secrets } = splitCredential(credential);
+    const stored = { accountId, name, credential: settings, updatedAt: at };
+    return { ...stored, sealed: testCredentialKeys().sealer.seal(secrets, storedCredentialAad(stored)) };
+  };
   const stored = (accountId: string): StoredMapping | undefined => {
     const e = entries[accountId];
     return e ? { accountId, version: 1, mapping: e.mapping, createdAt: at, author: 'test' } : undefined;
@@ -96,7 +107,10 @@ export function createStaticMappings(entries: Record<string, { mapping: CrmMappi
     },
     crmCredential(accountId, name): StoredCrmCredential | undefined {
       const e = entries[accountId];
-      return e?.credential && e.mapping.crm.credentialsRef === name ? { accountId, name, credential: e.credential, updatedAt: at } : undefined;
+      if (!e?.credential || e.mapping.crm.credentialsRef !== name) return undefined;
+      const stored = sealed.get(accountId) ?? seal(accountId, name, e.credential);
+      sealed.set(accountId, stored);
+      return stored;
     },
   };
 }

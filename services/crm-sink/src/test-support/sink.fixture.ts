@@ -2,7 +2,7 @@ import type { CrmMapping, EventRecord } from '@ingest/schemas';
 import { type Component, createMetricsRegistry, createProducer, createRedis, type Producer, type Redis } from '@ingest/platform';
 import { createSyncStateStore, type EventSyncState, type MappingReader, uniqueEventKey } from '@ingest/domain';
 import type { TopicKey } from '@ingest/platform';
-import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { createTestKafka, integrationEnv, testCredentialKeys, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import type { CreateAdapter } from '../adapters/adapter.js';
 import { type CrmSinkDeps, createCrmSink } from '../crm-sink.js';
 
@@ -69,6 +69,7 @@ export async function createSinkFixture(options: SinkFixtureOptions): Promise<Si
         producer,
         redis,
         mappings: overrides.mappings ?? (options.mappings as MappingReader),
+        openCredential: testCredentialKeys().opener,
         createAdapter: options.createAdapter,
         logger: testLogger(),
         metrics: createMetricsRegistry('crm-sink-test'),

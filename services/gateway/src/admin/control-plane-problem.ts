@@ -48,6 +48,9 @@ export function toProblem(err: unknown): unknown {
     case 'api_key_limit':
     case 'admin_credential_limit':
       return new ProblemError('conflict', `${err.message[0]?.toUpperCase() ?? ''}${err.message.slice(1)}.`, { cause: err });
+    case 'crm_credential_key_missing':
+      // An operator's setting, not the caller's fault; no retry-after: it stays so until configured.
+      return new ProblemError('unavailable', 'CRM credentials cannot be stored: the encryption key is not configured on this gateway.', { cause: err });
     default:
       if (err.retryable) {
         return new ProblemError('unavailable', 'The control plane is temporarily unavailable; retry shortly.', { headers: { 'retry-after': '1' }, cause: err });

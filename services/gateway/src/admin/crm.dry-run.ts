@@ -1,6 +1,7 @@
 import type { CrmMapping, DryRunResult, EventRecord } from '@ingest/schemas';
 import {
   type CrmCredential,
+  credentialWithoutSecrets,
   explainRules,
   HUBSPOT_DEFAULT_BASE_URL,
   type MappingReader,
@@ -16,7 +17,8 @@ import {
  * The dry-run's answer: the planned operations and rule outcomes, and the exact HTTP calls the
  * sink would make for the event with the account's current sink state (read from Redis, never
  * written). Calls are built by the adapters' own request builders with the stored credential the
- * mapping names; the credential's secret never enters them (the builders take no headers).
+ * mapping names, without its secret (sealed for crm-sink, the gateway cannot open it; the
+ * builders take no headers).
  */
 export interface DryRunInput {
   accountId: string;
@@ -55,7 +57,9 @@ export async function dryRun(input: DryRunInput): Promise<DryRunResult> {
   const status = stored === undefined ? 'missing' : stored.credential.type === type ? 'stored' : 'mismatch';
   // Without a usable credential the sink dead-letters the event; the calls still show what the
   // mapping would send once one exists, with the defaults of the mapping's CRM type.
-  const credential = status === 'stored' && stored ? stored.credential : defaultCredential(type);
+  // The stored credential's settings only: its secret is sealed for crm-sink, which the gateway
+  // cannot open, and the request builders need none (they take no headers).
+  const credential = status === 'stored' && stored ? credentialWithoutSecrets(stored.credential) : defaultCredential(type);
   const notes: SyncPreviewNote[] = [];
   if (status === 'missing')
     notes.push({

@@ -7,6 +7,7 @@ import { createOutboundPolicy, ledgerKey, planSync, recordStateKeys } from '@ing
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
+import { testCredentialKeys } from '@ingest/testkit';
 
 const TOKEN = 'admin-secret-token-for-the-crm-route-tests';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -480,8 +481,10 @@ describe('CRM credentials admin API', () => {
       ],
     });
     for (const s of secrets) expect(put.payload + list.payload).not.toContain(s);
-    // The sink reads the secret from the control plane.
-    expect(stack.controlPlane.crmCredential(accountId, 'main')?.credential).toMatchObject({ accessToken: secrets[0] });
+    // The gateway's control plane holds the secret sealed; the sink's private key opens it.
+    const stored = stack.controlPlane.crmCredential(accountId, 'main');
+    expect(JSON.stringify(stored)).not.toContain(secrets[0]);
+    expect(stored && testCredentialKeys().opener(stored)).toMatchObject({ accessToken: secrets[0] });
   });
 
   it.each([

@@ -323,7 +323,7 @@ function toCredentialView(stored: StoredCrmCredential): CrmCredentialView {
   }
   if (c.type === 'webhook') {
     view.url = c.url;
-    if (c.previousSecret !== undefined) view.signsWithPreviousSecret = true;
+    if (c.signsWithPreviousSecret === true) view.signsWithPreviousSecret = true;
   }
   return view;
 }

@@ -28,7 +28,7 @@ import {
   waitFor,
 } from '@ingest/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { SinkFleet } from '@ingest/testkit';
+import { SinkFleet, testCredentialKeys } from '@ingest/testkit';
 import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { type GatewayProcess, startGatewayProcess } from '@ingest/testkit';
 import { ProcessorFleet, processorSetup } from '@ingest/testkit';
@@ -89,7 +89,13 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
     const producer = createProducer(kafka.kafka);
     await Promise.all([producer.connect(), redis.connect()]);
     closers.push(() => producer.disconnect());
-    const controlPlane = createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger: testLogger() });
+    const controlPlane = createControlPlane({
+      kafka: kafka.kafka,
+      producer,
+      topicPrefix: kafka.prefix,
+      logger: testLogger(),
+      credentialSealer: testCredentialKeys().sealer,
+    });
     await controlPlane.start();
     closers.push(() => controlPlane.stop());
     const account = await controlPlane.createAccount({ name: `Pause ${driver}`, plan: 'growth' });

@@ -22,6 +22,7 @@ import {
   secureUserEnv,
   type TestClickHouse,
   type TestKafka,
+  testCredentialKeys,
   testLogger,
   uniqueSuffix,
   waitFor,
@@ -64,7 +65,14 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
     const producer = createProducer(consoleKafka);
     await producer.connect();
     closers.push(() => producer.disconnect());
-    const controlPlane = createControlPlane({ kafka: consoleKafka, producer, topicPrefix: kafka.prefix, logger: testLogger() });
+    // Credentials sealed for crm-sink's key, as the gateway seals them.
+    const controlPlane = createControlPlane({
+      kafka: consoleKafka,
+      producer,
+      topicPrefix: kafka.prefix,
+      logger: testLogger(),
+      credentialSealer: testCredentialKeys().sealer,
+    });
     await controlPlane.start();
     closers.push(() => controlPlane.stop());
     const account = await controlPlane.createAccount({ name: 'Secure', plan: 'growth' });

@@ -1,0 +1,55 @@
+import { AppError } from '@ingest/platform';
+import { type CredentialKeyring, credentialAad, CRM_SECRET_FIELDS, type CrmSecrets } from './credential-seal.js';
+import type { CrmCredential, CrmCredentialSettings, StoredCrmCredential } from './types.js';
+
+/**
+ * One owner for "which fields of a CRM credential are secret": the admin API splits a credential
+ * into settings (clear) and secrets (sealed for crm-sink), and crm-sink joins them again.
+ */
+export function splitCredential(credential: CrmCredential | Record<string, unknown>): { settings: CrmCredentialSettings; secrets: CrmSecrets } {
+  const settings: Record<string, unknown> = {};
+  const secrets: CrmSecrets = {};
+  for (const [field, value] of Object.entries(credential)) {
+    if ((CRM_SECRET_FIELDS as readonly string[]).includes(field)) {
+      if (typeof value === 'string') secrets[field as keyof CrmSecrets] = value;
+    } else if (field !== 'signsWithPreviousSecret') settings[field] = value;
+  }
+  // From the secret when splitting a credential, from the stored flag when reading a sealed record.
+  const flagged = (credential as Record<string, unknown>).signsWithPreviousSecret === true;
+  if (settings.type === 'webhook' && (secrets.previousSecret !== undefined || flagged)) settings.signsWithPreviousSecret = true;
+  return { settings: settings as CrmCredentialSettings, secrets };
+}
+
+export function joinCredential(settings: CrmCredentialSettings, secrets: CrmSecrets): CrmCredential {
+  const { signsWithPreviousSecret: _flag, ...rest } = settings as CrmCredentialSettings & { signsWithPreviousSecret?: true };
+  return { ...rest, ...secrets } as CrmCredential;
+}
+
+/** The credential with empty secrets: request builders (the dry-run) read only the settings. */
+export function credentialWithoutSecrets(settings: CrmCredentialSettings): CrmCredential {
+  return joinCredential(settings, settings.type === 'webhook' ? { secret: '' } : { accessToken: '' });
+}
+
+export function storedCredentialAad(stored: Pick<StoredCrmCredential, 'accountId' | 'name' | 'credential'>): string {
+  return credentialAad(stored.accountId, stored.name, stored.credential.type);
+}
+
+/** Turns a stored credential into one an adapter can use; throws AppError with a dead-letter code. */
+export type CredentialOpener = (stored: StoredCrmCredential) => CrmCredential;
+
+export interface CredentialOpenerOptions {
+  keyring: CredentialKeyring;
+  /** Records from before encryption are used as they are (a migration setting, off by default). */
+  allowPlaintext: boolean;
+}
+
+export function createCredentialOpener(options: CredentialOpenerOptions): CredentialOpener {
+  return (stored) => {
+    if (stored.sealed) return joinCredential(stored.credential, options.keyring.open(stored.sealed, storedCredentialAad(stored)));
+    if (options.allowPlaintext && stored.plaintextSecrets) return joinCredential(stored.credential, stored.plaintextSecrets);
+    throw new AppError(
+      'crm_credential_plaintext',
+      `credential ${stored.name} is stored in clear: encrypt it (npm run credentials-key -- rotate) or set CRM_CREDENTIALS_ALLOW_PLAINTEXT during the migration`,
+    );
+  };
+}
