@@ -97,15 +97,18 @@ export type AuditRecord = Static<typeof AuditRecord>;
 
 export const AUDIT_PAGE_MAX = 500;
 
+/** A page position, `<epoch ms>:<record id>` (any such string is a valid position). */
+export const AUDIT_CURSOR_PATTERN = '^[0-9]{1,15}:[0-9a-f-]{1,64}$';
+
 export const AuditQuery = Type.Object(
   {
     accountId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     actor: Type.Optional(Type.String({ minLength: 1, maxLength: 254, description: 'Admin name or owner email' })),
     action: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    from: Type.Optional(Type.String({ minLength: 10, maxLength: 40, description: 'Inclusive (ISO 8601, e.g. 2026-01-31T00:00:00Z)' })),
-    to: Type.Optional(Type.String({ minLength: 10, maxLength: 40, description: 'Exclusive (ISO 8601)' })),
+    from: Type.Optional(Type.String({ format: 'date-time', maxLength: 40, description: 'Inclusive (ISO 8601, e.g. 2026-01-31T00:00:00Z)' })),
+    to: Type.Optional(Type.String({ format: 'date-time', maxLength: 40, description: 'Exclusive (ISO 8601)' })),
     limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: `Records per page, at most ${AUDIT_PAGE_MAX} (default 100)` })),
-    cursor: Type.Optional(Type.String({ maxLength: 200, description: 'nextCursor of the previous page' })),
+    cursor: Type.Optional(Type.String({ pattern: AUDIT_CURSOR_PATTERN, maxLength: 80, description: 'nextCursor of the previous page' })),
   },
   { additionalProperties: false },
 );

@@ -28,7 +28,7 @@ import {
   RedisConfig,
 } from '@ingest/platform';
 import { Type } from '@sinclair/typebox';
-import { EVENT_COLUMNS, toEventLine } from '@ingest/domain';
+import { API_KEY_SCOPES, EVENT_COLUMNS, toEventLine } from '@ingest/domain';
 
 const config = loadConfig(
   Type.Object({
@@ -78,7 +78,8 @@ async function expectStatus(status: number, method: string, path: string, token:
 async function newAccount(name: string, plan: string): Promise<{ accountId: string; keyId: string; apiKey: string }> {
   const account = await expectStatus(201, 'POST', '/admin/v1/accounts', config.ADMIN_TOKEN, { name, plan });
   const accountId = String(account.id);
-  const created = await expectStatus(201, 'POST', `/admin/v1/accounts/${accountId}/keys`, config.ADMIN_TOKEN, { name: 'fuzz' });
+  // Every scope, so the fuzzer reaches every route's handler (not only its 403 for a missing scope).
+  const created = await expectStatus(201, 'POST', `/admin/v1/accounts/${accountId}/keys`, config.ADMIN_TOKEN, { name: 'fuzz', scopes: [...API_KEY_SCOPES] });
   return { accountId, keyId: String((created.key as { id: string }).id), apiKey: String(created.apiKey) };
 }
 

@@ -41,6 +41,7 @@ describe('audit records', () => {
     const cursor = encodeAuditCursor({ at: '2026-03-01T10:00:00.123Z', id: 'abc-1' });
     expect(decodeAuditCursor(cursor)).toEqual({ atMs: Date.parse('2026-03-01T10:00:00.123Z'), id: 'abc-1' });
     expect(decodeAuditCursor('bm9wZQ')).toBeUndefined();
+    expect(decodeAuditCursor('1:Z')).toBeUndefined();
     const sql = auditQuery({ accountId: "a' OR 1=1 --", actor: 'x\\', limit: 10, after: { atMs: 5, id: 'z' }, fromMs: 1, toMs: 9 });
     expect(sql).toContain("account_id = 'a\\' OR 1=1 --'");
     expect(sql).toContain("actor = 'x\\\\'");

@@ -1,9 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ADMIN_NAME_PATTERN, ADMIN_ROLE_IDS, AdminCredentialWire, type AdminRoleId } from '@ingest/schemas';
 import { AppError, type Logger } from '@ingest/platform';
-import { Ajv } from 'ajv';
 import { toBase62 } from './api-keys.js';
-import type { Decoded } from './control-plane.state.js';
+import { createRecordDecoder, type Decoded } from './control-plane.state.js';
 
 /**
  * Named admins of the admin API. Each credential (a bearer token) belongs to a name and has a
@@ -50,26 +49,15 @@ export function applyAdmin(state: AdminsState, id: string, credential: AdminCred
 }
 
 export function createAdminDecoder(): (key: Buffer | null, value: Buffer | null) => Decoded<AdminCredential> {
-  const validate = new Ajv({ strict: false }).compile(AdminCredentialWire);
-  return (key, value) => {
-    const id = key?.toString('utf8') ?? '';
-    if (id === '') return { ok: false, code: 'missing_key', reason: 'message has no key' };
-    if (value === null) return { ok: true, id, value: null };
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(value.toString('utf8'));
-    } catch {
-      return { ok: false, code: 'invalid_json', reason: 'value is not JSON' };
-    }
-    if (!validate(parsed)) return { ok: false, code: 'schema_mismatch', reason: `value ${validate.errors?.[0]?.instancePath || '/'} is invalid` };
-    const c = parsed as AdminCredential;
-    if (c.id !== id) return { ok: false, code: 'id_mismatch', reason: 'value id differs from the message key' };
-    return {
-      ok: true,
-      id,
-      value: Object.freeze({ id, name: c.name, role: c.role, prefix: c.prefix, hash: c.hash, createdAt: c.createdAt, revokedAt: c.revokedAt }),
-    };
-  };
+  return createRecordDecoder<typeof AdminCredentialWire, AdminCredential>(AdminCredentialWire, (c) => ({
+    id: c.id,
+    name: c.name,
+    role: c.role,
+    prefix: c.prefix,
+    hash: c.hash,
+    createdAt: c.createdAt,
+    revokedAt: c.revokedAt,
+  }));
 }
 
 export interface AdminDirectory {

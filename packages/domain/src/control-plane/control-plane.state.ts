@@ -76,7 +76,11 @@ export type Decoded<T> =
   /** `reason` names what was wrong, never the message's contents (it may hold secrets). */
   | { ok: false; code: 'missing_key' | 'invalid_json' | 'schema_mismatch' | 'id_mismatch'; reason: string };
 
-function createDecoder<S extends TSchema, T extends { id: string }>(schema: S, pick: (wire: T) => T): (key: Buffer | null, value: Buffer | null) => Decoded<T> {
+/** A decoder of one compacted control topic's records: key = id, null value = tombstone, checked against `schema`. */
+export function createRecordDecoder<S extends TSchema, T extends { id: string }>(
+  schema: S,
+  pick: (wire: T) => T,
+): (key: Buffer | null, value: Buffer | null) => Decoded<T> {
   const validate = new Ajv({ allErrors: false, strict: false }).compile(schema);
   return (key, value) => {
     const id = key?.toString('utf8') ?? '';
@@ -104,7 +108,7 @@ function createDecoder<S extends TSchema, T extends { id: string }>(schema: S, p
 // so the state holds exactly the shape of the interfaces. Factories: schemas compile on use, not
 // at import time.
 export const createAccountDecoder = () =>
-  createDecoder<typeof AccountSchema, Account>(AccountSchema, (a) => ({
+  createRecordDecoder<typeof AccountSchema, Account>(AccountSchema, (a) => ({
     id: a.id,
     name: a.name,
     plan: a.plan,
@@ -115,7 +119,7 @@ export const createAccountDecoder = () =>
   }));
 
 export const createApiKeyDecoder = () =>
-  createDecoder<typeof ApiKeyRecordSchema, ApiKeyRecord>(ApiKeyRecordSchema, (k) => ({
+  createRecordDecoder<typeof ApiKeyRecordSchema, ApiKeyRecord>(ApiKeyRecordSchema, (k) => ({
     id: k.id,
     accountId: k.accountId,
     name: k.name,

@@ -1,4 +1,4 @@
-import { AuditPage } from '@ingest/schemas';
+import { AUDIT_CURSOR_PATTERN, AuditPage } from '@ingest/schemas';
 import type { AuditReader } from '@ingest/domain';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
@@ -7,7 +7,7 @@ import type { RouteLimits } from './route-options.js';
 import { dashboardOf } from './session.guard.js';
 
 const PAGE = 50;
-const Query = Type.Object({ cursor: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false });
+const Query = Type.Object({ cursor: Type.Optional(Type.String({ pattern: AUDIT_CURSOR_PATTERN, maxLength: 80 })) }, { additionalProperties: false });
 
 /**
  * The account's own actions in the audit log (its owners' changes: keys, mapping, replays),

@@ -49,7 +49,8 @@ describe('ClickHouse stopped for 30 s under load', () => {
   it('keeps accepting, holds the events in Kafka, and stores each exactly once when ClickHouse is back', async () => {
     const started = Date.now();
     const setup = processorSetup(gw.kafka.prefix, gw.clickhouse.database, 'outage');
-    const groups = Object.values(setup.groups);
+    // The groups whose lag the processor reports (the copiers' groups have no lag metric).
+    const groups = [setup.groups.storage, setup.groups.dedupe, setup.groups.jobs];
     fleet = new ProcessorFleet(setup);
     const { account, apiKey } = await gw.newAccount('growth');
     const client: ApiClient = { app: gw.app, apiKey };

@@ -1,5 +1,5 @@
 import zlib from 'node:zlib';
-import { type BaseOptions, type MessageToProduce, ProduceAcks, Producer } from '@platformatic/kafka';
+import { type BaseOptions, ConnectionPool, type MessageToProduce, ProduceAcks, Producer } from '@platformatic/kafka';
 import { brokerList } from '../../config.js';
 import { consumerDefaults, type DriverMessage, type DriverProducer, type DriverProducerOptions, type KafkaClient, type KafkaClientOptions } from '../driver.js';
 import { type ErrorTraits, findTlsFailure, wrapErrors } from '../errors.js';
@@ -7,6 +7,24 @@ import type { KafkaSecurity } from '../security.js';
 import { createPlatformaticAdmin } from './platformatic.admin.js';
 import { createPlatformaticConsumer } from './platformatic.consumer.js';
 import { murmur2 } from './partitioner.js';
+
+/**
+ * @platformatic/kafka 1.35 asks its pool for the connection of a broker its metadata does not
+ * know (yet), e.g. the group coordinator right after a broker stall (consumer.js:
+ * `metadata.brokers.get(coordinatorId)`), and the pool then throws a TypeError from a callback no
+ * caller can catch (seen once in the contract chaos test). An unknown broker is answered as an
+ * error instead, which the library's retry or the consumer's new session handles.
+ */
+const poolGet = ConnectionPool.prototype.get as (this: ConnectionPool, broker: unknown, callback?: (error: Error | null, value?: unknown) => void) => unknown;
+(ConnectionPool.prototype as unknown as { get: typeof poolGet }).get = function (this: ConnectionPool, broker, callback) {
+  if (broker !== undefined && broker !== null) return poolGet.call(this, broker, callback);
+  const error = new Error('no connection to a broker the cluster metadata does not name (yet)');
+  if (callback) {
+    queueMicrotask(() => callback(error));
+    return undefined;
+  }
+  return Promise.reject(error);
+};
 
 /**
  * @platformatic/kafka 1.x: pure JavaScript, maintained, the 1.x line runs on Node 20 (2.x needs
