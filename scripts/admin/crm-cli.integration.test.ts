@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testCredentialKeys } from '@ingest/testkit';
 import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -114,7 +115,10 @@ describe('admin CLI: CRM commands against the admin API', () => {
       ],
     });
     for (const out of [fromEnv, fromStdin, list]) expect(out.stdout + out.stderr).not.toMatch(/ENV-SECRET|whsec_STDIN/);
-    expect(stack.controlPlane.crmCredential(accountId, 'hooks')?.credential).toEqual({ type: 'webhook', url: 'https://example.com/h', secret: 'whsec_STDIN' });
+    // Stored sealed for crm-sink's key, which opens it to what was given.
+    const stored = stack.controlPlane.crmCredential(accountId, 'hooks');
+    expect(stored?.sealed?.kid).toBe(testCredentialKeys().kid);
+    expect(stored && testCredentialKeys().opener(stored)).toEqual({ type: 'webhook', url: 'https://example.com/h', secret: 'whsec_STDIN' });
 
     const missing = await cli(['credentials', 'put', accountId, 'sf', '--type', 'salesforce']);
     expect(missing.code).toBe(1);

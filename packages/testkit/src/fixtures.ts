@@ -28,6 +28,9 @@ export function testLogger(): Logger {
   return createLogger({ service: 'test', level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 }
 
+/** Every topic of the control plane: what a test that starts one needs (it reads them all). */
+export const CONTROL_PLANE_TOPICS = (Object.keys(TOPICS) as TopicKey[]).filter((k) => k.startsWith('control'));
+
 export interface TestKafka {
   kafka: KafkaClient;
   prefix: string;

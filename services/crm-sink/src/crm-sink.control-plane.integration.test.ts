@@ -5,7 +5,7 @@
  */
 import type { CrmMapping } from '@ingest/schemas';
 import { type ControlPlane, createControlPlane, planSync } from '@ingest/domain';
-import { testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { CONTROL_PLANE_TOPICS, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
@@ -37,7 +37,7 @@ beforeAll(async () => {
   crm = await startFakeCrm({ tokens: [TOKEN] });
   fx = await createSinkFixture({
     createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }),
-    extraTopics: ['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'controlAdmins'],
+    extraTopics: [...CONTROL_PLANE_TOPICS],
   });
   controlPlane = createControlPlane({
     kafka: fx.kafka.kafka,

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import type { CrmMapping } from '@ingest/schemas';
 import { REPO_ROOT } from '@ingest/platform';
 import { type ControlPlane, createControlPlane, createCredentialOpener } from '@ingest/domain';
-import { integrationEnv, newTestCredentialKeys, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { CONTROL_PLANE_TOPICS, integrationEnv, newTestCredentialKeys, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
@@ -35,7 +35,7 @@ beforeAll(async () => {
   crm = await startFakeCrm({ tokens: TOKENS });
   fx = await createSinkFixture({
     createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }),
-    extraTopics: ['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners'],
+    extraTopics: [...CONTROL_PLANE_TOPICS],
   });
   controlPlane = createControlPlane({
     kafka: fx.kafka.kafka,

@@ -8,7 +8,7 @@ import type { KafkaClient } from '@ingest/platform';
 import { KafkaError } from '@ingest/platform';
 import { createProducer, type Producer } from '@ingest/platform';
 import { createMetricsRegistry, type Registry } from '@ingest/platform';
-import { createTestKafka, sampleValue, type TestKafka, testLogger, waitFor } from '@ingest/testkit';
+import { CONTROL_PLANE_TOPICS, createTestKafka, sampleValue, type TestKafka, testLogger, waitFor } from '@ingest/testkit';
 import { hashApiKey } from './api-keys.js';
 import { createControlPlane } from './control-plane.store.js';
 import type { Account, ControlPlane } from './types.js';
@@ -18,7 +18,7 @@ let producer: Producer;
 const instances: ControlPlane[] = [];
 
 beforeAll(async () => {
-  kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'controlAdmins']);
+  kafka = await createTestKafka([...CONTROL_PLANE_TOPICS]);
   producer = createProducer(kafka.kafka);
   await producer.connect();
 });

@@ -7,7 +7,7 @@ import type { CrmMapping } from '@ingest/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppError } from '@ingest/platform';
 import { createProducer, type Producer } from '@ingest/platform';
-import { createTestKafka, type TestKafka, testCredentialKeys, testLogger, waitFor } from '@ingest/testkit';
+import { CONTROL_PLANE_TOPICS, createTestKafka, type TestKafka, testCredentialKeys, testLogger, waitFor } from '@ingest/testkit';
 import { createControlPlane } from './control-plane.store.js';
 import { InvalidConfigError, MappingVersionMismatchError } from './crm-config.ops.js';
 import type { ControlPlane } from './types.js';
@@ -17,7 +17,7 @@ let producer: Producer;
 const instances: ControlPlane[] = [];
 
 beforeAll(async () => {
-  kafka = await createTestKafka(['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'controlAdmins']);
+  kafka = await createTestKafka([...CONTROL_PLANE_TOPICS]);
   producer = createProducer(kafka.kafka);
   await producer.connect();
 });
