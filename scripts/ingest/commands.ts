@@ -23,6 +23,11 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     summary: 'list and replay dead letters (events.deadletter, --crm: crm.deadletter; KAFKA_BROKERS, KAFKA_TOPIC_PREFIX)',
     run: async (args, io) => (await import('../deadletters/cli.js')).runCli(args, io),
   },
+  'credentials-key': {
+    summary:
+      "crm-sink's CRM credential keys: generate a pair, count credentials per key, rotate (re-wrap every credential; KAFKA_*, CRM_CREDENTIALS_PRIVATE_KEY_FILES)",
+    run: async (args, io) => (await import('../credentials-key/cli.js')).runCredentialsKey(args, io),
+  },
   setup: {
     summary: 'create the Kafka topics and apply the ClickHouse migrations (idempotent)',
     run: async (args, io) => {

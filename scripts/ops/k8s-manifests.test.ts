@@ -51,11 +51,12 @@ const deployment = (name: string) => named('Deployment', name) as unknown as Wor
 const config = named('ConfigMap', 'ingest-config') as unknown as { data: Record<string, string> };
 
 describe('schema validation', () => {
-  it('finds the manifests: namespace, config, setup job, gateway, processor and crm-sink', () => {
+  it('finds the manifests: namespace, config, setup job, gateway, console, processor and crm-sink', () => {
     expect(loadProblems).toEqual([]);
     expect(manifests.map((m) => `${m.doc.kind}/${m.doc.metadata?.name}`).sort()).toEqual(
       [
         'ConfigMap/ingest-config',
+        'Deployment/console',
         'Deployment/crm-sink',
         'Deployment/gateway',
         'Deployment/processor',
@@ -69,10 +70,13 @@ describe('schema validation', () => {
         'NetworkPolicy/ops-from-monitoring',
         'ConfigMap/crm-credentials-public-key',
         'Secret/crm-credentials-private-key',
+        'PodDisruptionBudget/console',
         'PodDisruptionBudget/crm-sink',
         'PodDisruptionBudget/gateway',
         'PodDisruptionBudget/processor',
         'Secret/ingest-secrets',
+        'Service/console',
+        'Service/console-metrics',
         'Service/gateway',
         'Service/crm-sink-metrics',
         'Service/gateway-metrics',
@@ -153,6 +157,7 @@ describe('configuration', () => {
     'CLICKHOUSE_MIGRATIONS_DIR',
     'CLICKHOUSE_READER_USER',
     'CLICKHOUSE_READER_PASSWORD',
+    'KAFKA_ACL_PRINCIPALS',
   ]);
   const secretTemplate = named('Secret', 'ingest-secrets') as unknown as { stringData: Record<string, string> };
 
@@ -189,11 +194,19 @@ describe('configuration', () => {
       'ADMIN_TOKEN_PREVIOUS',
       'CLICKHOUSE_PASSWORD',
       'CLICKHOUSE_READER_PASSWORD',
+      'KAFKA_PASSWORD_ADMIN',
+      'KAFKA_PASSWORD_CONSOLE',
+      'KAFKA_PASSWORD_CRM_SINK',
+      'KAFKA_PASSWORD_INGEST',
+      'KAFKA_PASSWORD_PROCESSOR',
+      'KAFKA_SSL_CA',
       'REDIS_URL',
     ]);
-    // ADMIN_TOKEN_PREVIOUS is empty outside a rotation (a placeholder there would be a valid token).
-    const { ADMIN_TOKEN_PREVIOUS: previous, ...placeholders } = secretTemplate.stringData;
+    // ADMIN_TOKEN_PREVIOUS is empty outside a rotation (a placeholder there would be a valid
+    // token); an empty KAFKA_SSL_CA means the system CAs.
+    const { ADMIN_TOKEN_PREVIOUS: previous, KAFKA_SSL_CA: ca, ...placeholders } = secretTemplate.stringData;
     expect(previous).toBe('');
+    expect(ca).toBe('');
     expect(Object.values(placeholders).every((v) => v.startsWith('REPLACE_ME'))).toBe(true);
     const refs = workloads.flatMap((w) =>
       w.spec.template.spec.containers.flatMap((c) => (c.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : []))),
@@ -203,35 +216,59 @@ describe('configuration', () => {
       expect(r.name).toBe('ingest-secrets');
       expect(Object.keys(secretTemplate.stringData)).toContain(r.key);
     }
-    // Only the gateway holds the admin token.
+    // Only the console holds the admin token.
     const holders = workloads.filter((w) => w.spec.template.spec.containers.some((c) => c.env?.some((e) => e.name === 'ADMIN_TOKEN')));
-    expect(holders.map((w) => w.metadata.name)).toEqual(['gateway']);
+    expect(holders.map((w) => w.metadata.name)).toEqual(['console']);
   });
 
-  it("credentials come from Secrets: the gateway reads ClickHouse as the read-only user; every service's REDIS_URL is the Secret's", () => {
+  it('each deployable has its own Kafka principal over TLS with SCRAM, its password from the Secret; setup creates their ACLs', () => {
+    const env = (name: string) =>
+      (named(name === 'ingest-setup' ? 'Job' : 'Deployment', name) as unknown as Workload).spec.template.spec.containers[0]?.env ?? [];
+    expect(config.data.KAFKA_SSL).toBe('true');
+    expect(config.data.KAFKA_SASL_MECHANISM).toBe('SCRAM-SHA-512');
+    const principals = Object.fromEntries(
+      ['gateway', 'console', 'processor', 'crm-sink', 'ingest-setup'].map((name) => {
+        const e = env(name);
+        expect(e.find((v) => v.name === 'KAFKA_SASL_PASSWORD')?.valueFrom?.secretKeyRef?.name, name).toBe('ingest-secrets');
+        return [name, e.find((v) => v.name === 'KAFKA_SASL_USERNAME')?.value];
+      }),
+    );
+    expect(principals).toEqual({ gateway: 'ingest', console: 'console', processor: 'processor', 'crm-sink': 'crm-sink', 'ingest-setup': 'admin' });
+    const acls = env('ingest-setup').find((v) => v.name === 'KAFKA_ACL_PRINCIPALS')?.value ?? '';
+    for (const role of ['ingest=User:ingest', 'console=User:console', 'processor=User:processor', 'crm-sink=User:crm-sink'])
+      expect(acls.split(',')).toContain(role);
+    // The public gateway serves /v1 only (the ConfigMap's role); the console the dashboard and the admin API.
+    expect(config.data.GATEWAY_ROLE).toBe('ingest');
+    expect(env('gateway').find((v) => v.name === 'GATEWAY_ROLE')).toBeUndefined();
+    expect(env('console').find((v) => v.name === 'GATEWAY_ROLE')?.value).toBe('console');
+  });
+
+  it("credentials come from Secrets: the gateway and the console read ClickHouse as the read-only user; every service's REDIS_URL is the Secret's", () => {
     const env = (name: string) => deployment(name).spec.template.spec.containers[0]?.env ?? [];
-    expect(env('gateway').find((e) => e.name === 'CLICKHOUSE_USER')?.value).toBe(config.data.CLICKHOUSE_READER_USER);
-    expect(env('gateway').find((e) => e.name === 'CLICKHOUSE_PASSWORD')?.valueFrom?.secretKeyRef?.key).toBe('CLICKHOUSE_READER_PASSWORD');
+    for (const name of ['gateway', 'console']) {
+      expect(env(name).find((e) => e.name === 'CLICKHOUSE_USER')?.value, name).toBe(config.data.CLICKHOUSE_READER_USER);
+      expect(env(name).find((e) => e.name === 'CLICKHOUSE_PASSWORD')?.valueFrom?.secretKeyRef?.key, name).toBe('CLICKHOUSE_READER_PASSWORD');
+    }
     expect(env('processor').find((e) => e.name === 'CLICKHOUSE_PASSWORD')?.valueFrom?.secretKeyRef?.key).toBe('CLICKHOUSE_PASSWORD');
-    for (const name of ['gateway', 'processor', 'crm-sink'])
+    for (const name of ['gateway', 'console', 'processor', 'crm-sink'])
       expect(env(name).find((e) => e.name === 'REDIS_URL')?.valueFrom?.secretKeyRef?.key, name).toBe('REDIS_URL');
   });
 
-  it('crm-sink alone mounts the private key (a Secret); the gateway gets the public key only', () => {
+  it('crm-sink alone mounts the private key (a Secret); the console gets the public key only', () => {
     type Volume = { name: string; secret?: { secretName: string; defaultMode?: number }; configMap?: { name: string } };
     type Mount = { name: string; mountPath: string; readOnly?: boolean };
     const podOf = (w: Workload) => w.spec.template.spec as PodSpec & { volumes?: Volume[]; containers: (Container & { volumeMounts?: Mount[] })[] };
     const holders = (pred: (v: Volume) => boolean) => workloads.filter((w) => (podOf(w).volumes ?? []).some(pred)).map((w) => w.metadata.name);
     expect(holders((v) => v.secret?.secretName === 'crm-credentials-private-key')).toEqual(['crm-sink']);
-    expect(holders((v) => v.configMap?.name === 'crm-credentials-public-key')).toEqual(['gateway']);
+    expect(holders((v) => v.configMap?.name === 'crm-credentials-public-key')).toEqual(['console']);
     const sink = podOf(deployment('crm-sink'));
     const privateVolume = sink.volumes?.find((v) => v.secret?.secretName === 'crm-credentials-private-key');
     expect(privateVolume?.secret?.defaultMode).toBe(0o440);
     const mount = sink.containers[0]?.volumeMounts?.find((m) => m.name === privateVolume?.name);
     expect(mount?.readOnly).toBe(true);
     expect(config.data.CRM_CREDENTIALS_PRIVATE_KEY_FILES?.startsWith(`${mount?.mountPath}/`)).toBe(true);
-    const gatewayMount = podOf(deployment('gateway')).containers[0]?.volumeMounts?.find((m) => m.name === 'crm-public-key');
-    expect(config.data.CRM_CREDENTIALS_PUBLIC_KEY_FILE?.startsWith(`${gatewayMount?.mountPath}/`)).toBe(true);
+    const consoleMount = podOf(deployment('console')).containers[0]?.volumeMounts?.find((m) => m.name === 'crm-public-key');
+    expect(config.data.CRM_CREDENTIALS_PUBLIC_KEY_FILE?.startsWith(`${consoleMount?.mountPath}/`)).toBe(true);
     // The private key's template is a Secret; the public key's a ConfigMap, both placeholders.
     const keys = manifests.filter((m) => m.file.endsWith('crm-credentials-keys.example.yaml')).map((m) => m.doc.kind);
     expect(keys).toEqual(['Secret', 'ConfigMap']);
@@ -239,7 +276,13 @@ describe('configuration', () => {
   });
 
   it('every pod takes its configuration from the ConfigMap and names its SERVICE', () => {
-    const expected: Record<string, string> = { gateway: 'gateway', processor: 'processor', 'crm-sink': 'crm-sink', 'ingest-setup': 'setup' };
+    const expected: Record<string, string> = {
+      gateway: 'gateway',
+      console: 'gateway',
+      processor: 'processor',
+      'crm-sink': 'crm-sink',
+      'ingest-setup': 'setup',
+    };
     for (const w of workloads) {
       const [c] = w.spec.template.spec.containers;
       expect(c?.envFrom, w.metadata.name).toEqual([{ configMapRef: { name: 'ingest-config' } }]);
@@ -274,9 +317,9 @@ describe('network policies', () => {
     expect(deny?.spec.policyTypes.sort()).toEqual(['Egress', 'Ingress']);
   });
 
-  it('only the gateway takes ingress from anywhere, on its API port; the others only Prometheus on their ops port', () => {
+  it('only the gateway and the console take ingress from anywhere, on their API port; the others only Prometheus on their ops port', () => {
     const open = (app: string) => rulesFor(app, 'ingress').filter((r) => !r.from || r.from.length === 0);
-    expect(open('gateway').flatMap((r) => r.ports?.map((p) => p.port))).toEqual([Number(config.data.GATEWAY_PORT)]);
+    for (const app of ['gateway', 'console']) expect(open(app).flatMap((r) => r.ports?.map((p) => p.port))).toEqual([Number(config.data.GATEWAY_PORT)]);
     for (const app of ['processor', 'crm-sink']) {
       expect(open(app), app).toEqual([]);
       for (const r of rulesFor(app, 'ingress'))
@@ -296,7 +339,7 @@ describe('network policies', () => {
         .filter((r) => r.to?.some((t) => t.ipBlock))
         .flatMap((r) => r.ports?.map((p) => p.port)),
     ).toEqual([443]);
-    for (const app of ['gateway', 'processor']) expect(internet(app), app).toEqual([]);
+    for (const app of ['gateway', 'console', 'processor']) expect(internet(app), app).toEqual([]);
     // Every egress rule names where it goes: an empty `to` would allow everything.
     for (const p of policies) for (const r of p.spec.egress ?? []) expect(r.to?.length, p.metadata.name).toBeGreaterThan(0);
   });
@@ -307,6 +350,7 @@ describe('workloads', () => {
 
   it.each([
     ['gateway', 'GATEWAY_OPS_PORT', 3100],
+    ['console', 'GATEWAY_OPS_PORT', 3100],
     ['processor', 'PROCESSOR_OPS_PORT', 3101],
     ['crm-sink', 'CRM_SINK_OPS_PORT', 3102],
   ] as const)('%s: /readyz and /healthz probes on the ops port (%s)', (name, variable, ops) => {
@@ -319,9 +363,11 @@ describe('workloads', () => {
     expect(port(c, c.livenessProbe?.httpGet?.port)).toBe(ops);
   });
 
-  it('the gateway serves its API port, as configured', () => {
-    const c = deployment('gateway').spec.template.spec.containers[0] as Container;
-    expect(port(c, 'http')).toBe(Number(config.data.GATEWAY_PORT));
+  it('the gateway and the console serve their API port, as configured', () => {
+    for (const name of ['gateway', 'console']) {
+      const c = deployment(name).spec.template.spec.containers[0] as Container;
+      expect(port(c, 'http'), name).toBe(Number(config.data.GATEWAY_PORT));
+    }
     expect(config.data.GATEWAY_HOST).toBe('0.0.0.0');
   });
 
@@ -343,7 +389,7 @@ describe('workloads', () => {
 
   it('every workload runs the same image, and stops within its grace period', () => {
     expect(new Set(workloads.flatMap((w) => w.spec.template.spec.containers.map((c) => c.image))).size).toBe(1);
-    for (const name of ['gateway', 'processor', 'crm-sink']) {
+    for (const name of ['gateway', 'console', 'processor', 'crm-sink']) {
       expect((deployment(name).spec.template.spec.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(Number(config.data.SHUTDOWN_TIMEOUT_MS));
     }
   });
@@ -364,7 +410,7 @@ describe('workloads', () => {
       ofKind('PodDisruptionBudget')
         .map((p) => p.doc.metadata?.name)
         .sort(),
-    ).toEqual(['crm-sink', 'gateway', 'processor']);
+    ).toEqual(['console', 'crm-sink', 'gateway', 'processor']);
     const hpa = named('HorizontalPodAutoscaler', 'gateway') as unknown as {
       spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; metrics: { resource: { name: string } }[] };
     };
@@ -387,13 +433,15 @@ describe('workloads', () => {
 });
 
 describe('Prometheus on Kubernetes (deploy/prometheus/prometheus-kubernetes.yml)', () => {
-  it('discovers the headless metrics Services of the manifests, on the ops ports, as jobs gateway, processor and crm-sink', () => {
+  it('discovers the headless metrics Services of the manifests, on the ops ports, as jobs gateway (with the console), processor and crm-sink', () => {
     const prom = parse(readFileSync(join(REPO_ROOT, 'deploy/prometheus/prometheus-kubernetes.yml'), 'utf8')) as {
       scrape_configs: { job_name: string; dns_sd_configs: { names: string[]; port: number }[] }[];
     };
     const jobs = Object.fromEntries(prom.scrape_configs.map((s) => [s.job_name, s.dns_sd_configs[0]]));
+    const names: Record<string, string[]> = {};
     for (const [job, service, ops] of [
       ['gateway', 'gateway-metrics', 3100],
+      ['gateway', 'console-metrics', 3100],
       ['processor', 'processor-metrics', 3101],
       ['crm-sink', 'crm-sink-metrics', 3102],
     ] as const) {
@@ -404,7 +452,9 @@ describe('Prometheus on Kubernetes (deploy/prometheus/prometheus-kubernetes.yml)
       expect(svc.spec.clusterIP).toBe('None');
       expect(svc.spec.publishNotReadyAddresses).toBe(true);
       expect(svc.spec.ports[0]?.port).toBe(ops);
-      expect(jobs[job]).toEqual({ names: [`${service}.${svc.metadata.namespace}.svc.cluster.local`], type: 'A', port: ops, refresh_interval: '30s' });
+      (names[job] ??= []).push(`${service}.${svc.metadata.namespace}.svc.cluster.local`);
+      expect(jobs[job]).toEqual({ names: expect.arrayContaining(names[job]) as unknown, type: 'A', port: ops, refresh_interval: '30s' });
     }
+    for (const [job, list] of Object.entries(names)) expect(jobs[job]?.names, job).toHaveLength(list.length);
   });
 });

@@ -15,7 +15,7 @@ import { authOf, createAuthHook } from './auth/auth.hook.js';
 import { createKeyUsage } from './auth/key-usage.js';
 import { registerPublishableCors } from './auth/publishable-cors.js';
 import { bulkRoutes } from './bulk/bulk.route.js';
-import type { GatewayConfig } from './config.js';
+import { type GatewayConfig, gatewayServes } from './config.js';
 import { createBaseApp, registerOpenApi } from './http/base-app.js';
 import { createTimeSlicer } from './http/time-slicer.js';
 import { csvRoutes } from './csv/csv.route.js';
@@ -54,14 +54,16 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const now = deps.now ?? Date.now;
   const app = await createBaseApp(deps, { rateLimitNamespace: 'ratelimit:' });
+  const serves = gatewayServes(config.GATEWAY_ROLE);
   // The public document: the admin API has its own, served only by its listener (admin.app.ts).
-  await registerOpenApi(app, {
-    title: 'Event ingestion API',
-    description: 'Product-usage events in; ClickHouse and your CRM out.',
-    securityDescription: 'svc_live_... API key',
-    jsonPath: '/v1/openapi.json',
-    uiPrefix: '/docs',
-  });
+  if (serves.api)
+    await registerOpenApi(app, {
+      title: 'Event ingestion API',
+      description: 'Product-usage events in; ClickHouse and your CRM out.',
+      securityDescription: 'svc_live_... API key',
+      jsonPath: '/v1/openapi.json',
+      uiPrefix: '/docs',
+    });
   const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
   const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
 
@@ -73,76 +75,79 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const slicer = createTimeSlicer();
   const keyUsage = createKeyUsage({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now });
 
-  await app.register(
-    async (v1) => {
-      // preParsing: after the rate limiter (route-level onRequest), so unauthenticated requests
-      // are counted too, and before the body is read, so nobody unauthenticated makes us parse 16 MiB.
-      const authenticate = createAuthHook(deps.controlPlane, keyUsage.touched);
-      // Fail closed at start: a /v1 route without a scope would be open to every key.
-      v1.addHook('onRoute', (route) => {
-        if (route.method !== 'OPTIONS' && route.config?.apiScope === undefined)
-          throw new Error(`route ${String(route.method)} ${route.url} declares no apiScope`);
-      });
-      v1.addHook('preParsing', async (request, _reply, payload) => {
-        // CORS preflights carry no key (publishable-cors.ts answers them).
-        if (request.method !== 'OPTIONS') await authenticate(request);
-        return payload;
-      });
-      await registerPublishableCors(v1, deps.controlPlane);
-      // Every authenticated response carries the allowance; routes that reserved set it already.
-      v1.addHook('onSend', async (request, reply) => {
-        if (!request.auth) return;
-        try {
-          setQuotaHeaders(reply, reply.quotaState ?? (await allowance.state(request.auth.account)));
-        } catch (err) {
-          request.log.warn({ err }, 'quota headers unavailable');
-        }
-      });
-      await v1.register(
-        eventsRoutes({
-          producer: deps.producer,
-          rawTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsRaw'),
-          allowance,
-          validate,
-          metrics: ingestMetrics,
-          now,
-        }),
-      );
-      const uploadSlots = uploadSlotHooks(uploads, deps.metrics, (request) => authOf(request).account.id);
-      await v1.register(bulkRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics, uploadSlots }));
-      await v1.register(csvRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics, uploadSlots, slicer }));
-      await v1.register(
-        eventReadRoutes({
-          store: createClickHouseEventStore(deps.ch),
-          syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
-        }),
-      );
-      await v1.register(jobsRoutes({ statusStore: deps.jobStatus }));
-      await v1.register(usageRoutes({ allowance }));
-    },
-    { prefix: '/v1' },
-  );
-  await app.register(
-    dashboardPlugin({
-      ...deps,
-      allowance,
-      keyUsage,
-      jobs,
-      idempotency,
-      ingestMetrics,
-      uploadSlots: uploads,
-      slicer,
-      validateEvent: validate,
-      now,
-      audit: {
-        auditor: createAuditor({ writer: createAuditWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'auditLog')), now }),
-        reader: createAuditReader(deps.ch),
+  if (serves.api)
+    await app.register(
+      async (v1) => {
+        // preParsing: after the rate limiter (route-level onRequest), so unauthenticated requests
+        // are counted too, and before the body is read, so nobody unauthenticated makes us parse 16 MiB.
+        const authenticate = createAuthHook(deps.controlPlane, keyUsage.touched);
+        // Fail closed at start: a /v1 route without a scope would be open to every key.
+        v1.addHook('onRoute', (route) => {
+          if (route.method !== 'OPTIONS' && route.config?.apiScope === undefined)
+            throw new Error(`route ${String(route.method)} ${route.url} declares no apiScope`);
+        });
+        v1.addHook('preParsing', async (request, _reply, payload) => {
+          // CORS preflights carry no key (publishable-cors.ts answers them).
+          if (request.method !== 'OPTIONS') await authenticate(request);
+          return payload;
+        });
+        await registerPublishableCors(v1, deps.controlPlane);
+        // Every authenticated response carries the allowance; routes that reserved set it already.
+        v1.addHook('onSend', async (request, reply) => {
+          if (!request.auth) return;
+          try {
+            setQuotaHeaders(reply, reply.quotaState ?? (await allowance.state(request.auth.account)));
+          } catch (err) {
+            request.log.warn({ err }, 'quota headers unavailable');
+          }
+        });
+        await v1.register(
+          eventsRoutes({
+            producer: deps.producer,
+            rawTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsRaw'),
+            allowance,
+            validate,
+            metrics: ingestMetrics,
+            now,
+          }),
+        );
+        const uploadSlots = uploadSlotHooks(uploads, deps.metrics, (request) => authOf(request).account.id);
+        await v1.register(bulkRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics, uploadSlots }));
+        await v1.register(csvRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics, uploadSlots, slicer }));
+        await v1.register(
+          eventReadRoutes({
+            store: createClickHouseEventStore(deps.ch),
+            syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
+          }),
+        );
+        await v1.register(jobsRoutes({ statusStore: deps.jobStatus }));
+        await v1.register(usageRoutes({ allowance }));
       },
-    }),
-    {
-      prefix: '/dashboard',
-    },
-  );
+      { prefix: '/v1' },
+    );
+  // The dashboard writes the control plane (keys, owners, mappings): the console's job.
+  if (serves.console)
+    await app.register(
+      dashboardPlugin({
+        ...deps,
+        allowance,
+        keyUsage,
+        jobs,
+        idempotency,
+        ingestMetrics,
+        uploadSlots: uploads,
+        slicer,
+        validateEvent: validate,
+        now,
+        audit: {
+          auditor: createAuditor({ writer: createAuditWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'auditLog')), now }),
+          reader: createAuditReader(deps.ch),
+        },
+      }),
+      {
+        prefix: '/dashboard',
+      },
+    );
 
   return app;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadGatewayConfig } from './config.js';
+import { gatewayServes, loadGatewayConfig } from './config.js';
 
 describe('gateway timeouts configuration', () => {
   it('has the documented defaults', () => {
@@ -36,5 +36,20 @@ describe('admin tokens', () => {
 
   it('refuses a previous token without a current one', () => {
     expect(() => loadGatewayConfig({ ADMIN_TOKEN_PREVIOUS: long })).toThrow(/ADMIN_TOKEN_PREVIOUS is set but ADMIN_TOKEN is empty/);
+  });
+});
+
+describe('gateway roles', () => {
+  it('serves both surfaces by default; ingest only /v1; console only the dashboard and the admin API', () => {
+    expect(loadGatewayConfig({}).GATEWAY_ROLE).toBe('all');
+    expect(gatewayServes('all')).toEqual({ api: true, console: true });
+    expect(gatewayServes('ingest')).toEqual({ api: true, console: false });
+    expect(gatewayServes('console')).toEqual({ api: false, console: true });
+  });
+
+  it('refuses an unknown role, and an admin token on an ingest gateway, naming the variables', () => {
+    expect(() => loadGatewayConfig({ GATEWAY_ROLE: 'admin' })).toThrow(/GATEWAY_ROLE/);
+    expect(() => loadGatewayConfig({ GATEWAY_ROLE: 'ingest', ADMIN_TOKEN: 'x'.repeat(32) })).toThrow(/ADMIN_TOKEN is set but GATEWAY_ROLE=ingest/);
+    expect(loadGatewayConfig({ GATEWAY_ROLE: 'console', ADMIN_TOKEN: 'x'.repeat(32) }).GATEWAY_ROLE).toBe('console');
   });
 });

@@ -2,6 +2,15 @@ import { AppError, ClickHouseConfig, CommonConfig, ControlPlaneConfig, KafkaConf
 import { CrmCredentialsPublicKeyConfig, CrmOutboundConfig, MIN_ADMIN_TOKEN_BYTES } from '@ingest/domain';
 import { type Static, Type } from '@sinclair/typebox';
 
+/**
+ * What one gateway process serves (docs/security.md, "The gateway's two roles"): `ingest` the
+ * public /v1 API only (it never writes a control topic, so it can run as a Kafka principal
+ * that may not), `console` the dashboard and the admin API only (the principal that writes
+ * the control plane), `all` both (one process: the local stack, small installs).
+ */
+export const GATEWAY_ROLES = ['all', 'ingest', 'console'] as const;
+export type GatewayRole = (typeof GATEWAY_ROLES)[number];
+
 export const GatewayConfigSchema = Type.Object({
   ...CommonConfig,
   ...KafkaConfig,
@@ -11,6 +20,10 @@ export const GatewayConfigSchema = Type.Object({
   /** Where CRM credentials may point (checked when the admin API stores one; the crm-sink checks on connect). */
   ...CrmOutboundConfig,
   ...CrmCredentialsPublicKeyConfig,
+  GATEWAY_ROLE: Type.Union(
+    GATEWAY_ROLES.map((r) => Type.Literal(r)),
+    { default: 'all' },
+  ),
   GATEWAY_HOST: Type.String({ default: '127.0.0.1' }),
   GATEWAY_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   GATEWAY_OPS_HOST: Type.String({ default: '127.0.0.1' }),
@@ -108,6 +121,11 @@ export const GatewayConfigSchema = Type.Object({
 
 export type GatewayConfig = Static<typeof GatewayConfigSchema>;
 
+/** The surfaces a gateway of this role serves. */
+export function gatewayServes(role: GatewayRole): { api: boolean; console: boolean } {
+  return { api: role !== 'console', console: role !== 'ingest' };
+}
+
 export function loadGatewayConfig(env?: Record<string, string | undefined>): GatewayConfig {
   const config = loadConfig(GatewayConfigSchema, env);
   if (config.GATEWAY_HEADERS_TIMEOUT_MS > config.GATEWAY_REQUEST_TIMEOUT_MS) {
@@ -124,6 +142,12 @@ export function loadGatewayConfig(env?: Record<string, string | undefined>): Gat
         `invalid configuration: ${name} must be at least ${MIN_ADMIN_TOKEN_BYTES} bytes (it has ${bytes}); e.g. openssl rand -hex 32`,
       );
     }
+  }
+  if (config.GATEWAY_ROLE === 'ingest' && config.ADMIN_TOKEN !== '') {
+    throw new AppError(
+      'invalid_config',
+      'invalid configuration: ADMIN_TOKEN is set but GATEWAY_ROLE=ingest serves no admin API (set it on the console gateway)',
+    );
   }
   if (config.ADMIN_TOKEN_PREVIOUS !== '' && config.ADMIN_TOKEN === '') {
     throw new AppError('invalid_config', 'invalid configuration: ADMIN_TOKEN_PREVIOUS is set but ADMIN_TOKEN is empty');

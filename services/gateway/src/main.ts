@@ -2,7 +2,7 @@ import { createClickHouseFromConfig, launchService } from '@ingest/platform';
 import { createControlPlane, createJobStatusStore, credentialSealerFromConfig } from '@ingest/domain';
 import { buildAdminApp } from './admin/admin.app.js';
 import { buildApp } from './app.js';
-import { loadGatewayConfig } from './config.js';
+import { gatewayServes, loadGatewayConfig } from './config.js';
 import { httpServerComponent } from './http/http-server.js';
 
 const config = loadGatewayConfig();
@@ -34,21 +34,23 @@ await launchService({
     const jobStatus = createJobStatusStore({ redis, producer, progressTopic: topic('jobProgress'), keyPrefix: config.REDIS_KEY_PREFIX });
     const app = await buildApp({ config, logger, metrics, producer, redis, controlPlane, jobStatus, ch, kafka });
     const http = httpServerComponent(app, config.GATEWAY_HOST, config.GATEWAY_PORT);
-    // The admin API on a listener of its own (loopback by default), only when it has a token.
-    const admin = config.ADMIN_TOKEN
-      ? httpServerComponent(
-          await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch }),
-          config.ADMIN_HOST,
-          config.ADMIN_PORT,
-          'admin-http-server',
-        )
-      : undefined;
+    // The admin API on a listener of its own (loopback by default), only on a gateway that
+    // serves the console and has a token (config.ts refuses a token on an ingest gateway).
+    const admin =
+      gatewayServes(config.GATEWAY_ROLE).console && config.ADMIN_TOKEN
+        ? httpServerComponent(
+            await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch }),
+            config.ADMIN_HOST,
+            config.ADMIN_PORT,
+            'admin-http-server',
+          )
+        : undefined;
     return {
       // The control plane first: the API must not answer before it knows the keys.
       components: [controlPlane, http, ...(admin ? [admin] : [])],
       ready: () => controlPlane.caughtUp() && controlPlane.fresh() && http.healthy(),
       clients: [ch],
-      running: () => ({ api: http.url(), ...(admin ? { admin: admin.url() } : {}) }),
+      running: () => ({ role: config.GATEWAY_ROLE, api: http.url(), ...(admin ? { admin: admin.url() } : {}) }),
     };
   },
 });

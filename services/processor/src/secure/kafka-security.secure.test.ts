@@ -32,6 +32,8 @@ import { type GatewayProcess, ProcessorFleet, processorSetup, SinkFleet, startGa
 import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 
 let kafka: TestKafka;
+/** The console gateway's admin token (32 bytes at least). */
+const SECURE_ADMIN_TOKEN = `secure-admin-${'0123456789abcdef'.repeat(3)}`;
 
 beforeAll(async () => {
   kafka = await createSecureTestKafka(Object.keys(TOPICS) as (keyof typeof TOPICS)[]);
@@ -45,12 +47,14 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
   let clickhouse: TestClickHouse | undefined;
   let crm: FakeCrm | undefined;
   let gateway: GatewayProcess | undefined;
+  let consoleGateway: GatewayProcess | undefined;
   let processors: ProcessorFleet | undefined;
   let sinks: SinkFleet | undefined;
   const closers: (() => Promise<unknown>)[] = [];
 
   afterAll(async () => {
     await gateway?.kill();
+    await consoleGateway?.kill();
     await processors?.killAll();
     await sinks?.killAll();
     for (const close of closers.splice(0).reverse()) await close().catch(() => {});
@@ -58,14 +62,39 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
     await clickhouse?.cleanup();
   });
 
-  it('takes events in through the gateway, stores them in ClickHouse and syncs them to the CRM', async () => {
+  it('takes events in through the ingest gateway, stores them in ClickHouse and syncs them to the CRM; the console gateway writes the control plane', async () => {
     clickhouse = await createTestClickHouse();
-    // The console principal writes the control plane, as the admin API and dashboard do.
+    const servers = { KAFKA_TOPIC_PREFIX: kafka.prefix, CLICKHOUSE_DATABASE: clickhouse.database };
+    // The two roles of the gateway as two processes, each with its own principal: the console
+    // (admin API and dashboard) writes the control plane; the ingest gateway (public /v1) may not.
+    consoleGateway = await startGatewayProcess('secure-console', {
+      ...secureUserEnv('console'),
+      ...servers,
+      GATEWAY_ROLE: 'console',
+      ADMIN_TOKEN: SECURE_ADMIN_TOKEN,
+    });
+    gateway = await startGatewayProcess('secure-ingest', { ...secureUserEnv('ingest'), ...servers, GATEWAY_ROLE: 'ingest' });
+    const adminUrl = consoleGateway.adminUrl ?? never('the console gateway has no admin listener');
+    const admin = async <T>(method: string, path: string, body: unknown): Promise<T> => {
+      const res = await fetch(`${adminUrl}/admin/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${SECURE_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const text = await res.text();
+      if (res.status !== 201) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+      return JSON.parse(text) as T;
+    };
+    const account = await admin<{ id: string }>('POST', '/accounts', { name: 'Secure', plan: 'growth' });
+    const { apiKey } = await admin<{ apiKey: string }>('POST', `/accounts/${account.id}/keys`, { name: 'secure' });
+
+    // The CRM credential and mapping straight through the control plane, as the console
+    // principal (the admin API would refuse the fake CRM's loopback address).
     const consoleKafka = secureKafkaClient('console');
     const producer = createProducer(consoleKafka);
     await producer.connect();
     closers.push(() => producer.disconnect());
-    // Credentials sealed for crm-sink's key, as the gateway seals them.
+    // Credentials sealed for crm-sink's key, as the console seals them.
     const controlPlane = createControlPlane({
       kafka: consoleKafka,
       producer,
@@ -75,8 +104,6 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
     });
     await controlPlane.start();
     closers.push(() => controlPlane.stop());
-    const account = await controlPlane.createAccount({ name: 'Secure', plan: 'growth' });
-    const { plaintext: apiKey } = await controlPlane.createApiKey(account.id, 'secure');
     const token = `tok-secure-${uniqueSuffix()}`;
     crm = await startFakeCrm({ tokens: [token] });
     const mapping: CrmMapping = {
@@ -107,25 +134,30 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
       env: secureUserEnv('crm-sink'),
     });
     const [processor, sink] = await Promise.all([processors.start(), sinks.start()]);
-    // The admin API and dashboard still run inside the gateway: it runs as console (which
-    // holds ingest's grants too); the ingest principal's own limits are proven below.
-    gateway = await startGatewayProcess('secure-gateway', {
-      ...secureUserEnv('console'),
-      KAFKA_TOPIC_PREFIX: kafka.prefix,
-      CLICKHOUSE_DATABASE: clickhouse.database,
-    });
 
-    const res = await fetch(`${gateway.url}/v1/events`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        events: [
-          { eventId: 'secure-1', eventName: 'Signed Up', email: 'ada@acme.io' },
-          { eventId: 'secure-2', eventName: 'Page Viewed', email: 'ada@acme.io' },
-        ],
-      }),
-    });
-    expect(res.status).toBe(202);
+    // The ingest gateway learns the console's new key from the control plane (within the
+    // revocation bound), and takes events with it.
+    const ingestUrl = gateway.url;
+    await waitFor(
+      async () => {
+        const res = await fetch(`${ingestUrl}/v1/events`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            events: [
+              { eventId: 'secure-1', eventName: 'Signed Up', email: 'ada@acme.io' },
+              { eventId: 'secure-2', eventName: 'Page Viewed', email: 'ada@acme.io' },
+            ],
+          }),
+        });
+        if (res.status !== 202) throw new Error(`${res.status} ${await res.text()}`);
+        return true;
+      },
+      { description: 'the ingest gateway accepting events with the key the console made', timeoutMs: 30_000, intervalMs: 500 },
+    );
+    // Each serves its own surfaces only.
+    expect((await fetch(`${ingestUrl}/dashboard/`)).status).toBe(404);
+    expect((await fetch(`${consoleGateway.url}/v1/usage`, { headers: { authorization: `Bearer ${apiKey}` } })).status).toBe(404);
 
     const ch = clickhouse.ch;
     await waitFor(
@@ -147,12 +179,19 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
     );
 
     // Every process alive and healthy, and none was ever refused by an ACL on the way.
-    expect([gateway.exitStatus(), processor.exitStatus(), sink.exitStatus()]).toEqual([undefined, undefined, undefined]);
+    expect([gateway.exitStatus(), consoleGateway.exitStatus(), processor.exitStatus(), sink.exitStatus()]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect({ processor: await processor.health(), sink: await sink.health() }).toEqual({
       processor: { live: 200, ready: 200 },
       sink: { live: 200, ready: 200 },
     });
-    const refused = [gateway.logFile, processor.logFile, sink.logFile].filter((f) => /AUTHORIZATION_FAILED|not authorized/i.test(readFileSync(f, 'utf8')));
+    const refused = [gateway.logFile, consoleGateway.logFile, processor.logFile, sink.logFile].filter((f) =>
+      /AUTHORIZATION_FAILED|not authorized/i.test(readFileSync(f, 'utf8')),
+    );
     expect(refused).toEqual([]);
   });
 });
@@ -242,3 +281,7 @@ describe('a service started with wrong Kafka security settings', () => {
     expect(run.output).toMatch(/KAFKA_SSL_CA \(unset, so the system CAs\): the broker's certificate is not trusted \(SELF_SIGNED_CERT_IN_CHAIN\)/);
   });
 });
+
+function never(what: string): never {
+  throw new Error(what);
+}
