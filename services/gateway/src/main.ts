@@ -6,8 +6,10 @@ import { gatewayServes, loadGatewayConfig } from './config.js';
 import { httpServerComponent } from './http/http-server.js';
 
 const config = loadGatewayConfig();
-// crm-sink's public key: the admin API and the dashboard seal CRM credentials, and can open none.
-const credentialSealer = credentialSealerFromConfig(config);
+const serves = gatewayServes(config.GATEWAY_ROLE);
+// crm-sink's public key: the admin API and the dashboard seal CRM credentials, and can open
+// none. An ingest gateway stores no credential and needs no key (its pods do not mount one).
+const credentialSealer = serves.console ? credentialSealerFromConfig(config) : undefined;
 await launchService({
   service: 'gateway',
   config,

@@ -73,7 +73,14 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
       GATEWAY_ROLE: 'console',
       ADMIN_TOKEN: SECURE_ADMIN_TOKEN,
     });
-    gateway = await startGatewayProcess('secure-ingest', { ...secureUserEnv('ingest'), ...servers, GATEWAY_ROLE: 'ingest' });
+    // As on Kubernetes, the shared configuration names crm-sink's public key file, which the
+    // ingest gateway's pods do not mount: it stores no credential and must not need it.
+    gateway = await startGatewayProcess('secure-ingest', {
+      ...secureUserEnv('ingest'),
+      ...servers,
+      GATEWAY_ROLE: 'ingest',
+      CRM_CREDENTIALS_PUBLIC_KEY_FILE: '/nonexistent/crm-public-key.pem',
+    });
     const adminUrl = consoleGateway.adminUrl ?? never('the console gateway has no admin listener');
     const admin = async <T>(method: string, path: string, body: unknown): Promise<T> => {
       const res = await fetch(`${adminUrl}/admin/v1${path}`, {
