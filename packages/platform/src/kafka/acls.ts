@@ -13,8 +13,10 @@ import { type TopicKey, topicName } from './topics.js';
  *   process cannot mint an API key or a dashboard owner.
  * - `console`: the admin API and the dashboard (keys, owners, mappings, credentials, plans,
  *   billing ledger, dead-letter views and the CRM replay, named admins). It writes the audit log
- *   (audit.log), which only the processor reads (its copy into ClickHouse). Today they run inside the gateway
- *   process, so the gateway runs with a principal that holds both `console` and `ingest`.
+ *   (audit.log), which only the processor reads (its copy into ClickHouse). They run in a gateway
+ *   with GATEWAY_ROLE=console (or all), whose principal holds `ingest` too: the dashboard's test
+ *   events and CSV uploads write events.raw and jobs.chunks. The public API alone
+ *   (GATEWAY_ROLE=ingest) runs as `ingest`.
  * - `processor` and `crm-sink`: their pipelines.
  *
  * Consumer groups need READ on the group: the services' groups are matched by prefix, so group
