@@ -54,6 +54,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const now = deps.now ?? Date.now;
   const app = await createBaseApp(deps, { rateLimitNamespace: 'ratelimit:' });
+  // GATEWAY_ROLE: the public API, the console (dashboard), or both.
   const serves = gatewayServes(config.GATEWAY_ROLE);
   // The public document: the admin API has its own, served only by its listener (admin.app.ts).
   if (serves.api)
@@ -75,56 +76,56 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const slicer = createTimeSlicer();
   const keyUsage = createKeyUsage({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now });
 
-  if (serves.api)
-    await app.register(
-      async (v1) => {
-        // preParsing: after the rate limiter (route-level onRequest), so unauthenticated requests
-        // are counted too, and before the body is read, so nobody unauthenticated makes us parse 16 MiB.
-        const authenticate = createAuthHook(deps.controlPlane, keyUsage.touched);
-        // Fail closed at start: a /v1 route without a scope would be open to every key.
-        v1.addHook('onRoute', (route) => {
-          if (route.method !== 'OPTIONS' && route.config?.apiScope === undefined)
-            throw new Error(`route ${String(route.method)} ${route.url} declares no apiScope`);
-        });
-        v1.addHook('preParsing', async (request, _reply, payload) => {
-          // CORS preflights carry no key (publishable-cors.ts answers them).
-          if (request.method !== 'OPTIONS') await authenticate(request);
-          return payload;
-        });
-        await registerPublishableCors(v1, deps.controlPlane);
-        // Every authenticated response carries the allowance; routes that reserved set it already.
-        v1.addHook('onSend', async (request, reply) => {
-          if (!request.auth) return;
-          try {
-            setQuotaHeaders(reply, reply.quotaState ?? (await allowance.state(request.auth.account)));
-          } catch (err) {
-            request.log.warn({ err }, 'quota headers unavailable');
-          }
-        });
-        await v1.register(
-          eventsRoutes({
-            producer: deps.producer,
-            rawTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsRaw'),
-            allowance,
-            validate,
-            metrics: ingestMetrics,
-            now,
-          }),
-        );
-        const uploadSlots = uploadSlotHooks(uploads, deps.metrics, (request) => authOf(request).account.id);
-        await v1.register(bulkRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics, uploadSlots }));
-        await v1.register(csvRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics, uploadSlots, slicer }));
-        await v1.register(
-          eventReadRoutes({
-            store: createClickHouseEventStore(deps.ch),
-            syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
-          }),
-        );
-        await v1.register(jobsRoutes({ statusStore: deps.jobStatus }));
-        await v1.register(usageRoutes({ allowance }));
-      },
-      { prefix: '/v1' },
-    );
+  await app.register(
+    async (v1) => {
+      if (!serves.api) return;
+      // preParsing: after the rate limiter (route-level onRequest), so unauthenticated requests
+      // are counted too, and before the body is read, so nobody unauthenticated makes us parse 16 MiB.
+      const authenticate = createAuthHook(deps.controlPlane, keyUsage.touched);
+      // Fail closed at start: a /v1 route without a scope would be open to every key.
+      v1.addHook('onRoute', (route) => {
+        if (route.method !== 'OPTIONS' && route.config?.apiScope === undefined)
+          throw new Error(`route ${String(route.method)} ${route.url} declares no apiScope`);
+      });
+      v1.addHook('preParsing', async (request, _reply, payload) => {
+        // CORS preflights carry no key (publishable-cors.ts answers them).
+        if (request.method !== 'OPTIONS') await authenticate(request);
+        return payload;
+      });
+      await registerPublishableCors(v1, deps.controlPlane);
+      // Every authenticated response carries the allowance; routes that reserved set it already.
+      v1.addHook('onSend', async (request, reply) => {
+        if (!request.auth) return;
+        try {
+          setQuotaHeaders(reply, reply.quotaState ?? (await allowance.state(request.auth.account)));
+        } catch (err) {
+          request.log.warn({ err }, 'quota headers unavailable');
+        }
+      });
+      await v1.register(
+        eventsRoutes({
+          producer: deps.producer,
+          rawTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsRaw'),
+          allowance,
+          validate,
+          metrics: ingestMetrics,
+          now,
+        }),
+      );
+      const uploadSlots = uploadSlotHooks(uploads, deps.metrics, (request) => authOf(request).account.id);
+      await v1.register(bulkRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics, uploadSlots }));
+      await v1.register(csvRoutes({ jobs, allowance, idempotency, metrics: ingestMetrics, uploadSlots, slicer }));
+      await v1.register(
+        eventReadRoutes({
+          store: createClickHouseEventStore(deps.ch),
+          syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
+        }),
+      );
+      await v1.register(jobsRoutes({ statusStore: deps.jobStatus }));
+      await v1.register(usageRoutes({ allowance }));
+    },
+    { prefix: '/v1' },
+  );
   // The dashboard writes the control plane (keys, owners, mappings): the console's job.
   if (serves.console)
     await app.register(
