@@ -138,24 +138,24 @@ describe('per-account ceilings', () => {
     const { account, apiKey } = await gw.newAccount('pro');
     const url = urls[0] ?? '';
     const tag = randomUUID();
-    const first = await send(url, { apiKey, localAddress: address(1), body: events(60, `${tag}-a`) });
+    const first = await send(url, { apiKey, localAddress: address(1), body: events(90, `${tag}-a`) });
     const second = await send(url, { apiKey, localAddress: address(2), body: events(60, `${tag}-b`) });
     const seen = describeAnswers([first, second]);
     expect(first.status, seen).toBe(202);
-    // 60 + 60 events > the bucket of 100, after only 2 of 10 requests.
+    // 90 + 60 events > the bucket of 100 (and 5 s of refill), after only 2 of 10 requests.
     expect(second.status, seen).toBe(429);
     expect(second.json(), seen).toMatchObject({ limit: 'account_events', detail: expect.stringContaining("this request's 60 events") });
     expect(second.headers['ratelimit-policy']).toBe('"account_events";q=100;w=10;qu="events"');
-    expect(Number(second.headers['retry-after'])).toBeGreaterThanOrEqual(2);
+    expect(Number(second.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     // A request without events still passes: the requests ceiling has room.
     const usage = await send(url, { apiKey, localAddress: address(3), method: 'GET', path: '/v1/usage' });
     expect(usage.status, usage.body).toBe(200);
-    expect(usage.json()).toMatchObject({ used: 60 });
+    expect(usage.json()).toMatchObject({ used: 90 });
 
     // The accepted batch is in events.raw; the refused one is not (a 202 is sent only after Kafka has it, so it would be there).
     const { values } = await gw.readTopic<EventRecord>(
       'eventsRaw',
-      (v) => v.filter((e) => e.accountId === account.id).length >= 60,
+      (v) => v.filter((e) => e.accountId === account.id).length >= 90,
       'the accepted batch in events.raw',
     );
     const ids = values.filter((e) => e.accountId === account.id).map((e) => e.eventId);
