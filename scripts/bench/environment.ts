@@ -113,6 +113,9 @@ export function serviceEnv(
     ADMIN_HOST: '127.0.0.1',
     ADMIN_PORT: String(o.ports.admin),
     RATE_LIMIT_PER_MINUTE: '1000000000',
+    // The per-account ceilings are not what is measured either (their one Redis call per request is).
+    ACCOUNT_RATE_LIMIT_REQUESTS_PER_SECOND_GROWTH: '1000000000',
+    ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_GROWTH: '1000000000',
     USAGE_RECONCILE_INTERVAL_MS: '0',
   };
 }

@@ -74,6 +74,7 @@ const result: BenchResult = {
   setup: {},
   notes: [
     'RATE_LIMIT_PER_MINUTE is 1,000,000,000: the per-address rate limit is not what is measured (its Redis call on every request still is)',
+    "the growth plan's per-account ceilings are 1,000,000,000 requests and events a second: not what is measured (their one Redis call per request still is)",
     'the allowance counters are set back to 0 every second (growth plan: 500,000 a month); the allowance script on every request is still measured',
   ],
   baselines: {},

@@ -35,6 +35,7 @@ export const METRIC_NAMES = {
   jobsCreated: 'ingest_jobs_created_total',
   allowanceRefusals: 'ingest_allowance_refusals_total',
   rateLimitRefusals: 'ingest_rate_limit_refusals_total',
+  accountRateLimitRefusals: 'ingest_account_rate_limit_refusals_total',
   uploadRefusals: 'ingest_upload_refusals_total',
   uploadsOpen: 'ingest_uploads_open',
   dashboardDeadLetterScans: 'ingest_dashboard_deadletter_scans_total',

@@ -27,6 +27,7 @@ import { createIngestMetrics } from './events/ingest-metrics.js';
 import { createIdempotencyStore } from './jobs/idempotency.store.js';
 import { createJobWriter } from './jobs/job-writer.js';
 import { jobsRoutes } from './jobs/jobs.route.js';
+import { accountRateHook, accountRateLimitsOf, createAccountRateLimiter } from './limits/account-rate.limiter.js';
 import { setQuotaHeaders } from './limits/quota-headers.js';
 import { UploadSlots, uploadSlotHooks } from './limits/upload-slots.js';
 import { usageRoutes } from './usage/usage.route.js';
@@ -92,6 +93,14 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
         if (request.method !== 'OPTIONS') await authenticate(request);
         return payload;
       });
+      // preValidation: the body is parsed (its events are counted) but nothing else was spent.
+      v1.addHook(
+        'preValidation',
+        accountRateHook(createAccountRateLimiter({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX, limits: accountRateLimitsOf(config) }), {
+          failOpen: config.RATE_LIMIT_FAIL_OPEN,
+          metrics: deps.metrics,
+        }),
+      );
       await registerPublishableCors(v1, deps.controlPlane);
       // Every authenticated response carries the allowance; routes that reserved set it already.
       v1.addHook('onSend', async (request, reply) => {

@@ -43,6 +43,20 @@ export const GatewayConfigSchema = Type.Object({
    */
   RATE_LIMIT_FAIL_OPEN: Type.Boolean({ default: true }),
   /**
+   * Per-account ceilings of the public API (docs/limits.md, "Per-account rate limits"), shared
+   * by all replicas through Redis, on top of the per-address limit: requests a second and
+   * events a second by plan, far above what a normal customer sends (the monthly allowance is
+   * what bills), so only a flood meets them. An idle account may send ACCOUNT_RATE_LIMIT_BURST_SECONDS
+   * worth at once. Redis away: as RATE_LIMIT_FAIL_OPEN says.
+   */
+  ACCOUNT_RATE_LIMIT_REQUESTS_PER_SECOND_FREE: Type.Integer({ minimum: 1, default: 20 }),
+  ACCOUNT_RATE_LIMIT_REQUESTS_PER_SECOND_PRO: Type.Integer({ minimum: 1, default: 100 }),
+  ACCOUNT_RATE_LIMIT_REQUESTS_PER_SECOND_GROWTH: Type.Integer({ minimum: 1, default: 500 }),
+  ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_FREE: Type.Integer({ minimum: 1, default: 200 }),
+  ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_PRO: Type.Integer({ minimum: 1, default: 1_000 }),
+  ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_GROWTH: Type.Integer({ minimum: 1, default: 5_000 }),
+  ACCOUNT_RATE_LIMIT_BURST_SECONDS: Type.Integer({ minimum: 1, maximum: 3_600, default: 10 }),
+  /**
    * Uploads (bulk bodies, CSV streams, the dashboard's CSV upload) one account, and one client
    * address, may have open at once on one gateway replica; more are answered 429.
    */

@@ -40,7 +40,7 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
       {
         ...deps.uploadSlots,
         bodyLimit: 16 * 1024 * 1024,
-        config: { apiScope: 'events:write', publishableKeys: true },
+        config: { apiScope: 'events:write', publishableKeys: true, countsEvents: true },
         validatorCompiler: envelopeValidator(BulkEventsEnvelope),
         schema: {
           summary: 'Queue up to 10,000 events as a background job',

@@ -33,7 +33,7 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
       '/events',
       {
         bodyLimit: 1024 * 1024,
-        config: { apiScope: 'events:write', publishableKeys: true },
+        config: { apiScope: 'events:write', publishableKeys: true, countsEvents: true },
         validatorCompiler: envelopeValidator(EventsEnvelope),
         schema: {
           summary: 'Send up to 100 events',

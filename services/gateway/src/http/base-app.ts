@@ -9,6 +9,7 @@ import { registerErrorHandling } from './error-handler.js';
 import { registerHttpMetrics } from './http-metrics.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { rateLimitStore } from '../limits/rate-limit.store.js';
+import { setRateLimitFields } from '../limits/rate-limit-fields.js';
 import { ProblemError } from './problem.js';
 import { createTimeoutCounter, type HttpTimeouts, registerBodyIdleTimeout, timeoutServerOptions } from './timeouts.js';
 
@@ -22,7 +23,8 @@ export interface BaseAppDeps {
 /**
  * What every HTTP listener of the gateway has, the public API and the admin API alike: the
  * timeouts of slow clients, request ids, RED metrics, the JSON body parser, the per-address
- * rate limit (in Redis, under its own `rateLimitNamespace`) and problem+json errors.
+ * rate limit (in Redis, under its own `rateLimitNamespace`), the RateLimit-Policy / RateLimit
+ * fields of every limit that applied, and problem+json errors.
  */
 export async function createBaseApp(deps: BaseAppDeps, options: { rateLimitNamespace: string }): Promise<FastifyInstance> {
   const { config } = deps;
@@ -49,6 +51,7 @@ export async function createBaseApp(deps: BaseAppDeps, options: { rateLimitNames
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    setRateLimitFields(reply);
   });
   registerHttpMetrics(app, deps.metrics);
   registerBodyIdleTimeout(app, timeouts, timeoutCounter);
@@ -66,7 +69,9 @@ export async function createBaseApp(deps: BaseAppDeps, options: { rateLimitNames
     enableDraftSpec: true,
     onExceeded: () => rateLimitRefusals.inc(),
     errorResponseBuilder: (_request, context) =>
-      new ProblemError('rateLimited', `At most ${context.max} requests per minute per client address; retry in ${context.after}.`),
+      new ProblemError('rateLimited', `At most ${context.max} requests per minute per client address; retry in ${context.after}.`, {
+        extensions: { limit: 'ip' },
+      }),
   });
   registerErrorHandling(app, app.rateLimit());
   return app;

@@ -121,7 +121,10 @@ describe('rate limit', () => {
     expect(refused.statusCode).toBe(429);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     expect(refused.headers['ratelimit-reset']).toBeDefined();
-    expect(refused.json()).toMatchObject({ type: '/problems/rate-limited', status: 429, requestId: refused.headers['x-request-id'] });
+    expect(refused.json()).toMatchObject({ type: '/problems/rate-limited', status: 429, limit: 'ip', requestId: refused.headers['x-request-id'] });
+    // The IETF draft's fields name the per-address policy (the account's ceilings were not reached).
+    expect(refused.headers['ratelimit-policy']).toBe('"ip";q=120;w=60');
+    expect(refused.headers['ratelimit']).toMatch(/^"ip";r=0;t=\d+$/);
     // Unknown routes count too, and another address is unaffected.
     expect((await gw.app.inject({ method: 'GET', url: '/nope', remoteAddress: ip })).statusCode).toBe(429);
     const other = await gw.app.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${apiKey}` }, remoteAddress: randomClientIp() });

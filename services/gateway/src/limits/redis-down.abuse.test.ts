@@ -3,8 +3,8 @@
  * killed with SIGKILL, so the shared one keeps serving every other test). What each feature
  * does while Redis is down, as docs/limits.md decides it:
  *
- * - rate limit: fails open by default (RATE_LIMIT_FAIL_OPEN=true): requests pass the limiter;
- *   with RATE_LIMIT_FAIL_OPEN=false every request is 503;
+ * - rate limits (per address and per account): fail open by default (RATE_LIMIT_FAIL_OPEN=true):
+ *   requests pass the limiters; with RATE_LIMIT_FAIL_OPEN=false every request is 503;
  * - monthly allowance: fails closed: ingestion (events, bulk, CSV) and usage are 503, nothing
  *   is accepted uncounted;
  * - dashboard sessions and job reads: 503 problem+json.
@@ -20,6 +20,8 @@ import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@inge
 let redis: OwnRedis;
 let gw: GatewayFixture;
 let failClosed: FastifyInstance;
+/** Fails open, with an account ceiling of 1 request (a second, bucket of 1). */
+let tinyCeiling: FastifyInstance;
 let apiKey: string;
 let owner: DashboardUser;
 let jobId: string;
@@ -29,6 +31,7 @@ beforeAll(async () => {
   redis = await startOwnRedis();
   gw = await createGatewayFixture({ REDIS_URL: redis.url });
   failClosed = await gw.replica({ RATE_LIMIT_FAIL_OPEN: 'false' });
+  tinyCeiling = await gw.replica({ ACCOUNT_RATE_LIMIT_REQUESTS_PER_SECOND_PRO: '1', ACCOUNT_RATE_LIMIT_BURST_SECONDS: '1' });
   const created = await gw.newAccount('pro');
   apiKey = created.apiKey;
   owner = await signedInOwner(gw, created.account.id);
@@ -69,11 +72,22 @@ describe('Redis down', () => {
   it('fails each feature as decided, with 503 problems and never a 500, and recovers when Redis is back', async () => {
     const event = { events: [{ eventName: 'Redis Down', email: 'a@b.io', eventId: 'rd-1' }] };
     expect((await send(gw.app, 'POST', '/v1/events', event)).statusCode).toBe(202);
+    // The account ceiling is live while Redis is up: a second request within the second is refused.
+    const ceiling = [await send(tinyCeiling, 'GET', '/v1/events/no-such-event'), await send(tinyCeiling, 'GET', '/v1/events/no-such-event')];
+    expect(
+      ceiling.map((r) => r.statusCode),
+      ceiling.map((r) => r.body).join('\n'),
+    ).toContain(429);
     await redis.stop();
 
     // Rate limit, fail open (default): the request passes the limiter and is answered by its route.
     const read = await send(gw.app, 'GET', '/v1/events/no-such-event');
     expect(read.statusCode, read.body).toBe(404);
+    // The account ceiling fails open with it: three requests in a row pass to the route.
+    for (let i = 0; i < 3; i++) {
+      const passed = await send(tinyCeiling, 'GET', '/v1/events/no-such-event');
+      expect(passed.statusCode, `account ceiling, fail open: ${passed.body}`).toBe(404);
+    }
     // ... and fail closed: refused before the route.
     await expectUnavailable(send(failClosed, 'GET', '/v1/events/no-such-event'), 'rate limit, fail closed');
 

@@ -1,0 +1,47 @@
+import { AppError, createMetricsRegistry } from '@ingest/platform';
+import type { FastifyRequest } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { accountRateHook, type AccountRateLimiter, eventsIn } from './account-rate.limiter.js';
+
+function requestOf(events: number): FastifyRequest {
+  return {
+    auth: { account: { id: 'acc_1', plan: 'pro' } },
+    body: { events: Array.from({ length: events }, () => ({})) },
+    routeOptions: { config: { countsEvents: true } },
+    log: { debug: () => {} },
+  } as unknown as FastifyRequest;
+}
+
+const redisAway: AccountRateLimiter = async () => {
+  throw new Error('Connection is closed.');
+};
+
+describe('account rate hook', () => {
+  it('counts the events of a `{ events: [...] }` body, capped at the largest batch, and nothing else', () => {
+    expect(eventsIn({ events: [1, 2, 3] })).toBe(3);
+    expect(eventsIn({ events: Array.from({ length: 20_000 }) })).toBe(10_000);
+    expect(eventsIn({ events: 'no' })).toBe(0);
+    expect(eventsIn(undefined)).toBe(0);
+    expect(eventsIn(null)).toBe(0);
+  });
+
+  it('passes the events it counted to the limiter', async () => {
+    const seen: number[] = [];
+    const hook = accountRateHook(
+      async (_account, events) => {
+        seen.push(events);
+        return { allowed: true, items: [] };
+      },
+      { failOpen: true, metrics: createMetricsRegistry('test') },
+    );
+    await hook(requestOf(7));
+    expect(seen).toEqual([7]);
+  });
+
+  it('serves without the ceilings while Redis is away when failing open, and answers 503 (a retryable redis_unavailable) when failing closed', async () => {
+    await expect(accountRateHook(redisAway, { failOpen: true, metrics: createMetricsRegistry('test') })(requestOf(1))).resolves.toBeUndefined();
+    const closed = accountRateHook(redisAway, { failOpen: false, metrics: createMetricsRegistry('test') })(requestOf(1));
+    await expect(closed).rejects.toBeInstanceOf(AppError);
+    await expect(closed).rejects.toMatchObject({ code: 'redis_unavailable', retryable: true });
+  });
+});

@@ -1,0 +1,147 @@
+import type { Account, Plan } from '@ingest/domain';
+import { AppError, METRIC_NAMES, type Redis, redisScript, type Registry, sharedCounter } from '@ingest/platform';
+import type { FastifyRequest } from 'fastify';
+import type { GatewayConfig } from '../config.js';
+import { ProblemError } from '../http/problem.js';
+import { ADMIT_ACCOUNT_REQUEST } from './account-rate.script.js';
+import { type AccountRatePolicyName, capacityOf, gcraParams, type RatePolicy } from './account-rate.window.js';
+import type { RateLimitItem } from './rate-limit-fields.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's JSON body carries `events`, each of which counts against the account's events/s ceiling. */
+    countsEvents?: boolean;
+  }
+}
+
+/** Per plan: requests/s and events/s of one account (all replicas together), and the burst. */
+export interface AccountRateLimits {
+  requestsPerSecond: Readonly<Record<Plan, number>>;
+  eventsPerSecond: Readonly<Record<Plan, number>>;
+  burstSeconds: number;
+}
+
+export function accountRateLimitsOf(config: GatewayConfig): AccountRateLimits {
+  return {
+    requestsPerSecond: {
+      free: config.ACCOUNT_RATE_LIMIT_REQUESTS_PER_SECOND_FREE,
+      pro: config.ACCOUNT_RATE_LIMIT_REQUESTS_PER_SECOND_PRO,
+      growth: config.ACCOUNT_RATE_LIMIT_REQUESTS_PER_SECOND_GROWTH,
+    },
+    eventsPerSecond: {
+      free: config.ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_FREE,
+      pro: config.ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_PRO,
+      growth: config.ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_GROWTH,
+    },
+    burstSeconds: config.ACCOUNT_RATE_LIMIT_BURST_SECONDS,
+  };
+}
+
+export function policiesFor(limits: AccountRateLimits, plan: Plan): [RatePolicy, RatePolicy] {
+  return [
+    { name: 'account_requests', ratePerSecond: limits.requestsPerSecond[plan], burstSeconds: limits.burstSeconds },
+    { name: 'account_events', ratePerSecond: limits.eventsPerSecond[plan], burstSeconds: limits.burstSeconds },
+  ];
+}
+
+/** A body of more events than any route takes (bulk: 10,000) is refused by its schema; it costs no more than that. */
+const MAX_COUNTED_EVENTS = 10_000;
+
+/** The events a request's body carries (0 for anything that is not `{ events: [...] }`, e.g. a CSV stream). */
+export function eventsIn(body: unknown): number {
+  const events = body !== null && typeof body === 'object' ? (body as { events?: unknown }).events : undefined;
+  return Array.isArray(events) ? Math.min(events.length, MAX_COUNTED_EVENTS) : 0;
+}
+
+export type AccountRateDecision =
+  | { allowed: true; items: RateLimitItem[] }
+  | { allowed: false; hit: AccountRatePolicyName; retryAfterSeconds: number; items: RateLimitItem[]; policy: RatePolicy; events: number };
+
+export interface AccountRateLimiterDeps {
+  redis: Redis;
+  keyPrefix: string;
+  limits: AccountRateLimits;
+}
+
+/** One call to Redis per request: both ceilings checked, and charged only if both admit it. */
+export function createAccountRateLimiter(deps: AccountRateLimiterDeps) {
+  const run = redisScript(ADMIT_ACCOUNT_REQUEST);
+  return async (account: Pick<Account, 'id' | 'plan'>, events: number, nowUs?: number): Promise<AccountRateDecision> => {
+    const policies = policiesFor(deps.limits, account.plan);
+    const costs = [1, events];
+    const keys = policies.map((p) => `${deps.keyPrefix}acctrate:{${account.id}}:${p.name}`);
+    const args = policies.flatMap((p, i) => {
+      const { intervalUs, toleranceUs } = gcraParams(p);
+      return [intervalUs, toleranceUs, costs[i] ?? 0];
+    });
+    const out = (await run(deps.redis, keys, [nowUs === undefined ? '' : String(nowUs), ...args])) as number[];
+    const [allowed, hit, retryAfterUs] = out;
+    const items: RateLimitItem[] = policies.map((p, i) => ({
+      name: p.name,
+      quota: capacityOf(p),
+      windowSeconds: p.burstSeconds,
+      ...(p.name === 'account_events' ? { unit: 'events' as const } : {}),
+      remaining: Number(out[3 + 2 * i]),
+      resetSeconds: Math.ceil(Number(out[4 + 2 * i]) / 1_000_000),
+    }));
+    if (allowed === 1) return { allowed: true, items };
+    const index = Math.max(0, Number(hit) - 1);
+    const retryAfterSeconds = Math.max(1, Math.ceil(Number(retryAfterUs) / 1_000_000));
+    const refusing = items[index] as RateLimitItem;
+    return {
+      allowed: false,
+      hit: refusing.name as AccountRatePolicyName,
+      retryAfterSeconds,
+      items: [{ ...refusing, resetSeconds: retryAfterSeconds }],
+      policy: policies[index] as RatePolicy,
+      events,
+    };
+  };
+}
+
+export type AccountRateLimiter = ReturnType<typeof createAccountRateLimiter>;
+
+function refusal(decision: Extract<AccountRateDecision, { allowed: false }>): ProblemError {
+  const { policy, retryAfterSeconds: s } = decision;
+  const detail =
+    decision.hit === 'account_requests'
+      ? `This account is over its ${policy.ratePerSecond} requests a second (bursts up to ${capacityOf(policy)}), counted across all its addresses and keys; retry in ${s} s.`
+      : `This account is over its ${policy.ratePerSecond} events a second (bursts up to ${capacityOf(policy)}); this request's ${decision.events} events do not fit now; retry in ${s} s.`;
+  return new ProblemError('rateLimited', detail, { headers: { 'retry-after': String(s) }, extensions: { limit: decision.hit } });
+}
+
+/**
+ * The preValidation hook of the /v1 routes: after authentication and after the body is parsed
+ * (so its events can be counted in the same Redis call), before the schema, the allowance and
+ * Kafka: a refused request costs the account nothing else. Redis away: served without the
+ * ceilings (`failOpen`, RATE_LIMIT_FAIL_OPEN) or 503.
+ */
+export function accountRateHook(limiter: AccountRateLimiter, options: { failOpen: boolean; metrics: Registry }) {
+  const refusals = sharedCounter(options.metrics, {
+    name: METRIC_NAMES.accountRateLimitRefusals,
+    help: 'Requests refused with 429 by a per-account ceiling',
+    labelNames: ['limit'],
+  });
+  return async (request: FastifyRequest): Promise<void> => {
+    const account = request.auth?.account;
+    if (!account) return;
+    const events = request.routeOptions.config.countsEvents ? eventsIn(request.body) : 0;
+    let decision: AccountRateDecision;
+    try {
+      decision = await limiter(account, events);
+    } catch (err) {
+      if (options.failOpen) {
+        request.log.debug({ err }, 'account rate limit skipped: Redis unavailable');
+        return;
+      }
+      throw new AppError('redis_unavailable', `the account rate limit could not be checked: ${err instanceof Error ? err.message : String(err)}`, {
+        retryable: true,
+        cause: err,
+      });
+    }
+    request.accountRate = { items: decision.items, refused: !decision.allowed };
+    if (decision.allowed) return;
+    refusals.inc({ limit: decision.hit });
+    throw refusal(decision);
+  };
+}
