@@ -9,14 +9,14 @@
  * A's held events arrive in order, each once, also when A stayed suspended for longer than the
  * park's maximum age.
  */
-import type { CrmMapping, EventRecord } from '@ingest/schemas';
+import type { EventRecord } from '@ingest/schemas';
 import { type ControlPlane, createControlPlane } from '@ingest/domain';
 import { createMetricsRegistry, type Registry } from '@ingest/platform';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
-import { createSinkFixture, type SinkFixture, TEST_PARK } from './test-support/sink.fixture.js';
+import { createSinkFixture, type SinkFixture, TEST_PARK, usesCounterMapping } from './test-support/sink.fixture.js';
 
 /** The revocation bound (docs/access-control.md): every replica sees a suspension within it. */
 const REVOCATION_BOUND_MS = 5_000;
@@ -29,21 +29,7 @@ let admin: ControlPlane;
 let sinkView: ControlPlane;
 let metrics: Registry;
 
-const mapping: CrmMapping = {
-  version: 1,
-  crm: { type: 'webhook', credentialsRef: 'hooks' },
-  rules: [
-    {
-      id: 'used',
-      when: { eventName: 'Used' },
-      object: 'contact',
-      actions: [
-        { op: 'increment', field: 'uses' },
-        { op: 'set', field: 'last', from: { property: 'n' } },
-      ],
-    },
-  ],
-};
+const mapping = usesCounterMapping('hooks');
 
 beforeAll(async () => {
   crm = await startFakeCrm({ webhookSecrets: [FAKE_WEBHOOK_SECRET] });
