@@ -7,10 +7,11 @@
  * Issue 17: while account A is suspended its events are held (parked, not dropped, not
  * dead-lettered) and nothing reaches its CRM, while B's events keep arriving; once A is resumed,
  * A's held events arrive in order, each once, also when A stayed suspended for longer than the
- * park's maximum age.
+ * park's maximum age. Events still being coalesced when the suspension lands are held before the
+ * newer ones.
  */
 import type { EventRecord } from '@ingest/schemas';
-import { type ControlPlane, createControlPlane } from '@ingest/domain';
+import { type Account, type ControlPlane, createControlPlane } from '@ingest/domain';
 import { createMetricsRegistry, type Registry } from '@ingest/platform';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
@@ -28,6 +29,23 @@ let crm: FakeCrm;
 let admin: ControlPlane;
 let sinkView: ControlPlane;
 let metrics: Registry;
+
+/**
+ * What the sink sees of accounts: the control plane's, except accounts the test switches itself
+ * (to land a suspension at an exact point), and how often it asked about each.
+ */
+const switched = new Map<string, boolean>();
+const checks = new Map<string, number>();
+const accountsSeen = {
+  accountById(id: string): Account | undefined {
+    checks.set(id, (checks.get(id) ?? 0) + 1);
+    const real = sinkView.accountById(id);
+    if (!real || !switched.has(id)) return real;
+    const { suspension: _, ...rest } = real;
+    return switched.get(id) ? { ...rest, suspension: { reason: 'test switch', suspendedAt: new Date().toISOString() } } : rest;
+  },
+  listAccounts: () => sinkView.listAccounts(),
+};
 
 const mapping = usesCounterMapping('hooks');
 
@@ -47,6 +65,15 @@ beforeAll(async () => {
     readTopics: ['controlAccounts', 'controlMappings', 'controlCrmCredentials'],
   });
   await Promise.all([admin.start(), sinkView.start()]);
+  metrics = createMetricsRegistry('crm-sink-test');
+  await fx.startSink(`crm-sink-${uniqueSuffix()}`, {
+    mappings: sinkView,
+    accounts: accountsSeen,
+    metrics,
+    // Long enough for the second test to land a suspension while an event is being coalesced.
+    coalesce: { windowMs: 1_500, maxRecords: 50 },
+    park: { ...TEST_PARK, maxAgeMs: MAX_AGE_MS },
+  });
 });
 
 afterAll(async () => {
@@ -75,14 +102,6 @@ describe('crm-sink and suspended accounts', () => {
     const [a, b] = [await account(`Suspended ${uniqueSuffix()}`), await account(`Healthy ${uniqueSuffix()}`)];
     await waitFor(() => sinkView.crmCredential(a, 'hooks') && sinkView.crmCredential(b, 'hooks') && sinkView.currentMapping(b), {
       description: "the sink's control plane has both accounts' mapping and credential",
-    });
-    metrics = createMetricsRegistry('crm-sink-test');
-    await fx.startSink(`crm-sink-${uniqueSuffix()}`, {
-      mappings: sinkView,
-      accounts: sinkView,
-      metrics,
-      coalesce: { windowMs: 100, maxRecords: 50 },
-      park: { ...TEST_PARK, maxAgeMs: MAX_AGE_MS },
     });
 
     // Suspended through the admin side; the sink's replica sees it within the revocation bound.
@@ -126,5 +145,34 @@ describe('crm-sink and suspended accounts', () => {
     await waitFor(async () => (await fx.redis.llen(parkList)) === 0, { description: "A's park emptied" });
     expect(await suspendedAccountsMetric()).toBe(0);
     for (const e of bEvents) expect(contact(e.email as string), e.email as string).toEqual({ uses: 1, last: e.properties.n });
+  });
+
+  it('holds an event that was being coalesced when the suspension landed before the newer ones', async () => {
+    const c = await account(`Coalescing ${uniqueSuffix()}`);
+    await waitFor(() => sinkView.crmCredential(c, 'hooks') && sinkView.currentMapping(c), { description: "the sink's control plane has C's mapping" });
+    switched.set(c, false);
+    const [first, second] = [fx.event(c, 'Used', 'c@order.io', { n: 'first' }, 0), fx.event(c, 'Used', 'c@order.io', { n: 'second' }, 1)];
+    await fx.produce([first]);
+    // Admitted (the sink asked about C) and now in the coalescer for 1.5 s: the suspension lands, then the second event.
+    await waitFor(() => (checks.get(c) ?? 0) >= 1, { description: 'the first event of C admitted', intervalMs: 10 });
+    switched.set(c, true);
+    await fx.produce([second]);
+
+    const parkList = `${fx.redisKeyPrefix}crm:park:{parked}:list:${encodeURIComponent(c)}`;
+    const parked = await waitFor(
+      async () => {
+        const raws = await fx.redis.lrange(parkList, 0, -1);
+        return raws.length === 2 ? raws.map((raw) => (JSON.parse((JSON.parse(raw) as { v: string }).v) as { eventId: string }).eventId) : undefined;
+      },
+      { description: "both events of C held in the park (calls to C's CRM: see below)" },
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; calls to C's CRM: ${JSON.stringify(callsTo(c).map((call) => call.status))}`);
+    });
+    expect(parked, 'arrival order in the park').toEqual([first.eventId, second.eventId]);
+    expect(callsTo(c), "calls to C's CRM while suspended").toEqual([]);
+
+    switched.set(c, false);
+    await fx.settled([first, second]);
+    expect(contact('c@order.io')).toEqual({ uses: 2, last: 'second' });
   });
 });

@@ -336,7 +336,10 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     if (parkDeps) {
       const epoch = w.epoch;
       const pendings = items.map((i) => i.pending);
-      if (suspended(accountId, w)) {
+      // With events of the account still in memory here, the new ones join them (coalescer), so the
+      // flush that finds the account suspended parks them all in arrival order (parkBlocked).
+      const inMemory = w.parking > 0 || w.running !== undefined || w.queue.length > 0 || coalescer.has(accountId);
+      if (suspended(accountId, w) && !inMemory) {
         // Held behind anything parked before; the resumer looks at the account again next poll.
         const dueAtMs = now() + parkDeps.settings.pollMs;
         await chained(w, 'parkChain', () => parkEvents(parkDeps, accountId, pendings, { force: true, dueAtMs, reason: 'account_suspended' }));
