@@ -13,7 +13,7 @@ let producer: Producer;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  kafka = await createTestKafka(['eventsUnique', 'crmDeadLetters', 'crmReplay', 'deadLetters']);
+  kafka = await createTestKafka(['eventsUnique', 'crmDeadLetters', 'crmReplay', 'deadLetters', 'auditLog']);
   producer = createProducer(kafka.kafka);
   await producer.connect();
   env = { KAFKA_BROKERS: integrationEnv().kafkaBrokers, KAFKA_TOPIC_PREFIX: kafka.prefix };

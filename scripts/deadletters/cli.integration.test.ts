@@ -28,7 +28,8 @@ let sink: DeadLetterSink;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  kafka = await createTestKafka(['eventsRaw', 'deadLetters']);
+  // audit.log: every replay is audited (cli.audit.integration.test.ts reads the records).
+  kafka = await createTestKafka(['eventsRaw', 'deadLetters', 'auditLog']);
   producer = createProducer(kafka.kafka);
   await producer.connect();
   sink = createDeadLetterSink(producer, kafka.topic('deadLetters'), 'processor-storage');
@@ -152,7 +153,8 @@ describe('deadletters CLI against real Kafka', () => {
     const replayed = await cli(['replay', '--code', 'invalid_json', '--yes']);
     expect(replayed.code).toBe(0);
     expect(replayed.stdout).toMatch(/^replayed 2 dead letters:\n {2}\d+\/\d+ -> \S+events\.raw \(invalid_json/);
-    expect(replayed.stderr).toContain('replays are not recorded');
+    expect(replayed.stderr).toMatch(/audit: recorded as dead_letter\.replay by \S+, request [0-9a-f-]{36}/);
+    expect(replayed.stderr).toContain('sends further copies');
 
     const back = await readReplayed(2);
     const byKey = new Map(back.map((m) => [m.key?.toString(), m]));

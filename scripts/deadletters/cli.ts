@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { createAuditWriter, toAuditRecord } from '@ingest/domain';
 import {
   allTopicSpecs,
   CommonConfig,
@@ -16,12 +18,14 @@ import {
   matchesSelection,
   openKafkaClientFromConfig,
   planReplay,
+  type Producer,
   readDeadLetters,
   replayDeadLetters,
   topicName,
 } from '@ingest/platform';
 import { type Static, Type } from '@sinclair/typebox';
 import { formatList, formatReplayPlan, listJson, printable, replayJson } from './format.js';
+import { hostName, operatorName, replayAuditEntries } from './replay-audit.js';
 
 /**
  * The dead-letter CLI (`npm run deadletters -- <command>`): lists the dead-letter topic and
@@ -57,15 +61,20 @@ commands:
 replays go to crm.replay, which only the crm-sink reads (storage is not touched again, and the
 sink's ledger keeps a replayed event from applying increments or activities twice).
 
-Replays are not recorded: replaying an entry again sends another copy (consumers deduplicate
-by eventId). A replayed message carries a dlq-replayed-from header naming its dead letter.
+Each replay is written to the audit log (action dead_letter.replay, one record per account: who
+(INGEST_OPERATOR, else the OS user), the host, the topics, count, selection, positions and event
+ids; never keys or values). The replay itself is not remembered: replaying an entry again sends
+another copy (consumers deduplicate by eventId). A replayed message carries a dlq-replayed-from
+header naming its dead letter.
 
-exit codes: 0 done, 1 failed (Kafka, unknown or unreplayable entries), 2 usage
+exit codes: 0 done, 1 failed (Kafka, unknown or unreplayable entries, or the replay was made
+but the audit log could not record it: the record is printed on stderr), 2 usage
 
 environment:
   KAFKA_BROKERS       brokers (default 127.0.0.1:9092)
   KAFKA_TOPIC_PREFIX  topic prefix of the deployment (default none)
   LOG_LEVEL           client log level on stderr (default warn)
+  INGEST_OPERATOR     who runs the replay, named in the audit log (default: the OS user name)
 `;
 
 const POSITION = /^(\d{1,9})\/(\d{1,19})$/;
@@ -163,6 +172,8 @@ export function positions(values: readonly string[]): string[] {
 
 export const DeadLettersConfigSchema = Type.Object({
   ...KafkaConfig,
+  /** The audit log's actor for replays: the CLI has no admin token to name one. */
+  INGEST_OPERATOR: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[^\\s]+$' })),
   // A CLI keeps the client's chatter off the terminal unless asked.
   LOG_LEVEL: Type.Union(CommonConfig.LOG_LEVEL.anyOf, { default: 'warn' }),
 });
@@ -202,9 +213,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   const prefix = config.KAFKA_TOPIC_PREFIX;
   try {
     const kafka = await openKafkaClientFromConfig(config, 'deadletters', logger);
+    const operator = operatorName(config.INGEST_OPERATOR);
     const ctx: Context = command.crm
-      ? { kafka, logger, io, prefix, topic: topicName(prefix, 'crmDeadLetters'), replayTopic: topicName(prefix, 'crmReplay') }
-      : { kafka, logger, io, prefix, topic: topicName(prefix, 'deadLetters') };
+      ? { kafka, logger, io, prefix, operator, topic: topicName(prefix, 'crmDeadLetters'), replayTopic: topicName(prefix, 'crmReplay') }
+      : { kafka, logger, io, prefix, operator, topic: topicName(prefix, 'deadLetters') };
     return command.kind === 'list' ? await list(ctx, command) : await replay(ctx, command);
   } catch (err) {
     io.stderr(`error: ${errorMessage(err)}\n`);
@@ -217,6 +229,8 @@ interface Context {
   logger: Logger;
   io: CliIo;
   prefix: string;
+  /** Who the audit log names for a replay. */
+  operator: string;
   topic: string;
   /** Where replays go instead of each letter's source topic (CRM dead letters: crm.replay). */
   replayTopic?: string;
@@ -282,12 +296,44 @@ async function replay(ctx: Context, command: Extract<Command, { kind: 'replay' }
 
   const producer = createProducer(ctx.kafka);
   await producer.connect();
+  let audited: boolean;
+  const requestId = randomUUID();
   try {
     await replayDeadLetters(producer, plan, { deadLetterTopic: ctx.topic });
+    audited = await audit(ctx, producer, entries, command.selection, requestId);
   } finally {
     await producer.disconnect();
   }
   io.stdout(command.json ? replayJson(entries, true) : formatReplayPlan(entries, 'replayed'));
-  io.stderr('note: replays are not recorded; replaying these entries again sends further copies (consumers deduplicate them by eventId)\n');
+  if (!audited) return 1;
+  io.stderr(`audit: recorded as dead_letter.replay by ${printable(ctx.operator)}, request ${requestId}\n`);
+  io.stderr('note: replaying these entries again sends further copies (consumers deduplicate them by eventId)\n');
   return 0;
+}
+
+/**
+ * Writes the replay's audit records (after the replay, like every audited change). If they cannot
+ * be written the replay stands: the records (secret-free, ids only) go to stderr so the operator
+ * can restore them, and the CLI exits 1.
+ */
+async function audit(ctx: Context, producer: Producer, entries: DeadLetterEntry[], selection: DeadLetterSelection, requestId: string): Promise<boolean> {
+  const records = replayAuditEntries(entries, {
+    operator: ctx.operator,
+    host: hostName(),
+    requestId,
+    at: new Date(),
+    topicPrefix: ctx.prefix,
+    deadLetterTopic: ctx.topic,
+    targetOf: (e) => ctx.replayTopic ?? e.sourceTopic,
+    selection,
+  }).map(toAuditRecord);
+  const writer = createAuditWriter(producer, topicName(ctx.prefix, 'auditLog'));
+  try {
+    for (const record of records) await writer.append(record);
+    return true;
+  } catch (err) {
+    ctx.io.stderr(`error: the replay was made, but the audit log could not record it (${errorMessage(err)}); restore these records to audit.log:\n`);
+    for (const record of records) ctx.io.stderr(`${JSON.stringify(record)}\n`);
+    return false;
+  }
 }

@@ -179,9 +179,10 @@ describe('configuration', () => {
       [...(m[1] ?? '').matchAll(/`([A-Z0-9_]+)`/g)].map((n) => n[1]),
     );
     expect(documented.length).toBeGreaterThan(30);
-    // ADMIN_URL is the admin CLI's; the image sets CLICKHOUSE_MIGRATIONS_DIR (Dockerfile); pods
-    // mount the CRM keys as files (the *_FILE(S) variables), not as PEM text.
-    const notForPods = new Set(['ADMIN_URL', 'CLICKHOUSE_MIGRATIONS_DIR', 'CRM_CREDENTIALS_PUBLIC_KEY', 'CRM_CREDENTIALS_PRIVATE_KEYS']);
+    // ADMIN_URL is the admin CLI's, INGEST_OPERATOR names the person running the dead-letter CLI;
+    // the image sets CLICKHOUSE_MIGRATIONS_DIR (Dockerfile); pods mount the CRM keys as files (the
+    // *_FILE(S) variables), not as PEM text.
+    const notForPods = new Set(['ADMIN_URL', 'INGEST_OPERATOR', 'CLICKHOUSE_MIGRATIONS_DIR', 'CRM_CREDENTIALS_PUBLIC_KEY', 'CRM_CREDENTIALS_PRIVATE_KEYS']);
     const set = new Set([...Object.keys(config.data), ...Object.keys(secretTemplate.stringData)]);
     expect(documented.filter((v) => v && !notForPods.has(v) && !set.has(v))).toEqual([]);
   });

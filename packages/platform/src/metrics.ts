@@ -64,6 +64,7 @@ export const METRIC_NAMES = {
   crmParkEvents: 'ingest_crm_park_events_total',
   crmParkedAccounts: 'ingest_crm_parked_accounts',
   crmParkedEvents: 'ingest_crm_parked_events',
+  crmSuspendedAccounts: 'ingest_crm_suspended_accounts',
 } as const;
 
 /**

@@ -9,7 +9,7 @@
  * stays under max(2x its baseline, 1 s) throughout, partition offsets move on while A is blocked,
  * and every event of A arrives once after A recovers.
  */
-import type { CrmMapping, EventRecord } from '@ingest/schemas';
+import type { EventRecord } from '@ingest/schemas';
 import { committedOffsets } from '@ingest/platform';
 import { type CrmCredential } from '@ingest/domain';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { createStaticMappings } from './test-support/memory-crm.js';
-import { createSinkFixture, type SinkFixture, TEST_PARK } from './test-support/sink.fixture.js';
+import { createSinkFixture, type SinkFixture, TEST_PARK, usesCounterMapping } from './test-support/sink.fixture.js';
 
 const A = 'acc_blocked';
 const B = 'acc_healthy';
@@ -26,21 +26,7 @@ let crm: FakeCrm;
 let groupId: string;
 let produced = 0;
 
-const mapping: CrmMapping = {
-  version: 1,
-  crm: { type: 'webhook', credentialsRef: 'hooks' },
-  rules: [
-    {
-      id: 'used',
-      when: { eventName: 'Used' },
-      object: 'contact',
-      actions: [
-        { op: 'increment', field: 'uses' },
-        { op: 'set', field: 'last', from: { property: 'n' } },
-      ],
-    },
-  ],
-};
+const mapping = usesCounterMapping('hooks');
 
 beforeAll(async () => {
   crm = await startFakeCrm({ webhookSecrets: [FAKE_WEBHOOK_SECRET] });

@@ -1,5 +1,5 @@
 import { type Component, createDeadLetterSink, type KafkaClient, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
-import { type CredentialOpener, createSyncStateStore, type MappingReader } from '@ingest/domain';
+import { type ControlPlaneReader, type CredentialOpener, createSyncStateStore, isSuspended, type MappingReader } from '@ingest/domain';
 import type { CreateAdapter } from './adapters/adapter.js';
 import { createCrmCallMetrics, instrumentAdapter } from './adapters/instrumented.adapter.js';
 import type { ParkingSettings } from './park/account-parking.js';
@@ -41,6 +41,8 @@ export interface CrmSinkDeps {
   partitionsConsumedConcurrently?: number;
   /** Isolation of blocked accounts (docs/crm-sync.md): the hold, then parking in Redis. */
   park: ParkConfig;
+  /** The control plane's accounts: a suspended account's sync is held (parked) until it is resumed. Absent: none is. */
+  accounts?: Pick<ControlPlaneReader, 'accountById' | 'listAccounts'>;
 }
 
 export type ParkConfig = Omit<ParkingSettings, 'store'> & { limits: ParkLimits };
@@ -53,7 +55,8 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
     logger: deps.logger,
   });
   const callMetrics = createCrmCallMetrics(deps.metrics);
-  const syncMetrics = createSyncMetrics(deps.metrics);
+  const { accounts } = deps;
+  const syncMetrics = createSyncMetrics(deps.metrics, accounts ? () => accounts.listAccounts().filter(isSuspended).length : undefined);
   const { limits, ...parkSettings } = deps.park;
   const parking: ParkingSettings = { ...parkSettings, store: createParkStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, limits }) };
   const engine = createSyncEngine({
@@ -76,6 +79,14 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
     rate: deps.rate,
     retry: deps.retry,
     tokenBucketOf: createSharedTokenBuckets({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, rate: deps.rate }),
+    ...(accounts
+      ? {
+          accountSuspended: (accountId: string) => {
+            const account = accounts.accountById(accountId);
+            return account !== undefined && isSuspended(account);
+          },
+        }
+      : {}),
   });
   const consumer = createSinkConsumer({
     kafka: deps.kafka,

@@ -23,8 +23,9 @@ await launchService({
       metrics,
       instanceId: 'crm-sink',
       mappingVersionsKept: 1,
-      // Only what it syncs by: it never sees keys or owners (its Kafka principal may not read them).
-      readTopics: ['controlMappings', 'controlCrmCredentials'],
+      // Only what it syncs by, and accounts (a suspended account's sync is held): it never sees
+      // keys or owners (its Kafka principal may not read them).
+      readTopics: ['controlAccounts', 'controlMappings', 'controlCrmCredentials'],
       staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
       deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
     });
@@ -35,6 +36,7 @@ await launchService({
       redis,
       mappings: controlPlane,
       openCredential: createCredentialOpener({ keyring, allowPlaintext }),
+      accounts: controlPlane,
       createAdapter: (credential) =>
         createAdapter(credential, {
           connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,

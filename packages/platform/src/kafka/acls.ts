@@ -59,7 +59,8 @@ export const ROLE_GRANTS: Readonly<Record<KafkaRole, RoleGrants>> = {
     groups: ['processor-', READ_TO_END_GROUP_PREFIX, CONTROL_PLANE_GROUP_PREFIX],
   },
   'crm-sink': {
-    read: ['eventsUnique', 'crmReplay', 'controlMappings', 'controlCrmCredentials'],
+    // control.accounts: a suspended account's CRM sync is held.
+    read: ['eventsUnique', 'crmReplay', 'controlAccounts', 'controlMappings', 'controlCrmCredentials'],
     write: ['crmDeadLetters'],
     groups: ['crm-sink', CONTROL_PLANE_GROUP_PREFIX],
   },

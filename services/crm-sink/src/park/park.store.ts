@@ -39,6 +39,8 @@ export interface ParkedChunk {
   entries: (ParkedEntry & { bytes: number })[];
   /** Tries since the account was parked. */
   attempts: number;
+  /** When the account was last found suspended (`hold`), 0 if never: its events do not age while suspended. */
+  heldAtMs: number;
 }
 
 export interface ParkStore {
@@ -54,6 +56,11 @@ export interface ParkStore {
   remove(accountId: string, count: number, bytes: number): Promise<void>;
   /** Still blocked: try again at `dueAtMs`. */
   reschedule(accountId: string, dueAtMs: number, reason: string): Promise<void>;
+  /**
+   * The account is suspended: look again at `dueAtMs`. Not a try (attempts back to 0, so its
+   * backoff starts afresh once resumed), and `nowMs` is kept as `heldAtMs`.
+   */
+  hold(accountId: string, dueAtMs: number, nowMs: number): Promise<void>;
   /** Accounts due for a try at `nowMs`, earliest first. */
   due(nowMs: number, limit: number): Promise<string[]>;
   /** Accounts with parked events, and parked events and bytes in total. */
@@ -140,6 +147,18 @@ redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 return 1
 `);
 
+// KEYS: list, meta, due. ARGV: account, dueAt, now.
+const HOLD = redisScript(`
+if redis.call('LLEN', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  return 0
+end
+redis.call('HSET', KEYS[2], 'attempts', 0, 'reason', 'account_suspended', 'heldAt', ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
+return 1
+`);
+
 const RENEW = redisScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`);
 const RELEASE = redisScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`);
 
@@ -212,8 +231,12 @@ export function createParkStore(options: { redis: Redis; keyPrefix?: string; lim
     peek: (accountId, count) =>
       guarded('reading parked events failed', async () => {
         const [list, meta] = keys(accountId) as [string, string];
-        const [raws, attempts] = await Promise.all([redis.lrange(list, 0, count - 1), redis.hget(meta, 'attempts')]);
-        return { entries: raws.map((raw) => ({ ...decode(raw), bytes: Buffer.byteLength(raw, 'utf8') })), attempts: Number(attempts ?? 0) };
+        const [raws, [attempts, heldAt]] = await Promise.all([redis.lrange(list, 0, count - 1), redis.hmget(meta, 'attempts', 'heldAt')]);
+        return {
+          entries: raws.map((raw) => ({ ...decode(raw), bytes: Buffer.byteLength(raw, 'utf8') })),
+          attempts: Number(attempts ?? 0),
+          heldAtMs: Number(heldAt ?? 0),
+        };
       }),
     remove: (accountId, count, bytes) =>
       guarded('removing parked events failed', async () => {
@@ -222,6 +245,10 @@ export function createParkStore(options: { redis: Redis; keyPrefix?: string; lim
     reschedule: (accountId, dueAtMs, reason) =>
       guarded('rescheduling a parked account failed', async () => {
         await RESCHEDULE(redis, keys(accountId).slice(0, 3), [accountId, dueAtMs, reason]);
+      }),
+    hold: (accountId, dueAtMs, nowMs) =>
+      guarded('holding a suspended account failed', async () => {
+        await HOLD(redis, keys(accountId).slice(0, 3), [accountId, dueAtMs, nowMs]);
       }),
     due: (nowMs, limit) => guarded('reading due accounts failed', () => redis.zrangebyscore(`${tag}:due`, '-inf', nowMs, 'LIMIT', 0, limit)),
     totals: () =>

@@ -35,13 +35,14 @@ export class CrmCallFailed extends Error {
 }
 
 /**
- * The account's CRM cannot be used now: rate limited for longer than the hold, failing, or a call
- * hanging past the hold. Not a failure of the events: the sink parks the account's work
- * (docs/crm-sync.md) and tries again after `retryAfterMs`.
+ * The account's CRM cannot be used now: rate limited for longer than the hold, failing, a call
+ * hanging past the hold, or the account is suspended (the sync engine says so before any call).
+ * Not a failure of the events: the sink parks the account's work (docs/crm-sync.md) and tries
+ * again after `retryAfterMs`.
  */
 export class AccountBlocked extends Error {
   constructor(
-    readonly why: 'rate_limited' | 'failing' | 'hanging',
+    readonly why: 'rate_limited' | 'failing' | 'hanging' | 'suspended',
     readonly retryAfterMs: number,
     message: string,
   ) {

@@ -33,6 +33,15 @@ describe('coalescer', () => {
     expect(c.takeDue(1, true).map((f) => f.accountId)).toEqual(['acc_b']);
   });
 
+  it('says whether an account has buffered operations until they are taken', () => {
+    const c = createCoalescer<number>({ windowMs: 10_000, maxRecords: 100 });
+    expect(c.has('acc_a')).toBe(false);
+    c.add('acc_a', op('1@a.com'), 1, 0);
+    expect([c.has('acc_a'), c.has('acc_b')]).toEqual([true, false]);
+    expect(c.take('acc_a')?.records).toHaveLength(1);
+    expect(c.has('acc_a')).toBe(false);
+  });
+
   it('keeps contacts and companies with the same key apart', () => {
     const c = createCoalescer<number>({ windowMs: 0, maxRecords: 10 });
     c.add('acc_a', op('a.com'), 1, 0);

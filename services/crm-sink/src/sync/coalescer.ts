@@ -26,6 +26,8 @@ export interface Coalescer<E> {
   nextDueInMs(nowMs: number): number | undefined;
   /** Removes and returns one account's buffer, due or not (the account is being parked). */
   take(accountId: string): AccountFlush<E> | undefined;
+  /** The account has buffered operations. */
+  has(accountId: string): boolean;
 }
 
 export function createCoalescer<E>(options: { windowMs: number; maxRecords: number }): Coalescer<E> {
@@ -64,6 +66,7 @@ export function createCoalescer<E>(options: { windowMs: number; maxRecords: numb
       accounts.delete(accountId);
       return { accountId, records: [...account.records.values()] };
     },
+    has: (accountId) => accounts.has(accountId),
     nextDueInMs(nowMs) {
       let next: number | undefined;
       for (const account of accounts.values()) {

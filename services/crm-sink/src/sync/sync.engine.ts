@@ -33,6 +33,12 @@ import type { SyncMetrics } from './sync.metrics.js';
  * then parked in Redis, in arrival order, and finished, so partition offsets move on. While an
  * account has parked events, its new events are parked behind them. `resumeParked` (called by
  * the park resumer under the account's lease) applies them again in order once the account is due.
+ *
+ * Suspension (issue 17, with `parking` and `accountSuspended`): a suspended account is held like
+ * a blocked one, before any CRM call. Its new events, its coalescing events and its queued
+ * flushes are parked (not dropped, not dead-lettered); the resumer looks at it every poll and
+ * leaves it parked while it is suspended (the events do not age meanwhile: park.store `hold`).
+ * Once resumed, the parked events are applied in order like any parked account's.
  */
 export interface SinkEvent {
   record: EventRecord;
@@ -70,6 +76,8 @@ export interface SyncEngineDeps {
   tokenBucketOf?: (accountId: string) => () => Promise<number>;
   /** Without it, a blocked account waits in memory (holding its partitions' offsets). */
   parking?: ParkingSettings;
+  /** From the control plane: true while the account is suspended (its sync is held). Only used with `parking`. */
+  accountSuspended?: (accountId: string) => boolean;
   now?: () => number;
 }
 
@@ -95,6 +103,8 @@ interface AccountWorker {
   parkChain: Promise<unknown>;
   /** Flushes of the account, direct and resumed, one at a time on this replica. */
   lock: Promise<unknown>;
+  /** This replica last found the account suspended (for the log's transitions only). */
+  held: boolean;
 }
 
 /** HTTP adapters own a keep-alive pool (`close`); the in-memory ones do not. */
@@ -131,6 +141,17 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     return run;
   }
 
+  /** The account is suspended and its sync is held; logs when this replica sees that change. */
+  function suspended(accountId: string, w: AccountWorker): boolean {
+    const held = parking !== undefined && deps.accountSuspended?.(accountId) === true;
+    if (held !== w.held) {
+      w.held = held;
+      if (held) log.warn({ accountId }, 'account suspended: its CRM sync is paused, its events are held in the park');
+      else log.info({ accountId }, 'account no longer suspended: its CRM sync continues');
+    }
+    return held;
+  }
+
   function worker(accountId: string): AccountWorker {
     let w = workers.get(accountId);
     if (!w) {
@@ -140,6 +161,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
         epoch: 0,
         parkChain: Promise.resolve(),
         lock: Promise.resolve(),
+        held: false,
         limiter: createAccountLimiter({
           rate: deps.rate,
           retry: deps.retry,
@@ -262,6 +284,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
 
   /** 'done' once every event has its outcome; AccountBlocked (with parking) when the CRM cannot be used now. */
   async function runFlush(accountId: string, w: AccountWorker, flush: AccountFlush<PendingEvent>): Promise<'done' | AccountBlocked> {
+    if (parking && suspended(accountId, w)) return new AccountBlocked('suspended', parking.pollMs, 'the account is suspended');
     const adapter = adapterFor(accountId, w);
     let failures: Map<RecordBuffer<PendingEvent>, RecordFailure>;
     try {
@@ -332,6 +355,15 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     if (parkDeps) {
       const epoch = w.epoch;
       const pendings = items.map((i) => i.pending);
+      // With events of the account still in memory here, the new ones join them (coalescer), so the
+      // flush that finds the account suspended parks them all in arrival order (parkBlocked).
+      const inMemory = w.parking > 0 || w.running !== undefined || w.queue.length > 0 || coalescer.has(accountId);
+      if (suspended(accountId, w) && !inMemory) {
+        // Held behind anything parked before; the resumer looks at the account again next poll.
+        const dueAtMs = now() + parkDeps.settings.pollMs;
+        await chained(w, 'parkChain', () => parkEvents(parkDeps, accountId, pendings, { force: true, dueAtMs, reason: 'account_suspended' }));
+        return;
+      }
       if (await chained(w, 'parkChain', () => parkEvents(parkDeps, accountId, pendings, { force: w.parking > 0 }))) return;
       // Parked by this replica while we asked: behind the parked events too.
       if (w.epoch !== epoch || w.parking > 0) {
@@ -344,6 +376,10 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
 
   /** One step of resuming: the oldest parked events; false when done (drained, blocked again, stopping). */
   async function resumeStep(accountId: string, w: AccountWorker, settings: ParkingSettings): Promise<boolean> {
+    if (suspended(accountId, w)) {
+      await settings.store.hold(accountId, now() + settings.pollMs, now());
+      return false;
+    }
     const chunk = await settings.store.peek(accountId, settings.resumeBatch);
     if (chunk.entries.length === 0) {
       await settings.store.remove(accountId, 0, 0);
@@ -351,7 +387,8 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     }
     const cutoff = now() - settings.maxAgeMs;
     let expired = 0;
-    while (expired < chunk.entries.length && (chunk.entries[expired]?.parkedAtMs ?? 0) <= cutoff) expired += 1;
+    // Time suspended does not count: an event ages from when it was parked or last held, whichever is later.
+    while (expired < chunk.entries.length && Math.max(chunk.entries[expired]?.parkedAtMs ?? 0, chunk.heldAtMs) <= cutoff) expired += 1;
     const taken = chunk.entries.slice(0, expired > 0 ? expired : chunk.entries.length);
     const bytes = taken.reduce((sum, e) => sum + e.bytes, 0);
     if (expired > 0) {
@@ -376,6 +413,10 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       for (const { pending, ops } of planned) for (const op of ops) local.add(accountId, op, pending, now());
       const flush = local.take(accountId);
       const outcome = flush ? await chained(w, 'lock', () => runFlush(accountId, w, flush)) : 'done';
+      if (outcome instanceof AccountBlocked && outcome.why === 'suspended') {
+        await settings.store.hold(accountId, now() + settings.pollMs, now());
+        return false;
+      }
       if (outcome instanceof AccountBlocked) {
         const delay = parkDelayMs(settings, outcome, chunk.attempts + 1);
         await settings.store.reschedule(accountId, now() + delay, outcome.message);

@@ -13,7 +13,18 @@ export interface SyncMetrics {
   parkedEvents: Gauge;
 }
 
-export function createSyncMetrics(registry: Registry): SyncMetrics {
+/** `suspendedAccounts`: how many accounts are suspended now (their sync is held); without it the gauge is not registered. */
+export function createSyncMetrics(registry: Registry, suspendedAccounts?: () => number): SyncMetrics {
+  if (suspendedAccounts) {
+    new Gauge({
+      name: METRIC_NAMES.crmSuspendedAccounts,
+      help: 'Suspended accounts: their CRM sync is paused and their events are held in the park',
+      registers: [registry],
+      collect() {
+        this.set(suspendedAccounts());
+      },
+    });
+  }
   const metrics: SyncMetrics = {
     outcomes: new Counter({
       name: METRIC_NAMES.crmSyncOutcomes,

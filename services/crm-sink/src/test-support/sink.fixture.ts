@@ -127,6 +127,25 @@ export async function createSinkFixture(options: SinkFixtureOptions): Promise<Si
   return fixture;
 }
 
+/** A webhook mapping counting `Used` events per contact (`uses`) and keeping the last `n`: once-only and order show in the record. */
+export function usesCounterMapping(credentialsRef: string): CrmMapping {
+  return {
+    version: 1,
+    crm: { type: 'webhook', credentialsRef },
+    rules: [
+      {
+        id: 'used',
+        when: { eventName: 'Used' },
+        object: 'contact',
+        actions: [
+          { op: 'increment', field: 'uses' },
+          { op: 'set', field: 'last', from: { property: 'n' } },
+        ],
+      },
+    ],
+  };
+}
+
 /** A mapping with every kind of action, for the sink's tests. */
 export function everyKindMapping(credentialsRef: string): CrmMapping {
   return {

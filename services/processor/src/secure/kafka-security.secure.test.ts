@@ -241,6 +241,8 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('what the secure brok
     const topics = await withAdmin(secureKafkaClient('crm-sink', { driver }), (a) => a.listTopics());
     expect(topics).toContain(kafka.topic('controlMappings'));
     expect(topics).toContain(kafka.topic('controlCrmCredentials'));
+    // Accounts: a suspended account's CRM sync is held.
+    expect(topics).toContain(kafka.topic('controlAccounts'));
     expect(topics).not.toContain(kafka.topic('controlApiKeys'));
     expect(topics).not.toContain(kafka.topic('controlOwners'));
   });
