@@ -13,7 +13,7 @@
 import type { EventRecord } from '@ingest/schemas';
 import { type Account, type ControlPlane, createControlPlane } from '@ingest/domain';
 import { createMetricsRegistry, type Registry } from '@ingest/platform';
-import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { CONTROL_PLANE_TOPICS, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
@@ -53,10 +53,11 @@ beforeAll(async () => {
   crm = await startFakeCrm({ webhookSecrets: [FAKE_WEBHOOK_SECRET] });
   fx = await createSinkFixture({
     createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }),
-    extraTopics: ['controlAccounts', 'controlApiKeys', 'controlMappings', 'controlCrmCredentials', 'controlOwners', 'controlAdmins'],
+    extraTopics: [...CONTROL_PLANE_TOPICS],
   });
   const common = { kafka: fx.kafka.kafka, producer: fx.producer, topicPrefix: fx.kafka.prefix, logger: testLogger() };
-  admin = createControlPlane(common);
+  // Credentials sealed for crm-sink's key, as the console seals them.
+  admin = createControlPlane({ ...common, credentialSealer: testCredentialKeys().sealer });
   // As main.ts builds the sink's: only the topics its principal may read.
   sinkView = createControlPlane({
     ...common,
