@@ -81,10 +81,13 @@ if ! answers "$GATEWAY_OPS" || ! answers "$PROCESSOR_OPS" || ! answers "$CRM_SIN
   GATEWAY_OPS="127.0.0.1:$(free_port)"
   PROCESSOR_OPS="127.0.0.1:$(free_port)"
   CRM_SINK_OPS="127.0.0.1:$(free_port)"
-  start_service gateway GATEWAY_PORT="$(free_port)" GATEWAY_OPS_PORT="${GATEWAY_OPS#*:}" ADMIN_PORT=0
+  # crm-sink's key pair from the stack (`stack.sh up` made it), as npm start gives it.
+  start_service gateway GATEWAY_PORT="$(free_port)" GATEWAY_OPS_PORT="${GATEWAY_OPS#*:}" ADMIN_PORT=0 \
+    CRM_CREDENTIALS_PUBLIC_KEY_FILE="${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}"
   start_service processor PROCESSOR_OPS_PORT="${PROCESSOR_OPS#*:}" \
     PROCESSOR_JOBS_GROUP="live-${id}s-jobs" PROCESSOR_DEDUPE_GROUP="live-${id}s-dedupe" PROCESSOR_STORAGE_GROUP="live-${id}s-storage"
-  start_service crm-sink CRM_SINK_OPS_PORT="${CRM_SINK_OPS#*:}" CRM_SINK_GROUP="live-${id}s-crm-sink"
+  start_service crm-sink CRM_SINK_OPS_PORT="${CRM_SINK_OPS#*:}" CRM_SINK_GROUP="live-${id}s-crm-sink" \
+    CRM_CREDENTIALS_PRIVATE_KEY_FILES="${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}"
 fi
 
 say() { printf '[%3ss] %s\n' "$((SECONDS - started))" "$*"; }
