@@ -4,8 +4,8 @@
  * its compacted topics) reach the sink, which syncs exactly what the dry-run planner says.
  */
 import type { CrmMapping } from '@ingest/schemas';
-import { type ControlPlane, createControlPlane, planSync } from '@ingest/domain';
-import { CONTROL_PLANE_TOPICS, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { type ControlPlane, planSync } from '@ingest/domain';
+import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
@@ -37,21 +37,13 @@ beforeAll(async () => {
   crm = await startFakeCrm({ tokens: [TOKEN] });
   fx = await createSinkFixture({
     createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }),
-    extraTopics: [...CONTROL_PLANE_TOPICS],
+    controlPlane: true,
   });
-  controlPlane = createControlPlane({
-    kafka: fx.kafka.kafka,
-    producer: fx.producer,
-    topicPrefix: fx.kafka.prefix,
-    logger: testLogger(),
-    credentialSealer: testCredentialKeys().sealer,
-  });
-  await controlPlane.start();
+  controlPlane = fx.controlPlane();
 });
 
 afterAll(async () => {
   await fx?.cleanup();
-  await controlPlane?.stop();
   await crm?.stop();
 });
 

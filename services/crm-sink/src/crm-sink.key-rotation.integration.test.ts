@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { CrmMapping } from '@ingest/schemas';
 import { REPO_ROOT } from '@ingest/platform';
-import { type ControlPlane, createControlPlane, createCredentialOpener } from '@ingest/domain';
-import { CONTROL_PLANE_TOPICS, integrationEnv, newTestCredentialKeys, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { type ControlPlane, createCredentialOpener } from '@ingest/domain';
+import { integrationEnv, newTestCredentialKeys, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
@@ -35,21 +35,13 @@ beforeAll(async () => {
   crm = await startFakeCrm({ tokens: TOKENS });
   fx = await createSinkFixture({
     createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }),
-    extraTopics: [...CONTROL_PLANE_TOPICS],
+    controlPlane: true,
   });
-  controlPlane = createControlPlane({
-    kafka: fx.kafka.kafka,
-    producer: fx.producer,
-    topicPrefix: fx.kafka.prefix,
-    logger: testLogger(),
-    credentialSealer: testCredentialKeys().sealer,
-  });
-  await controlPlane.start();
+  controlPlane = fx.controlPlane();
 });
 
 afterAll(async () => {
   await fx?.cleanup();
-  await controlPlane?.stop();
   await crm?.stop();
 });
 

@@ -13,7 +13,7 @@
 import type { EventRecord } from '@ingest/schemas';
 import { type Account, type ControlPlane, createControlPlane } from '@ingest/domain';
 import { createMetricsRegistry, type Registry } from '@ingest/platform';
-import { CONTROL_PLANE_TOPICS, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
@@ -53,19 +53,20 @@ beforeAll(async () => {
   crm = await startFakeCrm({ webhookSecrets: [FAKE_WEBHOOK_SECRET] });
   fx = await createSinkFixture({
     createAdapter: (credential) => createAdapter(credential, { outboundPolicy: FAKE_CRM_OUTBOUND }),
-    extraTopics: [...CONTROL_PLANE_TOPICS],
+    controlPlane: true,
   });
-  const common = { kafka: fx.kafka.kafka, producer: fx.producer, topicPrefix: fx.kafka.prefix, logger: testLogger() };
-  // Credentials sealed for crm-sink's key, as the console seals them.
-  admin = createControlPlane({ ...common, credentialSealer: testCredentialKeys().sealer });
+  admin = fx.controlPlane();
   // As main.ts builds the sink's: only the topics its principal may read.
   sinkView = createControlPlane({
-    ...common,
+    kafka: fx.kafka.kafka,
+    producer: fx.producer,
+    topicPrefix: fx.kafka.prefix,
+    logger: testLogger(),
     instanceId: 'crm-sink',
     mappingVersionsKept: 1,
     readTopics: ['controlAccounts', 'controlMappings', 'controlCrmCredentials'],
   });
-  await Promise.all([admin.start(), sinkView.start()]);
+  await sinkView.start();
   metrics = createMetricsRegistry('crm-sink-test');
   await fx.startSink(`crm-sink-${uniqueSuffix()}`, {
     mappings: sinkView,
@@ -79,7 +80,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await fx?.cleanup();
-  await Promise.allSettled([admin?.stop(), sinkView?.stop()]);
+  await sinkView?.stop();
   await crm?.stop();
 });
 

@@ -5,18 +5,9 @@
  * events (one killed, one clean) can then be compared record by record.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import {
-  committedOffsets,
-  createProducer,
-  createRedis,
-  deleteConsumerGroups,
-  type Producer,
-  type Redis,
-  TOPICS as ALL_TOPICS,
-  type TopicKey,
-} from '@ingest/platform';
+import { committedOffsets, createProducer, createRedis, deleteConsumerGroups, type Producer, type Redis, type TopicKey } from '@ingest/platform';
 import { createControlPlane, type ControlPlane, type EventSyncState, ledgerKey, recordStateKeys, syncStateKey, uniqueEventKey } from '@ingest/domain';
-import { createTestKafka, integrationEnv, type TestKafka, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { CONTROL_PLANE_TOPICS, createTestKafka, integrationEnv, type TestKafka, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { type FakeCall, type FakeCrm, type FakeRecord, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { SinkFleet } from '@ingest/testkit';
 
@@ -53,7 +44,7 @@ export interface SinkRun {
 }
 
 // Every control-plane topic (the sink's control plane reads them all at start), whatever is added later.
-const TOPICS: TopicKey[] = ['eventsUnique', 'crmReplay', 'crmDeadLetters', ...(Object.keys(ALL_TOPICS) as TopicKey[]).filter((k) => k.startsWith('control'))];
+const TOPICS: TopicKey[] = ['eventsUnique', 'crmReplay', 'crmDeadLetters', ...CONTROL_PLANE_TOPICS];
 
 export async function createSinkRun(
   label: string,

@@ -1,8 +1,8 @@
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
 import { type Component, createMetricsRegistry, createProducer, createRedis, type Producer, type Redis } from '@ingest/platform';
-import { createSyncStateStore, type EventSyncState, type MappingReader, uniqueEventKey } from '@ingest/domain';
+import { type ControlPlane, createControlPlane, createSyncStateStore, type EventSyncState, type MappingReader, uniqueEventKey } from '@ingest/domain';
 import type { TopicKey } from '@ingest/platform';
-import { createTestKafka, integrationEnv, testCredentialKeys, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { CONTROL_PLANE_TOPICS, createTestKafka, integrationEnv, testCredentialKeys, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import type { CreateAdapter } from '../adapters/adapter.js';
 import { type CrmSinkDeps, createCrmSink } from '../crm-sink.js';
 
@@ -17,6 +17,11 @@ export interface SinkFixture {
   redis: Redis;
   redisKeyPrefix: string;
   startSink(groupId: string, overrides?: Partial<CrmSinkDeps>): Promise<Component>;
+  /**
+   * A started control plane on the fixture's topics (with `controlPlane: true`) that seals CRM
+   * credentials for crm-sink's test key, as the console writes them; stopped by `cleanup`.
+   */
+  controlPlane(): ControlPlane;
   event(accountId: string, eventName: string, email: string | null, properties: Record<string, unknown>, minute?: number, domain?: string | null): EventRecord;
   produce(records: EventRecord[], topic?: string): Promise<void>;
   states(records: EventRecord[]): Promise<EventSyncState[]>;
@@ -44,16 +49,28 @@ export interface SinkFixtureOptions {
   /** Where the sinks read mappings; can be set later (e.g. a control plane on the fixture's topics). */
   mappings?: MappingReader;
   createAdapter: CreateAdapter;
-  /** Topics besides the sink's own, e.g. the control plane's. */
+  /** Topics besides the sink's own. */
   extraTopics?: TopicKey[];
+  /** Creates every control topic and starts `controlPlane()` on them. */
+  controlPlane?: boolean;
 }
 
 export async function createSinkFixture(options: SinkFixtureOptions): Promise<SinkFixture> {
-  const kafka = await createTestKafka(['eventsUnique', 'crmReplay', 'crmDeadLetters', ...(options.extraTopics ?? [])]);
+  const kafka = await createTestKafka([
+    'eventsUnique',
+    'crmReplay',
+    'crmDeadLetters',
+    ...(options.controlPlane ? CONTROL_PLANE_TOPICS : []),
+    ...(options.extraTopics ?? []),
+  ]);
   const producer = createProducer(kafka.kafka);
   const redisKeyPrefix = `t${uniqueSuffix()}:`;
   const redis = createRedis({ url: integrationEnv().redisUrl });
   await Promise.all([producer.connect(), redis.connect()]);
+  const controlPlane = options.controlPlane
+    ? createControlPlane({ kafka: kafka.kafka, producer, topicPrefix: kafka.prefix, logger: testLogger(), credentialSealer: testCredentialKeys().sealer })
+    : undefined;
+  await controlPlane?.start();
   const sinks: Component[] = [];
   const syncStates = createSyncStateStore({ redis, keyPrefix: redisKeyPrefix });
   let seq = 0;
@@ -63,6 +80,10 @@ export async function createSinkFixture(options: SinkFixtureOptions): Promise<Si
     producer,
     redis,
     redisKeyPrefix,
+    controlPlane() {
+      if (!controlPlane) throw new Error('createSinkFixture({ controlPlane: true }) starts the control plane');
+      return controlPlane;
+    },
     async startSink(groupId, overrides = {}) {
       const sink = createCrmSink({
         kafka: kafka.kafka,
@@ -117,6 +138,7 @@ export async function createSinkFixture(options: SinkFixtureOptions): Promise<Si
     },
     async cleanup() {
       await Promise.allSettled(sinks.map((s) => s.stop()));
+      await controlPlane?.stop();
       const keys = await redis.keys(`${redisKeyPrefix}*`);
       if (keys.length > 0) await redis.del(...keys);
       await producer.disconnect();
