@@ -71,7 +71,7 @@ afterAll(async () => {
 /** One sequence: one fresh free-plan account, driven over HTTP. */
 class HttpSequence {
   readonly log: string[] = [];
-  private readonly model = new AccountModel(PLAN_LIMITS.free);
+  private readonly model = new AccountModel(PLAN_LIMITS.free, { jobsRunUnobserved: true });
   private readonly jobs: { jobId: string; acceptedIds: Set<string>; receivedAtMs: number }[] = [];
   private generated = 0;
 

@@ -88,7 +88,16 @@ export class AccountModel {
   readonly pending = new Map<string, { period: string; reserved: number }>();
   private overcounts: (Overcount & { period: string })[] = [];
 
-  constructor(readonly limit: number) {}
+  /**
+   * `jobsRunUnobserved`: the processor runs jobs on its own (end to end), so a job the model
+   * still holds pending may already have run. Its accepted events are then counted by ClickHouse
+   * (under the hour of receipt) and by the gateway (under the hour it finished) until that hour is
+   * reconciled: up to twice its reservation, where a job run only when the model says counts once.
+   */
+  constructor(
+    readonly limit: number,
+    private readonly options: { jobsRunUnobserved?: boolean } = {},
+  ) {}
 
   /** Distinct eventIds first stored in the month: what the account is charged once settled. */
   usedInModel(period: string): number {
@@ -107,7 +116,8 @@ export class AccountModel {
   /** The most the counter may say now, by the documented window. */
   upperBound(period: string): number {
     let pending = 0;
-    for (const job of this.pending.values()) if (job.period === period) pending += job.reserved;
+    const perJob = this.options.jobsRunUnobserved ? 2 : 1;
+    for (const job of this.pending.values()) if (job.period === period) pending += perJob * job.reserved;
     const over = this.overcounts.filter((o) => o.period === period).reduce((sum, o) => sum + o.n, 0);
     return this.usedInModel(period) + pending + over;
   }
