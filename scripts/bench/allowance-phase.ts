@@ -9,6 +9,8 @@ export interface AllowanceRun {
   bytesPerId: number;
   /** Redis CPU (user + sys) per 1 M ids reserved. */
   redisCpuSecondsPerMillion: number;
+  /** Bytes appended to Redis's append-only file per id (undefined when AOF is off). */
+  aofBytesPerId?: number;
   seconds: number;
 }
 
@@ -38,14 +40,17 @@ export async function runAllowancePhase(options: { redis: Redis; prefix: string;
   const atOf = (i: number) => start + Math.floor((i / ids) * 2 * SEEN_BUCKET_MS);
 
   async function measure(name: string, prefix: string, reserve: (batch: string[], atMs: number) => Promise<unknown>): Promise<AllowanceRun> {
-    const [cpu0, mem0] = [await redisCpu(redis), await usedMemory(redis)];
+    const [cpu0, mem0, aof0] = [await redisCpu(redis), await usedMemory(redis), await aofSize(redis)];
     const t0 = Date.now();
     for (let i = 0; i < ids; i += idsPerRequest) await reserve(eventIds.slice(i, i + idsPerRequest), atOf(i));
     const seconds = (Date.now() - t0) / 1000;
-    const [cpu1, mem1] = [await redisCpu(redis), await usedMemory(redis)];
+    const [cpu1, mem1, aof1] = [await redisCpu(redis), await usedMemory(redis), await aofSize(redis)];
     await deletePrefix(redis, prefix);
-    const run = { bytesPerId: (mem1 - mem0) / ids, redisCpuSecondsPerMillion: ((cpu1 - cpu0) / ids) * 1e6, seconds };
-    say('allowance', `${name}: ${n1(run.bytesPerId)} B per id, ${n1(run.redisCpuSecondsPerMillion)} Redis CPU s per 1M ids (${n1(seconds)} s)`);
+    const run: AllowanceRun = { bytesPerId: (mem1 - mem0) / ids, redisCpuSecondsPerMillion: ((cpu1 - cpu0) / ids) * 1e6, seconds };
+    // A rewrite of the file in between changes its size by other than what was appended: no figure then.
+    if (aof0 && aof1 && aof0.rewrites === aof1.rewrites && !aof0.rewriting && !aof1.rewriting) run.aofBytesPerId = (aof1.size - aof0.size) / ids;
+    const aof = run.aofBytesPerId === undefined ? '' : `, ${n1(run.aofBytesPerId)} B of append-only file per id`;
+    say('allowance', `${name}: ${n1(run.bytesPerId)} B per id, ${n1(run.redisCpuSecondsPerMillion)} Redis CPU s per 1M ids${aof} (${n1(seconds)} s)`);
     return run;
   }
 
@@ -75,6 +80,18 @@ export async function runAllowancePhase(options: { redis: Redis; prefix: string;
 async function redisCpu(redis: Redis): Promise<number> {
   const info = await redis.info('cpu');
   return Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
+}
+
+/** The append-only file's size and rewrites so far, or undefined when Redis runs without one. */
+async function aofSize(redis: Redis): Promise<{ size: number; rewrites: number; rewriting: boolean } | undefined> {
+  const info = await redis.info('persistence');
+  if (!/^aof_enabled:1/m.test(info)) return undefined;
+  const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1]);
+  return {
+    size: field('aof_current_size'),
+    rewrites: field('aof_rewrites'),
+    rewriting: field('aof_rewrite_in_progress') === 1 || field('aof_rewrite_scheduled') === 1,
+  };
 }
 
 async function usedMemory(redis: Redis): Promise<number> {

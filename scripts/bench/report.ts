@@ -205,8 +205,13 @@ export function formatReport(r: BenchResult): string {
     line(
       `\nAllowance alone (${n0(a.ids)} caller-chosen ids of one ${a.plan} account, ${a.idsPerRequest} per request, simulated clock over two 15-minute buckets)`,
     );
-    line(`  D previous (whole ids)  ${n1(a.baseline.bytesPerId).padStart(7)} B per id   ${n2(a.baseline.redisCpuSecondsPerMillion)} Redis CPU s per 1M ids`);
-    line(`    current (fingerprints)${n1(a.current.bytesPerId).padStart(7)} B per id   ${n2(a.current.redisCpuSecondsPerMillion)} Redis CPU s per 1M ids`);
+    const aof = (run: AllowanceResult['current']) => (run.aofBytesPerId === undefined ? '' : `   ${n1(run.aofBytesPerId)} B of append-only file per id`);
+    line(
+      `  D previous (whole ids)  ${n1(a.baseline.bytesPerId).padStart(7)} B per id   ${n2(a.baseline.redisCpuSecondsPerMillion)} Redis CPU s per 1M ids${aof(a.baseline)}`,
+    );
+    line(
+      `    current (fingerprints)${n1(a.current.bytesPerId).padStart(7)} B per id   ${n2(a.current.redisCpuSecondsPerMillion)} Redis CPU s per 1M ids${aof(a.current)}`,
+    );
   }
   if (r.writer) for (const l of formatWriter(r.writer, clickhouse?.rowsPerSec)) line(l);
 

@@ -9,8 +9,8 @@ import { waitFor } from './wait.js';
 
 /**
  * A Redis server of the test's own (`redis-server`, which scripts/stack.sh installs), for tests
- * that stop Redis: the shared one keeps running for every other test. No persistence; its
- * files live in a temporary directory removed by `close`.
+ * that stop Redis: the shared one keeps running for every other test. No persistence unless
+ * asked for (`appendOnly`); its files live in a temporary directory removed by `close`.
  */
 export interface OwnRedis {
   /** With the password, when it has one (`redis://:password@127.0.0.1:port`). */
@@ -18,7 +18,7 @@ export interface OwnRedis {
   port: number;
   /** SIGKILL, as a crash; resolves once the port refuses connections. */
   stop(): Promise<void>;
-  /** Starts it again on the same port (empty: nothing was persisted). */
+  /** Starts it again on the same port (empty unless `appendOnly`: then from its append-only file). */
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -44,8 +44,10 @@ function answersPing(port: number, tls: boolean): Promise<boolean> {
 /**
  * `password`: the server requires it (requirepass), as `STACK_REDIS_PASSWORD` makes the stack's.
  * `tls`: it speaks TLS only (rediss://), with this certificate and key.
+ * `appendOnly`: with the append-only file, as the stack runs Redis (fsync always here, so a
+ * SIGKILL loses nothing that was answered).
  */
-export async function startOwnRedis(options: { password?: string; tls?: { certFile: string; keyFile: string } } = {}): Promise<OwnRedis> {
+export async function startOwnRedis(options: { password?: string; tls?: { certFile: string; keyFile: string }; appendOnly?: boolean } = {}): Promise<OwnRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'own-redis-'));
   let child: ChildProcess | undefined;
@@ -58,7 +60,8 @@ export async function startOwnRedis(options: { password?: string; tls?: { certFi
     const ports = tls
       ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile, '--tls-auth-clients', 'no']
       : ['--port', String(port)];
-    const proc = spawn('redis-server', [...ports, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...auth], {
+    const persistence = options.appendOnly ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+    const proc = spawn('redis-server', [...ports, '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir, ...auth], {
       stdio: 'ignore',
     });
     child = proc;

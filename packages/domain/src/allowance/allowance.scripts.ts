@@ -11,6 +11,15 @@
  * the bucket's first minutes), current bucket, shards, then one member per id (seen-ids.ts;
  * '' for an id the service generated: it cannot repeat, so it is counted, not remembered).
  * Returns {used, decision...} with 0 = counted, 1 = repeat, 2 = over.
+ *
+ * The seen-id shards are changed with replication off (redis.set_repl): they are the memory of
+ * recent ids that makes a retry free, not a record. Propagated, every remembered id was a SADD
+ * appended to the append-only file and sent to each replica (about 100 bytes per id, and a
+ * replica holding a copy it never reads); unpropagated, a Redis restart or failover forgets them,
+ * and a retry after it is counted again until the usage reconciler corrects the counter, the
+ * same window as a retry older than the memory (docs/billing.md). The counter, the hours and the
+ * refusals are propagated as before. Measured with the bench's allowance phase: see
+ * docs/benchmarks.md.
  */
 export const RESERVE_EVENTS = `
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -20,25 +29,29 @@ local cur, prev = ARGV[4], ARGV[5]
 local out = {}
 local refused = 0
 local remembered = false
+local call, sub = redis.call, string.sub
+redis.set_repl(redis.REPL_NONE)
 for i = 8, #ARGV do
   local member = ARGV[i]
+  local n = i - 7
   if member == '' then
-    if used < limit then used = used + 1; out[#out + 1] = 0 else refused = refused + 1; out[#out + 1] = 2 end
+    if used < limit then used = used + 1; out[n] = 0 else refused = refused + 1; out[n] = 2 end
   else
-    local shard = string.sub(member, 1, -15)
-    if redis.call('SADD', cur .. shard, member) == 0 or (prev ~= '' and redis.call('SISMEMBER', prev .. shard, member) == 1) then
-      out[#out + 1] = 1
+    local shard = sub(member, 1, -15)
+    if call('SADD', cur .. shard, member) == 0 or (prev ~= '' and call('SISMEMBER', prev .. shard, member) == 1) then
+      out[n] = 1
     elseif used < limit then
       used = used + 1
       remembered = true
-      out[#out + 1] = 0
+      out[n] = 0
     else
-      redis.call('SREM', cur .. shard, member)
+      call('SREM', cur .. shard, member)
       refused = refused + 1
-      out[#out + 1] = 2
+      out[n] = 2
     end
   end
 end
+redis.set_repl(redis.REPL_ALL)
 if remembered and tonumber(redis.call('HGET', KEYS[4], ARGV[6]) or '0') < tonumber(ARGV[7]) then
   redis.call('HSET', KEYS[4], ARGV[6], ARGV[7])
   redis.call('EXPIRE', KEYS[4], ARGV[2])
@@ -57,15 +70,18 @@ return out
 `;
 
 /**
- * Gives back what a failed write had counted: the ids are forgotten (a retry counts them again).
+ * Gives back what a failed write had counted: the ids are forgotten (a retry counts them again;
+ * the seen shards are not propagated, as in RESERVE_EVENTS).
  * KEYS: counter, hours. ARGV: hour, generated count, current bucket's shard prefix, members...
  * Returns what was given back.
  */
 export const RELEASE_EVENTS = `
 local total = tonumber(ARGV[2])
+redis.set_repl(redis.REPL_NONE)
 for i = 4, #ARGV do
   total = total + redis.call('SREM', ARGV[3] .. string.sub(ARGV[i], 1, -15), ARGV[i])
 end
+redis.set_repl(redis.REPL_ALL)
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 if total > used then total = used end
 if total > 0 then
