@@ -63,7 +63,7 @@ describe('concurrent uploads', () => {
       const refused = await upload(apiKey, randomClientIp());
       expect(refused.status).toBe(429);
       expect(refused.headers.get('retry-after')).toBe('5');
-      expect(await refused.json()).toMatchObject({ type: '/problems/rate-limited', detail: expect.stringContaining('this account') });
+      expect(await refused.json()).toMatchObject({ type: '/problems/rate-limited', limit: 'account_uploads', detail: expect.stringContaining('this account') });
       // Another account is not affected.
       const other = await abuse.gw.newAccount('growth');
       expect((await upload(other.apiKey, randomClientIp())).status).toBe(202);
@@ -83,7 +83,9 @@ describe('concurrent uploads', () => {
     await withNeighbour(await abuse.neighbour(), abuse.gw, async () => {
       for (let i = 0; i < PER_ADDRESS; i++) stalled.push(await stalledUpload(accounts[i]?.apiKey ?? '', ip));
       await waitFor(async () => (await openUploads()) === PER_ADDRESS, { description: `${PER_ADDRESS} uploads open` });
-      expect((await upload(fresh.apiKey, ip)).status).toBe(429);
+      const refused = await upload(fresh.apiKey, ip);
+      expect(refused.status).toBe(429);
+      expect(await refused.json()).toMatchObject({ type: '/problems/rate-limited', limit: 'ip_uploads', detail: expect.stringContaining('client address') });
       expect(await refusals('address')).toBeGreaterThanOrEqual(1);
       expect((await upload(fresh.apiKey, randomClientIp())).status).toBe(202);
     });

@@ -103,6 +103,7 @@ export function uploadSlotHooks(slots: UploadSlots, registry: Registry, accountO
         const who = slot.refused === 'account' ? 'account' : 'client address';
         throw new ProblemError('rateLimited', `Too many uploads at once for this ${who}; retry once one of them has finished.`, {
           headers: { 'retry-after': '5' },
+          extensions: { limit: slot.refused === 'account' ? 'account_uploads' : 'ip_uploads' },
         });
       }
       request.releaseUploadSlot = slot.release;
