@@ -26,10 +26,12 @@ const BUFFER_MAX_BYTES = 8 * MiB;
 const BUFFER_MAX_BYTES_PER_PARTITION = 4 * MiB;
 /**
  * What the capped buffer may add to the RSS: its bytes parse into ~3x as much heap, plus the
- * garbage of the jobs given up until the GC runs. Measured: ~43 MiB with the caps, ~92 MiB
- * without them (the buffer then holds ~67 MiB).
+ * garbage of the jobs given up until the GC runs, which grows when the machine is busy (the
+ * runner then takes bigger batches between collections). Measured on the 2-core machine: with
+ * the caps +38 to +43 MiB alone and +64 MiB beside other tests and a benchmark; without them
+ * +117 MiB (the buffer then holds 67.5 MiB).
  */
-const RSS_GROWTH_BOUND = 3 * BUFFER_MAX_BYTES + 40 * MiB;
+const RSS_GROWTH_BOUND = 3 * BUFFER_MAX_BYTES + 56 * MiB;
 
 let abuse: AbuseGateway;
 let fleet: ProcessorFleet;
