@@ -5,7 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from './logger.js';
 import { createMetricsRegistry } from './metrics.js';
-import { createOpsServer, type OpsServer } from './ops.server.js';
+import type { Component } from './lifecycle.js';
+import { createOpsServer, type OpsServer, waitingFor } from './ops.server.js';
 
 let server: OpsServer | undefined;
 afterEach(async () => {
@@ -19,21 +20,26 @@ async function get(path: string): Promise<{ status: number; body: unknown }> {
 }
 
 describe('ops server', () => {
-  it('answers /healthz 503 "dead" while a part is dead, and /readyz by readiness alone', async () => {
+  it('answers /healthz 503 "dead" while a part is dead, and /readyz by readiness alone, naming what it waits for', async () => {
     let alive = true;
-    let ready = false;
+    let caughtUp = false;
+    let consumerHealthy = false;
+    const consumer = { name: 'dedupe-consumer', healthy: () => consumerHealthy } as Component;
+    const other = { name: 'storage-consumer', healthy: () => true } as Component;
     server = createOpsServer({
       host: '127.0.0.1',
       port: 0,
       metrics: createMetricsRegistry('ops-test'),
-      ready: () => ready,
+      waitingFor: () => waitingFor({ 'control plane caught up': () => caughtUp }, [consumer, other]),
       live: () => alive,
       logger: createLogger({ service: 'test', level: 'silent' }),
     });
     await server.start();
     expect(await get('/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
-    expect(await get('/readyz')).toEqual({ status: 503, body: { status: 'not_ready' } });
-    ready = true;
+    expect(await get('/readyz')).toEqual({ status: 503, body: { status: 'not_ready', waitingFor: ['control plane caught up', 'dedupe-consumer'] } });
+    caughtUp = true;
+    expect(await get('/readyz')).toEqual({ status: 503, body: { status: 'not_ready', waitingFor: ['dedupe-consumer'] } });
+    consumerHealthy = true;
     expect(await get('/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
     alive = false;
     expect(await get('/healthz')).toEqual({ status: 503, body: { status: 'dead' } });

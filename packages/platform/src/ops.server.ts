@@ -8,8 +8,11 @@ export interface OpsServerOptions {
   host: string;
   port: number;
   metrics: Registry;
-  /** Ready means: every component is running and can do its work. */
-  ready: () => boolean;
+  /**
+   * What the service waits for before it can do its work (empty: ready), e.g. `control plane
+   * caught up`, `dedupe-consumer`. /readyz lists it, so whoever looks sees which part holds it.
+   */
+  waitingFor: () => string[];
   /**
    * Alive means: no part stopped for good (a consumer that cannot rejoin, a stale control plane).
    * False makes /healthz answer 503 so the orchestrator restarts the process. Default: always.
@@ -27,6 +30,21 @@ export interface OpsServer extends Component {
  * work) and /metrics for services that
  * have no HTTP API of their own. Three fixed routes do not justify a web framework here.
  */
+/** The components that are not healthy, by name: what a service waits for by default. */
+export function unhealthy(components: readonly Component[]): string[] {
+  return components.filter((c) => !c.healthy()).map((c) => c.name);
+}
+
+/** The named conditions that do not hold (`{ 'control plane caught up': () => ... }`), then the unhealthy components. */
+export function waitingFor(conditions: Record<string, () => boolean>, components: readonly Component[]): string[] {
+  return [
+    ...Object.entries(conditions)
+      .filter(([, holds]) => !holds())
+      .map(([name]) => name),
+    ...unhealthy(components),
+  ];
+}
+
 export function createOpsServer(options: OpsServerOptions): OpsServer {
   let server: Server | undefined;
   return {
@@ -42,8 +60,9 @@ export function createOpsServer(options: OpsServerOptions): OpsServer {
           const alive = options.live?.() ?? true;
           res.writeHead(alive ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: alive ? 'ok' : 'dead' }));
         } else if (path === '/readyz') {
-          const ready = options.ready();
-          res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ready ? 'ready' : 'not_ready' }));
+          const waitingFor = options.waitingFor();
+          const body = waitingFor.length === 0 ? { status: 'ready' } : { status: 'not_ready', waitingFor };
+          res.writeHead(waitingFor.length === 0 ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(body));
         } else if (path === '/metrics') {
           options.metrics.metrics().then(
             (text) => res.writeHead(200, { 'content-type': options.metrics.contentType }).end(text),

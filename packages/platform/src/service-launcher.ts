@@ -10,7 +10,7 @@ import { type TopicKey, topicName } from './kafka/topics.js';
 import { type Closeable, type Component, createServiceRunner, type ServiceRunner } from './lifecycle.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetricsRegistry, type Registry } from './metrics.js';
-import { createOpsServer } from './ops.server.js';
+import { createOpsServer, unhealthy } from './ops.server.js';
 import { connectRedis, createRedis, type Redis, readRedisTlsCa } from './redis.js';
 
 /** The settings every service has (CommonConfig, KafkaConfig and RedisConfig of config.ts). */
@@ -40,8 +40,8 @@ export interface ServiceContext<C extends LaunchConfig> {
 export interface ServiceParts {
   /** Started in this order after the ops server, stopped together on shutdown. */
   components: Component[];
-  /** /readyz; default: every component healthy. */
-  ready?: () => boolean;
+  /** What /readyz waits for (empty: ready); default: the components that are not healthy. */
+  waitingFor?: () => string[];
   /** More clients to close after the components (the launcher's own are closed anyway). */
   clients?: Closeable[];
   /** Added to the "running" log line (listener addresses). */
@@ -93,7 +93,7 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
     host: options.ops.host,
     port: options.ops.port,
     metrics,
-    ready: parts.ready ?? (() => parts.components.every((c) => c.healthy())),
+    waitingFor: parts.waitingFor ?? (() => unhealthy(parts.components)),
     live: context.alive,
     logger,
   });

@@ -1,5 +1,5 @@
-import { createControlPlane, createCredentialOpener, createOutboundPolicy, credentialKeyringFromConfig } from '@ingest/domain';
-import { createLagCollector, launchService } from '@ingest/platform';
+import { controlPlaneConditions, createControlPlane, createCredentialOpener, createOutboundPolicy, credentialKeyringFromConfig } from '@ingest/domain';
+import { createLagCollector, launchService, waitingFor } from '@ingest/platform';
 import { createAdapter } from './adapters/index.js';
 import { loadCrmSinkConfig } from './config.js';
 import { createCredentialsCheck } from './credentials.check.js';
@@ -88,7 +88,7 @@ await launchService({
     return {
       // The control plane starts first: the sink must know the mappings before its first event.
       components: [controlPlane, createCredentialsCheck({ credentials: controlPlane, keyring, allowPlaintext, logger }), sink, lag],
-      ready: () => controlPlane.caughtUp() && controlPlane.fresh() && sink.healthy(),
+      waitingFor: () => waitingFor(controlPlaneConditions(controlPlane), [sink]),
     };
   },
 });

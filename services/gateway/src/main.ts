@@ -1,5 +1,5 @@
-import { createClickHouseFromConfig, launchService } from '@ingest/platform';
-import { createControlPlane, createJobStatusStore, credentialSealerFromConfig } from '@ingest/domain';
+import { createClickHouseFromConfig, launchService, waitingFor } from '@ingest/platform';
+import { controlPlaneConditions, createControlPlane, createJobStatusStore, credentialSealerFromConfig } from '@ingest/domain';
 import { buildAdminApp } from './admin/admin.app.js';
 import { buildApp } from './app.js';
 import { gatewayServes, loadGatewayConfig } from './config.js';
@@ -50,7 +50,7 @@ await launchService({
     return {
       // The control plane first: the API must not answer before it knows the keys.
       components: [controlPlane, http, ...(admin ? [admin] : [])],
-      ready: () => controlPlane.caughtUp() && controlPlane.fresh() && http.healthy(),
+      waitingFor: () => waitingFor(controlPlaneConditions(controlPlane), [http]),
       clients: [ch],
       running: () => ({ role: config.GATEWAY_ROLE, api: http.url(), ...(admin ? { admin: admin.url() } : {}) }),
     };

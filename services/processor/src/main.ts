@@ -1,5 +1,13 @@
-import { type Component, createClickHouseFromConfig, createLagCollector, launchService, tryLease } from '@ingest/platform';
-import { createAllowanceReconciler, createControlPlane, createLedgerWriter, isSuspended, readAccounts, readLedgerTopic } from '@ingest/domain';
+import { type Component, createClickHouseFromConfig, createLagCollector, launchService, tryLease, waitingFor } from '@ingest/platform';
+import {
+  controlPlaneConditions,
+  createAllowanceReconciler,
+  createControlPlane,
+  createLedgerWriter,
+  isSuspended,
+  readAccounts,
+  readLedgerTopic,
+} from '@ingest/domain';
 import { createLedgerCloser } from './billing/ledger.closer.js';
 import { loadProcessorConfig } from './config.js';
 import { waitForPipeline } from './metering/pipeline-progress.js';
@@ -113,7 +121,7 @@ await launchService({
     return {
       // The control plane starts first: the job runner must know suspended accounts before its first job.
       components: [...(controlPlane ? [controlPlane] : []), ...parts, ...observers],
-      ready: () => (!controlPlane || (controlPlane.caughtUp() && controlPlane.fresh())) && parts.every((p) => p.healthy()),
+      waitingFor: () => waitingFor(controlPlane ? controlPlaneConditions(controlPlane) : {}, parts),
       clients: [ch],
     };
   },

@@ -498,3 +498,11 @@ async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
     clearTimeout(timer);
   }
 }
+
+/** The control plane's part of a service's readiness, named as /readyz lists what it waits for. */
+export function controlPlaneConditions(controlPlane: Pick<ControlPlane, 'caughtUp' | 'fresh'>): Record<string, () => boolean> {
+  return {
+    'control plane caught up': () => controlPlane.caughtUp(),
+    'control plane confirmed within CONTROL_PLANE_STALE_AFTER_MS': () => controlPlane.fresh(),
+  };
+}

@@ -42,8 +42,8 @@ export interface ServiceProcess {
   stop(graceMs?: number): Promise<number | string>;
   /** The Prometheus text of its /metrics. */
   metrics(): Promise<string>;
-  /** Status of its /healthz (liveness) and /readyz. */
-  health(): Promise<{ live: number; ready: number }>;
+  /** Status of its /healthz (liveness) and /readyz, and what /readyz says it waits for when not ready. */
+  health(): Promise<{ live: number; ready: number; waitingFor?: string[] }>;
   /** Resident set size now, from /proc (bytes). */
   rssBytes(): number;
   /** The last lines of its log, for failure messages. */
@@ -130,7 +130,8 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     },
     async health() {
       const [live, ready] = await Promise.all(['/healthz', '/readyz'].map((p) => fetch(`${opsUrl}${p}`, { signal: AbortSignal.timeout(5_000) })));
-      return { live: live?.status ?? 0, ready: ready?.status ?? 0 };
+      const body = ready ? ((await ready.json().catch(() => ({}))) as { waitingFor?: string[] }) : {};
+      return { live: live?.status ?? 0, ready: ready?.status ?? 0, ...(body.waitingFor ? { waitingFor: body.waitingFor } : {}) };
     },
     rssBytes() {
       const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
