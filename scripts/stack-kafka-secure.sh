@@ -9,6 +9,9 @@
 #   credentials/<user>.password  one random password per SCRAM user (KAFKA_SASL_PASSWORD_FILE)
 #   env/<user>.env             the client settings of each user, to `source` (set -a) or read
 #   admin.properties           the super user's settings for Kafka's Java tools
+#   oauth/issuer.key, jwks.json  a local token issuer for OAUTHBEARER: its signing key and the
+#                              public key set the broker verifies tokens with
+#   env/oauth-issuer.env       where that key is and the issuer and audience a token must name
 # Created once and reused; `reset` in this mode deletes them with the data.
 
 # admin is the super user (setup, tools); the others are the services' principals
@@ -17,6 +20,10 @@ SECURE_USERS=(admin ingest console processor crm-sink)
 KAFKA_TLS_DIR=$KAFKA_DIR/tls
 KAFKA_CRED_DIR=$KAFKA_DIR/credentials
 KAFKA_ADMIN_PROPS=$KAFKA_DIR/admin.properties
+KAFKA_OAUTH_DIR=$KAFKA_DIR/oauth
+# What a token must name to be accepted (iss, aud); the principal is its subject (sub).
+KAFKA_OAUTH_ISSUER=event-ingestion-local
+KAFKA_OAUTH_AUDIENCE=kafka
 
 secure_password() { printf '%s' "$(<"$KAFKA_CRED_DIR/$1.password")"; }
 
@@ -38,6 +45,26 @@ secure_certs() {
       cat "$t/broker.key" "$t/broker.pem" "$t/ca.pem" >"$t/broker.keystore.pem"
   ) >>"$log" 2>&1 || fail kafka "openssl could not create the certificates" "$log"
   rm -f -- "$t/broker.csr" "$t/broker.ext"
+}
+
+# OAUTHBEARER: the broker verifies tokens (RS256 JWTs) with the public keys in jwks.json, as it
+# would with an identity provider's; here the issuer is a key pair of the stack's own, and a
+# client's token is minted with issuer.key (the secure tests do).
+secure_oauth() {
+  local o=$KAFKA_OAUTH_DIR log=$KAFKA_DIR/logs/openssl.log
+  if [[ ! -s $o/issuer.key || ! -s $o/jwks.json ]]; then
+    say kafka "creating a local token issuer for OAUTHBEARER in $o"
+    (umask 077 && openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$o/issuer.key") >>"$log" 2>&1 ||
+      fail kafka "openssl could not create the token issuer's key" "$log"
+    node -e '
+      const { createPublicKey } = require("node:crypto");
+      const { readFileSync } = require("node:fs");
+      const jwk = createPublicKey(readFileSync(process.argv[1])).export({ format: "jwk" });
+      process.stdout.write(JSON.stringify({ keys: [{ ...jwk, kid: "local-1", use: "sig", alg: "RS256" }] }));
+    ' "$o/issuer.key" >"$o/jwks.json" 2>>"$log" || fail kafka "could not write $o/jwks.json (node)" "$log"
+  fi
+  printf '%s\n' "KAFKA_OAUTH_ISSUER_KEY=$o/issuer.key" "KAFKA_OAUTH_KEY_ID=local-1" \
+    "KAFKA_OAUTH_ISSUER=$KAFKA_OAUTH_ISSUER" "KAFKA_OAUTH_AUDIENCE=$KAFKA_OAUTH_AUDIENCE" >"$KAFKA_DIR/env/oauth-issuer.env"
 }
 
 secure_passwords() {
@@ -84,11 +111,17 @@ EOT
 }
 
 secure_prepare() {
-  mkdir -p "$KAFKA_TLS_DIR" "$KAFKA_CRED_DIR" "$KAFKA_DIR/logs"
-  chmod 700 "$KAFKA_TLS_DIR" "$KAFKA_CRED_DIR"
+  mkdir -p "$KAFKA_TLS_DIR" "$KAFKA_CRED_DIR" "$KAFKA_OAUTH_DIR" "$KAFKA_DIR/logs"
+  chmod 700 "$KAFKA_TLS_DIR" "$KAFKA_CRED_DIR" "$KAFKA_OAUTH_DIR"
   secure_certs
   secure_passwords
   secure_client_files
+  secure_oauth
+}
+
+# JVM options of the secure broker: Kafka 4 fetches a JWKS only from URLs listed here.
+secure_jvm_args() {
+  printf '%s\n' "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=file://$KAFKA_OAUTH_DIR/jwks.json"
 }
 
 # NAME=VALUE arguments of render() for the secure template.
@@ -97,7 +130,8 @@ secure_render_args() {
   plain="username=\"admin\" password=\"$(secure_password admin)\""
   for u in "${SECURE_USERS[@]}"; do plain+=" user_$u=\"$(secure_password "$u")\""; done
   printf '%s\n' "KAFKA_TLS_DIR=$KAFKA_TLS_DIR" "ADMIN_PASSWORD=$(secure_password admin)" \
-    "CONTROLLER_PASSWORD=$(secure_password controller)" "PLAIN_USERS=$plain"
+    "CONTROLLER_PASSWORD=$(secure_password controller)" "PLAIN_USERS=$plain" \
+    "OAUTH_JWKS_URL=file://$KAFKA_OAUTH_DIR/jwks.json" "OAUTH_ISSUER=$KAFKA_OAUTH_ISSUER" "OAUTH_AUDIENCE=$KAFKA_OAUTH_AUDIENCE"
 }
 
 # kafka-storage format arguments: both SCRAM mechanisms for every user.

@@ -327,10 +327,12 @@ kafka_begin() {
   fi
 
   local extra=() format_extra=()
+  local jvm_extra=()
   if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
     secure_prepare
     mapfile -t extra < <(secure_render_args)
     mapfile -t format_extra < <(secure_format_args)
+    mapfile -t jvm_extra < <(secure_jvm_args)
   fi
   (umask 077 && render "$KAFKA_TEMPLATE" "$KAFKA_PROPS" \
     KAFKA_PORT="$KAFKA_PORT" KAFKA_CONTROLLER_PORT="$KAFKA_CONTROLLER_PORT" \
@@ -364,7 +366,7 @@ kafka_begin() {
   spawn "$KAFKA_PID" "$KAFKA_DIR/logs/stdout.log" \
     java "-Xms$KAFKA_HEAP" "-Xmx$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
     -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
-    -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true "${log4j[@]}" \
+    -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true "${log4j[@]}" "${jvm_extra[@]}" \
     -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_PROPS"
   KAFKA_SPAWNED=$SPAWNED_PID
   say kafka "starting pid $KAFKA_SPAWNED on $HOST:$KAFKA_PORT (readiness checked after the other servers)"

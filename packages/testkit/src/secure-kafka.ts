@@ -4,7 +4,9 @@
  * Its client settings per user are the env files the stack writes; topics are created under a
  * fresh prefix by the super user, with the services' ACLs for that prefix (kafka/acls.ts).
  */
-import { readFileSync } from 'node:fs';
+import { createSign, type KeyObject } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
   applyAcls,
@@ -42,11 +44,10 @@ function envDir(): string {
   return process.env.KAFKA_SECURE_ENV_DIR ?? join(resolve(REPO_ROOT, process.env.STACK_DIR ?? '.local'), 'kafka-secure', 'env');
 }
 
-/** The Kafka settings of `user` (KAFKA_BROKERS, KAFKA_SSL*, KAFKA_SASL_*), as a service's environment. */
-export function secureUserEnv(user: SecureUser): Record<string, string> {
+function readEnvFile(name: string): Record<string, string> {
   let text: string;
   try {
-    text = readFileSync(join(envDir(), `${user}.env`), 'utf8');
+    text = readFileSync(join(envDir(), name), 'utf8');
   } catch (err) {
     throw new Error(`${SECURE_ENV_HINT} (${(err as Error).message})`, { cause: err });
   }
@@ -55,6 +56,38 @@ export function secureUserEnv(user: SecureUser): Record<string, string> {
     const at = line.indexOf('=');
     if (at > 0 && !line.startsWith('#')) env[line.slice(0, at)] = line.slice(at + 1);
   }
+  return env;
+}
+
+/**
+ * An OAUTHBEARER token (an RS256 JWT) from the secure broker's local issuer
+ * (env/oauth-issuer.env), written to a file of its own for KAFKA_SASL_OAUTHBEARER_TOKEN_FILE.
+ * `key`, `issuer`, `audience` and `expiresInS` (negative: already expired) make tokens the
+ * broker must refuse. Signed by hand: a JWT is two base64url JSON parts and a signature, and the
+ * test kit needs nothing else of a JWT library.
+ */
+export function secureOAuthTokenFile(subject: string, options: { key?: KeyObject; issuer?: string; audience?: string; expiresInS?: number } = {}): string {
+  const issuerEnv = readEnvFile('oauth-issuer.env');
+  const now = Math.floor(Date.now() / 1000);
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const claims = {
+    sub: subject,
+    iss: options.issuer ?? issuerEnv.KAFKA_OAUTH_ISSUER,
+    aud: options.audience ?? issuerEnv.KAFKA_OAUTH_AUDIENCE,
+    iat: now - 5,
+    exp: now + (options.expiresInS ?? 3_600),
+  };
+  const input = `${part({ alg: 'RS256', typ: 'JWT', kid: issuerEnv.KAFKA_OAUTH_KEY_ID })}.${part(claims)}`;
+  const key = options.key ?? readFileSync(issuerEnv.KAFKA_OAUTH_ISSUER_KEY ?? '', 'utf8');
+  const signature = createSign('RSA-SHA256').update(input).sign(key).toString('base64url');
+  const file = join(mkdtempSync(join(tmpdir(), 'kafka-token-')), 'token');
+  writeFileSync(file, `${input}.${signature}\n`, { mode: 0o600 });
+  return file;
+}
+
+/** The Kafka settings of `user` (KAFKA_BROKERS, KAFKA_SSL*, KAFKA_SASL_*), as a service's environment. */
+export function secureUserEnv(user: SecureUser): Record<string, string> {
+  const env = readEnvFile(`${user}.env`);
   // Only the connection settings: the admin file also carries KAFKA_ACL_PRINCIPALS for setup.
   delete env.KAFKA_ACL_PRINCIPALS;
   return env;

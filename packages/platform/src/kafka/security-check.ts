@@ -2,7 +2,7 @@ import { AppError, errorMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { KafkaClient } from './driver.js';
 import { findTlsFailure, KafkaError } from './errors.js';
-import { describeKafkaSecurity, type KafkaSecurity } from './security.js';
+import { describeKafkaSecurity, type KafkaSecurity, saslPrincipal } from './security.js';
 
 /**
  * The start-up check of a service's Kafka settings. A wrong password or an untrusted
@@ -20,7 +20,9 @@ export async function verifyKafkaAccess(kafka: KafkaClient, options: { brokers: 
   } catch (err) {
     const explained = explainKafkaSecurityFailure(err, options.brokers, options.security);
     if (explained) throw explained;
-    options.logger.warn({ err, brokers: options.brokers }, 'kafka not reachable at start; the clients keep trying');
+    // kafkajs takes a refused OAUTHBEARER token for success and then sees the connection closed.
+    const hint = options.security?.sasl?.mechanism === 'OAUTHBEARER' ? '; with KAFKA_DRIVER=kafkajs a refused OAUTHBEARER token also looks like this' : '';
+    options.logger.warn({ err, brokers: options.brokers }, `kafka not reachable at start; the clients keep trying${hint}`);
   } finally {
     await admin.disconnect().catch(() => {});
   }
@@ -45,13 +47,19 @@ export function explainKafkaSecurityFailure(err: unknown, brokers: string, secur
     );
   }
   if (err instanceof KafkaError && err.code === 'kafka_auth_failed' && security?.sasl) {
-    const { passwordSetting, username, mechanism } = security.sasl;
+    const sasl = security.sasl;
+    if (sasl.mechanism === 'OAUTHBEARER') {
+      return fail(
+        `${sasl.tokenSetting}: the broker refused the token of subject ${sasl.subject} (OAUTHBEARER); is it expired, or signed by an issuer, for an audience the broker does not accept?`,
+      );
+    }
+    const { passwordSetting, username, mechanism } = sasl;
     return fail(
       `${passwordSetting}: authentication failed for user ${username} (${mechanism}); check KAFKA_SASL_USERNAME, ${passwordSetting} and KAFKA_SASL_MECHANISM`,
     );
   }
   if (err instanceof KafkaError && err.code === 'kafka_not_authorized') {
-    const who = security?.sasl ? `user ${security.sasl.username}` : 'the anonymous principal';
+    const who = security?.sasl ? saslPrincipal(security.sasl) : 'the anonymous principal';
     return new AppError('kafka_not_authorized', `Kafka refused ${who} to describe the cluster's topics: ${err.message} (its ACLs, docs/security.md)`, {
       retryable: false,
       cause: err,

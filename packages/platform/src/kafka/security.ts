@@ -8,8 +8,10 @@ import { AppError, errorMessage } from '../errors.js';
  * start: files are read, combinations checked, and every refusal names the variable to fix.
  * The resolved options hold secrets: they are handed to the driver and never logged.
  */
-export const SASL_MECHANISMS = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] as const;
+export const SASL_MECHANISMS = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER'] as const;
 export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
+/** The mechanisms of a user name and a password. */
+export type SaslPasswordMechanism = Exclude<SaslMechanism, 'OAUTHBEARER'>;
 
 export const KafkaSecurityConfig = {
   /** TLS to the brokers (the SSL / SASL_SSL security protocols). */
@@ -30,6 +32,12 @@ export const KafkaSecurityConfig = {
   KAFKA_SASL_PASSWORD: Type.String({ default: '' }),
   /** A file holding the password (a mounted Secret); instead of KAFKA_SASL_PASSWORD. */
   KAFKA_SASL_PASSWORD_FILE: Type.String({ default: '' }),
+  /**
+   * OAUTHBEARER: a file holding the token (a JWT), read again at every authentication so that
+   * whatever renews it (a Kubernetes projected token, an identity provider's sidecar) can
+   * replace it. The principal is the token's subject.
+   */
+  KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: Type.String({ default: '' }),
 } satisfies TProperties;
 
 /** The settings of `KafkaSecurityConfig`; all optional so tools and tests may pass only some. */
@@ -44,6 +52,7 @@ export type KafkaSecuritySettings = Partial<{
   KAFKA_SASL_USERNAME: string;
   KAFKA_SASL_PASSWORD: string;
   KAFKA_SASL_PASSWORD_FILE: string;
+  KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: string;
 }>;
 
 export interface KafkaTls {
@@ -57,12 +66,28 @@ export interface KafkaTls {
   caSetting: 'KAFKA_SSL_CA' | 'the system CAs';
 }
 
-export interface KafkaSasl {
-  mechanism: SaslMechanism;
+export interface KafkaSaslPassword {
+  mechanism: SaslPasswordMechanism;
   username: string;
   password: string;
   /** KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE: named in an authentication failure. */
   passwordSetting: 'KAFKA_SASL_PASSWORD' | 'KAFKA_SASL_PASSWORD_FILE';
+}
+
+export interface KafkaSaslOAuthBearer {
+  mechanism: 'OAUTHBEARER';
+  /** The token now: the file read again (it may have been renewed). */
+  token: () => string;
+  /** The token's subject (its `sub` claim) as read at start, for logs and errors; Kafka's principal. */
+  subject: string;
+  tokenSetting: 'KAFKA_SASL_OAUTHBEARER_TOKEN_FILE';
+}
+
+export type KafkaSasl = KafkaSaslPassword | KafkaSaslOAuthBearer;
+
+/** Who authenticates, for logs and errors: `user ingest` or `token subject ingest`. */
+export function saslPrincipal(sasl: KafkaSasl): string {
+  return sasl.mechanism === 'OAUTHBEARER' ? `token subject ${sasl.subject}` : `user ${sasl.username}`;
 }
 
 /** What a driver needs to connect securely; absent parts are off. */
@@ -117,11 +142,22 @@ export function resolveKafkaSecurity(settings: KafkaSecuritySettings, read: (pat
   }
 
   const mechanism = settings.KAFKA_SASL_MECHANISM || undefined;
-  const saslGiven = (['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'KAFKA_SASL_PASSWORD_FILE'] as const).filter((k) => settings[k]);
+  const passwordGiven = (['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD', 'KAFKA_SASL_PASSWORD_FILE'] as const).filter((k) => settings[k]);
+  const saslGiven = [...passwordGiven, ...(settings.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE ? ['KAFKA_SASL_OAUTHBEARER_TOKEN_FILE'] : [])];
   if (!mechanism) {
     if (saslGiven.length > 0) throw invalid(saslGiven[0] as string, `is set but KAFKA_SASL_MECHANISM is empty (one of ${SASL_MECHANISMS.join(', ')})`);
     return security;
   }
+  if (mechanism === 'OAUTHBEARER') {
+    if (passwordGiven.length > 0)
+      throw invalid(passwordGiven[0] as string, 'is set but OAUTHBEARER takes a token (KAFKA_SASL_OAUTHBEARER_TOKEN_FILE), not a user name and password');
+    // A bearer token is as good as a password to whoever sees it.
+    if (!security.tls) throw invalid('KAFKA_SASL_MECHANISM', 'OAUTHBEARER sends the token in clear: it needs KAFKA_SSL=true');
+    security.sasl = oauthBearer(settings.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE ?? '', read);
+    return security;
+  }
+  if (settings.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE)
+    throw invalid('KAFKA_SASL_OAUTHBEARER_TOKEN_FILE', `is set but KAFKA_SASL_MECHANISM is ${mechanism}, not OAUTHBEARER`);
   if (!settings.KAFKA_SASL_USERNAME) throw invalid('KAFKA_SASL_USERNAME', `is required with KAFKA_SASL_MECHANISM=${mechanism}`);
   if (settings.KAFKA_SASL_PASSWORD && settings.KAFKA_SASL_PASSWORD_FILE) {
     throw invalid('KAFKA_SASL_PASSWORD_FILE', 'give either KAFKA_SASL_PASSWORD or KAFKA_SASL_PASSWORD_FILE, not both');
@@ -147,8 +183,40 @@ export function resolveKafkaSecurity(settings: KafkaSecuritySettings, read: (pat
   return security;
 }
 
+const SETTING_TOKEN = 'KAFKA_SASL_OAUTHBEARER_TOKEN_FILE';
+
+/**
+ * The token file, checked at start (readable, a JWT with a subject) and read again at every
+ * authentication. The token is not verified here: that is the broker's job, with its issuer's keys.
+ */
+function oauthBearer(file: string, read: (path: string) => string): KafkaSaslOAuthBearer {
+  if (!file) throw invalid(SETTING_TOKEN, 'is required with KAFKA_SASL_MECHANISM=OAUTHBEARER');
+  const token = () => {
+    try {
+      return read(file).trim();
+    } catch (err) {
+      throw invalid(SETTING_TOKEN, `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? errorMessage(err)})`, err);
+    }
+  };
+  const subject = jwtSubject(token());
+  if (subject === undefined) throw invalid(SETTING_TOKEN, `${file} does not hold a JWT with a subject (sub claim)`);
+  return { mechanism: 'OAUTHBEARER', token, subject, tokenSetting: SETTING_TOKEN };
+}
+
+/** The `sub` claim of a compact JWT, unverified; undefined when it is not one. */
+export function jwtSubject(jwt: string): string | undefined {
+  const parts = jwt.split('.');
+  if (parts.length !== 3 || !parts[1]) return undefined;
+  try {
+    const claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8')) as { sub?: unknown };
+    return typeof claims.sub === 'string' && claims.sub !== '' ? claims.sub : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** For logs: what is on, never a secret. */
 export function describeKafkaSecurity(security: KafkaSecurity | undefined): string {
   const protocol = `${security?.sasl ? 'SASL_' : ''}${security?.tls ? 'SSL' : 'PLAINTEXT'}`;
-  return security?.sasl ? `${protocol} (${security.sasl.mechanism}, user ${security.sasl.username})` : protocol;
+  return security?.sasl ? `${protocol} (${security.sasl.mechanism}, ${saslPrincipal(security.sasl)})` : protocol;
 }

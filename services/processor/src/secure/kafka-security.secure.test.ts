@@ -7,9 +7,13 @@
  * over SASL_SSL with the ACLs of kafka/acls.ts and nothing more; a client without credentials
  * or without TLS is refused; the ingest and processor principals cannot write control.apikeys;
  * the crm-sink cannot even see it; a wrong password or an untrusted certificate stops a
- * service at start with a message naming the setting.
+ * service at start with a message naming the setting. OAUTHBEARER: a token of the broker's
+ * issuer authenticates its subject, with that principal's ACLs; a token signed by another key,
+ * expired or for another audience is refused, and a service started with one exits naming
+ * KAFKA_SASL_OAUTHBEARER_TOKEN_FILE.
  */
 import { spawn } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { CrmMapping } from '@ingest/schemas';
 import { createControlPlane } from '@ingest/domain';
@@ -19,6 +23,7 @@ import {
   createTestClickHouse,
   integrationEnv,
   secureKafkaClient,
+  secureOAuthTokenFile,
   secureUserEnv,
   type TestClickHouse,
   type TestKafka,
@@ -237,6 +242,41 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('what the secure brok
     }
   });
 
+  /** `user`'s settings with OAUTHBEARER and this token file instead of a password. */
+  const oauth = (tokenFile: string) => ({
+    KAFKA_SASL_MECHANISM: 'OAUTHBEARER',
+    KAFKA_SASL_USERNAME: '',
+    KAFKA_SASL_PASSWORD_FILE: '',
+    KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: tokenFile,
+  });
+
+  it("serves OAUTHBEARER with a token of the broker's issuer: the principal is its subject, with that subject's ACLs", async () => {
+    const producer = createProducer(secureKafkaClient('processor', { driver, override: oauth(secureOAuthTokenFile('processor')) }));
+    await producer.connect();
+    try {
+      await producer.send(kafka.topic('eventsUnique'), [{ key: 'k', value: 'v' }]);
+      const refused = await producer.send(kafka.topic('controlApiKeys'), [{ key: 'key-1', value: '{"minted":true}' }]).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused).toMatchObject({ code: 'kafka_not_authorized', message: expect.stringMatching(/TOPIC_AUTHORIZATION_FAILED/) });
+    } finally {
+      await producer.disconnect();
+    }
+  });
+
+  it.each([
+    ['signed by another key', { key: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey }],
+    ['expired', { expiresInS: -600 }],
+    ['for another audience', { audience: 'not-kafka' }],
+    ['from another issuer', { issuer: 'someone-else' }],
+  ])('refuses an OAUTHBEARER token %s', async (_what, options) => {
+    const listTopics = withAdmin(secureKafkaClient('admin', { driver, override: oauth(secureOAuthTokenFile('admin', options)) }), (a) => a.listTopics());
+    // kafkajs ignores the broker's refusal document and only sees the connection closed after
+    // it, so to it a refused token looks like unreachable brokers (docs/security.md).
+    await expect(listTopics).rejects.toMatchObject({ code: driver === 'kafkajs' ? 'kafka_unavailable' : 'kafka_auth_failed' });
+  });
+
   it('does not even show the crm-sink control.apikeys or control.owners', async () => {
     const topics = await withAdmin(secureKafkaClient('crm-sink', { driver }), (a) => a.listTopics());
     expect(topics).toContain(kafka.topic('controlMappings'));
@@ -281,6 +321,17 @@ describe('a service started with wrong Kafka security settings', () => {
     const run = await runProcessorUntilExit({ ...env, KAFKA_SASL_PASSWORD: 'not-the-password', KAFKA_TOPIC_PREFIX: kafka.prefix }, 30_000);
     expect(run.code, run.output).toBe(1);
     expect(run.output).toContain('KAFKA_SASL_PASSWORD: authentication failed for user processor (SCRAM-SHA-512)');
+  });
+
+  it('exits at once on an OAUTHBEARER token the broker refuses, naming the token file and its subject', async () => {
+    const { KAFKA_SASL_PASSWORD_FILE: _file, KAFKA_SASL_USERNAME: _user, ...env } = secureUserEnv('processor');
+    const tokenFile = secureOAuthTokenFile('processor', { key: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey });
+    const run = await runProcessorUntilExit(
+      { ...env, KAFKA_SASL_MECHANISM: 'OAUTHBEARER', KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: tokenFile, KAFKA_TOPIC_PREFIX: kafka.prefix },
+      30_000,
+    );
+    expect(run.code, run.output).toBe(1);
+    expect(run.output).toContain('KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: the broker refused the token of subject processor (OAUTHBEARER)');
   });
 
   it('exits at once on a broker certificate it does not trust, naming KAFKA_SSL_CA', async () => {

@@ -38,9 +38,12 @@ export function kafkajsSecurity(security: KafkaSecurity | undefined): Pick<Kafka
     const { ca, cert, key, passphrase, servername } = security.tls;
     options.ssl = { ca, cert, key, passphrase, servername, rejectUnauthorized: true };
   }
-  if (security?.sasl) {
-    const { username, password } = security.sasl;
-    const mechanism = security.sasl.mechanism;
+  const sasl = security?.sasl;
+  if (sasl?.mechanism === 'OAUTHBEARER') {
+    // Called at every authentication, so a renewed token is picked up.
+    options.sasl = { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: sasl.token() }) };
+  } else if (sasl) {
+    const { username, password, mechanism } = sasl;
     options.sasl =
       mechanism === 'PLAIN'
         ? { mechanism: 'plain', username, password }

@@ -55,6 +55,26 @@ export function createPlatformaticClient(options: KafkaClientOptions): KafkaClie
   };
 }
 
+type AuthBytesValidator = NonNullable<NonNullable<BaseOptions['sasl']>['authBytesValidator']>;
+
+/**
+ * A broker that refuses an OAUTHBEARER token answers the authentication with an error document
+ * (`{"status":"invalid_token"}`, RFC 7628) rather than an error code. The library (1.35) takes
+ * any answer for success unless told otherwise, and the connection's next request then fails
+ * as "not valid given the current SASL state", which reads like a protocol error. Checked here,
+ * the refusal is an authentication failure: the start-up check names the token file.
+ */
+export const refusedTokenCheck: AuthBytesValidator = (authBytes, callback) => {
+  let status: unknown;
+  try {
+    status = authBytes.length > 0 ? (JSON.parse(authBytes.toString('utf8')) as { status?: unknown }).status : undefined;
+  } catch {
+    status = undefined;
+  }
+  if (status === undefined) callback(null, authBytes);
+  else callback(new Error(`the broker refused the token (${String(status)})`), authBytes);
+};
+
 /** TLS and SASL in the library's options (it supports PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER). */
 export function platformaticSecurity(security: KafkaSecurity | undefined): Pick<BaseOptions, 'tls' | 'sasl'> {
   const options: Pick<BaseOptions, 'tls' | 'sasl'> = {};
@@ -62,8 +82,12 @@ export function platformaticSecurity(security: KafkaSecurity | undefined): Pick<
     const { ca, cert, key, passphrase, servername } = security.tls;
     options.tls = { ca, cert, key, passphrase, servername, rejectUnauthorized: true };
   }
-  if (security?.sasl) {
-    const { mechanism, username, password } = security.sasl;
+  const sasl = security?.sasl;
+  if (sasl?.mechanism === 'OAUTHBEARER') {
+    // A provider: the library asks at every authentication, so a renewed token is picked up.
+    options.sasl = { mechanism: 'OAUTHBEARER', token: () => sasl.token(), authBytesValidator: refusedTokenCheck };
+  } else if (sasl) {
+    const { mechanism, username, password } = sasl;
     options.sasl = { mechanism, username, password };
   }
   return options;
