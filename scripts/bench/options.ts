@@ -24,7 +24,7 @@ export const BenchSchema = Type.Object({
   BENCH_CLICKHOUSE_ROWS: int(0, 100_000_000, 200_000, 'rows for the raw ClickHouse insert baseline (0 skips it)'),
   BENCH_CLICKHOUSE_BATCH: int(1, 1_000_000, 10_000, 'rows per insert in the ClickHouse baseline'),
   BENCH_ALLOWANCE_IDS: int(0, 10_000_000, 500_000, 'caller-chosen ids for the allowance phase (0 skips it); default the growth plan limit'),
-  BENCH_WRITER_ROWS: int(0, 100_000_000, 200_000, 'records for the writer phase (storage stage alone; 0 skips it)'),
+  BENCH_WRITER_ROWS: int(0, 100_000_000, 1_000_000, 'records for the writer phase (storage stage alone; 0 skips it)'),
   BENCH_SEARCH_STEPS: int(0, 20, 4, 'paced steps of the lag-flat search (0 skips it)'),
   BENCH_SEARCH_WINDOW_S: int(5, 600, 20, 'measured window of each paced step, seconds'),
   BENCH_SEARCH_SETTLE_S: int(0, 60, 5, "paced load before each step's window starts, seconds"),

@@ -204,7 +204,7 @@ function oauthBearer(file: string, read: (path: string) => string): KafkaSaslOAu
 }
 
 /** The `sub` claim of a compact JWT, unverified; undefined when it is not one. */
-export function jwtSubject(jwt: string): string | undefined {
+function jwtSubject(jwt: string): string | undefined {
   const parts = jwt.split('.');
   if (parts.length !== 3 || !parts[1]) return undefined;
   try {
