@@ -1,12 +1,12 @@
 /**
  * Real servers: Kafka (the control plane's compacted topics). The CRM credentials admin API: secrets never
  * returned nor echoed, URL checks, deletion, the admin token.
- * The HTTP side runs in-process through fastify's inject (crm.routes.test-support.ts).
+ * The HTTP side runs in-process through fastify's inject (crm.routes.fixture.ts).
  */
 import { createOutboundPolicy } from '@ingest/domain';
 import { testCredentialKeys } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
-import { auth, base, expectProblem, mapping, useCrmRoutes } from './crm.routes.test-support.js';
+import { auth, base, expectProblem, mapping, useCrmRoutes } from './crm.routes.fixture.js';
 
 const crm = useCrmRoutes();
 

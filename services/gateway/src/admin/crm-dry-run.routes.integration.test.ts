@@ -1,12 +1,12 @@
 /**
  * Real servers: Kafka (the control plane's compacted topics). The CRM dry-run: what the sink would plan and
  * call for a sample event.
- * The HTTP side runs in-process through fastify's inject (crm.routes.test-support.ts).
+ * The HTTP side runs in-process through fastify's inject (crm.routes.fixture.ts).
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
 import { ledgerKey, planSync, recordStateKeys } from '@ingest/domain';
 import { describe, expect, it } from 'vitest';
-import { auth, base, expectProblem, mapping, useCrmRoutes } from './crm.routes.test-support.js';
+import { auth, base, expectProblem, mapping, useCrmRoutes } from './crm.routes.fixture.js';
 
 const crm = useCrmRoutes();
 

@@ -1,10 +1,10 @@
 /**
  * Real servers: Kafka (the control plane's compacted topics). The CRM mapping admin API: versions, validation,
  * If-Match, deletion.
- * The HTTP side runs in-process through fastify's inject (crm.routes.test-support.ts).
+ * The HTTP side runs in-process through fastify's inject (crm.routes.fixture.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { auth, base, expectProblem, mapping, useCrmRoutes } from './crm.routes.test-support.js';
+import { auth, base, expectProblem, mapping, useCrmRoutes } from './crm.routes.fixture.js';
 
 const crm = useCrmRoutes();
 
