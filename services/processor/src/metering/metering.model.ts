@@ -6,7 +6,10 @@ import fc from 'fast-check';
  * docs/billing.md): an account is charged for the distinct eventIds first stored in the month.
  *
  * - After settlement (every job run, the hour over, the reconciler run): `used` equals that
- *   number exactly, and never exceeds the plan's limit.
+ *   number exactly, and never exceeds the plan's limit. End to end, where the processor runs
+ *   jobs unseen, an id sent in a job and later through the API may have been stored first by
+ *   either: that number is then known within a range (storedRange), `used` still equals
+ *   ClickHouse's count exactly.
  * - Before: `used` is never below it, and exceeds it only within the documented window:
  *   reservations of jobs that have not run, a repeat counted again after the gateway's memory of
  *   it (at least 5 minutes) has passed, and a job's accepted events (counted in the hour the job
@@ -87,6 +90,14 @@ export class AccountModel {
   /** Reservations of jobs not run yet, by job. */
   readonly pending = new Map<string, { period: string; reserved: number }>();
   private overcounts: (Overcount & { period: string })[] = [];
+  /** jobsRunUnobserved: ids of jobs not yet seen completed -> the job's receipt (they may be stored already). */
+  private readonly unseenJobIds = new Map<string, number>();
+  /**
+   * jobsRunUnobserved: ids the model stored at one time that may have been first stored at
+   * another (this time): sent through the API while a job received earlier that holds them had
+   * not been seen to complete. Whichever the pipeline stored first is the one charged.
+   */
+  private readonly otherFirstStore = new Map<string, number>();
 
   /**
    * `jobsRunUnobserved`: the processor runs jobs on its own (end to end), so a job the model
@@ -113,13 +124,47 @@ export class AccountModel {
     return n;
   }
 
+  /**
+   * The least and the most ClickHouse may count for the period once everything is stored: the
+   * model's count, give or take the ids whose first store is one of two times (otherFirstStore).
+   */
+  storedRange(period: string): { low: number; high: number } {
+    const n = this.usedInModel(period);
+    let down = 0;
+    let up = 0;
+    for (const [id, other] of this.otherFirstStore) {
+      const chosen = quotaPeriod(this.stored.get(id) ?? other).id;
+      const alternative = quotaPeriod(other).id;
+      if (chosen === alternative) continue;
+      if (chosen === period) down++;
+      else if (alternative === period) up++;
+    }
+    return { low: n - down, high: n + up };
+  }
+
+  /** The least the counter may say now: what is stored for sure. */
+  lowerBound(period: string): number {
+    return this.storedRange(period).low;
+  }
+
   /** The most the counter may say now, by the documented window. */
   upperBound(period: string): number {
     let pending = 0;
     const perJob = this.options.jobsRunUnobserved ? 2 : 1;
     for (const job of this.pending.values()) if (job.period === period) pending += perJob * job.reserved;
     const over = this.overcounts.filter((o) => o.period === period).reduce((sum, o) => sum + o.n, 0);
-    return this.usedInModel(period) + pending + over;
+    return this.storedRange(period).high + pending + over;
+  }
+
+  /** jobsRunUnobserved: a job was accepted with these (valid) ids, received at `receivedAtMs`. */
+  jobAccepted(eventIds: Iterable<string>, receivedAtMs: number): void {
+    if (!this.options.jobsRunUnobserved) return;
+    for (const id of eventIds) if (!this.unseenJobIds.has(id)) this.unseenJobIds.set(id, receivedAtMs);
+  }
+
+  /** jobsRunUnobserved: the job holding these ids was seen completed (and its ids stored by the model). */
+  jobSeenCompleted(eventIds: Iterable<string>): void {
+    for (const id of eventIds) this.unseenJobIds.delete(id);
   }
 
   /** A retry within the gateway's guaranteed memory must be free. */
@@ -144,7 +189,11 @@ export class AccountModel {
   }
 
   store(eventId: string, receivedAtMs: number): void {
-    if (!this.stored.has(eventId)) this.stored.set(eventId, receivedAtMs);
+    if (this.stored.has(eventId)) return;
+    this.stored.set(eventId, receivedAtMs);
+    // A job received earlier with this id may have run already, unseen: it may be the first store.
+    const jobAt = this.unseenJobIds.get(eventId);
+    if (jobAt !== undefined && jobAt < receivedAtMs) this.otherFirstStore.set(eventId, jobAt);
   }
 
   /** A job ran: its accepted events may be counted twice until the hour it settled in is reconciled. */
