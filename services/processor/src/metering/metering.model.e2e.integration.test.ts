@@ -192,8 +192,8 @@ class HttpSequence {
         { description: `job ${jobId} completed`, timeoutMs: 60_000 },
       );
       if (status.accepted !== acceptedIds.size) this.fail(`job ${jobId} accepted ${status.accepted}, expected ${acceptedIds.size}`);
-      for (const id of acceptedIds) this.model.store(id, receivedAtMs);
-      this.model.jobSeenCompleted(acceptedIds);
+      for (const id of acceptedIds) this.model.store(id, receivedAtMs, true);
+      this.model.jobSeenCompleted(acceptedIds, receivedAtMs);
       this.model.settled(jobId, status.accepted, clock);
     }
     this.jobs.length = 0;

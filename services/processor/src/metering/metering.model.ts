@@ -90,14 +90,15 @@ export class AccountModel {
   /** Reservations of jobs not run yet, by job. */
   readonly pending = new Map<string, { period: string; reserved: number }>();
   private overcounts: (Overcount & { period: string })[] = [];
-  /** jobsRunUnobserved: ids of jobs not yet seen completed -> the job's receipt (they may be stored already). */
-  private readonly unseenJobIds = new Map<string, number>();
+  /** jobsRunUnobserved: ids of jobs not yet seen completed -> those jobs' receipts (they may be stored already). */
+  private readonly unseenJobIds = new Map<string, number[]>();
   /**
    * jobsRunUnobserved: ids the model stored at one time that may have been first stored at
-   * another (this time): sent through the API while a job received earlier that holds them had
-   * not been seen to complete. Whichever the pipeline stored first is the one charged.
+   * another: sent through the API while a job received earlier that holds them had not been
+   * seen to complete, or held by two jobs not seen to complete (the processor runs jobs in
+   * either order). Whichever the pipeline stored first is the one charged.
    */
-  private readonly otherFirstStore = new Map<string, number>();
+  private readonly otherFirstStore = new Map<string, Set<number>>();
 
   /**
    * `jobsRunUnobserved`: the processor runs jobs on its own (end to end), so a job the model
@@ -132,12 +133,13 @@ export class AccountModel {
     const n = this.usedInModel(period);
     let down = 0;
     let up = 0;
-    for (const [id, other] of this.otherFirstStore) {
-      const chosen = quotaPeriod(this.stored.get(id) ?? other).id;
-      const alternative = quotaPeriod(other).id;
-      if (chosen === alternative) continue;
-      if (chosen === period) down++;
-      else if (alternative === period) up++;
+    for (const [id, others] of this.otherFirstStore) {
+      const at = this.stored.get(id);
+      if (at === undefined) continue;
+      const chosen = quotaPeriod(at).id;
+      const alternatives = [...others].map((t) => quotaPeriod(t).id);
+      if (chosen === period && alternatives.some((p) => p !== period)) down++;
+      else if (chosen !== period && alternatives.includes(period)) up++;
     }
     return { low: n - down, high: n + up };
   }
@@ -159,12 +161,16 @@ export class AccountModel {
   /** jobsRunUnobserved: a job was accepted with these (valid) ids, received at `receivedAtMs`. */
   jobAccepted(eventIds: Iterable<string>, receivedAtMs: number): void {
     if (!this.options.jobsRunUnobserved) return;
-    for (const id of eventIds) if (!this.unseenJobIds.has(id)) this.unseenJobIds.set(id, receivedAtMs);
+    for (const id of eventIds) this.unseenJobIds.set(id, [...(this.unseenJobIds.get(id) ?? []), receivedAtMs]);
   }
 
-  /** jobsRunUnobserved: the job holding these ids was seen completed (and its ids stored by the model). */
-  jobSeenCompleted(eventIds: Iterable<string>): void {
-    for (const id of eventIds) this.unseenJobIds.delete(id);
+  /** jobsRunUnobserved: the job received at `receivedAtMs` was seen completed (the model stored its ids first). */
+  jobSeenCompleted(eventIds: Iterable<string>, receivedAtMs: number): void {
+    for (const id of eventIds) {
+      const times = this.unseenJobIds.get(id) ?? [];
+      times.splice(times.indexOf(receivedAtMs), 1);
+      if (times.length === 0) this.unseenJobIds.delete(id);
+    }
   }
 
   /** A retry within the gateway's guaranteed memory must be free. */
@@ -188,12 +194,15 @@ export class AccountModel {
     this.countedAt.delete(eventId);
   }
 
-  store(eventId: string, receivedAtMs: number): void {
+  /** `fromJob`: stored by a job the model saw complete (its other unseen jobs may have run first). */
+  store(eventId: string, receivedAtMs: number, fromJob = false): void {
     if (this.stored.has(eventId)) return;
     this.stored.set(eventId, receivedAtMs);
-    // A job received earlier with this id may have run already, unseen: it may be the first store.
-    const jobAt = this.unseenJobIds.get(eventId);
-    if (jobAt !== undefined && jobAt < receivedAtMs) this.otherFirstStore.set(eventId, jobAt);
+    // Another job with this id, not seen completed, may have stored it first: for an API request
+    // one received before it (a later job's events reach dedupe after the request's), for a job
+    // any other (the processor runs jobs in either order).
+    const others = (this.unseenJobIds.get(eventId) ?? []).filter((t) => (fromJob ? t !== receivedAtMs : t < receivedAtMs));
+    if (others.length > 0) this.otherFirstStore.set(eventId, new Set(others));
   }
 
   /** A job ran: its accepted events may be counted twice until the hour it settled in is reconciled. */
