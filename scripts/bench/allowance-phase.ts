@@ -79,36 +79,38 @@ export async function runAllowancePhase(options: { redis: Redis; prefix: string;
   return { ids, idsPerRequest, plan, baseline, current };
 }
 
+/** One section of Redis INFO, read once: a field by name as a number (NaN when the section has no such field). */
+async function redisInfo(redis: Redis, section: string): Promise<(name: string) => number> {
+  const info = await redis.info(section);
+  return (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
+}
+
 /** Redis's CPU (user + sys), with that of its finished children (append-only file rewrites). */
 async function redisCpu(redis: Redis): Promise<number> {
-  const info = await redis.info('cpu');
-  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
-  return field('used_cpu_user') + field('used_cpu_sys') + field('used_cpu_user_children') + field('used_cpu_sys_children');
+  const field = await redisInfo(redis, 'cpu');
+  return ['used_cpu_user', 'used_cpu_sys', 'used_cpu_user_children', 'used_cpu_sys_children'].reduce((sum, name) => sum + (field(name) || 0), 0);
 }
+
+/** A rewrite of the append-only file runs or is scheduled. */
+const rewriting = (field: (name: string) => number) => field('aof_rewrite_in_progress') === 1 || field('aof_rewrite_scheduled') === 1;
 
 /** Waits until no rewrite of the append-only file runs or is scheduled (at most a minute). */
 async function aofRewritesDone(redis: Redis): Promise<void> {
   for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
-    const info = await redis.info('persistence');
-    if (!/^aof_rewrite_in_progress:1/m.test(info) && !/^aof_rewrite_scheduled:1/m.test(info)) return;
+    if (!rewriting(await redisInfo(redis, 'persistence'))) return;
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
 /** The append-only file's size and rewrites so far, or undefined when Redis runs without one. */
 async function aofSize(redis: Redis): Promise<{ size: number; rewrites: number; rewriting: boolean } | undefined> {
-  const info = await redis.info('persistence');
-  if (!/^aof_enabled:1/m.test(info)) return undefined;
-  const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1]);
-  return {
-    size: field('aof_current_size'),
-    rewrites: field('aof_rewrites'),
-    rewriting: field('aof_rewrite_in_progress') === 1 || field('aof_rewrite_scheduled') === 1,
-  };
+  const field = await redisInfo(redis, 'persistence');
+  if (field('aof_enabled') !== 1) return undefined;
+  return { size: field('aof_current_size'), rewrites: field('aof_rewrites'), rewriting: rewriting(field) };
 }
 
 async function usedMemory(redis: Redis): Promise<number> {
-  return Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))?.[1]);
+  return (await redisInfo(redis, 'memory'))('used_memory');
 }
 
 /** DEL, not UNLINK: memory must be freed before the next run measures its own growth. */

@@ -40,7 +40,9 @@ export function replayAuditEntries(entries: readonly DeadLetterEntry[], ctx: Rep
   for (const entry of entries) {
     const account = deadLetterAccountId(entry);
     const key = account !== undefined && ACCOUNT_ID.test(account) ? account : null;
-    byAccount.set(key, [...(byAccount.get(key) ?? []), entry]);
+    const letters = byAccount.get(key);
+    if (letters) letters.push(entry);
+    else byAccount.set(key, [entry]);
   }
   const bare = (topic: string) => (topic.startsWith(ctx.topicPrefix) ? topic.slice(ctx.topicPrefix.length) : topic);
   const deadLetterTopic = bare(ctx.deadLetterTopic);

@@ -134,13 +134,16 @@ end
 return n
 `);
 
-// KEYS: list, meta, due. ARGV: account, dueAt, reason.
-const RESCHEDULE = redisScript(`
+/** The start of RESCHEDULE and HOLD: an account with nothing parked any more is forgotten, not rescheduled. */
+const FORGET_IF_EMPTY = `
 if redis.call('LLEN', KEYS[1]) == 0 then
   redis.call('DEL', KEYS[2])
   redis.call('ZREM', KEYS[3], ARGV[1])
   return 0
-end
+end`;
+
+// KEYS: list, meta, due. ARGV: account, dueAt, reason.
+const RESCHEDULE = redisScript(`${FORGET_IF_EMPTY}
 redis.call('HINCRBY', KEYS[2], 'attempts', 1)
 redis.call('HSET', KEYS[2], 'reason', ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
@@ -148,12 +151,7 @@ return 1
 `);
 
 // KEYS: list, meta, due. ARGV: account, dueAt, now.
-const HOLD = redisScript(`
-if redis.call('LLEN', KEYS[1]) == 0 then
-  redis.call('DEL', KEYS[2])
-  redis.call('ZREM', KEYS[3], ARGV[1])
-  return 0
-end
+const HOLD = redisScript(`${FORGET_IF_EMPTY}
 redis.call('HSET', KEYS[2], 'attempts', 0, 'reason', 'account_suspended', 'heldAt', ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 return 1

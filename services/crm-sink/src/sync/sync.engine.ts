@@ -376,10 +376,13 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
 
   /** One step of resuming: the oldest parked events; false when done (drained, blocked again, stopping). */
   async function resumeStep(accountId: string, w: AccountWorker, settings: ParkingSettings): Promise<boolean> {
-    if (suspended(accountId, w)) {
-      await settings.store.hold(accountId, now() + settings.pollMs, now());
+    /** Suspended: left parked, looked at again next poll. */
+    const hold = async () => {
+      const at = now();
+      await settings.store.hold(accountId, at + settings.pollMs, at);
       return false;
-    }
+    };
+    if (suspended(accountId, w)) return hold();
     const chunk = await settings.store.peek(accountId, settings.resumeBatch);
     if (chunk.entries.length === 0) {
       await settings.store.remove(accountId, 0, 0);
@@ -413,10 +416,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       for (const { pending, ops } of planned) for (const op of ops) local.add(accountId, op, pending, now());
       const flush = local.take(accountId);
       const outcome = flush ? await chained(w, 'lock', () => runFlush(accountId, w, flush)) : 'done';
-      if (outcome instanceof AccountBlocked && outcome.why === 'suspended') {
-        await settings.store.hold(accountId, now() + settings.pollMs, now());
-        return false;
-      }
+      if (outcome instanceof AccountBlocked && outcome.why === 'suspended') return hold();
       if (outcome instanceof AccountBlocked) {
         const delay = parkDelayMs(settings, outcome, chunk.attempts + 1);
         await settings.store.reschedule(accountId, now() + delay, outcome.message);
