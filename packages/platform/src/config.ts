@@ -50,6 +50,23 @@ export const KafkaConfig = {
   KAFKA_SESSION_TIMEOUT_MS: Type.Integer({ minimum: 6_000, maximum: 1_800_000, default: 30_000 }),
   /** A consumer that cannot rejoin its group for this long fails the service's liveness (/healthz). */
   KAFKA_CONSUMER_DEAD_AFTER_MS: Type.Integer({ minimum: 1_000, default: 300_000 }),
+  /**
+   * A write still waiting for its turn this long is dropped, unwritten (the gateway answers 503;
+   * docs/kafka.md, "What 503 means"). Also how long a send waits for a new producer after a
+   * failed one, and how long a send may be in flight before /readyz says the producer is stuck.
+   */
+  KAFKA_SEND_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 5_000 }),
+  /**
+   * A write already sent to Kafka is waited for this long from its start; without an answer by
+   * then it fails as "outcome unknown" (the gateway answers 504: the events may be stored). Keep
+   * it below the gateway's HTTP request timeout.
+   */
+  KAFKA_IN_FLIGHT_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30_000 }),
+  /**
+   * A producer that has not been able to send for this long (failed sends, no new producer could
+   * connect) fails the service's liveness (/healthz), so the orchestrator restarts it.
+   */
+  KAFKA_PRODUCER_DEAD_AFTER_MS: Type.Integer({ minimum: 1_000, default: 300_000 }),
   /** TLS and SASL (kafka/security.ts, docs/security.md). */
   ...KafkaSecurityConfig,
 } satisfies TProperties;

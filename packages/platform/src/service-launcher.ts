@@ -9,9 +9,12 @@ import { createProducer, type Producer, type ProducerOptions } from './kafka/pro
 import { type TopicKey, topicName } from './kafka/topics.js';
 import { type Closeable, type Component, createServiceRunner, type ServiceRunner } from './lifecycle.js';
 import { createLogger, type Logger } from './logger.js';
-import { createMetricsRegistry, type Registry } from './metrics.js';
+import { createMetricsRegistry, METRIC_NAMES, type Registry, sharedCounter } from './metrics.js';
 import { createOpsServer, unhealthy } from './ops.server.js';
 import { connectRedis, createRedis, type Redis, readRedisTlsCa } from './redis.js';
+
+/** How /readyz names the producer while it cannot send. */
+export const PRODUCER_PART = 'kafka-producer';
 
 /** The settings every service has (CommonConfig, KafkaConfig and RedisConfig of config.ts). */
 export interface LaunchConfig extends KafkaClientConfig {
@@ -19,6 +22,9 @@ export interface LaunchConfig extends KafkaClientConfig {
   SHUTDOWN_TIMEOUT_MS: number;
   KAFKA_TOPIC_PREFIX: string;
   KAFKA_COMPRESSION: Compression;
+  KAFKA_SEND_TIMEOUT_MS: number;
+  KAFKA_IN_FLIGHT_TIMEOUT_MS: number;
+  KAFKA_PRODUCER_DEAD_AFTER_MS: number;
   REDIS_URL: string;
   REDIS_TLS_CA_FILE: string;
 }
@@ -53,8 +59,8 @@ export interface LaunchOptions<C extends LaunchConfig> {
   service: string;
   config: C;
   ops: { host: string; port: number };
-  /** Producer deadlines and bounds beyond the compression (which comes from the config). */
-  producer?: Omit<ProducerOptions, 'compression'>;
+  /** The producer's bound on queued bytes (its deadlines and compression come from the config). */
+  producer?: Pick<ProducerOptions, 'maxQueuedBytes'>;
   /** Fail Redis commands at once while it is away (request paths answer 503 at once). */
   redisFailFast?: boolean;
   build(context: ServiceContext<C>): Promise<ServiceParts>;
@@ -72,7 +78,20 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
   const metrics = createMetricsRegistry(service);
   // A refused password or an untrusted certificate ends the start here, naming the setting.
   const kafka = await openKafkaClientFromConfig(config, service, logger);
-  const producer = createProducer(kafka, { ...options.producer, compression: config.KAFKA_COMPRESSION });
+  const producerRenewals = sharedCounter(metrics, {
+    name: METRIC_NAMES.kafkaProducerRenewals,
+    help: 'Kafka producers replaced by a new producer id after a failed send, by the code of the failure (docs/kafka.md)',
+    labelNames: ['reason'] as const,
+  });
+  const producer = createProducer(kafka, {
+    ...options.producer,
+    compression: config.KAFKA_COMPRESSION,
+    sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS,
+    inFlightTimeoutMs: config.KAFKA_IN_FLIGHT_TIMEOUT_MS,
+    deadAfterMs: config.KAFKA_PRODUCER_DEAD_AFTER_MS,
+    logger,
+    onRenewed: (reason) => producerRenewals.inc({ reason }),
+  });
   const redis = createRedis({ url: config.REDIS_URL, failFast: options.redisFailFast ?? false, logger, tlsCa: readRedisTlsCa(config.REDIS_TLS_CA_FILE) });
   // Set once every part is built; liveness reads it from then on.
   const started: { runner?: ServiceRunner } = {};
@@ -84,7 +103,7 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
     producer,
     redis,
     topic: (key) => topicName(config.KAFKA_TOPIC_PREFIX, key),
-    alive: () => started.runner?.alive() ?? true,
+    alive: () => producer.alive() && (started.runner?.alive() ?? true),
   };
 
   await Promise.all([producer.connect(), connectRedis(redis)]);
@@ -93,7 +112,8 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
     host: options.ops.host,
     port: options.ops.port,
     metrics,
-    waitingFor: parts.waitingFor ?? (() => unhealthy(parts.components)),
+    // A service that cannot write to Kafka cannot do its work, whatever its parts say.
+    waitingFor: () => [...(producer.ready() ? [] : [PRODUCER_PART]), ...(parts.waitingFor ?? (() => unhealthy(parts.components)))()],
     live: context.alive,
     logger,
   });

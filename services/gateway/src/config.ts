@@ -62,17 +62,6 @@ export const GatewayConfigSchema = Type.Object({
    */
   GATEWAY_MAX_UPLOADS_PER_ACCOUNT: Type.Integer({ minimum: 1, default: 4 }),
   GATEWAY_MAX_UPLOADS_PER_ADDRESS: Type.Integer({ minimum: 1, default: 8 }),
-  /**
-   * A write still waiting for its turn this long is dropped, unwritten, and answered 503
-   * (docs/kafka.md, "What 503 means").
-   */
-  KAFKA_SEND_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 5_000 }),
-  /**
-   * A write already sent to Kafka is waited for this long from the request's start; without an
-   * answer by then the request gets 504 (the events may be stored). Keep it below the HTTP
-   * request timeout.
-   */
-  KAFKA_IN_FLIGHT_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 30_000 }),
   /** Bytes of writes waiting for their turn; beyond it a request is answered 503 at once (memory bound while Kafka is away). */
   KAFKA_MAX_QUEUED_BYTES: Type.Integer({ minimum: 1_048_576, default: 64 * 1_048_576 }),
   /**

@@ -14,11 +14,7 @@ await launchService({
   service: 'gateway',
   config,
   ops: { host: config.GATEWAY_OPS_HOST, port: config.GATEWAY_OPS_PORT },
-  producer: {
-    sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS,
-    inFlightTimeoutMs: config.KAFKA_IN_FLIGHT_TIMEOUT_MS,
-    maxQueuedBytes: config.KAFKA_MAX_QUEUED_BYTES,
-  },
+  producer: { maxQueuedBytes: config.KAFKA_MAX_QUEUED_BYTES },
   // Fail fast: a request that needs Redis while it is away is answered 503 at once.
   redisFailFast: true,
   async build({ logger, metrics, kafka, producer, redis, topic }) {

@@ -123,6 +123,8 @@ describe('replay', () => {
       sendBatch: async (batches) => void sent.push(...batches.map((b): [string, OutgoingMessage[]] => [b.topic, b.messages])),
       settled: async () => {},
       queuedBytes: () => 0,
+      ready: () => true,
+      alive: () => true,
     };
     const entries = [
       toDeadLetterEntry(letter(0, '1')),

@@ -12,6 +12,11 @@ import { AppError, errorMessage } from '../errors.js';
  *   queued (retryable).
  * - `kafka_outcome_unknown`: a send in flight got no answer in time, or failed in a way that
  *   does not prove it was not written: it may be stored (retryable with the same ids).
+ * - `kafka_producer_state`: the broker no longer accepts this producer's identity or sequence
+ *   numbers (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH,
+ *   PRODUCER_FENCED, ...): typically a send that timed out on our side was written on the
+ *   broker's after all. The producer must continue under a new identity (`createProducer` does);
+ *   for the caller the send's outcome is unknown (retryable).
  * - `kafka_unknown_topic`: the topic does not exist (not retryable: setup creates topics).
  * - `kafka_auth_failed`: the brokers refused our credentials (SASL) or we refused their
  *   certificate (TLS): retrying cannot help, a setting must change (docs/security.md).
@@ -25,6 +30,7 @@ export type KafkaErrorCode =
   | 'kafka_send_expired'
   | 'kafka_producer_full'
   | 'kafka_outcome_unknown'
+  | 'kafka_producer_state'
   | 'kafka_unknown_topic'
   | 'kafka_auth_failed'
   | 'kafka_not_authorized'
@@ -55,7 +61,24 @@ export interface ErrorTraits {
   tlsCode?: string;
   /** The broker's authorization error (TOPIC_AUTHORIZATION_FAILED, GROUP_..., CLUSTER_...). */
   authorization?: string;
+  /** The broker's error for a producer identity or sequence it no longer accepts (`PRODUCER_STATE_ERRORS`). */
+  producerState?: string;
 }
+
+/**
+ * Kafka's errors that say the idempotent producer's identity or sequence numbers are out of
+ * step with the broker's (the same names in every client library). Retrying on the same
+ * producer fails the same way for ever: the Java client takes a new epoch or producer id
+ * (KIP-360, KIP-890), and so does the wrapper (`createProducer`).
+ */
+export const PRODUCER_STATE_ERRORS: ReadonlySet<string> = new Set([
+  'OUT_OF_ORDER_SEQUENCE_NUMBER',
+  'UNKNOWN_PRODUCER_ID',
+  'INVALID_PRODUCER_EPOCH',
+  'PRODUCER_FENCED',
+  'INVALID_PRODUCER_ID_MAPPING',
+  'INVALID_TXN_STATE',
+]);
 
 /** Wraps a library error once; a `KafkaError` passes through unchanged. */
 export function toKafkaError(what: string, err: unknown, traits: (err: unknown) => ErrorTraits): KafkaError {
@@ -66,6 +89,12 @@ export function toKafkaError(what: string, err: unknown, traits: (err: unknown) 
     return new KafkaError('kafka_not_authorized', `${what}: not authorized (${t.authorization}): ${errorMessage(err)}`, { retryable: false, cause: err });
   }
   if (t.unknownTopic) return new KafkaError('kafka_unknown_topic', `${what}: ${errorMessage(err)}`, { retryable: false, cause: err });
+  if (t.producerState) {
+    return new KafkaError('kafka_producer_state', `${what}: the broker refused the producer's state (${t.producerState}): ${errorMessage(err)}`, {
+      retryable: true,
+      cause: err,
+    });
+  }
   const code: KafkaErrorCode = t.rebalance ? 'kafka_rebalance' : t.unavailable ? 'kafka_unavailable' : 'kafka_error';
   return new KafkaError(code, `${what}: ${errorMessage(err)}`, { retryable: t.retryable || t.unavailable || t.rebalance, cause: err });
 }

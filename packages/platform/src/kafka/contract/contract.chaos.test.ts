@@ -3,7 +3,13 @@
  * alone). The wrapper's contract under broker failures, for every driver:
  * - a broker stalled longer than the session timeout, under load: every member rejoins by
  *   itself (no one calls restart, no process restarts) and everything accepted is consumed;
- * - a broker restarted mid-produce: at-least-once, nothing acknowledged is lost.
+ * - a broker restarted mid-produce: at-least-once, nothing acknowledged is lost;
+ * - a broker stalled longer than the producer's in-flight deadline while many sends are in flight
+ *   on every partition (the library gives up on requests the broker then writes when it wakes,
+ *   so the producer's sequence numbers fall behind the broker's): the producer continues under
+ *   a new producer id by itself, sends succeed again within HEAL_BOUND_MS of the resume, "not
+ *   written" was not written, acknowledged is in the log once, and readiness said the truth.
+ *   Before the fix, every send after the resume failed with OUT_OF_ORDER_SEQUENCE_NUMBER for ever.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
@@ -18,6 +24,7 @@ import {
   uniqueSuffix,
   waitFor,
 } from '@ingest/testkit';
+import type { KafkaError } from '../errors.js';
 import { createProducer, type Producer } from '../producer.js';
 import { CONTRACT_DRIVERS, readAll, type Recorder, recordingConsumer, startLoad } from './contract-kit.js';
 
@@ -28,6 +35,13 @@ const SESSION_TIMEOUT_MS = 6_000;
 const STALL_MS = 4 * SESSION_TIMEOUT_MS;
 /** Bound on everything accepted being consumed after the broker is back. */
 const RECOVERY_BOUND_MS = 90_000;
+/** The producer's deadlines in the producer-heal case: the stall outlasts both, and the library's 10 s request timeout. */
+const HEAL_DEADLINES = { sendTimeoutMs: 2_000, inFlightTimeoutMs: 4_000 };
+const HEAL_STALL_MS = 15_000;
+/** After the resume, sends must succeed again within this (the issue's bound for the gateway). */
+const HEAL_BOUND_MS = 30_000;
+/** Senders at once, each a request of 10 messages keyed over every partition: many sends in flight. */
+const HEAL_SENDERS = 16;
 
 afterAll(async () => {
   // Whatever happened, leave the broker running.
@@ -148,6 +162,100 @@ describe.each(CONTRACT_DRIVERS)('Kafka wrapper contract under broker failures (%
     expect([...load.accepted].filter((v) => !inLog.has(v))).toEqual([]);
     expect(consumers[0]?.consumer.healthy()).toBe(true);
     console.log(`${driver}: ${load.accepted.size} accepted across the restart, ${load.rejections} sends rejected and retried`);
+  });
+});
+
+describe.each(CONTRACT_DRIVERS)('the producer after a broker stalled past its in-flight deadline (%s)', (driver) => {
+  let kafka: TestKafka | undefined;
+  let producer: Producer | undefined;
+
+  afterEach(async () => {
+    await resumeKafka();
+    await producer?.disconnect().catch(() => {});
+    await kafka?.cleanup().catch(() => {});
+  });
+
+  it('continues under a new producer id by itself: sends succeed again, "not written" is not in the log, acknowledged is in it once', async () => {
+    kafka = await createTestKafka(['eventsUnique'], integrationEnv(), driver);
+    const renewals: string[] = [];
+    producer = createProducer(kafka.kafka, { ...HEAL_DEADLINES, logger, onRenewed: (reason) => renewals.push(reason) });
+    await producer.connect();
+    const p = producer;
+    const topic = kafka.topic('eventsUnique');
+
+    // Every attempt sends fresh values, so each value has exactly one answer.
+    const outcome = new Map<string, string>();
+    const answeredAt: { at: number; ok: boolean }[] = [];
+    const readiness: { at: number; ready: boolean }[] = [];
+    let stopped = false;
+    let n = 0;
+    const senders = Array.from({ length: HEAL_SENDERS }, async (_, s) => {
+      while (!stopped) {
+        const values = Array.from({ length: 10 }, () => `heal-${s}-${n++}`);
+        const code = await p
+          .send(
+            topic,
+            values.map((v) => ({ key: v, value: v })),
+          )
+          .then(
+            () => 'ok',
+            (err: KafkaError) => err.code ?? 'no code',
+          );
+        for (const v of values) outcome.set(v, code);
+        answeredAt.push({ at: Date.now(), ok: code === 'ok' });
+        if (code !== 'ok') await new Promise((r) => setTimeout(r, 100));
+      }
+    });
+    const sampler = setInterval(() => readiness.push({ at: Date.now(), ready: p.ready() }), 100);
+    const count = (code: string) => [...outcome.values()].filter((c) => c === code).length;
+    try {
+      await waitFor(() => count('ok') >= 2_000, { description: 'load flowing (2,000 acknowledged)' });
+      const pausedAt = Date.now();
+      pauseKafka();
+      await new Promise((resolve) => setTimeout(resolve, HEAL_STALL_MS));
+      await resumeKafka();
+      const resumedAt = Date.now();
+      await waitFor(
+        () => {
+          const okAfter = answeredAt.filter((a) => a.at > resumedAt && a.ok).length;
+          if (okAfter < 50) {
+            const codes = [...new Set([...outcome.values()])].map((c) => `${c}: ${count(c)}`).join(', ');
+            throw new Error(`${okAfter} sends acknowledged since the resume; answers so far: ${codes}; ready: ${p.ready()}; renewals: ${renewals.join(',')}`);
+          }
+          return true;
+        },
+        { description: `sends acknowledged again within ${HEAL_BOUND_MS} ms of the resume`, timeoutMs: HEAL_BOUND_MS, intervalMs: 250 },
+      );
+      const healedAfterMs = (answeredAt.find((a) => a.at > resumedAt && a.ok)?.at ?? Date.now()) - resumedAt;
+      await waitFor(() => p.ready() || undefined, { description: 'the producer ready again', timeoutMs: HEAL_BOUND_MS });
+      stopped = true;
+      await Promise.all(senders);
+
+      const log = (await readAll(kafka.kafka, topic, logger)).map((m) => m.value?.toString() ?? '');
+      const inLog = new Map<string, number>();
+      for (const v of log) inLog.set(v, (inLog.get(v) ?? 0) + 1);
+      const codes = [...new Set([...outcome.values()])].sort();
+      const notReady = readiness.filter((r) => !r.ready).map((r) => r.at);
+      const [firstNotReady, lastNotReady] = [notReady.at(0), notReady.at(-1)];
+      console.log(
+        `${driver}: answers ${codes.map((c) => `${c} ${count(c)}`).join(', ')}; renewals ${renewals.join(',') || 'none'}; first send acknowledged ${healedAfterMs} ms after the resume; not ready from ${firstNotReady === undefined ? '-' : firstNotReady - pausedAt} ms after the pause to ${lastNotReady === undefined ? '-' : lastNotReady - resumedAt} ms after the resume`,
+      );
+      // Nothing but the three honest answers: acknowledged, not written, maybe written.
+      expect(codes.filter((c) => !['ok', 'kafka_send_expired', 'kafka_unavailable', 'kafka_producer_full', 'kafka_outcome_unknown'].includes(c))).toEqual([]);
+      // The stall did break the producer, and it was replaced.
+      expect(renewals.length).toBeGreaterThan(0);
+      const values = [...outcome];
+      expect(values.filter(([v, c]) => c === 'ok' && inLog.get(v) !== 1).slice(0, 5)).toEqual([]);
+      expect(values.filter(([v, c]) => c !== 'ok' && c !== 'kafka_outcome_unknown' && inLog.has(v)).slice(0, 5)).toEqual([]);
+      expect(values.filter(([v, c]) => c === 'kafka_outcome_unknown' && (inLog.get(v) ?? 0) > 1).slice(0, 5)).toEqual([]);
+      // Readiness: not ready while it could not send, ready again after.
+      expect(readiness.some((r) => !r.ready && r.at >= pausedAt && r.at <= resumedAt + HEAL_BOUND_MS)).toBe(true);
+      expect(readiness.filter((r) => r.at < pausedAt).every((r) => r.ready)).toBe(true);
+    } finally {
+      stopped = true;
+      clearInterval(sampler);
+      await Promise.all(senders);
+    }
   });
 });
 

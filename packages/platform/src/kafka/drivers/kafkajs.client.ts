@@ -2,7 +2,7 @@ import { CompressionTypes, type ICustomPartitioner, Kafka, type KafkaConfig, log
 import { brokerList } from '../../config.js';
 import type { Logger } from '../../logger.js';
 import { consumerDefaults, type DriverProducer, type DriverProducerOptions, type KafkaClient, type KafkaClientOptions } from '../driver.js';
-import { type ErrorTraits, findTlsFailure, wrapErrors } from '../errors.js';
+import { type ErrorTraits, findTlsFailure, PRODUCER_STATE_ERRORS, wrapErrors } from '../errors.js';
 import type { KafkaSecurity } from '../security.js';
 import { createKafkajsAdmin } from './kafkajs.admin.js';
 import { createKafkajsConsumer } from './kafkajs.consumer.js';
@@ -106,20 +106,28 @@ function leadersOf(partitionMetadata: readonly { partitionId: number; leader: nu
 const UNAVAILABLE = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError', 'KafkaJSBrokerNotFound']);
 const REBALANCE = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'FENCED_INSTANCE_ID']);
 
-/** Reads kafkajs errors: `retriable`, the error class names and protocol error types along the cause chain. */
+/** Reads kafkajs errors: `retriable`, the error class names and protocol error types along the cause chain and in aggregates. */
 export function kafkajsTraits(err: unknown): ErrorTraits {
   const traits: ErrorTraits = { retryable: false, unavailable: false, rebalance: false };
-  for (let e = err as { name?: string; type?: string; retriable?: boolean; cause?: unknown } | undefined, depth = 0; e && depth < 10; depth++) {
+  const seen = new Set<unknown>();
+  const visit = (x: unknown, depth: number) => {
+    if (!x || typeof x !== 'object' || seen.has(x) || depth > 10) return;
+    seen.add(x);
+    const e = x as { name?: string; type?: string; retriable?: boolean; cause?: unknown; errors?: unknown[] };
     if (e.retriable === true) traits.retryable = true;
     if (e.name !== undefined && UNAVAILABLE.has(e.name)) traits.unavailable = true;
     if (e.type !== undefined && REBALANCE.has(e.type)) traits.rebalance = true;
     if (e.type === 'UNKNOWN_TOPIC_OR_PARTITION') traits.unknownTopic = true;
     if (e.name === 'KafkaJSSASLAuthenticationError' || e.type === 'SASL_AUTHENTICATION_FAILED') traits.authentication = true;
     if (e.type?.endsWith('_AUTHORIZATION_FAILED')) traits.authorization ??= e.type;
+    if (e.type !== undefined && PRODUCER_STATE_ERRORS.has(e.type)) traits.producerState ??= e.type;
     // KafkaJSNumberOfRetriesExceeded: the retries ran out on a retriable cause.
     if (e.name === 'KafkaJSNumberOfRetriesExceeded') traits.retryable = true;
-    e = e.cause as typeof e;
-  }
+    visit(e.cause, depth + 1);
+    // KafkaJSAggregateError: one error per broker of a sendBatch.
+    for (const inner of Array.isArray(e.errors) ? e.errors : []) visit(inner, depth + 1);
+  };
+  visit(err, 0);
   const tls = findTlsFailure(err);
   if (tls) traits.tlsCode = tls;
   return traits;

@@ -2,7 +2,7 @@ import zlib from 'node:zlib';
 import { type BaseOptions, ConnectionPool, type MessageToProduce, ProduceAcks, Producer } from '@platformatic/kafka';
 import { brokerList } from '../../config.js';
 import { consumerDefaults, type DriverMessage, type DriverProducer, type DriverProducerOptions, type KafkaClient, type KafkaClientOptions } from '../driver.js';
-import { type ErrorTraits, findTlsFailure, wrapErrors } from '../errors.js';
+import { type ErrorTraits, findTlsFailure, PRODUCER_STATE_ERRORS, wrapErrors } from '../errors.js';
 import type { KafkaSecurity } from '../security.js';
 import { createPlatformaticAdmin } from './platformatic.admin.js';
 import { createPlatformaticConsumer } from './platformatic.consumer.js';
@@ -182,6 +182,7 @@ export function platformaticTraits(err: unknown): ErrorTraits {
     if (x.apiId === 'UNKNOWN_TOPIC_OR_PARTITION' || x.apiId === 'UNKNOWN_TOPIC_ID') traits.unknownTopic = true;
     if (x.code === 'PLT_KFK_AUTHENTICATION' || x.apiId === 'SASL_AUTHENTICATION_FAILED') traits.authentication = true;
     if (x.apiId?.endsWith('_AUTHORIZATION_FAILED')) traits.authorization ??= x.apiId;
+    if (x.apiId !== undefined && PRODUCER_STATE_ERRORS.has(x.apiId)) traits.producerState ??= x.apiId;
     visit(x.cause, depth + 1);
     for (const inner of x.errors ?? []) visit(inner, depth + 1);
   };
