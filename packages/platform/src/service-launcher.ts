@@ -83,6 +83,8 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
     help: 'Kafka producers replaced by a new producer id after a failed send, by the code of the failure (docs/kafka.md)',
     labelNames: ['reason'] as const,
   });
+  // Zero series for the usual reasons, so an alert's increase() sees the first one.
+  for (const reason of ['kafka_outcome_unknown', 'kafka_unavailable', 'kafka_producer_state', 'kafka_error']) producerRenewals.inc({ reason }, 0);
   const producer = createProducer(kafka, {
     ...options.producer,
     compression: config.KAFKA_COMPRESSION,

@@ -6,15 +6,36 @@
  * Kafka driver: under steady load over real HTTP the broker is frozen for four times the
  * consumers' session timeout, so every member is dropped from its group when it wakes up
  * (kafkajs then crashed for good with "The coordinator is not aware of this member" and the
- * processor never rejoined). After the resume:
- * - every event answered 202 is in ClickHouse and synced by the CRM sink within DELIVERY_BOUND_MS;
- * - no event answered 503 was stored (503 means "not written");
+ * processor never rejoined), and for longer than every producer's in-flight deadline and the
+ * library's request timeout, so sends the broker holds are given up on our side and written on
+ * its side (every producer's sequence numbers then fell behind the broker's, and the gateway
+ * answered 500 to every request for ever while /readyz said ready). After the resume:
+ * - a request started after the resume is answered 202 within NEW_REQUEST_BOUND_MS;
+ * - the gateway's /readyz said not ready (naming the producer) during the stall, and ready after;
+ * - every event answered 202 is in ClickHouse and synced by the CRM sink within DELIVERY_BOUND_MS,
+ *   each event id stored once (504s at most once), no event answered 503 stored (503 means "not
+ *   written"), no answer other than 202, 503 and 504;
  * - no process exited or was restarted, every /healthz answers 200, and every /readyz answers 200
  *   again within DELIVERY_BOUND_MS;
  * - the gateway's RSS stayed flat while Kafka was away (its queue of writes is bounded).
+ *
+ * The deadlines are shortened so that both drivers' sends outlive them within the stall (CI
+ * time). The product's own defaults (KAFKA_IN_FLIGHT_TIMEOUT_MS 30 s) with a 45 s stall:
+ * `CHAOS_BROKER_STALL_MS=45000 CHAOS_IN_FLIGHT_TIMEOUT_MS=default npx vitest run --project chaos broker-pause`.
  */
 import type { CrmMapping } from '@ingest/schemas';
-import { type Closeable, createProducer, createRedis, KAFKA_DRIVERS, type KafkaDriverName, type Redis, sql, TOPICS } from '@ingest/platform';
+import {
+  type Closeable,
+  createProducer,
+  createRedis,
+  KAFKA_DRIVERS,
+  type KafkaDriverName,
+  METRIC_NAMES,
+  PRODUCER_PART,
+  type Redis,
+  sql,
+  TOPICS,
+} from '@ingest/platform';
 import { createControlPlane, syncStateKey } from '@ingest/domain';
 import {
   createTestClickHouse,
@@ -29,14 +50,22 @@ import {
   waitFor,
 } from '@ingest/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { metricSum } from '@ingest/testkit';
 import { SinkFleet, testCredentialKeys } from '@ingest/testkit';
 import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { type GatewayProcess, startGatewayProcess } from '@ingest/testkit';
 import { ProcessorFleet, processorSetup } from '@ingest/testkit';
 
 const SESSION_TIMEOUT_MS = 6_000;
-/** The scenario itself: long enough that the broker drops every member when it wakes up. */
-const STALL_MS = 4 * SESSION_TIMEOUT_MS;
+/**
+ * Every producer's in-flight deadline (all three services): shorter than the stall, so sends in
+ * flight when the broker froze are given up while it still holds them. `default`: the services' own.
+ */
+const IN_FLIGHT_TIMEOUT_MS = process.env.CHAOS_IN_FLIGHT_TIMEOUT_MS ?? '8000';
+/** The scenario itself: long enough that the broker drops every member when it wakes up, and longer than every deadline. */
+const STALL_MS = Number(process.env.CHAOS_BROKER_STALL_MS ?? 4 * SESSION_TIMEOUT_MS);
+/** A request started after the resume is answered 202 within this (no restart). */
+const NEW_REQUEST_BOUND_MS = 30_000;
 /** Bound on every accepted event reaching ClickHouse and the CRM, counted from the resume. */
 const DELIVERY_BOUND_MS = 120_000;
 /** Steady load: requests of 10 events, started at this rate whatever the answers take. */
@@ -106,7 +135,11 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
     await controlPlane.putCrmCredential(account.id, mapping.crm.credentialsRef, { type: 'hubspot', accessToken: token, baseUrl: crm.url });
     await controlPlane.putMapping(account.id, mapping, 'admin');
 
-    const common = { KAFKA_DRIVER: driver, KAFKA_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS) };
+    const common = {
+      KAFKA_DRIVER: driver,
+      KAFKA_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS),
+      ...(IN_FLIGHT_TIMEOUT_MS === 'default' ? {} : { KAFKA_IN_FLIGHT_TIMEOUT_MS: IN_FLIGHT_TIMEOUT_MS }),
+    };
     const sinkPrefix = `t${uniqueSuffix()}:`;
     processors = new ProcessorFleet({ ...processorSetup(kafka.prefix, clickhouse.database, `pause-${driver}`), env: common });
     sinks = new SinkFleet({
@@ -128,12 +161,21 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
 
     // --- load over real HTTP, every answer remembered per event id -------------------------
     const answers = new Map<string, Answer>();
+    /** Every request: when it started and was answered, and how. */
+    const requestLog: { started: number; answered: number; status: Answer }[] = [];
+    /** The gateway's /readyz, sampled throughout. */
+    const readiness: { at: number; status: number; waitingFor?: string[] }[] = [];
     const rss: { at: number; bytes: number }[] = [];
     let sent = 0;
     let open = 0;
     let loading = true;
     const post = async (ids: string[]) => {
       open++;
+      const started = Date.now();
+      const answer = (status: Answer) => {
+        for (const id of ids) answers.set(id, status);
+        requestLog.push({ started, answered: Date.now(), status });
+      };
       try {
         const res = await fetch(`${gw.url}/v1/events`, {
           method: 'POST',
@@ -144,9 +186,9 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
           signal: AbortSignal.timeout(90_000),
         });
         await res.arrayBuffer();
-        for (const id of ids) answers.set(id, res.status);
+        answer(res.status);
       } catch {
-        for (const id of ids) answers.set(id, 0);
+        answer(0);
       } finally {
         open--;
       }
@@ -162,6 +204,13 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
       }
     })();
     const count = (status: Answer) => [...answers.values()].filter((a) => a === status).length;
+    const sampleReadiness = setInterval(() => {
+      const at = Date.now();
+      fetch(`${gw.opsUrl}/readyz`, { signal: AbortSignal.timeout(2_000) })
+        .then(async (res) => readiness.push({ at, status: res.status, waitingFor: ((await res.json()) as { waitingFor?: string[] }).waitingFor }))
+        .catch(() => readiness.push({ at, status: 0 }));
+    }, 250);
+    closers.push(async () => clearInterval(sampleReadiness));
 
     await waitFor(() => count(202) >= 2_000, { description: 'load flowing (2,000 events accepted)', timeoutMs: 60_000 });
     const pausedAt = Date.now();
@@ -170,18 +219,53 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
     await resumeKafka();
     const resumedAt = Date.now();
     const acceptedAtResume = count(202);
+    const sinceResume = () => requestLog.filter((r) => r.started >= resumedAt);
+    await waitFor(
+      () => {
+        if (sinceResume().some((r) => r.status === 202)) return true;
+        const statuses = [...new Set(sinceResume().map((r) => r.status))].join(',');
+        throw new Error(
+          `${sinceResume().length} requests started since the resume, none answered 202 (answers: ${statuses || 'none yet'}); gateway log: ${gw.logTail(6)}`,
+        );
+      },
+      { description: `a request started after the resume answered 202 within ${NEW_REQUEST_BOUND_MS} ms`, timeoutMs: NEW_REQUEST_BOUND_MS, intervalMs: 250 },
+    );
+    const firstNewAccepted =
+      Math.min(
+        ...sinceResume()
+          .filter((r) => r.status === 202)
+          .map((r) => r.answered),
+      ) - resumedAt;
     await waitFor(() => count(202) >= acceptedAtResume + 1_000, { description: '1,000 more events accepted after the resume', timeoutMs: 60_000 });
     loading = false;
     await load;
     await Promise.all(requests);
+    clearInterval(sampleReadiness);
 
     const accepted = [...answers].filter(([, a]) => a === 202).map(([id]) => id);
     const refused = [...answers].filter(([, a]) => a === 503).map(([id]) => id);
     const unknown = [...answers].filter(([, a]) => a === 504).map(([id]) => id);
     const other = [...answers].filter(([, a]) => a !== 202 && a !== 503 && a !== 504);
+    const renewals = {
+      gateway: metricSum(await gw.metrics(), METRIC_NAMES.kafkaProducerRenewals),
+      processor: metricSum(await processor.metrics(), METRIC_NAMES.kafkaProducerRenewals),
+      sink: metricSum(await sink.metrics(), METRIC_NAMES.kafkaProducerRenewals),
+    };
+    const notReady = readiness.filter((r) => r.status !== 200);
     console.log(
-      `${driver}: ${accepted.length} events answered 202, ${refused.length} 503, ${unknown.length} 504, ${other.length} other (${[...new Set(other.map(([, a]) => a))].join(',')}); stall ${STALL_MS} ms`,
+      `${driver}: ${accepted.length} events answered 202, ${refused.length} 503, ${unknown.length} 504, ${other.length} other (${[...new Set(other.map(([, a]) => a))].join(',')}); stall ${STALL_MS} ms, in-flight deadline ${IN_FLIGHT_TIMEOUT_MS}; first request started after the resume answered 202 after ${firstNewAccepted} ms; producers replaced ${JSON.stringify(renewals)}; gateway not ready from ${notReady.length ? (notReady[0]?.at ?? 0) - pausedAt : '-'} ms after the pause to ${notReady.length ? (notReady.at(-1)?.at ?? 0) - resumedAt : '-'} ms after the resume (${JSON.stringify(notReady.find((r) => r.waitingFor))})`,
     );
+    // The stall outlived the gateway's in-flight deadline: its producer was given up and replaced.
+    expect(renewals.gateway).toBeGreaterThan(0);
+    // Health told the truth: ready before the stall, not ready (the producer named) during it.
+    expect(
+      readiness.filter((r) => r.at < pausedAt).every((r) => r.status === 200),
+      JSON.stringify(readiness.filter((r) => r.at < pausedAt && r.status !== 200)),
+    ).toBe(true);
+    expect(
+      readiness.some((r) => r.status === 503 && r.at >= pausedAt && r.at <= resumedAt + NEW_REQUEST_BOUND_MS && r.waitingFor?.includes(PRODUCER_PART)),
+      JSON.stringify(readiness.filter((r) => r.at >= pausedAt - 1_000)),
+    ).toBe(true);
 
     // --- every 202 in ClickHouse and synced to the CRM, within the bound -------------------
     const ch = clickhouse.ch;
@@ -216,6 +300,11 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
     const have = await stored();
     expect(refused.filter((id) => have.has(id))).toEqual([]);
     expect(other).toEqual([]);
+    // Stored once: no event id twice in the deduplicated table (a 504 at most once).
+    const twice = await ch.query<{ id: string; n: string }>(
+      sql`SELECT event_id AS id, count() AS n FROM events FINAL WHERE account_id = ${account.id} GROUP BY event_id HAVING n > 1 LIMIT 5`,
+    );
+    expect(twice).toEqual([]);
 
     // --- nothing restarted, every process healthy --------------------------------------------
     expect([gw.exitStatus(), processor.exitStatus(), sink.exitStatus()]).toEqual([undefined, undefined, undefined]);
