@@ -14,12 +14,17 @@ export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:${REDIS_PORT:-6379}}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
-# npm ci when node_modules is missing or older than the lockfile; otherwise nothing.
+# ensure_node: Node 24 first on PATH (installed under .local from the npm registry if need be).
+source "$ROOT/scripts/node-runtime.sh"
+
+# npm ci when node_modules is missing, older than the lockfile, or installed by another Node
+# major; otherwise nothing. Call ensure_node first.
 ensure_node_modules() {
-  local marker="$ROOT/node_modules/.package-lock.json"
-  if [[ ! -f "$marker" || "$ROOT/package-lock.json" -nt "$marker" ]]; then
-    step "installing npm dependencies (npm ci)"
+  local marker="$ROOT/node_modules/.package-lock.json" installed_by="$ROOT/node_modules/.node-major"
+  if [[ ! -f "$marker" || "$ROOT/package-lock.json" -nt "$marker" || "$(cat "$installed_by" 2>/dev/null)" != "$NODE_MAJOR" ]]; then
+    step "installing npm dependencies (npm ci, on Node $(node --version))"
     (cd "$ROOT" && npm ci --no-audit --no-fund)
+    echo "$NODE_MAJOR" >"$installed_by"
   else
     step "npm dependencies are up to date"
   fi

@@ -89,6 +89,7 @@ case "${1:-}" in
     ;;
 esac
 
+ensure_node
 ensure_node_modules
 if [[ ! -f services/gateway/dist/web/index.html ]]; then
   step "dashboard web app (vite build)"

@@ -10,6 +10,7 @@ results="$STACK_DIR/test-results"
 mkdir -p "$results"
 rm -f "$results"/*.json
 
+ensure_node
 ensure_node_modules
 
 step "local stack (Kafka, ClickHouse, Redis)"

@@ -16,7 +16,7 @@ export async function buildBundles(root = REPO_ROOT, outRoot = root): Promise<Ma
         outfile,
         bundle: true,
         platform: 'node',
-        target: 'node20',
+        target: 'node24',
         format: 'esm',
         sourcemap: true,
         external,

@@ -1,4 +1,4 @@
-import { freePort, INTEGRATION_ENV_HINT } from '@ingest/testkit';
+import { freePort, INTEGRATION_ENV_HINT, projectNodeMajor } from '@ingest/testkit';
 import { createClickHouse } from '@ingest/platform';
 import { CLICKHOUSE_IMAGE, integrationVariables, kafkaContainerSpec, REDIS_IMAGE, testReaderStatements } from './containers.js';
 
@@ -10,6 +10,10 @@ import { CLICKHOUSE_IMAGE, integrationVariables, kafkaContainerSpec, REDIS_IMAGE
  * is exercised only where one does (its container descriptions are unit-tested).
  */
 export default async function setup(): Promise<(() => Promise<void>) | undefined> {
+  // The services built in-process and the processes spawned run on this Node: the project's.
+  if (process.versions.node.split('.')[0] !== projectNodeMajor()) {
+    throw new Error(`the tests run on Node ${process.version}; the project's runtime is Node ${projectNodeMajor()} (.nvmrc): run \`npm test\`, which installs it`);
+  }
   if (process.env.KAFKA_BROKERS && process.env.CLICKHOUSE_URL && process.env.REDIS_URL) return undefined;
   const containers = await startContainers().catch((err: unknown) => {
     throw new Error(`${INTEGRATION_ENV_HINT} (no Docker engine: ${(err as Error).message})`);

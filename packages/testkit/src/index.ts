@@ -3,6 +3,7 @@ export * from './env.js';
 export * from './fixtures.js';
 export * from './kafka-broker.js';
 export * from './metrics-text.js';
+export * from './node-runtime.js';
 export * from './ports.js';
 export * from './processes/gateway-process.js';
 export * from './processes/processor-process.js';

@@ -10,6 +10,7 @@ import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { REPO_ROOT } from '@ingest/platform';
 import { metricSum } from '../metrics-text.js';
+import { assertProjectNode } from '../node-runtime.js';
 import { waitFor } from '../wait.js';
 
 export type ServiceName = 'gateway' | 'processor' | 'crm-sink';
@@ -154,6 +155,13 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     await proc.kill();
     throw err;
   });
+  // What runs in the tests is what ships: the project's Node major (node-runtime.ts).
+  try {
+    assertProjectNode(`${service} ${name}`, await proc.metrics());
+  } catch (err) {
+    await proc.kill();
+    throw err;
+  }
   return proc;
 }
 
