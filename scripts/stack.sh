@@ -336,7 +336,7 @@ kafka_fetch_jars() {
   local reason=$1 new=$KAFKA_LIBS.new t0=$SECONDS
   mkdir -p -- "${KAFKA_LIBS%/*}" "$KAFKA_DIR"
   command -v mvn >/dev/null || fail kafka "mvn not found (apt-get install maven)"
-  say kafka "$reason: Kafka $(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM") and its dependencies from Maven Central (deploy/kafka/pom.xml) into ~/.m2 and $KAFKA_LIBS; log $KAFKA_DIR/mvn.log"
+  say kafka "$reason: Kafka $(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM") and its dependencies from Maven Central (deploy/kafka/pom.xml) into Maven's cache and $KAFKA_LIBS; log $KAFKA_DIR/mvn.log"
   rm -rf -- "$new"
   if ! INSTALL_PROGRESS=mvn_progress INSTALL_CAUSE=mvn_cause install_run kafka "fetching the broker jars with Maven" \
     "$KAFKA_FETCH_TIMEOUT" KAFKA_FETCH_TIMEOUT "$KAFKA_DIR/mvn.log" "$STACK_RETRY" \
