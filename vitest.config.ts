@@ -13,8 +13,21 @@ export default defineConfig({
             '**/*.browser.test.ts',
             '**/*.abuse.test.ts',
             '**/*.secure.test.ts',
+            '**/*.stack.test.ts',
             '**/node_modules/**',
           ],
+        },
+      },
+      {
+        test: {
+          // scripts/stack.sh as a new machine runs it: real Java, Maven and a Kafka broker of each
+          // file's own (own ports and STACK_DIR), nothing downloaded. Alone and one file at a
+          // time: they check readiness budgets, which must not compete with other tests for CPU.
+          name: 'stack',
+          include: ['scripts/**/*.stack.test.ts'],
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 90_000,
         },
       },
       {

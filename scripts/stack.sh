@@ -11,6 +11,8 @@ set -euo pipefail
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd -P)
+# shellcheck source=scripts/lib-install.sh
+source "$SCRIPT_DIR/lib-install.sh"
 
 STACK_DIR=${STACK_DIR:-$REPO_ROOT/.local}
 # Absolute, because pid-file markers and the generated configs embed it and servers run
@@ -35,13 +37,22 @@ KAFKA_HEAP=${KAFKA_HEAP:-512m}
 CLICKHOUSE_HTTP_PORT=${CLICKHOUSE_HTTP_PORT:-8123}
 CLICKHOUSE_TCP_PORT=${CLICKHOUSE_TCP_PORT:-9000}
 REDIS_PORT=${REDIS_PORT:-6379}
+# Readiness budgets: each starts when its server's process starts, never before the one-time
+# steps that precede it (the jar fetch, the storage format), which have bounds of their own.
 KAFKA_START_TIMEOUT=${KAFKA_START_TIMEOUT:-60}
+KAFKA_FETCH_TIMEOUT=${KAFKA_FETCH_TIMEOUT:-900}
+KAFKA_FORMAT_TIMEOUT=${KAFKA_FORMAT_TIMEOUT:-120}
 CLICKHOUSE_START_TIMEOUT=${CLICKHOUSE_START_TIMEOUT:-30}
 REDIS_START_TIMEOUT=${REDIS_START_TIMEOUT:-10}
 STOP_TIMEOUT=${STOP_TIMEOUT:-20}
 
 HOST=127.0.0.1
 CLICKHOUSE_SERVER_BIN=/usr/sbin/clickhouse-server
+# What a failed install or start names as the way to retry (scripts/test.sh and start.sh set it
+# to the command the user ran).
+STACK_RETRY="bash scripts/stack.sh up"
+[[ $STACK_KAFKA_SECURITY != sasl_ssl ]] || STACK_RETRY="STACK_KAFKA_SECURITY=sasl_ssl $STACK_RETRY"
+STACK_RETRY=${RETRY_COMMAND:-$STACK_RETRY}
 
 usage() {
   cat <<EOF
@@ -61,7 +72,10 @@ environment (defaults):
   CLICKHOUSE_HTTP_PORT=$CLICKHOUSE_HTTP_PORT CLICKHOUSE_TCP_PORT=$CLICKHOUSE_TCP_PORT
   REDIS_PORT=$REDIS_PORT STACK_REDIS_PASSWORD=(empty: none; set: Redis requires it, REDIS_URL=redis://:PASSWORD@...)
   KAFKA_START_TIMEOUT=$KAFKA_START_TIMEOUT CLICKHOUSE_START_TIMEOUT=$CLICKHOUSE_START_TIMEOUT \
-REDIS_START_TIMEOUT=$REDIS_START_TIMEOUT STOP_TIMEOUT=$STOP_TIMEOUT (seconds)
+REDIS_START_TIMEOUT=$REDIS_START_TIMEOUT (seconds, each from its server's
+    process start) STOP_TIMEOUT=$STOP_TIMEOUT
+  KAFKA_FETCH_TIMEOUT=$KAFKA_FETCH_TIMEOUT KAFKA_FORMAT_TIMEOUT=$KAFKA_FORMAT_TIMEOUT APT_TIMEOUT=$APT_TIMEOUT (seconds: the one-time
+    jar fetch from Maven Central, storage format, each apt-get step) INSTALL_PROGRESS_INTERVAL=$INSTALL_PROGRESS_INTERVAL
 EOF
 }
 
@@ -96,6 +110,32 @@ fail() {
 }
 
 port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# port_owner PORT: who listens there ("java pid 1234"), for the one line that says a port is
+# taken; "another process" when ss cannot tell (not root, or no ss).
+port_owner() {
+  local line
+  line=$(ss -Hltnp "sport = :$1" 2>/dev/null | grep -o 'users:(("[^"]*",pid=[0-9]*' | head -n 1 || true)
+  if [[ $line =~ \"([^\"]*)\",pid=([0-9]+) ]]; then
+    printf '%s pid %s' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+  else
+    printf 'another process'
+  fi
+}
+
+# port_taken SERVER PORT VARIABLE [DETAIL]: one line naming the port, who holds it and the way out.
+port_taken() {
+  printf '%s: ERROR: port :%s is taken by %s%s; stop it or set %s\n' "$1" "$2" "$(port_owner "$2")" "${4:-}" "$3" >&2
+  exit 1
+}
+
+# Seconds since PID started (0 if unknown): the readiness budget of a server an earlier `up`
+# spawned counts from its start, as for one spawned now.
+process_age() {
+  local age
+  age=$(ps -o etimes= -p "$1" 2>/dev/null | tr -d ' ' || true)
+  printf '%s\n' "${age:-0}"
+}
 
 # A zombie (our child that died during `up` but was not reaped yet) still passes kill -0.
 alive() {
@@ -213,22 +253,25 @@ ensure_packages() {
   if ((EUID != 0)); then
     fail stack "missing packages (${pkgs[*]}); run as root or: apt-get install ${pkgs[*]}"
   fi
-  say stack "installing missing Debian packages: ${pkgs[*]}"
+  say stack "installing missing Debian packages: ${pkgs[*]} (apt-get, log $STACK_DIR/apt.log; first run only)"
   # The packages' maintainer scripts would start the system clickhouse/redis services on the
   # default ports, which `up` would then "reuse" with the wrong config and data. Debian's
   # policy-rc.d hook (exit 101 = "do not start") prevents that for the duration of the install.
+  # Removed also when the install is stopped (Ctrl-C), or nothing would start on this machine again.
   if [[ ! -e /usr/sbin/policy-rc.d ]]; then
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
     chmod 755 /usr/sbin/policy-rc.d
     created_policy=1
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
-  local rc=0
-  {
-    apt-get update -q &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${pkgs[@]}"
-  } >"$STACK_DIR/apt.log" 2>&1 || rc=$?
-  if ((created_policy)); then rm -f /usr/sbin/policy-rc.d; fi
-  ((rc == 0)) || fail stack "apt-get failed (exit $rc)" "$STACK_DIR/apt.log"
+  local rc=0 t0=$SECONDS
+  apt_install stack "$STACK_DIR/apt.log" "$STACK_RETRY" "${pkgs[@]}" || rc=$?
+  if ((created_policy)); then
+    rm -f /usr/sbin/policy-rc.d
+    trap - EXIT
+  fi
+  ((rc == 0)) || install_fail
+  say stack "installed ${pkgs[*]} in $((SECONDS - t0))s"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -264,27 +307,60 @@ kafka_jars_current() {
     [[ $(<"$KAFKA_LIBS/.pom.sha256") == "$(kafka_pom_hash)" ]]
 }
 
+# Maven's progress in its log: artifacts downloaded so far and their size.
+mvn_progress() {
+  local out n mb
+  out=$(install_output)
+  n=$(grep -c 'Downloaded from' <<<"$out" || true)
+  mb=$(grep -o 'Downloaded from .*([0-9.]* [kMG]\{0,1\}B' <<<"$out" | sed 's/.*(//' |
+    awk '{ v = $1; if ($2 == "kB") v *= 1e3; else if ($2 == "MB") v *= 1e6; else if ($2 == "GB") v *= 1e9; t += v } END { printf "%.1f", t / 1e6 }')
+  printf '%s files, %s MB downloaded' "$n" "$mb"
+}
+
+# Maven's reason, on one line: its first [ERROR] without the wrapping of "could not resolve the
+# dependencies of the project: the following artifacts ...: <cause> -> [Help 1]".
+mvn_cause() {
+  install_output | sed -e 's/\x1b\[[0-9;]*m//g' | grep -m 1 '^\[ERROR\] .' | sed -E \
+    -e 's/^\[ERROR\] //' -e 's/ -> \[Help [0-9]+\]$//' \
+    -e 's/^Failed to execute goal on project [^:]*: //' \
+    -e 's/^Could not resolve dependencies for project [^ ]*: //' \
+    -e 's/^The following artifacts could not be resolved: ([^ ]+, )*[^ ]+: //' | cut -c1-300 || true
+}
+
+# Into a temporary directory beside the cache, moved into place only when complete: a fetch
+# that fails or is stopped leaves no partial jar directory for the next run to start a broker
+# from. -U: Maven remembers a failed download in ~/.m2 (*.lastUpdated) and would otherwise refuse
+# to try again for a day ("was cached in the local repository"); with a filled cache it fetches
+# nothing.
 kafka_fetch_jars() {
-  local reason=$1 new=$KAFKA_LIBS.new
-  mkdir -p -- "${KAFKA_LIBS%/*}"
-  say kafka "$reason"
+  local reason=$1 new=$KAFKA_LIBS.new t0=$SECONDS
+  mkdir -p -- "${KAFKA_LIBS%/*}" "$KAFKA_DIR"
   command -v mvn >/dev/null || fail kafka "mvn not found (apt-get install maven)"
+  say kafka "$reason: Kafka $(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_POM") and its dependencies from Maven Central (deploy/kafka/pom.xml) into Maven's cache and $KAFKA_LIBS; log $KAFKA_DIR/mvn.log"
   rm -rf -- "$new"
-  if ! mvn -q -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \
-    -DoutputDirectory="$new" -DincludeScope=runtime >"$KAFKA_DIR/mvn.log" 2>&1; then
-    fail kafka "Maven could not fetch the broker jars" "$KAFKA_DIR/mvn.log"
+  if ! INSTALL_PROGRESS=mvn_progress INSTALL_CAUSE=mvn_cause install_run kafka "fetching the broker jars with Maven" \
+    "$KAFKA_FETCH_TIMEOUT" KAFKA_FETCH_TIMEOUT "$KAFKA_DIR/mvn.log" "$STACK_RETRY" \
+    mvn -U -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \
+    -DoutputDirectory="$new" -DincludeScope=runtime; then
+    rm -rf -- "$new"
+    install_fail
   fi
-  compgen -G "$new/kafka_2.13-*.jar" >/dev/null ||
-    fail kafka "Maven finished but no kafka_2.13 jar in $new" "$KAFKA_DIR/mvn.log"
+  if ! compgen -G "$new/kafka_2.13-*.jar" >/dev/null; then
+    rm -rf -- "$new"
+    printf 'kafka: ERROR: Maven finished but fetched no kafka_2.13 jar; log %s; retry: %s\n' "$KAFKA_DIR/mvn.log" "$STACK_RETRY" >&2
+    exit 1
+  fi
   kafka_pom_hash >"$new/.pom.sha256"
   rm -rf -- "$KAFKA_LIBS.old"
   if [[ -d $KAFKA_LIBS ]]; then mv -- "$KAFKA_LIBS" "$KAFKA_LIBS.old"; fi
   mv -- "$new" "$KAFKA_LIBS"
   rm -rf -- "$KAFKA_LIBS.old"
+  say kafka "fetched $(compgen -G "$KAFKA_LIBS/*.jar" | wc -l) jars in $((SECONDS - t0))s ($(mvn_progress))"
 }
 
-# kafka_java CLASS ARGS...: tools run with a small heap; they only talk to the broker.
-kafka_java() { java -Xmx256m -cp "$KAFKA_LIBS/*" "$@"; }
+# kafka_java CLASS ARGS...: the storage tools, with a small heap and a bound of their own
+# (exit 124 when it is reached).
+kafka_java() { timeout "$KAFKA_FORMAT_TIMEOUT" java -Xmx256m -cp "$KAFKA_LIBS/*" "$@"; }
 
 kafka_check_java() {
   local v
@@ -297,7 +373,6 @@ kafka_check_java() {
 kafka_begin() {
   local pid
   mkdir -p "$KAFKA_DIR/logs"
-  KAFKA_T0=$SECONDS
   if port_open "$KAFKA_PORT"; then
     KAFKA_STATE=reused
     if pid=$(our_pid "$KAFKA_PID" "$KAFKA_MARKER"); then
@@ -312,12 +387,13 @@ kafka_begin() {
   fi
   KAFKA_STATE=started
   if pid=$(our_pid "$KAFKA_PID" "$KAFKA_MARKER"); then
-    say kafka "pid $pid is already starting; waiting for it"
+    KAFKA_T0=$((SECONDS - $(process_age "$pid")))
+    say kafka "pid $pid is already starting (for $((SECONDS - KAFKA_T0))s); waiting for it"
     KAFKA_SPAWNED=$pid
     return 0
   fi
   if port_open "$KAFKA_CONTROLLER_PORT"; then
-    fail kafka "controller port :$KAFKA_CONTROLLER_PORT is already in use (set KAFKA_CONTROLLER_PORT)"
+    port_taken kafka "$KAFKA_CONTROLLER_PORT" KAFKA_CONTROLLER_PORT " (wanted for the broker's controller)"
   fi
   kafka_check_java
   if ! kafka_has_jars; then
@@ -352,13 +428,21 @@ kafka_begin() {
       printf '%s\n' "$cid" >"$KAFKA_DIR/cluster.id"
     fi
     say kafka "formatting storage in $KAFKA_DIR/data (cluster id $cid)"
+    local t0=$SECONDS rc=0
     mkdir -p "$KAFKA_DIR/data"
     # No --standalone: that flag is for the dynamic quorum (controller.quorum.bootstrap.servers)
     # and StorageTool rejects it next to the static controller.quorum.voters we use.
     # Secure mode: the SCRAM users go into the metadata log here (--add-scram).
     kafka_java "${log4j[@]}" kafka.tools.StorageTool format -t "$cid" -c "$KAFKA_PROPS" "${format_extra[@]}" \
-      >>"$KAFKA_DIR/logs/stdout.log" 2>&1 ||
-      fail kafka "storage format failed" "$KAFKA_DIR/logs/stdout.log" "$KAFKA_DIR/logs/server.log"
+      >>"$KAFKA_DIR/logs/stdout.log" 2>&1 || rc=$?
+    if ((rc != 0)); then
+      # Without meta.properties the directory holds no data, only what the format began: the
+      # next run formats it afresh instead of tripping over a half-written one.
+      rm -rf -- "${KAFKA_DIR:?}/data"
+      ((rc != 124)) || fail kafka "storage format did not finish within ${KAFKA_FORMAT_TIMEOUT}s (KAFKA_FORMAT_TIMEOUT); retry: $STACK_RETRY" "$KAFKA_DIR/logs/stdout.log"
+      fail kafka "storage format failed (exit $rc); retry: $STACK_RETRY" "$KAFKA_DIR/logs/stdout.log" "$KAFKA_DIR/logs/server.log"
+    fi
+    say kafka "formatted storage in $((SECONDS - t0))s"
   fi
 
   # Same GC settings as Kafka's own kafka-run-class.sh, minus the GC log; ExitOnOutOfMemoryError
@@ -369,7 +453,10 @@ kafka_begin() {
     -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true "${log4j[@]}" "${jvm_extra[@]}" \
     -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_PROPS"
   KAFKA_SPAWNED=$SPAWNED_PID
-  say kafka "starting pid $KAFKA_SPAWNED on $HOST:$KAFKA_PORT (readiness checked after the other servers)"
+  # The readiness budget starts here, with the broker's JVM: not before the jar fetch or the
+  # storage format above, which on a first run can take longer than the whole budget.
+  KAFKA_T0=$SECONDS
+  say kafka "starting pid $KAFKA_SPAWNED on $HOST:$KAFKA_PORT (readiness checked after the other servers, ${KAFKA_START_TIMEOUT}s from now)"
 }
 
 kafka_topics() {
@@ -390,15 +477,22 @@ kafka_finish() {
       rm -f -- "$KAFKA_PID"
       fail kafka "broker pid $KAFKA_SPAWNED exited during startup" "${logs[@]}"
     elif ((rc == 1)); then
-      fail kafka "broker pid $KAFKA_SPAWNED did not open :$KAFKA_PORT within ${KAFKA_START_TIMEOUT}s (still running; 'stack.sh down' stops it)" "${logs[@]}"
+      fail kafka "broker pid $KAFKA_SPAWNED did not open :$KAFKA_PORT within ${KAFKA_START_TIMEOUT}s of its start (KAFKA_START_TIMEOUT; still running, 'stack.sh down' stops it)" "${logs[@]}"
     fi
+    left=$((KAFKA_START_TIMEOUT - (SECONDS - KAFKA_T0)))
+  else
+    # A server that was already there: its own clock starts with this check.
+    left=$KAFKA_START_TIMEOUT
   fi
   # A listening socket is not a working broker (e.g. metadata not loaded yet, or some other
-  # program on the port), so do one real metadata round trip.
-  left=$((KAFKA_START_TIMEOUT - (SECONDS - KAFKA_T0)))
+  # program on the port), so do one real metadata round trip. It starts a JVM of its own, so it
+  # gets at least 20 s even when the broker used most of its budget to open the port.
   ((left >= 20)) || left=20
   if ! topics=$(kafka_topics "$left" 2>>"$KAFKA_DIR/logs/stdout.log"); then
-    fail kafka "something listens on :$KAFKA_PORT but a Kafka metadata request (TopicCommand --list) failed" "${logs[@]}"
+    if [[ $KAFKA_STATE == reused ]] && ! our_pid "$KAFKA_PID" "$KAFKA_MARKER" >/dev/null; then
+      port_taken kafka "$KAFKA_PORT" KAFKA_PORT ", which did not answer a Kafka metadata request within ${left}s"
+    fi
+    fail kafka "something listens on :$KAFKA_PORT but a Kafka metadata request (TopicCommand --list) failed within ${left}s" "${logs[@]}"
   fi
   local n
   n=$(grep -c . <<<"$topics" || true)
@@ -448,12 +542,12 @@ clickhouse_up() {
   if pid=$(our_pid "$CH_PID" "$CH_MARKER"); then
     say clickhouse "pid $pid is already starting; waiting for it"
   else
-    local port
-    for port in "$CLICKHOUSE_HTTP_PORT" "$CLICKHOUSE_TCP_PORT"; do
-      if port_open "$port"; then
-        fail clickhouse "port :$port is in use by something that is not answering as ClickHouse (set CLICKHOUSE_HTTP_PORT / CLICKHOUSE_TCP_PORT)"
-      fi
-    done
+    if port_open "$CLICKHOUSE_HTTP_PORT"; then
+      port_taken clickhouse "$CLICKHOUSE_HTTP_PORT" CLICKHOUSE_HTTP_PORT ", which does not answer as ClickHouse"
+    fi
+    if port_open "$CLICKHOUSE_TCP_PORT"; then
+      port_taken clickhouse "$CLICKHOUSE_TCP_PORT" CLICKHOUSE_TCP_PORT " (wanted for ClickHouse's native protocol)"
+    fi
     mkdir -p "$CH_DIR"/{etc,logs,data,tmp,user_files,format_schemas}
     render "$REPO_ROOT/deploy/clickhouse/server/config.xml" "$CH_CONFIG" \
       CH_DIR="$CH_DIR" CLICKHOUSE_HTTP_PORT="$CLICKHOUSE_HTTP_PORT" \
@@ -523,7 +617,7 @@ redis_up() {
     say redis "pid $pid is already starting; waiting for it"
   else
     if port_open "$REDIS_PORT"; then
-      fail redis "port :$REDIS_PORT is in use by something that does not answer PING (set REDIS_PORT)"
+      port_taken redis "$REDIS_PORT" REDIS_PORT ", which does not answer PING${STACK_REDIS_PASSWORD:+ with STACK_REDIS_PASSWORD}"
     fi
     mkdir -p "$REDIS_DIR"
     mark_logs "$REDIS_LOG"

@@ -4,6 +4,8 @@
 # (`npm run stack -- down` stops them). `--detach` returns once everything is ready;
 # `npm run stop` then stops the services.
 set -euo pipefail
+# A failed install says to run this again (scripts/lib.sh; exported for stack.sh).
+export RETRY_COMMAND="${RETRY_COMMAND:-npm start}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 

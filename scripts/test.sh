@@ -1,80 +1,121 @@
 #!/usr/bin/env bash
 # The one test command (`npm test`, and what .ci/run calls): installs what is missing, starts
 # the local stack of real servers, then lint, typecheck, unit, integration, abuse, browser and chaos tests.
+# It closes with how long each step and each vitest project took (scripts/test/summary.ts), then
+# the `tests: N passed, N failed, N skipped` line, which must stay the last line printed.
 set -euo pipefail
+# A failed install says to run this again (scripts/lib.sh; exported for the scripts it calls).
+export RETRY_COMMAND="${RETRY_COMMAND:-npm test}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
-started=$SECONDS
 results="$STACK_DIR/test-results"
 mkdir -p "$results"
 rm -f "$results"/*.json
+timings="$results/timings.tsv"
+: >"$timings"
 
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((10#$t / 1000)); }
+started=$(now_ms)
+current_step="" step_started=0
+
+# end_step ok|failed: records how long the current step took.
+end_step() {
+  [[ -n $current_step ]] || return 0
+  printf 'step\t%s\t%s\t%s\n' "$current_step" "$(($(now_ms) - step_started))" "$1" >>"$timings"
+  current_step=""
+}
+
+# begin NAME [HEADING]: ends the step before it and starts the next (NAME in the summary; the
+# heading printed now, when the step does not print its own).
+begin() {
+  end_step ok
+  current_step=$1 step_started=$(now_ms)
+  if [[ -n ${2:-} ]]; then step "$2"; fi
+}
+
+# vitest_project NAME: one vitest project with its JSON report, and its own duration.
+vitest_project() {
+  local t0 rc=0
+  t0=$(now_ms)
+  npx vitest run --project "$1" --reporter=default --reporter=json --outputFile.json="$results/$1.json" || rc=$?
+  printf 'project\t%s\t%s\t%s\t%s\n' "$current_step" "$1" "$(($(now_ms) - t0))" "$([[ $rc == 0 ]] && echo ok || echo failed)" >>"$timings"
+  return "$rc"
+}
+
+# The summary, also after a failure (the durations so far, and which step failed).
+finish() {
+  local rc=$?
+  trap - EXIT
+  if ((rc == 0)); then end_step ok; else end_step failed; fi
+  if ! node --import tsx scripts/test/summary.ts "$results" "$rc" "$(($(now_ms) - started))"; then
+    # No tsx (npm ci failed) or no report: the raw durations, and never a tests: line.
+    awk -F'\t' '{ printf "  %-60s %8.1fs %s\n", $1 == "step" ? $2 : "  vitest project " $3, ($1 == "step" ? $3 : $4) / 1000, ($1 == "step" ? $4 : $5) }' "$timings"
+    ((rc != 0)) || rc=1
+  fi
+  exit "$rc"
+}
+trap finish EXIT
+
+begin "Node runtime"
 ensure_node
+
+begin "npm dependencies"
 ensure_node_modules
 
-step "local stack (Kafka, ClickHouse, Redis)"
+begin "local stack" "local stack (Kafka, ClickHouse, Redis)"
 bash scripts/stack.sh up
 
-step "secure Kafka broker beside it (TLS, SASL, ACLs; docs/security.md)"
+begin "secure Kafka broker" "secure Kafka broker beside it (TLS, SASL, ACLs; docs/security.md)"
 STACK_KAFKA_SECURITY=sasl_ssl bash scripts/stack.sh up
 export KAFKA_SECURE_ENV_DIR="$STACK_DIR/kafka-secure/env"
 
-step "lint (eslint) and formatting (prettier)"
+# Early, while nothing else of npm test runs: these check the broker's readiness budget.
+begin "stack script tests" "stack script tests (a first run: an empty Maven cache, a fetch slower than the broker's budget, a fetch that fails)"
+vitest_project stack
+
+begin "lint and formatting" "lint (eslint) and formatting (prettier)"
 npx eslint .
 npx prettier --check .
 
-step "typecheck (tsc --noEmit)"
+begin "typecheck" "typecheck (tsc --noEmit)"
 npx tsc -p tsconfig.json --noEmit
 npx tsc -p services/gateway/web/tsconfig.json
 
-step "production build (esbuild bundles), and each bundle starts"
+begin "production build, bundles start" "production build (esbuild bundles), and each bundle starts"
 npm run --silent build
 bash scripts/check-bundles.sh
 
-step "docker-compose.yml is valid (docker-compose config)"
+begin "docker-compose config" "docker-compose.yml is valid (docker-compose config)"
 ensure_apt_tool docker-compose docker-compose
 ADMIN_TOKEN=compose-check REDIS_PASSWORD=compose-check docker-compose -f docker-compose.yml config -q
 
-step "Prometheus alerts, Grafana dashboards, Kubernetes manifests (promtool, schemas)"
+begin "Prometheus, Grafana, Kubernetes files" "Prometheus alerts, Grafana dashboards, Kubernetes manifests (promtool, schemas)"
 ensure_apt_tool promtool prometheus
 bash scripts/ops/check.sh
 
-step "unit tests"
-npx vitest run --project unit --reporter=default --reporter=json --outputFile.json="$results/unit.json"
+begin "unit tests" "unit tests"
+vitest_project unit
 
-step "integration tests (real Kafka, ClickHouse, Redis)"
-npx vitest run --project integration --reporter=default --reporter=json --outputFile.json="$results/integration.json"
+begin "integration tests" "integration tests (real Kafka, ClickHouse, Redis)"
+vitest_project integration
 
-step "secure tests (the services over SASL_SSL, each with its own principal and ACLs)"
-npx vitest run --project secure --reporter=default --reporter=json --outputFile.json="$results/secure.json"
+begin "secure tests" "secure tests (the services over SASL_SSL, each with its own principal and ACLs)"
+vitest_project secure
 
-step "abuse tests (docs/limits.md: every limit attacked while a second tenant's traffic is measured)"
-npx vitest run --project abuse --reporter=default --reporter=json --outputFile.json="$results/abuse.json"
+begin "abuse tests" "abuse tests (docs/limits.md: every limit attacked while a second tenant's traffic is measured)"
+vitest_project abuse
 
-step "browser tests (dashboard in headless Chromium, real servers)"
+begin "browser tests" "browser tests (dashboard in headless Chromium, real servers)"
 ensure_apt_tool chromium chromium
-npx vitest run --project browser --reporter=default --reporter=json --outputFile.json="$results/browser.json"
+vitest_project browser
 
-step "API fuzzing (schemathesis, from /v1/openapi.json and the admin listener's /admin/v1/openapi.json)"
+begin "API fuzzing" "API fuzzing (schemathesis, from /v1/openapi.json and the admin listener's /admin/v1/openapi.json)"
 bash scripts/fuzz/run.sh
 
-step "Prometheus against the running services: every target scraped, induced faults fire the real alerts"
+begin "Prometheus live" "Prometheus against the running services: every target scraped, induced faults fire the real alerts"
 bash scripts/ops/prometheus-live.sh
 
 # Alone, after everything else: these kill processors with SIGKILL and stop the shared servers.
-step "chaos tests (guarantees under SIGKILL, rebalancing and server outages)"
-npx vitest run --project chaos --reporter=default --reporter=json --outputFile.json="$results/chaos.json"
-
-# One closing line that any CI reader understands, summed over all projects; it must stay the
-# last line printed.
-ELAPSED=$((SECONDS - started)) node -e '
-  const fs = require("node:fs");
-  let passed = 0, failed = 0, skipped = 0;
-  for (const f of process.argv.slice(1)) {
-    const r = JSON.parse(fs.readFileSync(f, "utf8"));
-    passed += r.numPassedTests; failed += r.numFailedTests; skipped += r.numPendingTests + r.numTodoTests;
-  }
-  console.log(`\nall checks passed in ${process.env.ELAPSED}s`);
-  console.log(`tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
-' "$results/unit.json" "$results/integration.json" "$results/secure.json" "$results/abuse.json" "$results/browser.json" "$results/chaos.json"
+begin "chaos tests" "chaos tests (guarantees under SIGKILL, rebalancing and server outages)"
+vitest_project chaos

@@ -25,6 +25,7 @@ SCHEMATHESIS_VERSION=4.32.5
 FUZZ_SEED=${FUZZ_SEED:-20261122}
 FUZZ_MAX_EXAMPLES=${FUZZ_MAX_EXAMPLES:-100}
 FUZZ_WORKERS=${FUZZ_WORKERS:-1}
+SCHEMATHESIS_INSTALL_TIMEOUT=${SCHEMATHESIS_INSTALL_TIMEOUT:-600}
 
 FUZZ_DIR="$STACK_DIR/fuzz"
 VENV="$FUZZ_DIR/venv"
@@ -33,18 +34,36 @@ installed_version() {
   "$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("schemathesis"))' 2>/dev/null || true
 }
 
+# pip's progress: distributions collected so far, and the latest one.
+pip_progress() {
+  local out
+  out=$(install_output)
+  printf '%s collected, latest: %s' "$(grep -c '^Collecting ' <<<"$out" || true)" "$(grep -E '^(Collecting|Downloading|Installing) ' <<<"$out" | tail -n 1 | cut -c1-80 || true)"
+}
+pip_cause() {
+  local e
+  e=$(install_output | grep -m 1 '^ERROR: ' | sed 's/ (from versions:.*//' | cut -c1-300 || true)
+  printf '%s' "${e:-$(install_last_line)}"
+}
+
+# A venv that failed half-way is removed: the version check above would redo it anyway, but
+# nothing half-installed stays behind.
 if [[ "$(installed_version)" != "$SCHEMATHESIS_VERSION" ]]; then
-  step "installing schemathesis $SCHEMATHESIS_VERSION (PyPI) into $VENV"
+  step "installing schemathesis $SCHEMATHESIS_VERSION (PyPI) into $VENV (log $FUZZ_DIR/install.log)"
   rm -rf "$VENV"
   mkdir -p "$FUZZ_DIR"
   if ! python3 -m venv "$VENV" 2>/dev/null; then
     # Debian's own python3 keeps venv support in a separate package.
     rm -rf "$VENV"
-    env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null 2>&1 ||
-      { apt-get update -q >/dev/null && env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null; }
+    apt_install apt "$STACK_DIR/apt.log" "$RETRY_COMMAND" python3-venv || install_fail
     python3 -m venv "$VENV"
   fi
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+  if ! INSTALL_PROGRESS=pip_progress INSTALL_CAUSE=pip_cause install_run fuzz "installing schemathesis $SCHEMATHESIS_VERSION with pip" \
+    "$SCHEMATHESIS_INSTALL_TIMEOUT" SCHEMATHESIS_INSTALL_TIMEOUT "$FUZZ_DIR/install.log" "$RETRY_COMMAND" \
+    "$VENV/bin/pip" install --disable-pip-version-check --progress-bar off "schemathesis==$SCHEMATHESIS_VERSION"; then
+    rm -rf "$VENV"
+    install_fail
+  fi
 fi
 
 # Everything this run creates carries its id: nothing is shared with `npm start`, the tests or
