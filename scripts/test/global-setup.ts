@@ -12,7 +12,9 @@ import { CLICKHOUSE_IMAGE, integrationVariables, kafkaContainerSpec, REDIS_IMAGE
 export default async function setup(): Promise<(() => Promise<void>) | undefined> {
   // The services built in-process and the processes spawned run on this Node: the project's.
   if (process.versions.node.split('.')[0] !== projectNodeMajor()) {
-    throw new Error(`the tests run on Node ${process.version}; the project's runtime is Node ${projectNodeMajor()} (.nvmrc): run \`npm test\`, which installs it`);
+    throw new Error(
+      `the tests run on Node ${process.version}; the project's runtime is Node ${projectNodeMajor()} (.nvmrc): run \`npm test\`, which installs it`,
+    );
   }
   if (process.env.KAFKA_BROKERS && process.env.CLICKHOUSE_URL && process.env.REDIS_URL) return undefined;
   const containers = await startContainers().catch((err: unknown) => {

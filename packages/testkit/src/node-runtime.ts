@@ -24,7 +24,9 @@ export function assertProjectNode(what: string, metricsText: string): string {
   const version = reportedNodeVersion(metricsText);
   const expected = projectNodeMajor();
   if (version?.slice(1).split('.')[0] !== expected) {
-    throw new Error(`${what} runs Node ${version ?? '(not reported)'}, the project's runtime is Node ${expected} (.nvmrc); run the README's commands, which install it`);
+    throw new Error(
+      `${what} runs Node ${version ?? '(not reported)'}, the project's runtime is Node ${expected} (.nvmrc); run the README's commands, which install it`,
+    );
   }
   return version;
 }
