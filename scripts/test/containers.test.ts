@@ -38,6 +38,6 @@ describe('test containers', () => {
       clickhouseReader: { user: 'ingest_reader', password: 'ingest-reader-local' },
       redisUrl: 'redis://localhost:32769',
     });
-    expect(testReaderStatements()[0]).toMatch(/^CREATE USER IF NOT EXISTS ingest_reader .* SETTINGS readonly = 1$/);
+    expect(testReaderStatements()[0]).toMatch(/^CREATE USER IF NOT EXISTS ingest_reader .* SETTINGS readonly = 1, max_execution_time = 10$/);
   });
 });

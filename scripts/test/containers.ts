@@ -4,6 +4,8 @@
  * (Kafka 4.1.1 from the `apache/kafka` image in KRaft mode). Pure descriptions, unit-tested;
  * the Docker path itself cannot run on machines without a Docker engine.
  */
+import { readerSettingsSql } from '@ingest/platform';
+
 export const KAFKA_IMAGE = 'apache/kafka:4.1.1';
 export const CLICKHOUSE_IMAGE = 'clickhouse/clickhouse-server:25.8';
 export const REDIS_IMAGE = 'redis:7.4';
@@ -44,12 +46,16 @@ export function kafkaContainerSpec(hostPort: number): KafkaContainerSpec {
 
 /**
  * The gateway's read-only user on the ClickHouse container (the local stack's comes from
- * users.xml): readonly = 1, SELECT on every database, since each test makes its own.
+ * users.xml): the settings `npm run setup` gives it (READER_SETTINGS), SELECT on every database,
+ * since each test makes its own.
  */
 export const TEST_CLICKHOUSE_READER = { user: 'ingest_reader', password: 'ingest-reader-local' };
 export function testReaderStatements(): string[] {
   const { user, password } = TEST_CLICKHOUSE_READER;
-  return [`CREATE USER IF NOT EXISTS ${user} IDENTIFIED WITH sha256_password BY '${password}' SETTINGS readonly = 1`, `GRANT SELECT ON *.* TO ${user}`];
+  return [
+    `CREATE USER IF NOT EXISTS ${user} IDENTIFIED WITH sha256_password BY '${password}' SETTINGS ${readerSettingsSql()}`,
+    `GRANT SELECT ON *.* TO ${user}`,
+  ];
 }
 
 /** What the tests read once the containers run: the same variables `scripts/test.sh` exports. */

@@ -80,6 +80,14 @@ export async function createTestClickHouse(env: IntegrationEnv = integrationEnv(
   };
 }
 
+/**
+ * A client on `database` as the gateway's read-only user (CLICKHOUSE_READER_USER: the user
+ * `npm start`, compose and the manifests give the gateway), for code under test that reads.
+ */
+export function createReaderClickHouse(database: string, env: IntegrationEnv = integrationEnv()): ClickHouse {
+  return createClickHouse({ url: env.clickhouseUrl, username: env.clickhouseReader.user, password: env.clickhouseReader.password, database });
+}
+
 /** createTestKafka for the whole test file: topics made before its tests, deleted after them. */
 export function useTestKafka(keys: TopicKey[]): TestKafka {
   return useFixture(

@@ -76,8 +76,8 @@ describe("the gateway's read-only ClickHouse user", () => {
 
   it('on a current server, setup creates it with SQL that escapes its name and password', () => {
     expect(readerUserStatements('ingest`reader', "pa'ss\\word", 'ingest')).toEqual([
-      "CREATE USER IF NOT EXISTS `ingest\\`reader` IDENTIFIED WITH sha256_password BY 'pa\\'ss\\\\word' SETTINGS readonly = 1",
-      "ALTER USER `ingest\\`reader` IDENTIFIED WITH sha256_password BY 'pa\\'ss\\\\word'",
+      "CREATE USER IF NOT EXISTS `ingest\\`reader` IDENTIFIED WITH sha256_password BY 'pa\\'ss\\\\word' SETTINGS readonly = 1, max_execution_time = 10",
+      "ALTER USER `ingest\\`reader` IDENTIFIED WITH sha256_password BY 'pa\\'ss\\\\word' SETTINGS readonly = 1, max_execution_time = 10",
       'GRANT SELECT ON `ingest`.* TO `ingest\\`reader`',
     ]);
   });

@@ -3,10 +3,15 @@
  * topics under a unique prefix, a fresh ClickHouse database with the migrations applied, a real
  * control plane with one account and API key, and helpers to read what the gateway wrote.
  * Requests go through `app.inject` (no port needed).
+ *
+ * The gateway reads ClickHouse as the read-only user that `npm start`, compose and the manifests
+ * give it (`ingest_reader`, readonly = 1), never as the tests' user: a query that user may not
+ * run fails here as it fails for users. Tests insert rows through `clickhouse.ch`.
  */
 import type { EventRecord, JobMessage } from '@ingest/schemas';
 import { type Account, API_KEY_SCOPES, type ControlPlane, createControlPlane, createJobStatusStore, type Plan } from '@ingest/domain';
 import {
+  type ClickHouse,
   createBatchConsumer,
   createMetricsRegistry,
   createProducer,
@@ -18,6 +23,7 @@ import {
   TOPICS as TOPIC_SPECS,
 } from '@ingest/platform';
 import {
+  createReaderClickHouse,
   createTestClickHouse,
   createTestKafka,
   integrationEnv,
@@ -43,6 +49,8 @@ export interface GatewayFixture {
   kafka: TestKafka;
   /** The gateway's ClickHouse database (fresh, migrated); tests insert stored events here. */
   clickhouse: TestClickHouse;
+  /** What the gateway reads that database with: the read-only user (CLICKHOUSE_READER_USER, `ingest_reader`). */
+  gatewayClickHouse: ClickHouse;
   redis: Redis;
   producer: Producer;
   controlPlane: ControlPlane;
@@ -70,6 +78,7 @@ export interface GatewayFixtureOptions {
 export async function createGatewayFixture(env: Record<string, string> = {}, options: GatewayFixtureOptions = {}): Promise<GatewayFixture> {
   const integration = integrationEnv();
   const [kafka, clickhouse] = await Promise.all([createTestKafka(TOPICS), createTestClickHouse(integration)]);
+  const reader = createReaderClickHouse(clickhouse.database, integration);
   const logger = testLogger();
   const baseEnv = {
     KAFKA_BROKERS: integration.kafkaBrokers,
@@ -101,7 +110,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     redis,
     controlPlane,
     jobStatus,
-    ch: clickhouse.ch,
+    ch: reader,
     kafka: kafka.kafka,
     ...(options.now ? { now: options.now } : {}),
   });
@@ -113,7 +122,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     redis,
     controlPlane,
     producer,
-    ch: clickhouse.ch,
+    ch: reader,
     ...(options.now ? { now: options.now } : {}),
   });
   await admin.ready();
@@ -124,6 +133,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     admin,
     kafka,
     clickhouse,
+    gatewayClickHouse: reader,
     redis,
     producer,
     controlPlane,
@@ -146,7 +156,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
         redis,
         controlPlane: replicaControlPlane,
         jobStatus,
-        ch: clickhouse.ch,
+        ch: reader,
         ...(options.now ? { now: options.now } : {}),
       });
       await replicaApp.ready();
@@ -191,6 +201,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
       await controlPlane.stop();
       await producer.disconnect();
       await redis.close();
+      await reader.close();
       await Promise.allSettled([kafka.cleanup(), clickhouse.cleanup()]);
     },
   };

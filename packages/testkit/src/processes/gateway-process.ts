@@ -28,6 +28,9 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
       KAFKA_BROKERS: servers.kafkaBrokers,
       KAFKA_DRIVER: servers.kafkaDriver,
       CLICKHOUSE_URL: servers.clickhouseUrl,
+      // The read-only user npm start, compose and the manifests give the gateway.
+      CLICKHOUSE_USER: servers.clickhouseReader.user,
+      CLICKHOUSE_PASSWORD: servers.clickhouseReader.password,
       REDIS_URL: servers.redisUrl,
       KAFKA_CLIENT_ID: `chaos-${name}`,
       GATEWAY_HOST: '127.0.0.1',

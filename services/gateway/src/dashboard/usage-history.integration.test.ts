@@ -1,13 +1,18 @@
 /**
  * Real server: ClickHouse (a fresh migrated database). The dashboard's daily chart counts
  * unique events per UTC day of receipt from the usage_hourly rollup: redelivered copies count
- * once, other accounts and days outside the 90 are left out, empty days are 0.
+ * once, other accounts and days outside the 90 are left out, empty days are 0. Rows are written
+ * as the tests' user and read as the gateway's read-only user, as in production.
  */
-import { useTestClickHouse } from '@ingest/testkit';
+import { createReaderClickHouse, useFixture, useTestClickHouse } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
 import { dailyUsage, lastDays } from './usage-history.js';
 
 const clickhouse = useTestClickHouse();
+const reader = useFixture(
+  async () => createReaderClickHouse(clickhouse.database),
+  (ch) => ch.close(),
+);
 
 function row(accountId: string, eventId: string, receivedAtMs: number): Record<string, unknown> {
   return {
@@ -35,7 +40,7 @@ describe('daily usage history', () => {
     await clickhouse.ch.insert('events', [row('acc_a', 'e1', day(0, 1)), row('acc_a', 'e2', day(0, 14)), row('acc_a', 'e3', day(1, 23))]);
     await clickhouse.ch.insert('events', [row('acc_a', 'e1', day(0, 1)), row('acc_a', 'e4', day(100, 12)), row('acc_b', 'x1', day(0, 3))]);
 
-    const daily = await dailyUsage(clickhouse.ch, 'acc_a', now);
+    const daily = await dailyUsage(reader, 'acc_a', now);
     expect(daily).toHaveLength(90);
     expect(daily.at(-1)).toEqual({ day: '2026-11-20', events: 2 });
     expect(daily.at(-2)).toEqual({ day: '2026-11-19', events: 1 });
@@ -44,7 +49,7 @@ describe('daily usage history', () => {
   });
 
   it('escapes the account id (a hostile id reads nothing, and breaks nothing)', async () => {
-    const daily = await dailyUsage(clickhouse.ch, "acc_a' OR 1=1 --\\", Date.UTC(2026, 10, 20));
+    const daily = await dailyUsage(reader, "acc_a' OR 1=1 --\\", Date.UTC(2026, 10, 20));
     expect(daily.every((d) => d.events === 0)).toBe(true);
   });
 

@@ -5,6 +5,7 @@ export const HISTORY_DAYS = 90;
 /**
  * Unique events per UTC day of receipt from the `usage_hourly` rollup (the numbers the
  * allowance charges), merged per day so each day is exact. Days without events are filled with 0.
+ * No SETTINGS clause: read as the read-only user, whose settings bound it (see event-store.ts).
  */
 export async function dailyUsage(ch: ClickHouse, accountId: string, nowMs: number): Promise<{ day: string; events: number }[]> {
   const days = lastDays(nowMs, HISTORY_DAYS);
@@ -14,8 +15,7 @@ export async function dailyUsage(ch: ClickHouse, accountId: string, nowMs: numbe
       FROM usage_hourly
       WHERE account_id = ${accountId} AND hour >= toDateTime(${`${first} 00:00:00`}, 'UTC')
       GROUP BY day
-      ORDER BY day
-      SETTINGS max_execution_time = 10`,
+      ORDER BY day`,
   );
   const byDay = new Map(rows.map((r) => [r.day, Number(r.events)]));
   return days.map((day) => ({ day, events: byDay.get(day) ?? 0 }));

@@ -27,9 +27,6 @@ export interface RecentEvent extends StoredEventRecord {
   copies: number;
 }
 
-/** Bounds the server's work for one read-back; the HTTP request should not wait longer. */
-const MAX_EXECUTION_SECONDS = 5;
-
 /**
  * Reads through FINAL: the ReplacingMergeTree keeps redelivered copies of an event until a
  * background merge, and FINAL merges them at read time. Copies with the same sorting key
@@ -38,6 +35,11 @@ const MAX_EXECUTION_SECONDS = 5;
  * dedupe window): the most recently received one, like a replacement.
  *
  * The account is the first column of the sorting key, so the scan stays within one account.
+ *
+ * No `SETTINGS` clause: the gateway reads as the read-only user (readonly = 1), which may change
+ * no setting, and 18.16 refuses any SETTINGS clause then ("Cannot execute SET query in readonly
+ * mode"). The user's own settings bound each read (max_execution_time, READER_SETTINGS in
+ * @ingest/platform; docs/clickhouse.md, "The read-only user").
  */
 export function createClickHouseEventStore(ch: ClickHouse, options: { table?: string } = {}): EventStore {
   const table = ident(options.table ?? 'events');
@@ -48,8 +50,7 @@ export function createClickHouseEventStore(ch: ClickHouse, options: { table?: st
           FROM ${table} FINAL
           WHERE account_id = ${accountId} AND event_id = ${eventId}
           ORDER BY received_at_ms DESC, inserted_at DESC
-          LIMIT 1
-          SETTINGS max_execution_time = ${MAX_EXECUTION_SECONDS}`,
+          LIMIT 1`,
       );
       const row = rows[0];
       return row ? fromEventRow(row) : undefined;
@@ -71,8 +72,7 @@ export function createClickHouseEventStore(ch: ClickHouse, options: { table?: st
           WHERE account_id = ${accountId} AND received_at >= ${new Date(options.sinceMs)} ${raw(filters.join(' '))}
           GROUP BY event_id
           ORDER BY latest_received_ms DESC, event_id
-          LIMIT ${options.limit}
-          SETTINGS max_execution_time = ${MAX_EXECUTION_SECONDS}`,
+          LIMIT ${options.limit}`,
       );
       return rows.map((r) => ({ ...fromEventRow(renamed(r)), copies: Number(r.copies) }));
     },
