@@ -20,7 +20,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { allTopicSpecs, createKafkaClient, createLogger, createRedis, deleteTopics, dropDatabase, REPO_ROOT } from '@ingest/platform';
-import { freePort, integrationEnv, uniqueSuffix } from '@ingest/testkit';
+import { assertProjectNode, freePort, integrationEnv, uniqueSuffix } from '@ingest/testkit';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { codeBlockAfter, dashboardPages, missingShownPairs, parsePrintout, type Printout, printoutDrift, shellSteps } from './readme-flow.js';
 import { livePids, run, stopProcessGroups } from './run-command.js';
@@ -161,6 +161,21 @@ describe("the README's flow, on the stack `npm start -- --detach` prints", () =>
     const normalised = printed.lines.map((line) => defaults.reduce((l, [from, to]) => l.replaceAll(from, to), line));
     const drift = printoutDrift(codeBlockAfter(readme, 'What `npm start` prints when it is done'), normalised);
     expect(drift, `README.md's block differs from what npm start printed:\n${output}`).toEqual([]);
+  });
+
+  it('every service npm start runs reports the project runtime (Node of .nvmrc) on its /metrics', async () => {
+    the();
+    const reported: Record<string, string> = {};
+    for (const [service, port] of [
+      ['gateway', ports.GATEWAY_OPS_PORT],
+      ['processor', ports.PROCESSOR_OPS_PORT],
+      ['crm-sink', ports.CRM_SINK_OPS_PORT],
+    ] as const) {
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
+      expect(res.status, `${service} /metrics`).toBe(200);
+      reported[service] = assertProjectNode(`npm start's ${service}`, await res.text());
+    }
+    console.log(`readme flow: npm start's services run ${JSON.stringify(reported)}`);
   });
 
   it("the printout's curl sends an event (202)", async () => {
