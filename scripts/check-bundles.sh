@@ -40,11 +40,13 @@ node dist/ingest.mjs deadletters list --limit 1 >"$logs/deadletters.log" 2>&1 ||
 echo "ingest bundle: setup and deadletters ran"
 
 check() {
-  local name=$1 ops_var=$2 port
+  local name=$1 ops_var=$2 port reader=()
   port=$(free_port)
   api_port=$(free_port)
   admin_port=$(free_port)
-  env "$ops_var=$port" GATEWAY_PORT="$api_port" ADMIN_PORT="$admin_port" node services/"$name"/dist/main.js >"$logs/$name.log" 2>&1 &
+  # The gateway reads ClickHouse as the read-only user, as npm start and the manifests run it.
+  [[ $name == gateway ]] && reader=("CLICKHOUSE_USER=${GATEWAY_CLICKHOUSE_USER:-ingest_reader}" "CLICKHOUSE_PASSWORD=${GATEWAY_CLICKHOUSE_PASSWORD:-ingest-reader-local}")
+  env "${reader[@]}" "$ops_var=$port" GATEWAY_PORT="$api_port" ADMIN_PORT="$admin_port" node services/"$name"/dist/main.js >"$logs/$name.log" 2>&1 &
   pids+=("$!")
   local deadline=$((SECONDS + 60))
   until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do
