@@ -94,21 +94,10 @@ export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}
     const producer = await renewal.acquire(deadlines.sendTimeoutMs);
     inFlightSince = now();
     const sending = producer.send(topicMessages);
+    let outcome: 'done' | 'late';
     try {
-      if ((await settledWithin(sending, deadlines.inFlightTimeoutMs)) === 'late') {
-        // The library may keep retrying for longer (kafkajs: four request timeouts), and a broker
-        // that holds the request may still write it: give this producer up now, so the next
-        // sends go out under a new producer id instead of waiting behind it.
-        const ending = sending.catch(() => {}).finally(() => abandoned.delete(ending));
-        abandoned.add(ending);
-        renewal.retire(producer, 'kafka_outcome_unknown');
-        throw new KafkaError('kafka_outcome_unknown', `kafka did not answer a send within ${deadlines.inFlightTimeoutMs} ms; it may still be written`, {
-          retryable: true,
-        });
-      }
-      renewal.succeeded();
+      outcome = await settledWithin(sending, deadlines.inFlightTimeoutMs);
     } catch (err) {
-      if (err instanceof KafkaError && err.code === 'kafka_outcome_unknown') throw err;
       const failure = toKafkaError('kafka send failed', err, () => ({ retryable: true, unavailable: false, rebalance: false }));
       // Whatever broke, this producer's sequence numbers may now be behind the broker's.
       renewal.retire(producer, failure.code);
@@ -119,6 +108,18 @@ export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}
     } finally {
       inFlightSince = undefined;
     }
+    if (outcome === 'late') {
+      // The library may keep retrying for longer (kafkajs: four request timeouts), and a broker
+      // that holds the request may still write it: give this producer up now, so the next sends
+      // go out under a new producer id instead of waiting behind it.
+      const ending = sending.catch(() => {}).finally(() => abandoned.delete(ending));
+      abandoned.add(ending);
+      renewal.retire(producer, 'kafka_outcome_unknown');
+      throw new KafkaError('kafka_outcome_unknown', `kafka did not answer a send within ${deadlines.inFlightTimeoutMs} ms; it may still be written`, {
+        retryable: true,
+      });
+    }
+    renewal.succeeded();
   }
 
   // One request in flight: concurrent callers share the next request instead of queueing one
