@@ -57,7 +57,14 @@ check() {
     fi
     sleep 0.5
   done
-  echo "$name bundle: ready"
+  # What the image runs, on the project's runtime: the bundle reports the .nvmrc Node major.
+  local runtime
+  runtime=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^nodejs_version_info{version="v\([0-9.]*\)".*/\1/p')
+  if [[ "${runtime%%.*}" != "$(cut -d. -f1 .nvmrc)" ]]; then
+    echo "$name bundle runs Node ${runtime:-(not reported)}; the project's runtime is Node $(cat .nvmrc) (.nvmrc)"
+    exit 1
+  fi
+  echo "$name bundle: ready (Node $runtime)"
 }
 
 check gateway GATEWAY_OPS_PORT
