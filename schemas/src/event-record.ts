@@ -6,7 +6,12 @@ import { type Static, Type } from '@sinclair/typebox';
  * consumers still check it against this schema, because a message that does not match is a
  * poison message for the dead-letter topic, not a crash.
  *
- * `v` is the wire-format version: consumers dead-letter versions they do not know.
+ * `v` is the wire-format version: consumers dead-letter versions they do not know. The rule
+ * for changing it (docs/architecture.md, "Wire contracts"): a new optional field keeps `v`, and
+ * readers accept and ignore fields they do not know, so a reader one release behind takes a
+ * newer writer's record during a rolling deploy; a change an older reader would misread (a field
+ * removed, renamed, retyped, or one it must act on) is a new `v`, read by every reader before
+ * any writer sends it.
  */
 export const EVENT_RECORD_VERSION = 1;
 
@@ -36,7 +41,8 @@ export const EventRecord = Type.Object(
     source: EventSource,
     jobId: Type.Union([Type.String(), Type.Null()]),
   },
-  { $id: 'EventRecord', additionalProperties: false },
+  // Open: the optional fields a newer writer adds are ignored, not dead-lettered.
+  { $id: 'EventRecord' },
 );
 
 export type EventRecord = Static<typeof EventRecord>;

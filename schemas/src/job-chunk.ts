@@ -6,6 +6,10 @@ import { ErrorsBound, MAX_ERRORS_LISTED } from './ingest-event.js';
  * on one partition: `chunk` messages of up to 500 events, then exactly one `sealed` (the
  * upload is complete and accepted) or `aborted` (the upload failed; discard its chunks).
  * A job runner processes a job's chunks only once it has seen its seal.
+ *
+ * `v` is the wire-format version, changed by the rule of EventRecord's (docs/architecture.md,
+ * "Wire contracts"): the objects are open, so a job runner one release behind accepts the
+ * optional fields a newer gateway adds, and ignores them.
  */
 export const JOB_CHUNK_SIZE = 500;
 
@@ -27,7 +31,7 @@ export const JobChunkItem = Type.Object(
     /** CSV only: a problem found while reading the row (e.g. wrong column count). */
     error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String(), column: Type.Optional(Type.String()) })),
   },
-  { additionalProperties: false },
+  {},
 );
 
 export const JobChunk = Type.Object(
@@ -38,15 +42,15 @@ export const JobChunk = Type.Object(
     receivedAtMs: Type.Integer(),
     items: Type.Array(JobChunkItem, { maxItems: JOB_CHUNK_SIZE }),
   },
-  { $id: 'JobChunk', additionalProperties: false },
+  { $id: 'JobChunk' },
 );
 
 export const JobSealed = Type.Object(
   { ...JobBase, type: Type.Literal('sealed'), chunks: Type.Integer({ minimum: 0 }), totalEvents: Type.Integer({ minimum: 0 }), receivedAtMs: Type.Integer() },
-  { $id: 'JobSealed', additionalProperties: false },
+  { $id: 'JobSealed' },
 );
 
-export const JobAborted = Type.Object({ ...JobBase, type: Type.Literal('aborted'), reason: Type.String() }, { $id: 'JobAborted', additionalProperties: false });
+export const JobAborted = Type.Object({ ...JobBase, type: Type.Literal('aborted'), reason: Type.String() }, { $id: 'JobAborted' });
 
 export const JobMessage = Type.Union([JobChunk, JobSealed, JobAborted]);
 

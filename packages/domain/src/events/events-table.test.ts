@@ -24,6 +24,11 @@ function unescape(field: string): string {
 const utc = (epochSeconds: number) => new Date(epochSeconds * 1000).toISOString().slice(0, 19).replace('T', ' ');
 
 describe('toEventLine', () => {
+  it("writes a newer writer's record (fields this release does not know) as the same row", () => {
+    const newer = { ...record, userId: 'u-1', context: { ip: '203.0.113.9' } } as EventRecord;
+    expect(toEventLine(newer, 1_767_225_600_000)).toBe(toEventLine(record, 1_767_225_600_000));
+  });
+
   it('holds every column in order, one field per column, tabs and newlines only as separators', () => {
     const line = toEventLine(record, 1_767_225_602_999);
     expect(line).not.toContain('\n');

@@ -146,6 +146,24 @@ describe('dedupe consumer', () => {
     expect(out.keys[0]).toBe(`${accountId}:${out.seen[0]?.email}`);
   });
 
+  it("passes a newer writer's record (optional fields this release does not know) on, byte for byte, instead of dead-lettering it", async () => {
+    const accountId = `acc_${uniqueSuffix()}`;
+    const newer = { ...record(accountId, 'newer-writer'), userId: 'u-1', anonymousId: 'a-1', context: { library: { name: 'analytics.js' } } };
+    await producer.send(kafka.topic('eventsRaw'), [{ key: `${accountId}:newer-writer`, value: JSON.stringify(newer) }]);
+    const out = collectUnique(accountId);
+    const reader = await out.reader;
+    const dedupe = startDedupe(`dedupe-${uniqueSuffix()}`);
+    await dedupe.consumer.start();
+    try {
+      await waitFor(() => out.seen.length >= 1 || undefined, { description: "the newer writer's record on events.unique" });
+      expect(out.seen).toEqual([newer]);
+      expect(sampleValue(await dedupe.metricsText(), 'ingest_consumer_messages_total', { consumer: 'dedupe', outcome: 'ok' })).toBe(1);
+    } finally {
+      await dedupe.consumer.stop();
+      await reader.stop();
+    }
+  });
+
   it('forgets an event after the window: a repeat later than that passes again', async () => {
     const accountId = `acc_${uniqueSuffix()}`;
     const out = collectUnique(accountId);

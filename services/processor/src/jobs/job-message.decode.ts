@@ -46,6 +46,5 @@ export function createJobMessageDecoder(): (value: Buffer | null) => JobMessageD
 function describe(error: ErrorObject | undefined): string {
   if (!error) return 'is invalid';
   const where = error.instancePath || '/';
-  if (error.keyword === 'additionalProperties') return `${where} has the unknown field ${JSON.stringify(error.params.additionalProperty).slice(0, 100)}`;
   return `${where} ${error.message ?? 'is invalid'}`;
 }
