@@ -9,3 +9,4 @@ export * from './owners.js';
 export * from './dashboard.js';
 export * from './billing-ledger.js';
 export * from './admin-audit.js';
+export * from './validator.js';

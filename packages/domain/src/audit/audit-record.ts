@@ -1,6 +1,6 @@
-import { AuditRecord, AUDIT_CURSOR_PATTERN } from '@ingest/schemas';
+import { AuditRecord, AUDIT_CURSOR_PATTERN, compileValidator } from '@ingest/schemas';
+import type { ValidateFunction } from 'ajv';
 import { sql } from '@ingest/platform';
-import { Ajv } from 'ajv';
 
 /**
  * The audit log's wire formats, one owner: the Kafka record (JSON, keyed by account so one
@@ -34,12 +34,14 @@ export function withoutSecrets(value: unknown, depth = 0): unknown {
   return out;
 }
 
-const validate = new Ajv({ strict: false }).compile(AuditRecord);
+// Compiled on first use, not at import time.
+let validate: ValidateFunction<AuditRecord> | undefined;
 
 export function decodeAuditRecord(value: Buffer | string | null): AuditRecord | undefined {
   if (value === null) return undefined;
   try {
     const parsed: unknown = JSON.parse(value.toString());
+    validate ??= compileValidator<AuditRecord>(AuditRecord);
     return validate(parsed) ? (parsed as AuditRecord) : undefined;
   } catch {
     return undefined;

@@ -1,5 +1,5 @@
-import { BillingLedgerRecord } from '@ingest/schemas';
-import { Ajv } from 'ajv';
+import { BillingLedgerRecord, compileValidator } from '@ingest/schemas';
+import type { ValidateFunction } from 'ajv';
 import { sql } from '@ingest/platform';
 
 /**
@@ -13,12 +13,14 @@ export function billingLedgerKey(record: Pick<BillingLedgerRecord, 'kind' | 'acc
   return record.kind === 'period_closed' ? `${record.accountId}/${record.period}/closed` : `${record.accountId}/${record.period}/plan/${record.at}`;
 }
 
-const validate = new Ajv({ strict: false }).compile(BillingLedgerRecord);
+// Compiled on first use, not at import time.
+let validate: ValidateFunction<BillingLedgerRecord> | undefined;
 
 export function decodeLedgerRecord(value: Buffer | string | null): BillingLedgerRecord | undefined {
   if (value === null) return undefined;
   try {
     const parsed: unknown = JSON.parse(value.toString());
+    validate ??= compileValidator<BillingLedgerRecord>(BillingLedgerRecord);
     return validate(parsed) ? (parsed as BillingLedgerRecord) : undefined;
   } catch {
     return undefined;

@@ -1,6 +1,5 @@
-import { AccountSchema, type AccountWire, ApiKeyRecordSchema, type ApiKeyRecordWire } from '@ingest/schemas';
+import { AccountSchema, type AccountWire, ApiKeyRecordSchema, type ApiKeyRecordWire, compileValidator } from '@ingest/schemas';
 import type { TSchema } from '@sinclair/typebox';
-import { Ajv } from 'ajv';
 import type { Account, ApiKeyRecord } from './types.js';
 
 /**
@@ -81,7 +80,7 @@ export function createRecordDecoder<S extends TSchema, T extends { id: string }>
   schema: S,
   pick: (wire: T) => T,
 ): (key: Buffer | null, value: Buffer | null) => Decoded<T> {
-  const validate = new Ajv({ allErrors: false, strict: false }).compile(schema);
+  const validate = compileValidator(schema);
   return (key, value) => {
     const id = key?.toString('utf8') ?? '';
     if (id === '') return { ok: false, code: 'missing_key', reason: 'message has no key' };

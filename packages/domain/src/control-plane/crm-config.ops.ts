@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { CrmCredentialBody, type StoredCrmCredentialRecord, type StoredMappingRecord } from '@ingest/schemas';
-import { Ajv, type ErrorObject } from 'ajv';
+import { CrmCredentialBody, type StoredCrmCredentialRecord, type StoredMappingRecord, compileValidator } from '@ingest/schemas';
+import type { ErrorObject } from 'ajv';
 import { type MappingFieldError, validateMapping } from '../crm/mapping.validate.js';
 import { AppError } from '@ingest/platform';
 import { escapePointer } from '../events/validate-event.js';
@@ -241,7 +241,7 @@ function nameErrors(name: string): MappingFieldError[] {
 }
 
 function compileCredentialValidator(): (input: unknown) => MappingFieldError[] {
-  const validate = new Ajv({ allErrors: true, strict: false, discriminator: true }).compile(CrmCredentialBody);
+  const validate = compileValidator(CrmCredentialBody, 'all');
   return (input) => (validate(input) ? [] : (validate.errors ?? []).map(credentialError));
 }
 

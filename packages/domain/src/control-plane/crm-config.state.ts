@@ -1,6 +1,5 @@
-import { type CrmMapping, StoredCrmCredentialRecord, StoredMappingRecord } from '@ingest/schemas';
+import { type CrmMapping, StoredCrmCredentialRecord, StoredMappingRecord, compileValidator } from '@ingest/schemas';
 import type { TSchema } from '@sinclair/typebox';
-import { Ajv } from 'ajv';
 import type { Decoded } from './control-plane.state.js';
 import { splitCredential } from './crm-credential.js';
 import type { StoredCrmCredential, StoredMapping } from './types.js';
@@ -112,7 +111,7 @@ function createDecoder<S extends TSchema, W, T>(
   expectedKey: (wire: W) => string,
   pick: (wire: W) => T,
 ): (key: Buffer | null, value: Buffer | null) => Decoded<T> {
-  const validate = new Ajv({ allErrors: false, strict: false }).compile(schema);
+  const validate = compileValidator(schema);
   return (rawKey, value) => {
     const id = rawKey?.toString('utf8') ?? '';
     if (id === '') return { ok: false, code: 'missing_key', reason: 'message has no key' };

@@ -1,4 +1,4 @@
-import { Ajv } from 'ajv';
+import { compileValidator } from '@ingest/schemas';
 import type { Decoded } from './control-plane.state.js';
 import type { Owner } from './types.js';
 
@@ -46,7 +46,7 @@ const OwnerWireSchema = {
 } as const;
 
 export function createOwnerDecoder(): (key: Buffer | null, value: Buffer | null) => Decoded<Owner> {
-  const validate = new Ajv({ strict: false }).compile(OwnerWireSchema);
+  const validate = compileValidator(OwnerWireSchema);
   return (key, value) => {
     const email = key?.toString('utf8') ?? '';
     if (email === '') return { ok: false, code: 'missing_key', reason: 'message has no key' };

@@ -1,5 +1,5 @@
-import { CrmMapping, type MappingActionOp, type MappingRule } from '@ingest/schemas';
-import { Ajv, type ErrorObject } from 'ajv';
+import { CrmMapping, type MappingActionOp, type MappingRule, compileValidator } from '@ingest/schemas';
+import type { ErrorObject } from 'ajv';
 import { escapePointer } from '../events/validate-event.js';
 import { isKnownTemplateVariable, templateVariables } from './mapping.plan.js';
 
@@ -35,7 +35,7 @@ const MAX_CREDENTIALS_REF = 64;
 const SECRET_MARKERS = ['svc_live_', 'bearer', ':'];
 
 export function createMappingValidator(): (input: unknown) => MappingCheck {
-  const validateShape = new Ajv({ allErrors: true, strict: false, discriminator: true }).compile<CrmMapping>(CrmMapping);
+  const validateShape = compileValidator<CrmMapping>(CrmMapping, 'all');
   return (input) => {
     if (!validateShape(input)) return { ok: false, errors: shapeErrors(validateShape.errors ?? []) };
     const errors = semanticErrors(input);

@@ -1,11 +1,10 @@
-import { EVENT_RECORD_VERSION, EventRecord } from '@ingest/schemas';
-import { Ajv } from 'ajv';
+import { EVENT_RECORD_VERSION, EventRecord, compileValidator } from '@ingest/schemas';
 
 export type DecodeResult = { ok: true; record: EventRecord } | { ok: false; code: string; reason: string };
 
 /** Pure: bytes from Kafka to a checked EventRecord, or the reason it is a poison message. */
 export function createEventRecordDecoder(): (value: Buffer | null) => DecodeResult {
-  const validate = new Ajv({ allErrors: false }).compile<EventRecord>(EventRecord);
+  const validate = compileValidator<EventRecord>(EventRecord);
   return (value) => {
     if (value === null || value.length === 0) return { ok: false, code: 'empty_message', reason: 'message has no value' };
     let parsed: unknown;

@@ -1,5 +1,5 @@
-import { type EventRecord, FORBIDDEN_PROPERTY_KEYS, IngestEvent } from '@ingest/schemas';
-import { Ajv, type ErrorObject } from 'ajv';
+import { type EventRecord, FORBIDDEN_PROPERTY_KEYS, IngestEvent, compileValidator } from '@ingest/schemas';
+import type { ErrorObject } from 'ajv';
 import { v7 as uuidv7 } from 'uuid';
 import { normalizeDomain, normalizeEmail } from './identity.js';
 import { parseTimestamp } from './timestamp.js';
@@ -53,7 +53,7 @@ export function createEventValidator(options: EventValidatorOptions = {}): (inpu
   const maxFutureMs = options.maxFutureMs ?? 24 * 60 * 60 * 1000;
   const maxDepth = options.maxPropertyDepth ?? 16;
   const generateId = options.generateId ?? uuidv7;
-  const validateShape = new Ajv({ allErrors: true, strict: false }).compile<IngestEvent>(IngestEvent);
+  const validateShape = compileValidator<IngestEvent>(IngestEvent, 'all');
 
   return (input, receivedAtMs) => {
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {

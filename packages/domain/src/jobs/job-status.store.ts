@@ -1,5 +1,4 @@
-import { JobStatus } from '@ingest/schemas';
-import { Ajv } from 'ajv';
+import { JobStatus, compileValidator } from '@ingest/schemas';
 import type { Producer } from '@ingest/platform';
 import { type Redis, withRedis } from '@ingest/platform';
 
@@ -45,7 +44,7 @@ const INDEX_MAX = 1_000;
 
 export function createJobStatusStore(deps: JobStatusStoreDeps): JobStatusStore & AccountJobsReader {
   const ttl = deps.ttlSeconds ?? THIRTY_DAYS_S;
-  const isJobStatus = new Ajv({ strict: false }).compile<JobStatus>(JobStatus);
+  const isJobStatus = compileValidator<JobStatus>(JobStatus);
   return {
     async get(jobId) {
       const raw = await withRedis('job status', deps.redis.get(jobStatusKey(jobId, deps.keyPrefix)));

@@ -1,4 +1,4 @@
-import { DryRunEnvelope, type EventRecord } from '@ingest/schemas';
+import { DryRunEnvelope, type EventRecord, compileValidator, createAjv } from '@ingest/schemas';
 import { AppError } from '@ingest/platform';
 import {
   type ControlPlane,
@@ -12,7 +12,7 @@ import {
   validateMapping,
 } from '@ingest/domain';
 import type { TSchema } from '@sinclair/typebox';
-import { Ajv } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import type { FastifyReply, FastifySchemaCompiler } from 'fastify';
 import { type FieldError, ProblemError } from '../http/problem.js';
 import { toProblem } from './control-plane-problem.js';
@@ -117,14 +117,14 @@ export function dryRunResult(prepared: PreparedDryRun, deps: { mappings: Mapping
  * validated as usual.
  */
 export function bodyValidatedByHandler(): FastifySchemaCompiler<unknown> {
-  const ajv = new Ajv({ allErrors: true, strict: false, removeAdditional: false, coerceTypes: false, useDefaults: false });
+  const ajv = createAjv('all');
   return ({ schema, httpPart }) => (httpPart === 'body' ? () => true : ajv.compile(schema as TSchema));
 }
 
-let validateDryRunEnvelope: ReturnType<Ajv['compile']> | undefined;
+let validateDryRunEnvelope: ValidateFunction | undefined;
 
 function checkEnvelope(body: unknown): { event: unknown; mapping?: unknown } {
-  validateDryRunEnvelope ??= new Ajv({ allErrors: true, strict: false }).compile(DryRunEnvelope);
+  validateDryRunEnvelope ??= compileValidator(DryRunEnvelope, 'all');
   if (validateDryRunEnvelope(body)) return body as { event: unknown; mapping?: unknown };
   const errors = (validateDryRunEnvelope.errors ?? []).map((e) => {
     if (e.keyword === 'required') return { field: `/${String(e.params.missingProperty)}`, code: 'required', message: 'is required' };

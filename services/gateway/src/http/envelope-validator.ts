@@ -1,8 +1,8 @@
+import { createAjv } from '@ingest/schemas';
 import type { TSchema } from '@sinclair/typebox';
-import { Ajv } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 
-const ajv = new Ajv({ allErrors: true, strict: false, removeAdditional: false, coerceTypes: false, useDefaults: false });
+const ajv = createAjv('all');
 
 /**
  * A route's `schema.body` documents the full request (arrays of IngestEvent) for OpenAPI; this

@@ -1,5 +1,5 @@
-import { JobAborted, JobChunk, type JobMessage, JobSealed } from '@ingest/schemas';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { JobAborted, JobChunk, type JobMessage, JobSealed, createAjv } from '@ingest/schemas';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 
 export type JobMessageDecodeResult = { ok: true; message: JobMessage } | { ok: false; code: string; reason: string };
 
@@ -12,7 +12,7 @@ const JOB_MESSAGE_VERSION = 1;
  * ids only, never event contents.
  */
 export function createJobMessageDecoder(): (value: Buffer | null) => JobMessageDecodeResult {
-  const ajv = new Ajv({ allErrors: false, strict: false });
+  const ajv = createAjv('first');
   const validators: Record<JobMessage['type'], ValidateFunction> = {
     chunk: ajv.compile(JobChunk),
     sealed: ajv.compile(JobSealed),
