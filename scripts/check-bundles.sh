@@ -44,8 +44,7 @@ check() {
   port=$(free_port)
   api_port=$(free_port)
   admin_port=$(free_port)
-  # The gateway reads ClickHouse as the read-only user, as npm start and the manifests run it.
-  [[ $name == gateway ]] && reader=("CLICKHOUSE_USER=${GATEWAY_CLICKHOUSE_USER:-ingest_reader}" "CLICKHOUSE_PASSWORD=${GATEWAY_CLICKHOUSE_PASSWORD:-ingest-reader-local}")
+  [[ $name == gateway ]] && reader=("${GATEWAY_READER_ENV[@]}")
   env "${reader[@]}" "$ops_var=$port" GATEWAY_PORT="$api_port" ADMIN_PORT="$admin_port" node services/"$name"/dist/main.js >"$logs/$name.log" 2>&1 &
   pids+=("$!")
   local deadline=$((SECONDS + 60))

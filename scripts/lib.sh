@@ -20,6 +20,10 @@ export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:${REDIS_PORT:-6379}}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# The gateway only reads ClickHouse: as the stack's read-only user (users.xml, readonly = 1), as
+# the manifests run it. Every script that starts a gateway passes these.
+GATEWAY_READER_ENV=("CLICKHOUSE_USER=${GATEWAY_CLICKHOUSE_USER:-ingest_reader}" "CLICKHOUSE_PASSWORD=${GATEWAY_CLICKHOUSE_PASSWORD:-ingest-reader-local}")
+
 # ensure_node: Node 24 first on PATH (installed under .local from the npm registry if need be).
 source "$ROOT/scripts/node-runtime.sh"
 

@@ -45,9 +45,7 @@ start_service() {
   # private key; neither is given the other's. `stack.sh up` made the local pair.
   local keys=()
   case $name in
-    # The gateway only reads ClickHouse: as the stack's read-only user (users.xml, readonly = 1).
-    gateway) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}"
-      "CLICKHOUSE_USER=${GATEWAY_CLICKHOUSE_USER:-ingest_reader}" "CLICKHOUSE_PASSWORD=${GATEWAY_CLICKHOUSE_PASSWORD:-ingest-reader-local}") ;;
+    gateway) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "${GATEWAY_READER_ENV[@]}") ;;
     crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}") ;;
   esac
   # setsid: the service gets its own process group, so stopping it stops tsx and node together.

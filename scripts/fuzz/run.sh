@@ -134,7 +134,7 @@ step "fuzz: starting the gateway"
 # the same reason (the fuzzer may change the account's plan; account-rate.integration.test.ts
 # tests them). crm-sink's public key from the stack (`stack.sh up` made it): the admin API seals
 # CRM credentials. ClickHouse as the read-only user, as npm start and the manifests run the gateway.
-CLICKHOUSE_USER="${GATEWAY_CLICKHOUSE_USER:-ingest_reader}" CLICKHOUSE_PASSWORD="${GATEWAY_CLICKHOUSE_PASSWORD:-ingest-reader-local}" \
+env "${GATEWAY_READER_ENV[@]}" \
   GATEWAY_HOST=127.0.0.1 GATEWAY_PORT=0 GATEWAY_OPS_HOST=127.0.0.1 GATEWAY_OPS_PORT=0 ADMIN_HOST=127.0.0.1 ADMIN_PORT=0 \
   CRM_CREDENTIALS_PUBLIC_KEY_FILE="${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" \
   RATE_LIMIT_PER_MINUTE=1000000 GATEWAY_TRUST_PROXY=127.0.0.1 LOG_LEVEL=info \

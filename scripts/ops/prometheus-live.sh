@@ -83,7 +83,7 @@ if ! answers "$GATEWAY_OPS" || ! answers "$PROCESSOR_OPS" || ! answers "$CRM_SIN
   CRM_SINK_OPS="127.0.0.1:$(free_port)"
   # crm-sink's key pair from the stack (`stack.sh up` made it), as npm start gives it.
   start_service gateway GATEWAY_PORT="$(free_port)" GATEWAY_OPS_PORT="${GATEWAY_OPS#*:}" ADMIN_PORT=0 \
-    CLICKHOUSE_USER="${GATEWAY_CLICKHOUSE_USER:-ingest_reader}" CLICKHOUSE_PASSWORD="${GATEWAY_CLICKHOUSE_PASSWORD:-ingest-reader-local}" \
+    "${GATEWAY_READER_ENV[@]}" \
     CRM_CREDENTIALS_PUBLIC_KEY_FILE="${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}"
   start_service processor PROCESSOR_OPS_PORT="${PROCESSOR_OPS#*:}" \
     PROCESSOR_JOBS_GROUP="live-${id}s-jobs" PROCESSOR_DEDUPE_GROUP="live-${id}s-dedupe" PROCESSOR_STORAGE_GROUP="live-${id}s-storage"

@@ -76,7 +76,9 @@ export function createProducerRenewal(options: ProducerRenewalOptions): Producer
     for (let attempt = 0, delay = backoff.initial; !closed; attempt++, delay = Math.min(delay * 2, backoff.max)) {
       const candidate = options.make();
       try {
-        await withTimeout(candidate.connect(), options.attemptTimeoutMs, 'connecting a new producer');
+        if ((await settledWithin(candidate.connect(), options.attemptTimeoutMs)) === 'late') {
+          throw new KafkaError('kafka_unavailable', `connecting a new producer took longer than ${options.attemptTimeoutMs} ms`, { retryable: true });
+        }
         if (closed) {
           await closeQuietly(candidate, 'new');
           return;
@@ -134,15 +136,11 @@ export function createProducerRenewal(options: ProducerRenewalOptions): Producer
   };
 }
 
-async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+/** 'done' once `work` resolved (rethrows what it rejects with), 'late' if it has not within `ms`. */
+export async function settledWithin(work: Promise<void>, ms: number): Promise<'done' | 'late'> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([
-      work,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new KafkaError('kafka_unavailable', `${what} took longer than ${ms} ms`, { retryable: true })), ms);
-      }),
-    ]);
+    return await Promise.race([work.then(() => 'done' as const), new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)))]);
   } finally {
     clearTimeout(timer);
   }

@@ -2,7 +2,7 @@ import { errorMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Compression, KafkaClient } from './driver.js';
 import { connectionRefused, KafkaError, toKafkaError } from './errors.js';
-import { createProducerRenewal } from './producer-renewal.js';
+import { createProducerRenewal, settledWithin } from './producer-renewal.js';
 import { createSendCoalescer } from './send-coalescer.js';
 
 export interface OutgoingMessage {
@@ -149,14 +149,4 @@ export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}
       return since === undefined || now() - since < deadAfterMs;
     },
   };
-}
-
-/** 'done' once `work` resolved (rethrows what it rejects with), 'late' if it has not within `ms`. */
-async function settledWithin(work: Promise<void>, ms: number): Promise<'done' | 'late'> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([work.then(() => 'done' as const), new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
