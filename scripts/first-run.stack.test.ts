@@ -10,7 +10,7 @@
  * ~/.m2/repository, read only), reached through the `mvn` on PATH, which also makes the fetch
  * take FETCH_SECONDS however fast the copy is. The broker is stopped at the end, even on failure.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
@@ -19,6 +19,7 @@ import { pathToFileURL } from 'node:url';
 import { REPO_ROOT } from '@ingest/platform';
 import { freePort } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CommandResult, run } from './test/run-command.js';
 
 /** The broker's readiness budget in this test, and a fetch that takes longer than all of it. */
 const BUDGET_SECONDS = 10;
@@ -36,27 +37,9 @@ const shimCalls = join(dir, 'mvn-calls');
 let env: Record<string, string>;
 let kafkaPort: number;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** `bash scripts/stack.sh ARGS` in its own process group, killed whole if it outlives `timeoutMs`. */
-function stack(args: string[], timeoutMs: number): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['scripts/stack.sh', ...args], { cwd: REPO_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.pid !== undefined && process.kill(-child.pid, 'SIGTERM'), timeoutMs);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+/** `bash scripts/stack.sh ARGS`; SIGTERM at `timeoutMs`, so its trap also stops a fetch under timeout(1). */
+function stack(args: string[], timeoutMs: number): Promise<CommandResult> {
+  return run('bash', ['scripts/stack.sh', ...args], { env, timeoutMs, killSignal: 'SIGTERM' });
 }
 
 /** Links to everything under `source` except the path `omit` (e.g. org/apache/kafka). */
@@ -145,11 +128,11 @@ describe('the stack on a machine whose Maven cache is empty', () => {
   it('a fetch that fails stops with one line naming the cause and the retry, and leaves no jar directory', async () => {
     pointCentralAt(join(dir, 'central-without-kafka'));
     env.FIRST_RUN_FETCH_SECONDS = '0';
-    const run = await stack(['up'], 60_000);
-    const said = `exit ${run.code}\n${run.stdout}${run.stderr}`;
+    const up = await stack(['up'], 60_000);
+    const said = `exit ${up.code}\n${up.stdout}${up.stderr}`;
 
-    expect(run.code, said).toBe(1);
-    expect(run.stderr.trimEnd().split('\n'), said).toEqual([
+    expect(up.code, said).toBe(1);
+    expect(up.stderr.trimEnd().split('\n'), said).toEqual([
       expect.stringMatching(
         new RegExp(
           `^kafka: ERROR: fetching the broker jars with Maven failed \\(exit 1\\): Could not find artifact org\\.apache\\.kafka:kafka_2\\.13:jar:${KAFKA_VERSION.replace(/\./g, '\\.')} .*; log \\S+/mvn\\.log; retry: bash scripts/stack\\.sh up$`,
@@ -170,15 +153,15 @@ describe('the stack on a machine whose Maven cache is empty', () => {
   it(`the broker's ${BUDGET_SECONDS} s readiness budget starts with the broker, after a ${FETCH_SECONDS} s fetch and the storage format`, async () => {
     pointCentralAt(FILLED_CACHE);
     env.FIRST_RUN_FETCH_SECONDS = String(FETCH_SECONDS);
-    const run = await stack(['up'], 90_000);
-    const said = `exit ${run.code}\n${run.stdout}${run.stderr}`;
+    const up = await stack(['up'], 90_000);
+    const said = `exit ${up.code}\n${up.stdout}${up.stderr}`;
 
-    expect(run.code, said).toBe(0);
-    expect(run.stdout).toContain('kafka: fetching broker jars with Maven (first run only)');
-    expect(run.stdout).toMatch(/^kafka: fetching the broker jars with Maven: \d+ files, [\d.]+ MB downloaded \(\d+s; gives up after 900s\)$/m);
-    expect(run.stdout).toMatch(/^kafka: fetched \d+ jars in \d+s/m);
-    expect(run.stdout).toMatch(/^kafka: formatted storage in \d+s$/m);
-    const ready = new RegExp(`^kafka: started pid \\d+ on 127\\.0\\.0\\.1:${kafkaPort}, ready after (\\d+)s`, 'm').exec(run.stdout);
+    expect(up.code, said).toBe(0);
+    expect(up.stdout).toContain('kafka: fetching broker jars with Maven (first run only)');
+    expect(up.stdout).toMatch(/^kafka: fetching the broker jars with Maven: \d+ files, [\d.]+ MB downloaded \(\d+s; gives up after 900s\)$/m);
+    expect(up.stdout).toMatch(/^kafka: fetched \d+ jars in \d+s/m);
+    expect(up.stdout).toMatch(/^kafka: formatted storage in \d+s$/m);
+    const ready = new RegExp(`^kafka: started pid \\d+ on 127\\.0\\.0\\.1:${kafkaPort}, ready after (\\d+)s`, 'm').exec(up.stdout);
     expect(ready, said).not.toBeNull();
     // The premise: this fetch alone took longer than the broker's whole budget.
     const [started, ended, rc] = readFileSync(shimCalls, 'utf8').trim().split('\n').at(-1)?.split(' ').map(Number) ?? [];

@@ -14,8 +14,16 @@ export interface CommandResult {
   stderr: string;
 }
 
-/** Runs `command args` in the repository; at `timeoutMs` its process group gets SIGKILL and the result says so in stderr. */
-export function run(command: string, args: readonly string[], options: { env: NodeJS.ProcessEnv; timeoutMs: number }): Promise<CommandResult> {
+/**
+ * Runs `command args` in the repository; at `timeoutMs` its process group gets `killSignal`
+ * (default SIGKILL; SIGTERM lets a script's trap stop what it runs in groups of their own) and
+ * the result says so in stderr.
+ */
+export function run(
+  command: string,
+  args: readonly string[],
+  options: { env: NodeJS.ProcessEnv; timeoutMs: number; killSignal?: NodeJS.Signals },
+): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: REPO_ROOT, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stdout = '';
@@ -24,7 +32,7 @@ export function run(command: string, args: readonly string[], options: { env: No
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => {
       stderr += `\n[killed after ${options.timeoutMs} ms]`;
-      killGroup(child.pid, 'SIGKILL');
+      killGroup(child.pid, options.killSignal ?? 'SIGKILL');
     }, options.timeoutMs);
     child.once('error', (err) => {
       clearTimeout(timer);
