@@ -9,6 +9,7 @@ export * from './kafka/acls.js';
 export * from './kafka/admin.js';
 export * from './kafka/client.js';
 export * from './kafka/consumer.js';
+export * from './kafka/consumer.frame.js';
 export * from './kafka/consumer.metrics.js';
 export * from './kafka/dead-letter.js';
 export * from './kafka/dead-letter.replay.js';

@@ -1,14 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { EventRecord } from '@ingest/schemas';
 import {
   type BatchContext,
   type Component,
   type ConsumedMessage,
-  createBatchConsumer,
-  createConsumerStageMetrics,
-  type DeadLetter,
+  createStageConsumer,
   type DeadLetterSink,
   type KafkaClient,
   type Logger,
+  ok,
   type Registry,
 } from '@ingest/platform';
 import { createEventRecordDecoder } from '@ingest/domain';
@@ -44,7 +44,6 @@ export function createSinkConsumer(deps: SinkConsumerDeps): Component {
   const trackers = new Map<string, CommittableOffsets>();
   const committed = new Map<string, string>();
   const committing = new Map<string, Promise<void>>();
-  const stage = createConsumerStageMetrics(deps.metrics, 'crm-sink', ['ok', 'dead_letter']);
 
   // Commits are serialised per partition and only move forward.
   function commit(topic: string, partition: number, tracker: CommittableOffsets): Promise<void> {
@@ -81,46 +80,45 @@ export function createSinkConsumer(deps: SinkConsumerDeps): Component {
     return tracker;
   }
 
-  const consumer = createBatchConsumer(deps.kafka, {
+  const consumer = createStageConsumer<EventRecord>(deps, {
     name: 'crm-sink-consumer',
-    groupId: deps.groupId,
+    stage: 'crm-sink',
+    outcomes: ['ok', 'dead_letter'],
     topics: deps.topics,
-    logger: deps.logger,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 4,
-    handleBatch: stage.instrument(async (messages, ctx) => {
+    decode: (message) => decode(message.value),
+    open(messages, ctx) {
       const tracker = trackerFor(messages, ctx);
+      for (const message of messages) tracker.add(message.offset);
       const events: SinkEvent[] = [];
-      const letters: DeadLetter[] = [];
-      for (const message of messages) {
-        tracker.add(message.offset);
-        const decoded = decode(message.value);
-        if (!decoded.ok) {
-          letters.push({ message, code: decoded.code, reason: decoded.reason });
-          continue;
-        }
-        events.push({
-          record: decoded.record,
-          message,
-          finish: () => {
-            tracker.finish(message.offset);
-            void commit(ctx.topic, ctx.partition, tracker);
-          },
-        });
-      }
-      await deps.deadLetters.publish(letters);
-      for (const l of letters) tracker.finish(l.message.offset);
-      await deps.engine.submit(events);
-      // `ok`: handed to the sync engine, whose own outcomes are ingest_crm_sync_outcomes_total.
-      stage.handled('ok', events.length);
-      stage.handled('dead_letter', letters.length);
-      await commit(ctx.topic, ctx.partition, tracker);
-      while (tracker.unfinished() >= deps.maxUnfinishedPerPartition && ctx.shouldContinue()) {
-        await ctx.heartbeat();
-        await sleep(BACKPRESSURE_POLL_MS);
-      }
-      // Commits happen above and as work finishes, never for the batch as a whole.
-      return { commitOffset: null };
-    }),
+      return {
+        // `ok`: handed to the sync engine, whose own outcomes are ingest_crm_sync_outcomes_total.
+        step(record, message) {
+          events.push({
+            record,
+            message,
+            finish: () => {
+              tracker.finish(message.offset);
+              void commit(ctx.topic, ctx.partition, tracker);
+            },
+          });
+          return ok();
+        },
+        async end({ deadLettered }) {
+          for (const l of deadLettered) tracker.finish(l.message.offset);
+          await deps.engine.submit(events);
+          await commit(ctx.topic, ctx.partition, tracker);
+          // Commits happen here and as work finishes, never for the batch as a whole.
+          return { commitOffset: null };
+        },
+        async backpressure() {
+          while (tracker.unfinished() >= deps.maxUnfinishedPerPartition && ctx.shouldContinue()) {
+            await ctx.heartbeat();
+            await sleep(BACKPRESSURE_POLL_MS);
+          }
+        },
+      };
+    },
   });
 
   return {

@@ -2,14 +2,14 @@ import type { EventRecord } from '@ingest/schemas';
 import {
   type BatchConsumer,
   type ConsumedMessage,
-  createBatchConsumer,
-  createConsumerStageMetrics,
-  type DeadLetter,
+  createStageConsumer,
+  type Decoded,
   type DeadLetterSink,
+  drop,
   type KafkaClient,
   type Logger,
   METRIC_NAMES,
-  type OutgoingMessage,
+  passOn,
   type Producer,
   readTopicToEnd,
   type Registry,
@@ -103,7 +103,6 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
   });
   const windowOptions = { maxMarks: deps.maxMarksPerPartition, onEvict: (count: number) => evictedMarks.inc(count) };
   const restored = new Counter({ name: METRIC_NAMES.dedupeRestoredMarks, help: 'Marks read back from the changelog on assignment', registers: [deps.metrics] });
-  const stage = createConsumerStageMetrics(deps.metrics, 'dedupe', ['ok', 'duplicate', 'dead_letter']);
 
   async function restore(partitions: number[]): Promise<void> {
     if (partitions.length === 0) return;
@@ -152,72 +151,69 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
     return window;
   }
 
-  const consumer: BatchConsumer = createBatchConsumer(deps.kafka, {
+  /** A raw event's view without parsing it when our own producers wrote it, else from the decoded record. */
+  function decodeView(message: ConsumedMessage): Decoded<RawEventView> {
+    const view = fastView(message);
+    if (view) return { ok: true, record: view };
+    const result = decode(message.value);
+    return result.ok ? { ok: true, record: fullView(result.record) } : result;
+  }
+
+  const consumer: BatchConsumer = createStageConsumer<RawEventView>(deps, {
     name: 'dedupe-consumer',
-    groupId: deps.groupId,
+    stage: 'dedupe',
+    outcomes: ['ok', 'duplicate', 'dead_letter'],
     topics: [deps.rawTopic],
-    logger: deps.logger,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
     // Smaller fetches keep each produce request (and kafkajs's per-request work) moderate.
     maxBytesPerPartition: 1024 * 1024,
-    handleBatch: stage.instrument(async (messages, ctx) => {
+    decode: decodeView,
+    async open(messages, ctx) {
       const window = await windowOf(ctx.partition);
-      const unique: OutgoingMessage[] = [];
       const fresh: Mark[] = [];
       // Marks of this batch, applied to the window only once they are durable.
       const inBatch = createDedupeWindow(deps.windowMs);
-      const letters: DeadLetter[] = [];
       let duplicates = 0;
-
-      for (const message of messages) {
-        let view = fastView(message);
-        if (!view) {
-          const result = decode(message.value);
-          if (!result.ok) {
-            letters.push({ message, code: result.code, reason: result.reason });
-            continue;
+      return {
+        step({ fp, receivedAtMs, uniqueKey }, message) {
+          if (inBatch.seen(fp, receivedAtMs) || window.seen(fp, receivedAtMs)) {
+            duplicates++;
+            return drop('duplicate');
           }
-          view = fullView(result.record);
-        }
-        const { fp, receivedAtMs } = view;
-        if (inBatch.seen(fp, receivedAtMs) || window.seen(fp, receivedAtMs)) {
-          duplicates++;
-          continue;
-        }
-        inBatch.mark(fp, receivedAtMs);
-        unique.push({ key: view.uniqueKey, value: message.value ?? '' });
-        fresh.push([fp, receivedAtMs]);
-      }
-
-      try {
-        await deps.producer.sendBatch([
-          { topic: deps.uniqueTopic, messages: unique },
-          { topic: deps.changelogTopic, messages: encodeMarks(fresh, ctx.partition, messages[0]?.offset ?? '0') },
-        ]);
-      } catch (err) {
-        // "Failed" may still mean written (a timeout while the request was in flight). Forget
-        // this partition's marks, wait until the send has really ended, and let the retried
-        // batch restore them from the changelog: a batch that did land is then recognised.
-        windows.delete(ctx.partition);
-        await deps.producer.settled();
-        throw err;
-      }
-      for (const [fp, firstSeenMs] of fresh) window.mark(fp, firstSeenMs);
-      await deps.deadLetters.publish(letters);
-      hits.inc(duplicates);
-      passed.inc(unique.length);
-      stage.handled('ok', unique.length);
-      stage.handled('duplicate', duplicates);
-      stage.handled('dead_letter', letters.length);
-
-      if (++batchesSinceSweep >= 500) {
-        batchesSinceSweep = 0;
-        for (const w of windows.values()) w.sweep(now());
-      }
-      const held = [...windows.values()];
-      marks.set(held.reduce((sum, w) => sum + w.size, 0));
-      markBytes.set(held.reduce((sum, w) => sum + w.bytes, 0));
-    }),
+          inBatch.mark(fp, receivedAtMs);
+          fresh.push([fp, receivedAtMs]);
+          return passOn({ key: uniqueKey, value: message.value ?? '' });
+        },
+        // The new events and their marks in one produce request; marked in memory once durable.
+        async publish(unique) {
+          try {
+            await deps.producer.sendBatch([
+              { topic: deps.uniqueTopic, messages: unique },
+              { topic: deps.changelogTopic, messages: encodeMarks(fresh, ctx.partition, messages[0]?.offset ?? '0') },
+            ]);
+          } catch (err) {
+            // "Failed" may still mean written (a timeout while the request was in flight). Forget
+            // this partition's marks, wait until the send has really ended, and let the retried
+            // batch restore them from the changelog: a batch that did land is then recognised.
+            windows.delete(ctx.partition);
+            await deps.producer.settled();
+            throw err;
+          }
+          for (const [fp, firstSeenMs] of fresh) window.mark(fp, firstSeenMs);
+        },
+        end() {
+          hits.inc(duplicates);
+          passed.inc(fresh.length);
+          if (++batchesSinceSweep >= 500) {
+            batchesSinceSweep = 0;
+            for (const w of windows.values()) w.sweep(now());
+          }
+          const held = [...windows.values()];
+          marks.set(held.reduce((sum, w) => sum + w.size, 0));
+          markBytes.set(held.reduce((sum, w) => sum + w.bytes, 0));
+        },
+      };
+    },
   });
   return consumer;
 }

@@ -1,17 +1,17 @@
-import type { JobStatus } from '@ingest/schemas';
+import type { JobMessage, JobStatus } from '@ingest/schemas';
 import {
   type BatchConsumer,
   type BatchContext,
-  type BatchResult,
   type ConsumedMessage,
-  createBatchConsumer,
-  createConsumerStageMetrics,
-  type DeadLetter,
+  createStageConsumer,
   type DeadLetterSink,
+  interrupted,
   type KafkaClient,
   type Logger,
+  ok,
   type Producer,
   type Registry,
+  type StageResult,
 } from '@ingest/platform';
 import { type JobStatusStore } from '@ingest/domain';
 import { createJobExecutor, createRawEventsOutput } from './job.executor.js';
@@ -91,7 +91,6 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
     ...(deps.onJobFinished ? { onJobFinished: deps.onJobFinished } : {}),
     ...(deps.accountSuspended ? { accountSuspended: deps.accountSuspended } : {}),
   });
-  const stage = createConsumerStageMetrics(deps.metrics, 'jobs', ['ok', 'dead_letter']);
   const partitions = new Map<string, PartitionJobs>();
 
   /** The state for a batch: kept when the batch continues it, rebuilt when it does not. */
@@ -142,77 +141,82 @@ export function createJobRunner(deps: JobRunnerDeps): BatchConsumer {
     }
   }
 
-  async function handleBatch(messages: ConsumedMessage[], ctx: BatchContext): Promise<BatchResult> {
-    const first = messages[0];
-    if (!first) return {};
-    const state = stateFor(ctx, BigInt(first.offset));
-    const letters: DeadLetter[] = [];
-    let newestMs = state.newestMs;
-
-    for (const message of messages) {
-      if (!ctx.shouldContinue()) return stopEarly(ctx);
-      const offset = BigInt(message.offset);
-      newestMs = Math.max(newestMs, message.timestamp);
-      const decoded = decode(message.value);
-      if (!decoded.ok) {
-        letters.push({ message, code: decoded.code, reason: decoded.reason });
-      } else if (decoded.message.type === 'chunk') {
-        await reportAbandoned(state.addChunk(offset, message.timestamp, decoded.message, message.value?.length ?? 0));
-      } else if (decoded.message.type === 'aborted') {
-        const aborted = state.get(decoded.message.jobId);
-        // Before removing: a failure here leaves the job to be dropped again when re-read.
-        if (aborted) await deps.onJobDropped?.(aborted);
-        const dropped = state.remove(decoded.message.jobId);
-        log.info(
-          { jobId: decoded.message.jobId, accountId: decoded.message.accountId, chunks: dropped?.chunks.size ?? 0 },
-          'job aborted; its chunks are dropped',
-        );
-      } else {
-        const sealed = decoded.message;
-        const chunks = state.get(sealed.jobId)?.chunks ?? new Map();
-        const abandoned = state.abandonedReason(sealed.jobId);
-        // The job stays buffered while it runs: an interruption or a throw leaves it re-readable.
-        state.setRunning(sealed.jobId, true);
-        let outcome: Awaited<ReturnType<typeof runJob>>;
-        try {
-          outcome = await runJob(sealed, chunks, ctx, abandoned ? ABANDON_REASONS[abandoned] : undefined);
-        } finally {
-          state.setRunning(sealed.jobId, false);
-        }
-        if (outcome === 'interrupted') return stopEarly(ctx);
-        state.remove(sealed.jobId);
-      }
-      // After the message: a seal arriving late still finds its chunks.
-      await reportAbandoned(state.expire(newestMs).map((job) => ({ job, reason: 'idle' as const })));
-    }
-
-    await deps.deadLetters.publish(letters);
-    // A message is a chunk, seal or abort; the job's events are counted as accepted/rejected.
-    stage.handled('ok', messages.length - letters.length);
-    stage.handled('dead_letter', letters.length);
-    state.endBatch(BigInt(messages[messages.length - 1]?.offset ?? first.offset) + 1n, newestMs);
-    const commit = state.commitOffset();
-    return commit === undefined ? {} : { commitOffset: commit.toString() };
-  }
-
-  /**
-   * Stopping, or the partition moved: commit nothing and forget the partition. Whoever reads
-   * it next (this member after a restart, or another one) starts from the committed offset,
-   * which is at or before every job this state held.
-   */
-  function stopEarly(ctx: BatchContext): BatchResult {
-    forget(ctx);
-    return { commitOffset: null };
-  }
-
-  return createBatchConsumer(deps.kafka, {
+  return createStageConsumer<JobMessage>(deps, {
     name: 'job-runner',
-    groupId: deps.groupId,
+    stage: 'jobs',
+    outcomes: ['ok', 'dead_letter'],
     topics: [deps.chunksTopic],
-    logger: deps.logger,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
     // A chunk message may be up to the topic's 8 MiB; a fetch must be able to hold one.
     maxBytesPerPartition: 10 * 1024 * 1024,
-    handleBatch: stage.instrument(handleBatch),
+    decode(message) {
+      const decoded = decode(message.value);
+      return decoded.ok ? { ok: true, record: decoded.message } : decoded;
+    },
+    open(messages, ctx) {
+      const first = messages[0];
+      if (!first) return null;
+      const state = stateFor(ctx, BigInt(first.offset));
+      let newestMs = state.newestMs;
+
+      /**
+       * Stopping, or the partition moved: commit nothing and forget the partition. Whoever reads
+       * it next (this member after a restart, or another one) starts from the committed offset,
+       * which is at or before every job this state held.
+       */
+      function stopEarly(): StageResult {
+        forget(ctx);
+        return interrupted();
+      }
+
+      /** A message is a chunk, seal or abort; the job's events are counted as accepted/rejected. */
+      async function step(job: JobMessage, message: ConsumedMessage): Promise<StageResult> {
+        if (!ctx.shouldContinue()) return stopEarly();
+        const offset = BigInt(message.offset);
+        newestMs = Math.max(newestMs, message.timestamp);
+        if (job.type === 'chunk') {
+          await reportAbandoned(state.addChunk(offset, message.timestamp, job, message.value?.length ?? 0));
+        } else if (job.type === 'aborted') {
+          const aborted = state.get(job.jobId);
+          // Before removing: a failure here leaves the job to be dropped again when re-read.
+          if (aborted) await deps.onJobDropped?.(aborted);
+          const dropped = state.remove(job.jobId);
+          log.info({ jobId: job.jobId, accountId: job.accountId, chunks: dropped?.chunks.size ?? 0 }, 'job aborted; its chunks are dropped');
+        } else {
+          const chunks = state.get(job.jobId)?.chunks ?? new Map();
+          const abandoned = state.abandonedReason(job.jobId);
+          // The job stays buffered while it runs: an interruption or a throw leaves it re-readable.
+          state.setRunning(job.jobId, true);
+          let outcome: Awaited<ReturnType<typeof runJob>>;
+          try {
+            outcome = await runJob(job, chunks, ctx, abandoned ? ABANDON_REASONS[abandoned] : undefined);
+          } finally {
+            state.setRunning(job.jobId, false);
+          }
+          if (outcome === 'interrupted') return stopEarly();
+          state.remove(job.jobId);
+        }
+        // After the message: a seal arriving late still finds its chunks.
+        await expireIdle();
+        return ok();
+      }
+
+      const expireIdle = () => reportAbandoned(state.expire(newestMs).map((job) => ({ job, reason: 'idle' as const })));
+
+      return {
+        step,
+        // Dead letters are durable: commit up to the first chunk of the oldest unfinished job.
+        async end({ deadLettered }) {
+          // A dead-lettered message's Kafka time counts too, as if it had been a chunk.
+          if (deadLettered.length > 0) {
+            newestMs = deadLettered.reduce((max, l) => Math.max(max, l.message.timestamp), newestMs);
+            await expireIdle();
+          }
+          state.endBatch(BigInt(messages.at(-1)?.offset ?? first.offset) + 1n, newestMs);
+          const commit = state.commitOffset();
+          return commit === undefined ? {} : { commitOffset: commit.toString() };
+        },
+      };
+    },
   });
 }

@@ -1,14 +1,13 @@
+import type { EventRecord } from '@ingest/schemas';
 import {
   type BatchConsumer,
   type BatchContext,
-  type ConsumedMessage,
-  createBatchConsumer,
-  createConsumerStageMetrics,
-  type DeadLetter,
+  createStageConsumer,
   type DeadLetterSink,
   type KafkaClient,
   type Logger,
   METRIC_NAMES,
+  ok,
   type Registry,
 } from '@ingest/platform';
 import { Histogram } from 'prom-client';
@@ -57,7 +56,6 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
     buckets: [0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900],
     registers: [deps.metrics],
   });
-  const stage = createConsumerStageMetrics(deps.metrics, 'storage', ['ok', 'dead_letter']);
   const maxRows = deps.batchMaxRows ?? 10_000;
   const batcher = createInsertBatcher({
     writer: deps.writer,
@@ -67,22 +65,6 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
   });
   const log = deps.logger.child({ component: 'storage' });
   const now = deps.now ?? Date.now;
-
-  /** Rows as TabSeparated lines (the writer must be created with EVENT_COLUMNS), and their receipt times. */
-  function split(messages: ConsumedMessage[]): { rows: string[]; receivedAtMs: number[]; letters: DeadLetter[] } {
-    const insertedAt = now();
-    const rows: string[] = [];
-    const receivedAtMs: number[] = [];
-    const letters: DeadLetter[] = [];
-    for (const message of messages) {
-      const result = decode(message.value);
-      if (result.ok) {
-        rows.push(toEventLine(result.record, insertedAt));
-        receivedAtMs.push(result.record.receivedAtMs);
-      } else letters.push({ message, code: result.code, reason: result.reason });
-    }
-    return { rows, receivedAtMs, letters };
-  }
 
   let session = 0;
   let failure: unknown;
@@ -137,11 +119,11 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
     );
   }
 
-  const consumer: BatchConsumer = createBatchConsumer(deps.kafka, {
+  const consumer: BatchConsumer = createStageConsumer<EventRecord>(deps, {
     name: 'storage-consumer',
-    groupId: deps.groupId,
+    stage: 'storage',
+    outcomes: ['ok', 'dead_letter'],
     topics: [deps.topic],
-    logger: deps.logger,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
     onGroupJoin: () => {
       session++;
@@ -151,23 +133,34 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
       await batcher.drain();
       await Promise.allSettled([...commits]);
     },
-    handleBatch: stage.instrument(async (messages, ctx) => {
+    decode: (message) => decode(message.value),
+    open(messages, ctx) {
       // After a failed insert nothing more is stored or committed until the restart re-reads.
-      if (failure !== undefined) return { commitOffset: null };
-      const { rows, receivedAtMs, letters } = split(messages);
-      await deps.deadLetters.publish(letters);
-      const nextOffset = BigInt(messages.at(-1)?.offset ?? '0') + 1n;
-      const committed = afterInsert(rows, receivedAtMs, ctx, nextOffset, session);
-      commits.add(committed);
-      void committed.finally(() => commits.delete(committed));
-      stage.handled('ok', rows.length);
-      stage.handled('dead_letter', letters.length);
-      // Memory bound: up to ten inserts' worth of rows (as TabSeparated lines, ~35 MB at the
-      // defaults) wait. Inserts start at most twice a second, so this bounds a backlog's drain
-      // at ~20 x STORAGE_BATCH_MAX_ROWS rows/s; with four it capped the writer at ~70k rows/s.
-      await batcher.waitForRoom(10 * maxRows);
-      return { commitOffset: null };
-    }),
+      if (failure !== undefined) return null;
+      const insertedAt = now();
+      // Rows as TabSeparated lines (the writer is created with EVENT_COLUMNS), and their receipt times.
+      const rows: string[] = [];
+      const receivedAtMs: number[] = [];
+      return {
+        step(record) {
+          rows.push(toEventLine(record, insertedAt));
+          receivedAtMs.push(record.receivedAtMs);
+          return ok();
+        },
+        // The dead letters are durable by now; the rows' offset is committed once their insert is.
+        end() {
+          const nextOffset = BigInt(messages.at(-1)?.offset ?? '0') + 1n;
+          const committed = afterInsert(rows, receivedAtMs, ctx, nextOffset, session);
+          commits.add(committed);
+          void committed.finally(() => commits.delete(committed));
+          return { commitOffset: null };
+        },
+        // Memory bound: up to ten inserts' worth of rows (as TabSeparated lines, ~35 MB at the
+        // defaults) wait. Inserts start at most twice a second, so this bounds a backlog's drain
+        // at ~20 x STORAGE_BATCH_MAX_ROWS rows/s; with four it capped the writer at ~70k rows/s.
+        backpressure: () => batcher.waitForRoom(10 * maxRows),
+      };
+    },
   });
   return consumer;
 }
