@@ -2,7 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { ADMIN_NAME_PATTERN, ADMIN_ROLE_IDS, AdminCredentialWire, type AdminRoleId } from '@ingest/schemas';
 import { AppError, type Logger } from '@ingest/platform';
 import { toBase62 } from './api-keys.js';
-import { createRecordDecoder, type Decoded } from './control-plane.state.js';
+import { createRecordDecoder } from './control-plane.state.js';
+import type { RecordDecoder } from './keyed-record.decode.js';
 
 /**
  * Named admins of the admin API. Each credential (a bearer token) belongs to a name and has a
@@ -48,8 +49,8 @@ export function applyAdmin(state: AdminsState, id: string, credential: AdminCred
   state.byHash.set(credential.hash, credential);
 }
 
-export function createAdminDecoder(): (key: Buffer | null, value: Buffer | null) => Decoded<AdminCredential> {
-  return createRecordDecoder<typeof AdminCredentialWire, AdminCredential>(AdminCredentialWire, (c) => ({
+export function createAdminDecoder(): RecordDecoder<AdminCredential> {
+  return createRecordDecoder<AdminCredential, AdminCredential>(AdminCredentialWire, (c) => ({
     id: c.id,
     name: c.name,
     role: c.role,

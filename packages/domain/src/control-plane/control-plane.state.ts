@@ -1,6 +1,8 @@
-import { AccountSchema, type AccountWire, ApiKeyRecordSchema, type ApiKeyRecordWire, compileValidator } from '@ingest/schemas';
-import type { TSchema } from '@sinclair/typebox';
+import { AccountSchema, type AccountWire, ApiKeyRecordSchema, type ApiKeyRecordWire } from '@ingest/schemas';
+import { createKeyedRecordDecoder, type RecordDecoder } from './keyed-record.decode.js';
 import type { Account, ApiKeyRecord } from './types.js';
+
+export type { Decoded } from './keyed-record.decode.js';
 
 /**
  * The materialised control plane: what the compacted topics say, folded into maps. Pure: the
@@ -70,44 +72,20 @@ export function listApiKeys(state: ControlPlaneState, accountId: string): ApiKey
   return [...(state.keysByAccount.get(accountId)?.values() ?? [])].sort(byCreation);
 }
 
-export type Decoded<T> =
-  | { ok: true; id: string; value: T | null }
-  /** `reason` names what was wrong, never the message's contents (it may hold secrets). */
-  | { ok: false; code: 'missing_key' | 'invalid_json' | 'schema_mismatch' | 'id_mismatch'; reason: string };
-
-/** A decoder of one compacted control topic's records: key = id, null value = tombstone, checked against `schema`. */
-export function createRecordDecoder<S extends TSchema, T extends { id: string }>(
-  schema: S,
-  pick: (wire: T) => T,
-): (key: Buffer | null, value: Buffer | null) => Decoded<T> {
-  const validate = compileValidator(schema);
-  return (key, value) => {
-    const id = key?.toString('utf8') ?? '';
-    if (id === '') return { ok: false, code: 'missing_key', reason: 'message has no key' };
-    if (value === null) return { ok: true, id, value: null };
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(value.toString('utf8'));
-    } catch {
-      // JSON.parse's message quotes the input, so it is not logged.
-      return { ok: false, code: 'invalid_json', reason: 'value is not JSON' };
-    }
-    if (!validate(parsed)) {
-      // ajv's message names the rule, not the value ("must match pattern ..."): safe to log.
-      const first = validate.errors?.[0];
-      return { ok: false, code: 'schema_mismatch', reason: `value ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}` };
-    }
-    const record = pick(parsed as unknown as T);
-    if (record.id !== id) return { ok: false, code: 'id_mismatch', reason: 'value id differs from the message key' };
-    return { ok: true, id, value: Object.freeze(record) };
-  };
+/** A decoder of records whose key is their `id` (accounts, API keys, admin credentials). */
+export function createRecordDecoder<W extends { id: string }, T>(schema: object, pick: (wire: W) => T): RecordDecoder<T> {
+  return createKeyedRecordDecoder<W, T>(schema, {
+    keyOf: (wire) => wire.id,
+    pick: (wire) => Object.freeze(pick(wire)),
+    idMismatch: 'value id differs from the message key',
+  });
 }
 
 // Unknown properties are tolerated on the wire (see schemas/src/control-plane.ts) and dropped here,
 // so the state holds exactly the shape of the interfaces. Factories: schemas compile on use, not
 // at import time.
 export const createAccountDecoder = () =>
-  createRecordDecoder<typeof AccountSchema, Account>(AccountSchema, (a) => ({
+  createRecordDecoder<AccountWire, Account>(AccountSchema, (a) => ({
     id: a.id,
     name: a.name,
     plan: a.plan,
@@ -118,7 +96,7 @@ export const createAccountDecoder = () =>
   }));
 
 export const createApiKeyDecoder = () =>
-  createRecordDecoder<typeof ApiKeyRecordSchema, ApiKeyRecord>(ApiKeyRecordSchema, (k) => ({
+  createRecordDecoder<ApiKeyRecordWire, ApiKeyRecord>(ApiKeyRecordSchema, (k) => ({
     id: k.id,
     accountId: k.accountId,
     name: k.name,

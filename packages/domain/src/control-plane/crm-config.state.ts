@@ -1,6 +1,5 @@
-import { type CrmMapping, StoredCrmCredentialRecord, StoredMappingRecord, compileValidator } from '@ingest/schemas';
-import type { TSchema } from '@sinclair/typebox';
-import type { Decoded } from './control-plane.state.js';
+import { type CrmMapping, StoredCrmCredentialRecord, StoredMappingRecord } from '@ingest/schemas';
+import { createKeyedRecordDecoder } from './keyed-record.decode.js';
 import { splitCredential } from './crm-credential.js';
 import type { StoredCrmCredential, StoredMapping } from './types.js';
 
@@ -106,40 +105,15 @@ export interface StoredMappingWithKey {
   writeId: string;
 }
 
-function createDecoder<S extends TSchema, W, T>(
-  schema: S,
-  expectedKey: (wire: W) => string,
-  pick: (wire: W) => T,
-): (key: Buffer | null, value: Buffer | null) => Decoded<T> {
-  const validate = compileValidator(schema);
-  return (rawKey, value) => {
-    const id = rawKey?.toString('utf8') ?? '';
-    if (id === '') return { ok: false, code: 'missing_key', reason: 'message has no key' };
-    if (value === null) return { ok: true, id, value: null };
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(value.toString('utf8'));
-    } catch {
-      // JSON.parse's message quotes the input, which may hold a secret: not logged.
-      return { ok: false, code: 'invalid_json', reason: 'value is not JSON' };
-    }
-    if (!validate(parsed)) {
-      const first = validate.errors?.[0];
-      return { ok: false, code: 'schema_mismatch', reason: `value ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}` };
-    }
-    const wire = parsed as W;
-    if (expectedKey(wire) !== id) return { ok: false, code: 'id_mismatch', reason: 'value does not belong to the message key' };
-    return { ok: true, id, value: pick(wire) };
-  };
-}
+const VALUE_NOT_OF_KEY = 'value does not belong to the message key';
 
 // Factories: schemas compile on use, not at import time. The mapping document itself was
 // validated when written; it is kept as written so a newer release's additions survive.
 export const createMappingDecoder = () =>
-  createDecoder<typeof StoredMappingRecord, StoredMappingRecord, StoredMappingWithKey>(
-    StoredMappingRecord,
-    (r) => mappingKey(r.accountId, r.version, r.writeId),
-    (r) => ({
+  createKeyedRecordDecoder<StoredMappingRecord, StoredMappingWithKey>(StoredMappingRecord, {
+    keyOf: (r) => mappingKey(r.accountId, r.version, r.writeId),
+    idMismatch: VALUE_NOT_OF_KEY,
+    pick: (r) => ({
       writeId: r.writeId,
       stored: Object.freeze({
         accountId: r.accountId,
@@ -150,13 +124,13 @@ export const createMappingDecoder = () =>
         ...(r.deleted === true ? { deleted: true as const } : {}),
       }),
     }),
-  );
+  });
 
 export const createCredentialDecoder = () =>
-  createDecoder<typeof StoredCrmCredentialRecord, StoredCrmCredentialRecord, StoredCrmCredential>(
-    StoredCrmCredentialRecord,
-    (r) => credentialKey(r.accountId, r.name),
-    (r) => {
+  createKeyedRecordDecoder<StoredCrmCredentialRecord, StoredCrmCredential>(StoredCrmCredentialRecord, {
+    keyOf: (r) => credentialKey(r.accountId, r.name),
+    idMismatch: VALUE_NOT_OF_KEY,
+    pick: (r) => {
       // Secret fields in clear next to a sealed secret (a hand-made record) are dropped, not kept.
       const { settings, secrets } = splitCredential(r.credential);
       const hasPlaintext = Object.keys(secrets).length > 0;
@@ -168,4 +142,4 @@ export const createCredentialDecoder = () =>
         ...(r.sealed ? { sealed: r.sealed } : hasPlaintext ? { plaintextSecrets: secrets } : {}),
       });
     },
-  );
+  });

@@ -1,5 +1,5 @@
 import { compileValidator } from '@ingest/schemas';
-import type { Decoded } from './control-plane.state.js';
+import type { Decoded } from './keyed-record.decode.js';
 import type { Owner } from './types.js';
 
 /**
