@@ -1,6 +1,6 @@
 import type { EventRecord } from '@ingest/schemas';
 import { describe, expect, it } from 'vitest';
-import { EVENT_COLUMNS, toEventLine } from './events-table.js';
+import { EVENT_COLUMNS, type EventRowOut, fromEventRow, toEventLine } from './events-table.js';
 
 const record: EventRecord = {
   v: 1,
@@ -72,5 +72,41 @@ describe('toEventLine', () => {
     expect(fields[EVENT_COLUMNS.indexOf('email')]).toBe('');
     expect(fields[EVENT_COLUMNS.indexOf('domain')]).toBe('acme.io');
     expect(fields[EVENT_COLUMNS.indexOf('job_id')]).toBe('');
+  });
+});
+
+describe('the events row: columns, line and read-back in one module', () => {
+  it('reads back, column by column, the event the line wrote (the columns and the line agree)', () => {
+    for (const written of [record, { ...record, email: null, domain: 'acme.io', jobId: null, source: 'api' as const }]) {
+      const fields = toEventLine(written, 1_767_225_602_999).split('\t').map(unescape);
+      const row = Object.fromEntries(EVENT_COLUMNS.map((column, i) => [column, fields[i]])) as unknown as EventRowOut;
+      expect(fromEventRow(row)).toEqual({
+        eventId: written.eventId,
+        eventName: written.eventName,
+        email: written.email,
+        domain: written.domain,
+        timestampMs: written.timestampMs,
+        receivedAtMs: written.receivedAtMs,
+        properties: written.properties,
+        source: written.source,
+        jobId: written.jobId,
+      });
+    }
+  });
+
+  it('names every column a read selects among the columns the line writes', () => {
+    // Every key of EventRowOut, checked by the compiler: a column added to the read is listed here.
+    const read = {
+      event_id: true,
+      event_name: true,
+      email: true,
+      domain: true,
+      event_time_ms: true,
+      received_at_ms: true,
+      properties: true,
+      source: true,
+      job_id: true,
+    } satisfies Record<keyof EventRowOut, true>;
+    expect(Object.keys(read).filter((c) => !(EVENT_COLUMNS as readonly string[]).includes(c))).toEqual([]);
   });
 });
