@@ -13,11 +13,11 @@
 # themselves are covered by `promtool test rules`); this proves the expressions match the
 # series the services really export.
 #
-# Usage: bash scripts/ops/prometheus-live.sh   (GATEWAY_OPS / PROCESSOR_OPS / CRM_SINK_OPS override
+# Usage: bash deploy/checks/prometheus-live.sh   (GATEWAY_OPS / PROCESSOR_OPS / CRM_SINK_OPS override
 # the targets). Needs the local stack (Kafka, ClickHouse, Redis). When the services do not answer
 # on their ops ports (npm start not running), it starts its own on a topic prefix of its own.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 cd "$ROOT"
 
 GATEWAY_OPS="${GATEWAY_OPS:-127.0.0.1:3100}"
@@ -52,7 +52,7 @@ cleanup() {
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   for p in "$prefix" "$own_prefix"; do
-    npx tsx scripts/ops/live-fixture.ts cleanup "$p" 2>&1 | grep -v '^npm warn' || true
+    npx tsx deploy/checks/live-fixture.ts cleanup "$p" 2>&1 | grep -v '^npm warn' || true
   done
   if [[ $rc -ne 0 ]]; then
     for log in "$work"/*.log; do
@@ -77,7 +77,7 @@ start_service() { # name, extra env...
 answers() { curl -fsS -o /dev/null "http://$1/metrics"; }
 if ! answers "$GATEWAY_OPS" || ! answers "$PROCESSOR_OPS" || ! answers "$CRM_SINK_OPS"; then
   echo "the services do not all answer on $GATEWAY_OPS, $PROCESSOR_OPS and $CRM_SINK_OPS: starting our own gateway, processor and crm-sink (topic prefix $own_prefix)"
-  npx tsx scripts/ops/live-fixture.ts topics "$own_prefix"
+  npx tsx deploy/checks/live-fixture.ts topics "$own_prefix"
   GATEWAY_OPS="127.0.0.1:$(free_port)"
   PROCESSOR_OPS="127.0.0.1:$(free_port)"
   CRM_SINK_OPS="127.0.0.1:$(free_port)"
@@ -145,7 +145,7 @@ wait_for "crm-sink series ingest_crm_sync_outcomes_total{job=crm-sink}" has_seri
 wait_for "gateway series process_cpu_seconds_total{job=gateway}" has_series 'process_cpu_seconds_total{job="gateway"}'
 
 # --- faults on a processor of our own -------------------------------------------------------
-npx tsx scripts/ops/live-fixture.ts topics "$prefix"
+npx tsx deploy/checks/live-fixture.ts topics "$prefix"
 KAFKA_TOPIC_PREFIX="$prefix" REDIS_KEY_PREFIX="live-$id:" \
   PROCESSOR_OPS_HOST=127.0.0.1 PROCESSOR_OPS_PORT="$own_ops_port" \
   PROCESSOR_JOBS_GROUP="live-$id-jobs" PROCESSOR_DEDUPE_GROUP="live-$id-dedupe" PROCESSOR_STORAGE_GROUP="live-$id-storage" \
@@ -155,7 +155,7 @@ processor_pid=$!
 pids+=("$processor_pid")
 wait_for "own processor :$own_ops_port scraped (up)" target_up "127.0.0.1:$own_ops_port"
 wait_for "own processor exports the lag of its groups" has_series "ingest_consumer_lag_messages{instance=\"127.0.0.1:$own_ops_port\"}"
-npx tsx scripts/ops/live-fixture.ts produce "$prefix"
+npx tsx deploy/checks/live-fixture.ts produce "$prefix"
 say "produced one event and one message that is not JSON to ${prefix}events.raw"
 
 alert_state() { # alertname [label=value] -> firing | pending | (nothing)

@@ -3,7 +3,7 @@
  * label names of the place that creates it (read from the service sources, so a metric that is
  * named but never created, or a label that does not exist, is caught), the prom-client default
  * metrics, and the `up` series Prometheus adds per target. Dashboards and alert rules are
- * checked against this (scripts/ops/deploy-metrics.test.ts).
+ * checked against this (deploy/checks/deploy-metrics.test.ts).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

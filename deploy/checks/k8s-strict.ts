@@ -27,7 +27,7 @@ const TYPES: Record<string, { module: string; name: string }> = {
 
 export function unknownFieldProblems(manifests: Manifest[], root = REPO_ROOT): string[] {
   // A file that does not exist on disk, placed in the repository so node_modules resolves.
-  const virtualFile = join(root, 'scripts/ops/__k8s_manifests__.ts');
+  const virtualFile = join(root, 'deploy/checks/__k8s_manifests__.ts');
   const problems: string[] = [];
   const imports = new Map<string, string>();
   const blocks: { manifest: Manifest; from: number; to: number }[] = [];

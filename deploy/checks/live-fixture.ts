@@ -1,5 +1,5 @@
 /**
- * Kafka side of scripts/ops/prometheus-live.sh, on topics of its own prefix so the shared
+ * Kafka side of deploy/checks/prometheus-live.sh, on topics of its own prefix so the shared
  * servers and the running services are not touched:
  *   topics <prefix>   create the topics (as `npm run setup` does, without migrations)
  *   produce <prefix>  one valid event and one message that is not JSON, to events.raw

@@ -4,9 +4,9 @@
 #   deploy/grafana     every dashboard query parses (promtool) and reads exported metrics
 #   deploy/k8s         every manifest against the Kubernetes schemas, no unknown field
 # The same metric and manifest checks, with the cases that must fail, are vitest unit tests
-# (scripts/ops/*.test.ts). Installs promtool (Debian package prometheus) when missing.
+# (deploy/checks/*.test.ts). Installs promtool (Debian package prometheus) when missing.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 cd "$ROOT"
 
 ensure_apt_tool promtool prometheus
@@ -29,6 +29,6 @@ echo "prometheus: scrape configs, alert rules and their unit tests pass (promtoo
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-npx tsx scripts/ops/check-deploy.ts "$tmp/dashboard-queries.rules.yml"
+npx tsx deploy/checks/check-deploy.ts "$tmp/dashboard-queries.rules.yml"
 run promtool check rules "$tmp/dashboard-queries.rules.yml"
 echo "grafana: every dashboard query parses"

@@ -73,7 +73,7 @@ export function validateManifest(m: Manifest): string[] {
   const where = `${m.file} #${m.index + 1} (${m.doc.kind ?? '?'} ${m.doc.metadata?.name ?? '?'})`;
   if (typeof m.doc !== 'object' || Array.isArray(m.doc)) return [`${where}: not an object`];
   const Model = MODELS[`${m.doc.apiVersion}/${m.doc.kind}`];
-  if (!Model) return [`${where}: no schema for apiVersion ${m.doc.apiVersion} kind ${m.doc.kind} (add it to MODELS in scripts/ops/k8s-manifests.ts)`];
+  if (!Model) return [`${where}: no schema for apiVersion ${m.doc.apiVersion} kind ${m.doc.kind} (add it to MODELS in deploy/checks/k8s-manifests.ts)`];
   const problems: string[] = [];
   if (!m.doc.metadata?.name) problems.push(`${where}: metadata.name is required`);
   if (!CLUSTER_SCOPED.has(m.doc.kind ?? '') && !m.doc.metadata?.namespace)

@@ -1,7 +1,7 @@
 /**
  * The series selectors of a PromQL expression: which metric names it reads and which label
  * names its matchers use. A small tokenizer rather than a full parser (no dependency for it):
- * promtool checks the syntax of the same expressions (scripts/ops/check.sh), this only has to
+ * promtool checks the syntax of the same expressions (deploy/checks/check.sh), this only has to
  * tell metric names from functions, keywords, label lists, durations and strings.
  */
 export interface Selector {
