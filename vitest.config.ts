@@ -10,6 +10,7 @@ export default defineConfig({
             '{packages,services}/*/src/**/*.test.ts',
             'services/gateway/web/src/**/*.test.ts',
             'schemas/src/**/*.test.ts',
+            'tools/*/src/**/*.test.ts',
             'scripts/**/*.test.ts',
             'deploy/checks/**/*.test.ts',
           ],
@@ -39,7 +40,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['{packages,services}/*/src/**/*.integration.test.ts', 'scripts/**/*.integration.test.ts'],
+          include: ['{packages,services,tools}/*/src/**/*.integration.test.ts', 'scripts/**/*.integration.test.ts'],
           globalSetup: ['scripts/test/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,

@@ -152,7 +152,7 @@ describe('configuration', () => {
     ...Object.keys(GatewayConfigSchema.properties),
     ...Object.keys(ProcessorConfigSchema.properties),
     ...Object.keys(CrmSinkConfigSchema.properties),
-    // scripts/setup.ts defines these in its own schema.
+    // tools/cli/src/setup.ts defines these in its own schema.
     'KAFKA_REPLICATION_FACTOR',
     'CLICKHOUSE_MIGRATIONS_DIR',
     'CLICKHOUSE_READER_USER',

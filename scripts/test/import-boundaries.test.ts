@@ -19,6 +19,8 @@ const LAYERS: Record<string, readonly string[] | 'any'> = {
   'services/gateway': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
   'services/processor': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
   'services/crm-sink': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
+  // The operator command ships in the image like a service: the same layers.
+  'tools/cli': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
   // The harnesses start services in process, so they import them by name.
   'packages/testkit': 'any',
   // The deploy checks compare the manifests, alerts and dashboards with what the services define.
@@ -32,7 +34,7 @@ const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|(?:
 
 function unitOf(path: string): string {
   const [top, second] = path.split('/');
-  return top === 'services' || top === 'packages' ? `${top}/${second}` : (top ?? '');
+  return top === 'services' || top === 'packages' || top === 'tools' ? `${top}/${second}` : (top ?? '');
 }
 
 function sourceFiles(): string[] {

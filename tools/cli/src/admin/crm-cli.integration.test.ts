@@ -13,8 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testCredentialKeys } from '@ingest/testkit';
 import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../..', import.meta.url));
+const TSX = fileURLToPath(new URL('../../../../node_modules/.bin/tsx', import.meta.url));
 const TOKEN = 'crm-cli-test-admin-token-0123456789abc';
 
 let stack: AdminTestStack;
@@ -38,7 +38,7 @@ function cli(args: string[], env: Record<string, string> = {}, stdin?: string): 
   return new Promise((resolve) => {
     const child = execFile(
       TSX,
-      ['scripts/admin.ts', ...args],
+      ['tools/cli/src/main.ts', 'admin', ...args],
       { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ADMIN_URL: adminUrl, ADMIN_TOKEN: TOKEN, ...env }, timeout: 60_000 },
       (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
     );

@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { text as readAll } from 'node:stream/consumers';
-import { parseArgs } from 'node:util';
 import { API_KEY_SCOPE_IDS, API_KEY_TYPE_IDS, PLAN_IDS, type PlanId } from '@ingest/schemas';
 import { CRM_ENV_USAGE, CRM_USAGE, type CrmCommand, crmRequestFor, type Flag, InputError, isCrmCommand, loadBody, parseCrmCommand } from './crm-commands.js';
 import { ADMINS_USAGE, type AdminsCommand, adminsRequestFor, isAdminsCommand, parseAdminsCommand, parseAuditCommand } from './admins-commands.js';
 import { formatProblem, formatSuccess } from './format.js';
+import { type Command as FrameCommand, describeError, EXIT_FAILED, EXIT_OK, HELP, type Io, parseCommandLine, runCommand, UsageError } from '../frame.js';
 
 /**
  * The admin CLI (`npm run admin -- <command>`): a thin client of the admin HTTP API. Parsing,
@@ -35,8 +35,7 @@ export interface Invocation {
   json: boolean;
 }
 
-/** Wrong arguments: the message is printed with the usage, exit code 2. */
-export class UsageError extends Error {}
+export { UsageError };
 
 export const USAGE = `usage: npm run admin -- <command> [--json]
 
@@ -74,13 +73,7 @@ ${CRM_ENV_USAGE}
 `;
 
 export function parseInvocation(argv: readonly string[]): Invocation {
-  let parsed: ReturnType<typeof parseCliArgs>;
-  try {
-    parsed = parseCliArgs(argv);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseCommandLine(argv, OPTIONS);
   const json = values.json === true;
   const [group, action, ...rest] = positionals;
   if (values.help || group === undefined || group === 'help') return { command: { kind: 'help' }, json };
@@ -206,37 +199,30 @@ export function parseInvocation(argv: readonly string[]): Invocation {
   }
 }
 
-function parseCliArgs(argv: readonly string[]) {
-  return parseArgs({
-    args: [...argv],
-    allowPositionals: true,
-    strict: true,
-    options: {
-      name: { type: 'string' },
-      plan: { type: 'string' },
-      version: { type: 'string' },
-      mapping: { type: 'string' },
-      type: { type: 'string' },
-      'if-match': { type: 'string' },
-      stdin: { type: 'boolean' },
-      json: { type: 'boolean' },
-      'password-stdin': { type: 'boolean' },
-      account: { type: 'string' },
-      period: { type: 'string' },
-      csv: { type: 'boolean' },
-      scopes: { type: 'string' },
-      reason: { type: 'string' },
-      role: { type: 'string' },
-      actor: { type: 'string' },
-      action: { type: 'string' },
-      from: { type: 'string' },
-      to: { type: 'string' },
-      limit: { type: 'string' },
-      cursor: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-}
+const OPTIONS = {
+  name: { type: 'string' },
+  plan: { type: 'string' },
+  version: { type: 'string' },
+  mapping: { type: 'string' },
+  type: { type: 'string' },
+  'if-match': { type: 'string' },
+  stdin: { type: 'boolean' },
+  json: { type: 'boolean' },
+  'password-stdin': { type: 'boolean' },
+  account: { type: 'string' },
+  period: { type: 'string' },
+  csv: { type: 'boolean' },
+  scopes: { type: 'string' },
+  reason: { type: 'string' },
+  role: { type: 'string' },
+  actor: { type: 'string' },
+  action: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
 
 const FLAGS: readonly Flag[] = [
   'name',
@@ -322,11 +308,8 @@ export function requestFor(command: CoreCommand): ApiRequest {
   }
 }
 
-export interface CliIo {
-  env: Record<string, string | undefined>;
+export interface CliIo extends Io {
   fetch: typeof fetch;
-  stdout(text: string): void;
-  stderr(text: string): void;
   /** Default: the file system and the process's stdin (also --password-stdin of owners create). */
   readFile?(path: string): Promise<string>;
   readStdin?(): Promise<string>;
@@ -348,40 +331,28 @@ async function buildRequest(command: CoreCommand | CrmCommand | AdminsCommand, i
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:3200';
 const REQUEST_TIMEOUT_MS = 30_000;
 
+export const ADMIN_COMMAND: FrameCommand<Invocation & { command: Exclude<Command, { kind: 'help' }> }, CliIo> = {
+  usage: USAGE,
+  parse: (argv) => {
+    const invocation = parseInvocation(argv);
+    return invocation.command.kind === 'help' ? HELP : { ...invocation, command: invocation.command };
+  },
+  run: (invocation, io) => request(invocation.command, invocation.json, io),
+};
+
 /** Runs one invocation; resolves to the exit code (0 ok, 1 failed request, 2 usage). */
-export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
-  let invocation: Invocation;
-  try {
-    invocation = parseInvocation(argv);
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    io.stderr(`error: ${err.message}\n\n${USAGE}`);
-    return 2;
-  }
-  const { command, json } = invocation;
-  if (command.kind === 'help') {
-    io.stdout(USAGE);
-    return 0;
-  }
+export const runCli = (argv: readonly string[], io: CliIo): Promise<number> => runCommand(ADMIN_COMMAND, argv, io);
+
+async function request(command: Exclude<Command, { kind: 'help' }>, json: boolean, io: CliIo): Promise<number> {
   const token = io.env.ADMIN_TOKEN ?? '';
-  if (token === '') {
-    io.stderr('error: ADMIN_TOKEN is not set; export the admin token of the gateway (its ADMIN_TOKEN setting)\n');
-    return 2;
-  }
+  if (token === '') throw new InputError('ADMIN_TOKEN is not set; export the admin token of the gateway (its ADMIN_TOKEN setting)');
   const base = (io.env.ADMIN_URL || DEFAULT_ADMIN_URL).replace(/\/+$/, '');
   if (command.kind === 'owners create' || command.kind === 'owners reset-password') {
     const fromStdin = command.passwordStdin ? (await (io.readStdin ?? (() => readAll(process.stdin)))()).replace(/\r?\n$/, '') : '';
     const password = io.env.OWNER_PASSWORD || fromStdin;
     if (password) command.password = password;
   }
-  let request: ApiRequest;
-  try {
-    request = await buildRequest(command, io);
-  } catch (err) {
-    if (!(err instanceof InputError)) throw err;
-    io.stderr(`error: ${err.message}\n`);
-    return 2;
-  }
+  const request = await buildRequest(command, io);
   const hasBody = request.body !== undefined;
   let response: Response;
   try {
@@ -397,8 +368,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
   } catch (err) {
-    io.stderr(`error: cannot reach the admin API at ${base}: ${describe(err)}\n`);
-    return 1;
+    io.stderr(`error: cannot reach the admin API at ${base}: ${describeError(err)}\n`);
+    return EXIT_FAILED;
   }
   const text = await response.text();
   let body: unknown;
@@ -410,19 +381,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   if (!response.ok) {
     if (json && body !== undefined) io.stdout(`${JSON.stringify(body, null, 2)}\n`);
     io.stderr(formatProblem(response.status, response.statusText, body));
-    return 1;
+    return EXIT_FAILED;
   }
   if (body === undefined) {
     io.stderr(`error: ${response.status} the admin API answered without a JSON body\n`);
-    return 1;
+    return EXIT_FAILED;
   }
   io.stdout(json ? `${JSON.stringify(body, null, 2)}\n` : formatSuccess(command, body));
-  return 0;
-}
-
-/** fetch's own message is just "fetch failed"; the reason (ECONNREFUSED, timeout, ...) is its cause. */
-function describe(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  const cause = err instanceof Error ? err.cause : undefined;
-  return cause instanceof Error && cause.message ? `${message} (${cause.message})` : message;
+  return EXIT_OK;
 }

@@ -1,4 +1,5 @@
 import { CRM_TYPES } from '@ingest/schemas';
+import { InputError } from '../frame.js';
 
 /**
  * The CRM commands of the admin CLI: mapping versions, dry-runs and credentials. Parsing,
@@ -190,8 +191,7 @@ export interface BodySources {
   readStdin(): Promise<string>;
 }
 
-/** Thrown for unreadable files or input: printed without usage, exit code 2. */
-export class InputError extends Error {}
+export { InputError };
 
 /** The JSON body of a command that sends one; the server validates it. */
 export async function loadBody(command: CrmCommand, io: BodySources): Promise<unknown> {

@@ -10,8 +10,8 @@ import { hashApiKey } from '@ingest/domain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../..', import.meta.url));
+const TSX = fileURLToPath(new URL('../../../../node_modules/.bin/tsx', import.meta.url));
 const TOKEN = 'cli-test-admin-token-0123456789abcdef';
 
 let stack: AdminTestStack;
@@ -38,7 +38,7 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<CliResul
   return new Promise((resolve) => {
     execFile(
       TSX,
-      ['scripts/admin.ts', ...args],
+      ['tools/cli/src/main.ts', 'admin', ...args],
       { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ADMIN_URL: adminUrl, ADMIN_TOKEN: TOKEN, ...env }, timeout: 60_000 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;

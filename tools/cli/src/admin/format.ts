@@ -1,5 +1,6 @@
 import { type BillingLedgerRecord, ledgerCsv } from '@ingest/domain';
 import type { Command } from './cli.js';
+import { table } from '../frame.js';
 import { formatAdminsSuccess, isAdminsCommand } from './admins-commands.js';
 import { formatCrmSuccess, isCrmCommand } from './crm-commands.js';
 
@@ -146,12 +147,6 @@ function accountBlock(a: AccountOut): string {
 
 function status(k: KeyOut): string {
   return k.revokedAt === null ? 'active' : `revoked ${k.revokedAt}`;
-}
-
-export function table(rows: string[][]): string {
-  const widths = rows[0]?.map((_, col) => Math.max(...rows.map((r) => (r[col] ?? '').length))) ?? [];
-  const lines = rows.map((r) => r.map((cell, col) => (col === r.length - 1 ? cell : cell.padEnd(widths[col] ?? 0))).join('  '));
-  return `${lines.join('\n')}\n`;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type CliIo, parseInvocation, runCli, UsageError } from './cli.js';
 import { credentialFromEnv, crmRequestFor, formatCrmSuccess, loadBody } from './crm-commands.js';
-import { table } from './format.js';
+import { table } from '../frame.js';
 
 describe('admin CLI: CRM command parsing', () => {
   it.each([

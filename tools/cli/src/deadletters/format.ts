@@ -1,5 +1,5 @@
 import { type DeadLetterEntry, entryPosition } from '@ingest/platform';
-import { table } from '../admin/format.js';
+import { table } from '../frame.js';
 
 /**
  * Output of the dead-letter CLI. Keys and values are event contents (a key can hold an email

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { createAuditWriter, toAuditRecord } from '@ingest/domain';
 import {
   allTopicSpecs,
@@ -26,6 +25,18 @@ import {
 import { type Static, Type } from '@sinclair/typebox';
 import { formatList, formatReplayPlan, listJson, printable, replayJson } from './format.js';
 import { hostName, operatorName, replayAuditEntries } from './replay-audit.js';
+import {
+  type Command as FrameCommand,
+  EXIT_FAILED,
+  EXIT_OK,
+  EXIT_USAGE,
+  HELP,
+  InputError,
+  type Io,
+  parseCommandLine,
+  runCommand,
+  UsageError,
+} from '../frame.js';
 
 /**
  * The dead-letter CLI (`npm run deadletters -- <command>`): lists the dead-letter topic and
@@ -38,8 +49,7 @@ export type Command =
   | { kind: 'list'; code?: string; limit: number; json: boolean; showValues: boolean; crm?: true }
   | { kind: 'replay'; selection: DeadLetterSelection; yes: boolean; json: boolean; crm?: true };
 
-/** Wrong arguments: the message is printed with the usage, exit code 2. */
-export class UsageError extends Error {}
+export { UsageError };
 
 export const DEFAULT_LIST_LIMIT = 50;
 export const MAX_LIST_LIMIT = 10_000;
@@ -81,13 +91,7 @@ const POSITION = /^(\d{1,9})\/(\d{1,19})$/;
 const CODE = /^[A-Za-z0-9_.-]{1,100}$/;
 
 export function parseInvocation(argv: readonly string[]): Command {
-  let parsed: ReturnType<typeof parseCliArgs>;
-  try {
-    parsed = parseCliArgs(argv);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseCommandLine(argv, OPTIONS);
   const [command, ...rest] = positionals;
   if (values.help || command === undefined || command === 'help') return { kind: 'help' };
 
@@ -127,23 +131,16 @@ export function parseInvocation(argv: readonly string[]): Command {
   }
 }
 
-function parseCliArgs(argv: readonly string[]) {
-  return parseArgs({
-    args: [...argv],
-    allowPositionals: true,
-    strict: true,
-    options: {
-      code: { type: 'string' },
-      limit: { type: 'string' },
-      offset: { type: 'string', multiple: true },
-      yes: { type: 'boolean', short: 'y' },
-      json: { type: 'boolean' },
-      'show-values': { type: 'boolean' },
-      crm: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-}
+const OPTIONS = {
+  code: { type: 'string' },
+  limit: { type: 'string' },
+  offset: { type: 'string', multiple: true },
+  yes: { type: 'boolean', short: 'y' },
+  json: { type: 'boolean' },
+  'show-values': { type: 'boolean' },
+  crm: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
 
 function code(value: string): string {
   if (!CODE.test(value)) throw new UsageError(`--code must be a code word such as invalid_json (got "${value}")`);
@@ -179,50 +176,37 @@ export const DeadLettersConfigSchema = Type.Object({
 });
 export type DeadLettersConfig = Static<typeof DeadLettersConfigSchema>;
 
-export interface CliIo {
-  env: Record<string, string | undefined>;
-  stdout(text: string): void;
-  stderr(text: string): void;
-}
+export type CliIo = Io;
 
 /** Every entry of a replay selection, however many (they are all to be sent). */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
-/** Runs one invocation; resolves to the exit code (0 done, 1 failed, 2 usage). */
-export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
-  let command: Command;
-  try {
-    command = parseInvocation(argv);
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    io.stderr(`error: ${err.message}\n\n${USAGE}`);
-    return 2;
-  }
-  if (command.kind === 'help') {
-    io.stdout(USAGE);
-    return 0;
-  }
-  let config: DeadLettersConfig;
-  try {
-    config = loadConfig(DeadLettersConfigSchema, io.env);
-  } catch (err) {
-    io.stderr(`error: ${errorMessage(err)}\n`);
-    return 2;
-  }
-  const logger = createLogger({ service: 'deadletters', level: config.LOG_LEVEL, destination: { write: (line: string) => io.stderr(line) } });
-  const prefix = config.KAFKA_TOPIC_PREFIX;
-  try {
+export const DEADLETTERS_COMMAND: FrameCommand<Exclude<Command, { kind: 'help' }>> = {
+  usage: USAGE,
+  parse: (argv) => {
+    const command = parseInvocation(argv);
+    return command.kind === 'help' ? HELP : command;
+  },
+  run: async (command, io) => {
+    let config: DeadLettersConfig;
+    try {
+      config = loadConfig(DeadLettersConfigSchema, io.env);
+    } catch (err) {
+      throw new InputError(errorMessage(err));
+    }
+    const logger = createLogger({ service: 'deadletters', level: config.LOG_LEVEL, destination: { write: (line: string) => io.stderr(line) } });
+    const prefix = config.KAFKA_TOPIC_PREFIX;
     const kafka = await openKafkaClientFromConfig(config, 'deadletters', logger);
     const operator = operatorName(config.INGEST_OPERATOR);
     const ctx: Context = command.crm
       ? { kafka, logger, io, prefix, operator, topic: topicName(prefix, 'crmDeadLetters'), replayTopic: topicName(prefix, 'crmReplay') }
       : { kafka, logger, io, prefix, operator, topic: topicName(prefix, 'deadLetters') };
     return command.kind === 'list' ? await list(ctx, command) : await replay(ctx, command);
-  } catch (err) {
-    io.stderr(`error: ${errorMessage(err)}\n`);
-    return 1;
-  }
-}
+  },
+};
+
+/** Runs one invocation; resolves to the exit code (0 done, 1 failed, 2 usage). */
+export const runCli = (argv: readonly string[], io: CliIo): Promise<number> => runCommand(DEADLETTERS_COMMAND, argv, io);
 
 interface Context {
   kafka: KafkaClient;
@@ -252,7 +236,7 @@ async function list(ctx: Context, command: Extract<Command, { kind: 'list' }>): 
     showValues: command.showValues,
   };
   ctx.io.stdout(command.json ? listJson(output) : formatList(output));
-  return 0;
+  return EXIT_OK;
 }
 
 async function replay(ctx: Context, command: Extract<Command, { kind: 'replay' }>): Promise<number> {
@@ -267,18 +251,18 @@ async function replay(ctx: Context, command: Extract<Command, { kind: 'replay' }
     const missing = command.selection.positions.filter((p) => !found.has(p));
     if (missing.length > 0) {
       io.stderr(`error: no dead letter at ${missing.join(', ')} in ${printable(ctx.topic)}; nothing was replayed (see "list")\n`);
-      return 1;
+      return EXIT_FAILED;
     }
   } else if (entries.length === 0) {
     io.stdout(command.json ? replayJson([], false) : `no dead letters with code ${command.selection.code} in ${printable(ctx.topic)}; nothing to replay\n`);
-    return 0;
+    return EXIT_OK;
   }
 
   const plan = planReplay(entries, { deadLetterTopic: ctx.topic, allowedTopics: allTopicSpecs().map((s) => ctx.prefix + s.name) });
   if (plan.refused.length > 0) {
     for (const r of plan.refused) io.stderr(`error: ${entryPosition(r.entry)} cannot be replayed: ${printable(r.reason)}\n`);
     io.stderr('nothing was replayed\n');
-    return 1;
+    return EXIT_FAILED;
   }
 
   // The source topic still had to be one of the deployment's (checked above); only the target changes.
@@ -291,7 +275,7 @@ async function replay(ctx: Context, command: Extract<Command, { kind: 'replay' }
   if ('code' in command.selection && !command.yes) {
     io.stdout(command.json ? replayJson(entries, false) : formatReplayPlan(entries, 'would replay'));
     io.stderr(`nothing was replayed: add --yes to replay these ${entries.length} dead letters\n`);
-    return 2;
+    return EXIT_USAGE;
   }
 
   const producer = createProducer(ctx.kafka);
@@ -305,10 +289,10 @@ async function replay(ctx: Context, command: Extract<Command, { kind: 'replay' }
     await producer.disconnect();
   }
   io.stdout(command.json ? replayJson(entries, true) : formatReplayPlan(entries, 'replayed'));
-  if (!audited) return 1;
+  if (!audited) return EXIT_FAILED;
   io.stderr(`audit: recorded as dead_letter.replay by ${printable(ctx.operator)}, request ${requestId}\n`);
   io.stderr('note: replaying these entries again sends further copies (consumers deduplicate them by eventId)\n');
-  return 0;
+  return EXIT_OK;
 }
 
 /**

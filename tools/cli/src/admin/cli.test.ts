@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type CliIo, parseInvocation, requestFor, runCli, UsageError } from './cli.js';
-import { formatProblem, formatSuccess, table } from './format.js';
+import { formatProblem, formatSuccess } from './format.js';
+import { table } from '../frame.js';
 
 describe('admin CLI argument parsing', () => {
   it.each([

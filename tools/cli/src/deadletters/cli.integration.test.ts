@@ -19,8 +19,8 @@ import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuff
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './cli.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const TSX = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../..', import.meta.url));
+const TSX = fileURLToPath(new URL('../../../../node_modules/.bin/tsx', import.meta.url));
 
 let kafka: TestKafka;
 let producer: Producer;
@@ -52,7 +52,7 @@ function cliProcess(args: string[]): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       TSX,
-      ['scripts/deadletters.ts', ...args],
+      ['tools/cli/src/main.ts', 'deadletters', ...args],
       { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 90_000 },
       (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });

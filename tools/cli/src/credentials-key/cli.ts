@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError, CommonConfig, createKafkaClientFromConfig, createLogger, createProducer, KafkaConfig, loadConfig } from '@ingest/platform';
+import { type Command as FrameCommand, EXIT_FAILED, EXIT_OK, HELP, type Io, isHelp, parseCommandLine, runCommand, UsageError } from '../frame.js';
 import {
   createControlPlane,
   type CredentialKeyring,
@@ -29,97 +30,66 @@ export const USAGE = `usage: npm run credentials-key -- <command>
       re-wrap every credential for the key pair of FILE; plaintext records are encrypted.
       Needs the private key(s) of the current records: CRM_CREDENTIALS_PRIVATE_KEY_FILES or
       CRM_CREDENTIALS_PRIVATE_KEYS (may be empty when every record is still in clear)
-Kafka: KAFKA_BROKERS, KAFKA_TOPIC_PREFIX (as the services).`;
+Kafka: KAFKA_BROKERS, KAFKA_TOPIC_PREFIX (as the services).
+`;
 
-export interface CliIo {
-  env: Record<string, string | undefined>;
-  stdout(text: string): void;
-  stderr(text: string): void;
-}
+export type CliIo = Io;
 
-type Parsed =
-  | { command: 'generate'; outDir: string; name?: string; ifMissing: boolean }
-  | { command: 'status' }
-  | { command: 'rotate'; toPublicKey: string }
-  | { command: 'help' };
+type Parsed = { command: 'generate'; outDir: string; name?: string; ifMissing: boolean } | { command: 'status' } | { command: 'rotate'; toPublicKey: string };
 
-export function parseArgs(argv: readonly string[]): Parsed {
-  const [command, ...rest] = argv;
-  const flags = new Map<string, string | true>();
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i] as string;
-    if (!arg.startsWith('--')) throw new AppError('usage', `unexpected argument ${arg}`);
-    const name = arg.slice(2);
-    if (name === 'if-missing') flags.set(name, true);
-    else {
-      const value = rest[++i];
-      if (value === undefined) throw new AppError('usage', `--${name} needs a value`);
-      flags.set(name, value);
+const OPTIONS = {
+  'out-dir': { type: 'string' },
+  name: { type: 'string' },
+  'if-missing': { type: 'boolean' },
+  'to-public-key': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export function parseArgs(argv: readonly string[]): Parsed | typeof HELP {
+  const { values, positionals } = parseCommandLine(argv, OPTIONS);
+  const [command, ...rest] = positionals;
+  if (values.help || isHelp(command)) return HELP;
+  if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
+  const allow = (...names: (keyof typeof values)[]) => {
+    for (const [flag, value] of Object.entries(values)) {
+      if (value !== undefined && !names.includes(flag as keyof typeof values)) throw new UsageError(`unknown flag --${flag} for ${command}`);
     }
-  }
-  const allow = (...names: string[]) => {
-    for (const f of flags.keys()) if (!names.includes(f)) throw new AppError('usage', `unknown flag --${f} for ${command}`);
-  };
-  const str = (name: string) => {
-    const v = flags.get(name);
-    return typeof v === 'string' ? v : undefined;
   };
   switch (command) {
     case 'generate': {
       allow('out-dir', 'name', 'if-missing');
-      const outDir = str('out-dir');
-      if (!outDir) throw new AppError('usage', 'generate needs --out-dir');
-      const name = str('name');
-      if (name !== undefined && !/^[A-Za-z0-9._-]{1,64}$/.test(name)) throw new AppError('usage', '--name: letters, digits, . _ - (at most 64)');
-      return { command, outDir, ...(name ? { name } : {}), ifMissing: flags.has('if-missing') };
+      const outDir = values['out-dir'];
+      if (!outDir) throw new UsageError('generate needs --out-dir');
+      const name = values.name;
+      if (name !== undefined && !/^[A-Za-z0-9._-]{1,64}$/.test(name)) throw new UsageError('--name: letters, digits, . _ - (at most 64)');
+      return { command, outDir, ...(name ? { name } : {}), ifMissing: values['if-missing'] === true };
     }
     case 'status':
       allow();
       return { command };
     case 'rotate': {
       allow('to-public-key');
-      const toPublicKey = str('to-public-key');
-      if (!toPublicKey) throw new AppError('usage', 'rotate needs --to-public-key FILE');
+      const toPublicKey = values['to-public-key'];
+      if (!toPublicKey) throw new UsageError('rotate needs --to-public-key FILE');
       return { command, toPublicKey };
     }
-    case undefined:
-    case 'help':
-    case '--help':
-      return { command: 'help' };
     default:
-      throw new AppError('usage', `unknown command ${command}`);
+      throw new UsageError(`unknown command ${command}`);
   }
 }
 
-export async function runCredentialsKey(argv: readonly string[], io: CliIo): Promise<number> {
-  let parsed: Parsed;
-  try {
-    parsed = parseArgs(argv);
-  } catch (err) {
-    io.stderr(`${(err as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  try {
-    switch (parsed.command) {
-      case 'help':
-        io.stdout(`${USAGE}\n`);
-        return 0;
-      case 'generate':
-        return generate(parsed, io);
-      case 'status':
-      case 'rotate':
-        return await withControlPlane(io, parsed);
-    }
-  } catch (err) {
-    io.stderr(`error: ${(err as Error).message}\n`);
-    return 1;
-  }
-}
+export const CREDENTIALS_KEY_COMMAND: FrameCommand<Parsed> = {
+  usage: USAGE,
+  parse: parseArgs,
+  run: async (parsed, io) => (parsed.command === 'generate' ? generate(parsed, io) : withControlPlane(io, parsed)),
+};
+
+export const runCredentialsKey = (argv: readonly string[], io: CliIo): Promise<number> => runCommand(CREDENTIALS_KEY_COMMAND, argv, io);
 
 function generate(parsed: Extract<Parsed, { command: 'generate' }>, io: CliIo): number {
   if (parsed.ifMissing && parsed.name && existsSync(join(parsed.outDir, `${parsed.name}.key.pem`))) {
     io.stdout(`kept ${join(parsed.outDir, `${parsed.name}.key.pem`)}\n`);
-    return 0;
+    return EXIT_OK;
   }
   const pair = generateCredentialKeyPair();
   const name = parsed.name ?? `crm-credentials-${pair.kid}`;
@@ -130,7 +100,7 @@ function generate(parsed: Extract<Parsed, { command: 'generate' }>, io: CliIo): 
   chmodSync(privatePath, 0o600);
   writeFileSync(publicPath, pair.publicKeyPem, { flag: 'wx' });
   io.stdout(`key id ${pair.kid}\nprivate key (crm-sink only): ${privatePath}\npublic key (gateway): ${publicPath}\n`);
-  return 0;
+  return EXIT_OK;
 }
 
 const CommandConfig = Type.Object({ ...CommonConfig, ...KafkaConfig, ...CrmCredentialsPrivateKeysConfig });
@@ -165,10 +135,10 @@ async function withControlPlane(io: CliIo, parsed: Extract<Parsed, { command: 's
         `sealed for key ${to.kid}: ${result.rewrapped} re-wrapped, ${result.encrypted} encrypted (were in clear), ${result.unchanged} already sealed for it\n`,
       );
       for (const f of result.failed) io.stderr(`not re-wrapped: ${f.accountId}/${f.name}: ${f.reason}\n`);
-      if (result.failed.length > 0) return 1;
+      if (result.failed.length > 0) return EXIT_FAILED;
     }
     io.stdout(summary(cp.allCrmCredentials()));
-    return 0;
+    return EXIT_OK;
   } finally {
     await cp.stop();
     await producer.disconnect();

@@ -5,6 +5,8 @@
  * Which port to ask follows SERVICE and that service's ops variables; `setup` is a one-shot
  * job with no server, so it is healthy while it runs.
  */
+import { type Command, EXIT_FAILED, EXIT_OK, EXIT_USAGE, type Io, parseNoArguments } from './frame.js';
+
 export interface OpsEndpoint {
   hostVariable: string;
   portVariable: string;
@@ -33,27 +35,29 @@ export function healthTarget(env: Record<string, string | undefined>): HealthTar
   return { kind: 'url', url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/healthz` };
 }
 
-export async function runHealthcheck(
-  env: Record<string, string | undefined>,
-  io: { stdout: (text: string) => void; stderr: (text: string) => void },
-  timeoutMs = 4000,
-): Promise<number> {
+export const HEALTHCHECK_COMMAND: Command<'healthcheck'> = {
+  usage: 'usage: ingest healthcheck (no arguments; SERVICE and its ops variables pick the port)\n',
+  parse: (argv) => parseNoArguments('healthcheck', argv),
+  run: (_parsed, io) => runHealthcheck(io.env, io),
+};
+
+export async function runHealthcheck(env: Io['env'], io: Pick<Io, 'stdout' | 'stderr'>, timeoutMs = 4000): Promise<number> {
   const target = healthTarget(env);
   if (target.kind === 'error') {
     io.stderr(`healthcheck: ${target.message}\n`);
-    return 2;
+    return EXIT_USAGE;
   }
   if (target.kind === 'none') {
     io.stdout(`healthcheck: ${target.service} has no server\n`);
-    return 0;
+    return EXIT_OK;
   }
   try {
     const response = await fetch(target.url, { signal: AbortSignal.timeout(timeoutMs) });
     await response.body?.cancel();
     io.stdout(`healthcheck: ${target.url} answered ${response.status}\n`);
-    return response.ok ? 0 : 1;
+    return response.ok ? EXIT_OK : EXIT_FAILED;
   } catch (error) {
     io.stderr(`healthcheck: ${target.url} did not answer (${error instanceof Error ? error.message : String(error)})\n`);
-    return 1;
+    return EXIT_FAILED;
   }
 }
