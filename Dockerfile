@@ -20,6 +20,7 @@ COPY services/gateway/package.json services/gateway/
 COPY services/processor/package.json services/processor/
 COPY services/crm-sink/package.json services/crm-sink/
 COPY tools/cli/package.json tools/cli/
+COPY bench/package.json bench/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.base.json tsconfig.json ./
 COPY schemas schemas

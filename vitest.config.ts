@@ -11,6 +11,7 @@ export default defineConfig({
             'services/gateway/web/src/**/*.test.ts',
             'schemas/src/**/*.test.ts',
             'tools/*/src/**/*.test.ts',
+            'bench/src/**/*.test.ts',
             'scripts/**/*.test.ts',
             'deploy/checks/**/*.test.ts',
           ],

@@ -23,6 +23,8 @@ const LAYERS: Record<string, readonly string[] | 'any'> = {
   'tools/cli': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
   // The harnesses start services in process, so they import them by name.
   'packages/testkit': 'any',
+  // The benchmark starts the services through the test kit and drives the packages directly.
+  bench: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/testkit'],
   // The deploy checks compare the manifests, alerts and dashboards with what the services define.
   deploy: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/gateway', '@ingest/processor', '@ingest/crm-sink'],
   scripts: 'any',

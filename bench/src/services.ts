@@ -31,7 +31,8 @@ function staleReason(root: string): string | undefined {
   const missing = bundles.filter((b) => !existsSync(b));
   if (missing.length > 0) return `missing ${missing.map((m) => m.slice(root.length + 1)).join(', ')}`;
   const built = Math.min(...bundles.map((b) => statSync(b).mtimeMs));
-  const sources = Math.max(newestSource(join(root, 'services')), newestSource(join(root, 'schemas')));
+  // The bundles hold the packages too: a change there makes them stale as well.
+  const sources = Math.max(newestSource(join(root, 'services')), newestSource(join(root, 'packages')), newestSource(join(root, 'schemas')));
   return sources > built ? 'sources changed since the last build' : undefined;
 }
 

@@ -1,11 +1,11 @@
 /**
  * Raw baselines measured in the same run as the pipeline: what Kafka takes from its own Java
- * producer, what ClickHouse takes in 10,000-row inserts, and what fastify answers with a route
- * that does nothing.
+ * producer, what ClickHouse takes in 10,000-row inserts of the lines the writer sends, and what
+ * fastify answers with a route that does nothing.
  */
 import { join } from 'node:path';
+import { EVENT_COLUMNS, toEventLine } from '@ingest/domain';
 import type { ClickHouse } from '@ingest/platform';
-import { toEventRow } from './json-event-row.js';
 import type { Cleanup } from './cleanup.js';
 import { type BodyFactory, sampleRecord } from './events.js';
 import { freePort } from '@ingest/testkit';
@@ -105,7 +105,10 @@ export interface ClickHouseBaseline {
   clickhouseCpuSeconds?: number;
 }
 
-/** Sequential inserts of `batchRows` rows shaped by the processor's own `toEventRow`. Only the insert calls are timed. */
+/**
+ * Sequential inserts of `batchRows` rows as the processor's writer sends them (toEventLine,
+ * TabSeparated), without its consumer around them. Only the insert calls are timed.
+ */
 export async function clickhouseInsertBaseline(ctx: {
   ch: ClickHouse;
   rows: number;
@@ -123,10 +126,10 @@ export async function clickhouseInsertBaseline(ctx: {
   while (inserted < ctx.rows && !ctx.signal.aborted) {
     const now = Date.now();
     const count = Math.min(ctx.batchRows, ctx.rows - inserted);
-    const rows = Array.from({ length: count }, (_, i) => toEventRow(sampleRecord(ctx.accountId, `${ctx.runId}-ch`, inserted + i, ctx.eventBytes, now), now));
+    const lines = Array.from({ length: count }, (_, i) => toEventLine(sampleRecord(ctx.accountId, `${ctx.runId}-ch`, inserted + i, ctx.eventBytes, now), now));
     const cpuBefore = ctx.clickhousePid === undefined ? undefined : cpuSeconds(ctx.clickhousePid);
     const started = performance.now();
-    await ctx.ch.insert('events', rows);
+    await ctx.ch.insertTabSeparated('events', EVENT_COLUMNS, lines);
     durations.push(performance.now() - started);
     const cpuAfter = ctx.clickhousePid === undefined ? undefined : cpuSeconds(ctx.clickhousePid);
     if (cpuBefore !== undefined && cpuAfter !== undefined) cpu += cpuAfter - cpuBefore;
@@ -174,7 +177,7 @@ export async function noopFastifyBaseline(ctx: {
   const child = spawnChild({
     name: 'noop-fastify',
     command: process.execPath,
-    args: ['--import', 'tsx', 'scripts/bench/noop-server.ts', String(port)],
+    args: ['--import', 'tsx', 'bench/src/noop-server.ts', String(port)],
     env: process.env,
     cwd: ctx.cwd,
     logFile: join(ctx.logDir, 'noop-fastify.log'),

@@ -1,7 +1,7 @@
 /**
  * Baseline C: fastify with one POST route that parses the JSON body (fastify's default parser,
  * like the gateway) and answers 202. Started as its own process by baselines.ts:
- * `node --import tsx scripts/bench/noop-server.ts <port>`.
+ * `node --import tsx bench/src/noop-server.ts <port>`.
  */
 import Fastify from 'fastify';
 
