@@ -2,7 +2,8 @@
  * The shape of the repository, kept: services stand side by side on shared packages and never
  * reach into each other, and the packages are layered (platform below domain). Every import of
  * every TypeScript file is checked, tests included:
- * - a relative import stays inside its own unit (a service, a package, schemas, scripts);
+ * - a relative import stays inside its own unit (a service, a package, a tool, schemas, scripts,
+ *   deploy): so nothing imports scripts/, which is no package;
  * - an import of a workspace by name follows the layers below (tests may also use the test kit).
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -27,7 +28,10 @@ const LAYERS: Record<string, readonly string[] | 'any'> = {
   bench: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/testkit'],
   // The deploy checks compare the manifests, alerts and dashboards with what the services define.
   deploy: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/gateway', '@ingest/processor', '@ingest/crm-sink'],
-  scripts: 'any',
+  // Development tooling: builds and checks the services, the operator command and the image,
+  // so it may read them (its tests may use the test kit). Nothing imports it: it is no package,
+  // and a relative import may not leave its unit.
+  scripts: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/gateway', '@ingest/processor', '@ingest/crm-sink', '@ingest/cli'],
 };
 const TEST_ONLY = ['@ingest/testkit'];
 
