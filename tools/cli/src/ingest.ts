@@ -4,44 +4,38 @@
  * command of the one frame (frame.ts: parsing, output, exit codes) and loads its code only when
  * chosen, so `ingest healthcheck` does not evaluate the Kafka client.
  */
-import { type Command, EXIT_OK, EXIT_USAGE, type Io, isHelp, runCommand } from './frame.js';
+import { EXIT_OK, EXIT_USAGE, type Io, isHelp, runCommand } from './frame.js';
 
 export type { Io } from './frame.js';
 export { OPS_ENDPOINTS } from './healthcheck.js';
 
 export interface Subcommand {
   summary: string;
-  load: () => Promise<Command<unknown>>;
+  run: (args: readonly string[], io: Io) => Promise<number>;
 }
-
-/** A command of another shape of parse result, as the table holds them. */
-const erase = <P>(command: Command<P>) => command as unknown as Command<unknown>;
 
 export const SUBCOMMANDS: Record<string, Subcommand> = {
   admin: {
     summary: 'accounts, plans, API keys, owners, CRM mappings and credentials, the billing ledger (the admin API; ADMIN_URL, ADMIN_TOKEN)',
-    load: async () => {
-      const { ADMIN_COMMAND } = await import('./admin/cli.js');
-      // The process's fetch; tests call runCli with their own.
-      return erase({ ...ADMIN_COMMAND, run: (parsed, io) => ADMIN_COMMAND.run(parsed, { ...io, fetch: globalThis.fetch }) });
-    },
+    // The process's fetch; tests call runCli with their own.
+    run: async (args, io) => runCommand((await import('./admin/cli.js')).ADMIN_COMMAND, args, { ...io, fetch: globalThis.fetch }),
   },
   deadletters: {
     summary: 'list and replay dead letters (events.deadletter, --crm: crm.deadletter; KAFKA_BROKERS, KAFKA_TOPIC_PREFIX)',
-    load: async () => erase((await import('./deadletters/cli.js')).DEADLETTERS_COMMAND),
+    run: async (args, io) => runCommand((await import('./deadletters/cli.js')).DEADLETTERS_COMMAND, args, io),
   },
   'credentials-key': {
     summary:
       "crm-sink's CRM credential keys: generate a pair, count credentials per key, rotate (re-wrap every credential; KAFKA_*, CRM_CREDENTIALS_PRIVATE_KEY_FILES)",
-    load: async () => erase((await import('./credentials-key/cli.js')).CREDENTIALS_KEY_COMMAND),
+    run: async (args, io) => runCommand((await import('./credentials-key/cli.js')).CREDENTIALS_KEY_COMMAND, args, io),
   },
   setup: {
     summary: 'create the Kafka topics and apply the ClickHouse migrations (idempotent)',
-    load: async () => erase((await import('./setup.js')).SETUP_COMMAND),
+    run: async (args, io) => runCommand((await import('./setup.js')).SETUP_COMMAND, args, io),
   },
   healthcheck: {
     summary: "ask this container's service for /healthz (the image's HEALTHCHECK; SERVICE picks the ops port)",
-    load: async () => erase((await import('./healthcheck.js')).HEALTHCHECK_COMMAND),
+    run: async (args, io) => runCommand((await import('./healthcheck.js')).HEALTHCHECK_COMMAND, args, io),
   },
 };
 
@@ -63,5 +57,5 @@ export async function runIngest(argv: readonly string[], io: Io): Promise<number
     io.stderr(`error: unknown command "${name}"\n\n${usage()}`);
     return EXIT_USAGE;
   }
-  return runCommand(await command.load(), rest, io);
+  return command.run(rest, io);
 }
