@@ -19,11 +19,14 @@ COPY packages/testkit/package.json packages/testkit/
 COPY services/gateway/package.json services/gateway/
 COPY services/processor/package.json services/processor/
 COPY services/crm-sink/package.json services/crm-sink/
+COPY tools/cli/package.json tools/cli/
+COPY bench/package.json bench/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.base.json tsconfig.json ./
 COPY schemas schemas
 COPY packages packages
 COPY services services
+COPY tools tools
 COPY scripts scripts
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund && node dist/build/stage-image.mjs /stage
 

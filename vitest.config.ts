@@ -6,7 +6,15 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['{packages,services}/*/src/**/*.test.ts', 'services/gateway/web/src/**/*.test.ts', 'schemas/src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          include: [
+            '{packages,services}/*/src/**/*.test.ts',
+            'services/gateway/web/src/**/*.test.ts',
+            'schemas/src/**/*.test.ts',
+            'tools/*/src/**/*.test.ts',
+            'bench/src/**/*.test.ts',
+            'scripts/**/*.test.ts',
+            'deploy/checks/**/*.test.ts',
+          ],
           exclude: [
             '**/*.integration.test.ts',
             '**/*.chaos.test.ts',
@@ -33,7 +41,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['{packages,services}/*/src/**/*.integration.test.ts', 'scripts/**/*.integration.test.ts'],
+          include: ['{packages,services,tools}/*/src/**/*.integration.test.ts', 'scripts/**/*.integration.test.ts'],
           globalSetup: ['scripts/test/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,

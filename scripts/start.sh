@@ -98,7 +98,7 @@ fi
 step "local stack"
 bash scripts/stack.sh up
 step "topics and migrations"
-npx tsx scripts/setup.ts
+npx tsx tools/cli/src/main.ts setup
 step "services"
 for entry in "${SERVICES[@]}"; do start_service "${entry%%:*}" "${entry##*:}"; done
 

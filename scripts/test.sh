@@ -92,7 +92,7 @@ ADMIN_TOKEN=compose-check REDIS_PASSWORD=compose-check docker-compose -f docker-
 
 begin "Prometheus, Grafana, Kubernetes files" "Prometheus alerts, Grafana dashboards, Kubernetes manifests (promtool, schemas)"
 ensure_apt_tool promtool prometheus
-bash scripts/ops/check.sh
+bash deploy/checks/check.sh
 
 begin "unit tests" "unit tests"
 vitest_project unit
@@ -114,7 +114,7 @@ begin "API fuzzing" "API fuzzing (schemathesis, from /v1/openapi.json and the ad
 bash scripts/fuzz/run.sh
 
 begin "Prometheus live" "Prometheus against the running services: every target scraped, induced faults fire the real alerts"
-bash scripts/ops/prometheus-live.sh
+bash deploy/checks/prometheus-live.sh
 
 # Alone, after everything else: these kill processors with SIGKILL and stop the shared servers.
 begin "chaos tests" "chaos tests (guarantees under SIGKILL, rebalancing and server outages)"

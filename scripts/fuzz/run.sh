@@ -120,7 +120,7 @@ trap 'exit 130' INT TERM
 
 step "fuzz: topics and database ($KAFKA_TOPIC_PREFIX*, $CLICKHOUSE_DATABASE)"
 provisioned=true
-if ! LOG_LEVEL=warn npx tsx scripts/setup.ts >"$RUN_DIR/setup.log" 2>&1; then
+if ! LOG_LEVEL=warn npx tsx tools/cli/src/main.ts setup >"$RUN_DIR/setup.log" 2>&1; then
   cat "$RUN_DIR/setup.log" >&2
   echo "setup failed: are Kafka, ClickHouse and Redis up? (bash scripts/stack.sh up)" >&2
   exit 1

@@ -9,8 +9,11 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Metafile } from 'esbuild';
+import { OPS_ENDPOINTS, SUBCOMMANDS } from '@ingest/cli';
+import { CrmSinkConfigSchema } from '@ingest/crm-sink/config';
+import { GatewayConfigSchema } from '@ingest/gateway/config';
+import { ProcessorConfigSchema } from '@ingest/processor/config';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SUBCOMMANDS } from '../ingest/commands.js';
 import { readPackage, REPO_ROOT } from '../lib/workspaces.js';
 import { buildBundles } from './build-bundles.js';
 import { bundleEntries, INGEST_BUNDLE } from './bundles.js';
@@ -78,6 +81,19 @@ describe('the Dockerfile', () => {
   it('checks health with ingest healthcheck, and runs setup as ingest setup', () => {
     expect(instructions(runtimeStage, 'HEALTHCHECK')).toEqual([expect.stringMatching(/ CMD \["ingest", "healthcheck"\]$/)]);
     expect(instructions(runtimeStage, 'CMD').join('')).toContain('exec ingest setup');
+  });
+
+  it('ingest healthcheck asks each service on its own ops variables and defaults', () => {
+    const schemas: Record<string, { properties: Record<string, unknown> }> = {
+      gateway: GatewayConfigSchema,
+      processor: ProcessorConfigSchema,
+      'crm-sink': CrmSinkConfigSchema,
+    };
+    for (const [service, e] of Object.entries(OPS_ENDPOINTS)) {
+      const props = schemas[service]?.properties as Record<string, { default?: unknown }>;
+      expect(props[e.portVariable]?.default, service).toBe(e.defaultPort);
+      expect(props[e.hostVariable], service).toBeDefined();
+    }
   });
 });
 

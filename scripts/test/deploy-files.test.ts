@@ -39,7 +39,7 @@ describe('docker-compose.yml', () => {
     ...Object.keys(ProcessorConfigSchema.properties),
     ...Object.keys(GatewayConfigSchema.properties),
     ...Object.keys(CrmSinkConfigSchema.properties),
-    // scripts/setup.ts: the gateway's read-only ClickHouse user.
+    // tools/cli/src/setup.ts: the gateway's read-only ClickHouse user.
     'CLICKHOUSE_READER_USER',
     'CLICKHOUSE_READER_PASSWORD',
     'SERVICE',

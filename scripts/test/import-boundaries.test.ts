@@ -2,10 +2,11 @@
  * The shape of the repository, kept: services stand side by side on shared packages and never
  * reach into each other, and the packages are layered (platform below domain). Every import of
  * every TypeScript file is checked, tests included:
- * - a relative import stays inside its own unit (a service, a package, schemas, scripts);
+ * - a relative import stays inside its own unit (a service, a package, a tool, schemas, scripts,
+ *   deploy): so nothing imports scripts/, which is no package;
  * - an import of a workspace by name follows the layers below (tests may also use the test kit).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { REPO_ROOT } from '@ingest/platform';
@@ -19,9 +20,18 @@ const LAYERS: Record<string, readonly string[] | 'any'> = {
   'services/gateway': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
   'services/processor': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
   'services/crm-sink': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
+  // The operator command ships in the image like a service: the same layers.
+  'tools/cli': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
   // The harnesses start services in process, so they import them by name.
   'packages/testkit': 'any',
-  scripts: 'any',
+  // The benchmark starts the services through the test kit and drives the packages directly.
+  bench: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/testkit'],
+  // The deploy checks compare the manifests, alerts and dashboards with what the services define.
+  deploy: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/gateway', '@ingest/processor', '@ingest/crm-sink'],
+  // Development tooling: builds and checks the services, the operator command and the image,
+  // so it may read them (its tests may use the test kit). Nothing imports it: it is no package,
+  // and a relative import may not leave its unit.
+  scripts: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/gateway', '@ingest/processor', '@ingest/crm-sink', '@ingest/cli'],
 };
 const TEST_ONLY = ['@ingest/testkit'];
 
@@ -30,7 +40,7 @@ const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|(?:
 
 function unitOf(path: string): string {
   const [top, second] = path.split('/');
-  return top === 'services' || top === 'packages' ? `${top}/${second}` : (top ?? '');
+  return top === 'services' || top === 'packages' || top === 'tools' ? `${top}/${second}` : (top ?? '');
 }
 
 function sourceFiles(): string[] {
@@ -72,7 +82,9 @@ describe('import boundaries', () => {
       const unit = unitOf(file);
       const allowed = LAYERS[unit];
       if (allowed === 'any' || allowed === undefined) return [];
-      const self = JSON.parse(readFileSync(join(REPO_ROOT, unit, 'package.json'), 'utf8')) as { name: string };
+      const manifest = join(REPO_ROOT, unit, 'package.json');
+      // A unit that is not a workspace (scripts, deploy) has no name of its own to import.
+      const self = existsSync(manifest) ? (JSON.parse(readFileSync(manifest, 'utf8')) as { name: string }) : { name: '' };
       return importsOf(file)
         .map(workspaceOf)
         .filter((w): w is string => w !== undefined && w !== self.name)

@@ -95,18 +95,26 @@ describe('rotating the CRM credentials key', () => {
       KAFKA_TOPIC_PREFIX: fx.kafka.prefix,
       CRM_CREDENTIALS_PRIVATE_KEYS: keyA.privateKeyPem,
     };
-    const rotated = await run(process.execPath, ['--import', 'tsx', 'scripts/credentials-key.ts', 'rotate', '--to-public-key', join(dir, 'b.pub.pem')], {
-      cwd: REPO_ROOT,
-      env,
-    });
+    const rotated = await run(
+      process.execPath,
+      ['--import', 'tsx', 'tools/cli/src/main.ts', 'credentials-key', 'rotate', '--to-public-key', join(dir, 'b.pub.pem')],
+      {
+        cwd: REPO_ROOT,
+        env,
+      },
+    );
     expect(rotated.stdout).toContain(`sealed for key ${keyB.kid}: 1 re-wrapped, 1 encrypted (were in clear), 0 already sealed for it`);
     expect(rotated.stdout).toContain(`key ${keyB.kid}: 2`);
     await waitFor(() => controlPlane.allCrmCredentials().every((c) => c.sealed?.kid === keyB.kid), { description: 'every credential sealed for key B' });
     // Running it again changes nothing.
-    const again = await run(process.execPath, ['--import', 'tsx', 'scripts/credentials-key.ts', 'rotate', '--to-public-key', join(dir, 'b.pub.pem')], {
-      cwd: REPO_ROOT,
-      env,
-    });
+    const again = await run(
+      process.execPath,
+      ['--import', 'tsx', 'tools/cli/src/main.ts', 'credentials-key', 'rotate', '--to-public-key', join(dir, 'b.pub.pem')],
+      {
+        cwd: REPO_ROOT,
+        env,
+      },
+    );
     expect(again.stdout).toContain('0 re-wrapped, 0 encrypted (were in clear), 2 already sealed for it');
 
     // Key A alone opens nothing any more; the start-up check now passes without the plaintext setting.

@@ -1,0 +1,88 @@
+/**
+ * `ingest setup`: provisions what the services need before they start: Kafka topics, the
+ * services' Kafka ACLs (when KAFKA_ACL_PRINCIPALS is set; docs/security.md) and ClickHouse
+ * migrations. Idempotent; `npm start` runs it every time, operators run `npm run setup`, the
+ * image's setup Job runs `ingest setup`. Logs (pino) on stdout; a failure is thrown to the frame.
+ */
+import {
+  applyAcls,
+  CLICKHOUSE_MIGRATIONS_DIR,
+  ClickHouseConfig,
+  CommonConfig,
+  createClickHouse,
+  openKafkaClientFromConfig,
+  createLogger,
+  ensureTopics,
+  KafkaConfig,
+  loadConfig,
+  migrate,
+  parseAclPrincipals,
+  readerUserStatements,
+  serverHasSqlUsers,
+} from '@ingest/platform';
+import { Type } from '@sinclair/typebox';
+import { type Command, EXIT_OK, type Io, parseNoArguments } from './frame.js';
+
+const SetupConfigSchema = Type.Object({
+  ...CommonConfig,
+  ...KafkaConfig,
+  ...ClickHouseConfig,
+  KAFKA_REPLICATION_FACTOR: Type.Integer({ minimum: 1, default: 1 }),
+  /** `role=principal` pairs whose ACLs setup creates (needs a super user); empty: none. */
+  KAFKA_ACL_PRINCIPALS: Type.String({ default: '' }),
+  CLICKHOUSE_MIGRATIONS_DIR: Type.String({ default: CLICKHOUSE_MIGRATIONS_DIR }),
+  /** The gateway's read-only user, created on servers with SQL users (20.4+); 18.16 takes it from users.xml. */
+  CLICKHOUSE_READER_USER: Type.String({ default: '' }),
+  CLICKHOUSE_READER_PASSWORD: Type.String({ default: '' }),
+});
+
+export const SETUP_COMMAND: Command<'setup'> = {
+  usage: 'usage: ingest setup (no arguments; configured by the environment)\n',
+  parse: (argv) => parseNoArguments('setup', argv),
+  run: (_parsed, io) => runSetup(io),
+};
+
+export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
+  const config = loadConfig(SetupConfigSchema, io.env);
+  const logger = createLogger({ service: 'setup', level: config.LOG_LEVEL });
+
+  const kafka = await openKafkaClientFromConfig(config, 'setup', logger);
+  const created = await ensureTopics(kafka, { prefix: config.KAFKA_TOPIC_PREFIX, replicationFactor: config.KAFKA_REPLICATION_FACTOR, logger });
+  const principals = parseAclPrincipals(config.KAFKA_ACL_PRINCIPALS);
+  const acls = principals.length > 0 ? await applyAcls(kafka, { principals, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger }) : 0;
+
+  const result = await migrate({
+    url: config.CLICKHOUSE_URL,
+    username: config.CLICKHOUSE_USER,
+    password: config.CLICKHOUSE_PASSWORD,
+    database: config.CLICKHOUSE_DATABASE,
+    dir: config.CLICKHOUSE_MIGRATIONS_DIR,
+    logger,
+  });
+
+  if (config.CLICKHOUSE_READER_USER !== '') {
+    if (!serverHasSqlUsers(result.serverVersion)) {
+      logger.info(
+        { user: config.CLICKHOUSE_READER_USER, clickhouse: result.serverVersion },
+        'no SQL users on this server: the read-only user must be in users.xml (docs/security.md)',
+      );
+    } else if (config.CLICKHOUSE_READER_PASSWORD === '') {
+      throw new Error('CLICKHOUSE_READER_PASSWORD is required with CLICKHOUSE_READER_USER');
+    } else {
+      const admin = createClickHouse({ url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_USER, password: config.CLICKHOUSE_PASSWORD });
+      try {
+        for (const statement of readerUserStatements(config.CLICKHOUSE_READER_USER, config.CLICKHOUSE_READER_PASSWORD, config.CLICKHOUSE_DATABASE))
+          await admin.command(statement);
+      } finally {
+        await admin.close();
+      }
+      logger.info({ user: config.CLICKHOUSE_READER_USER, database: config.CLICKHOUSE_DATABASE }, 'clickhouse read-only user ensured');
+    }
+  }
+
+  logger.info(
+    { topicsCreated: created.length, kafkaAcls: acls, migrationsApplied: result.applied, migrationsSkipped: result.skipped, clickhouse: result.serverVersion },
+    'setup complete',
+  );
+  return EXIT_OK;
+}
