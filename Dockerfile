@@ -15,8 +15,10 @@ COPY package.json package-lock.json ./
 COPY schemas/package.json schemas/
 COPY packages/platform/package.json packages/platform/
 COPY packages/domain/package.json packages/domain/
+COPY packages/http/package.json packages/http/
 COPY packages/testkit/package.json packages/testkit/
 COPY services/gateway/package.json services/gateway/
+COPY services/console/package.json services/console/
 COPY services/processor/package.json services/processor/
 COPY services/crm-sink/package.json services/crm-sink/
 RUN npm ci --no-audit --no-fund

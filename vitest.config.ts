@@ -6,7 +6,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['{packages,services}/*/src/**/*.test.ts', 'services/gateway/web/src/**/*.test.ts', 'schemas/src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          include: ['{packages,services}/*/src/**/*.test.ts', 'services/console/web/src/**/*.test.ts', 'schemas/src/**/*.test.ts', 'scripts/**/*.test.ts'],
           exclude: [
             '**/*.integration.test.ts',
             '**/*.chaos.test.ts',

@@ -91,7 +91,7 @@ esac
 
 ensure_node
 ensure_node_modules
-if [[ ! -f services/gateway/dist/web/index.html ]]; then
+if [[ ! -f services/console/dist/web/index.html ]]; then
   step "dashboard web app (vite build)"
   npx tsx scripts/build-dashboard.ts
 fi

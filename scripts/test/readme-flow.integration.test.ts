@@ -34,8 +34,8 @@ const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
 const DEFAULT_PORTS = { GATEWAY_PORT: 3000, ADMIN_PORT: 3200, GATEWAY_OPS_PORT: 3100, PROCESSOR_OPS_PORT: 3101, CRM_SINK_OPS_PORT: 3102 };
 const ports: Record<string, number> = {};
 /**
- * What each dashboard page (services/gateway/web/src/App.tsx) asks its API for when it opens
- * (services/gateway/web/src/pages). A page added to the app fails the test until listed here.
+ * What each dashboard page (services/console/web/src/App.tsx) asks its API for when it opens
+ * (services/console/web/src/pages). A page added to the app fails the test until listed here.
  */
 const PAGE_DATA: Record<string, string[]> = {
   keys: ['/keys'],
@@ -258,8 +258,8 @@ describe("the README's flow, on the stack `npm start -- --detach` prints", () =>
       return { res, body: await res.text() };
     };
 
-    expect(Object.keys(PAGE_DATA).sort(), 'the pages of services/gateway/web/src/App.tsx').toEqual(
-      dashboardPages(readFileSync(join(REPO_ROOT, 'services/gateway/web/src/App.tsx'), 'utf8')).sort(),
+    expect(Object.keys(PAGE_DATA).sort(), 'the pages of services/console/web/src/App.tsx').toEqual(
+      dashboardPages(readFileSync(join(REPO_ROOT, 'services/console/web/src/App.tsx'), 'utf8')).sort(),
     );
     for (const [page, apis] of Object.entries(PAGE_DATA)) {
       const html = await get(page);

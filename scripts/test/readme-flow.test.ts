@@ -95,7 +95,7 @@ describe("the README flow's parsers", () => {
   it("finds the code block after a heading, and the dashboard's pages in App.tsx", () => {
     expect(codeBlockAfter('# x\n## Sending an event\ntext\n```bash\nA=1\n```\n', '## Sending an event')).toEqual(['A=1']);
     expect(dashboardPages("const PAGES = [\n  { path: 'keys', label: 'API keys' },\n  { path: 'x', label: 'X', soon: true },\n] as const;")).toEqual(['keys']);
-    const app = readFileSync(new URL('../../services/gateway/web/src/App.tsx', import.meta.url), 'utf8');
+    const app = readFileSync(new URL('../../services/console/web/src/App.tsx', import.meta.url), 'utf8');
     expect(dashboardPages(app)).toContain('usage');
   });
 });
