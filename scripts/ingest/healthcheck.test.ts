@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CrmSinkConfigSchema } from '@ingest/crm-sink/config';
+import { ConsoleConfigSchema } from '@ingest/console/config';
 import { GatewayConfigSchema } from '@ingest/gateway/config';
 import { ProcessorConfigSchema } from '@ingest/processor/config';
 import { healthTarget, OPS_ENDPOINTS, runHealthcheck } from './healthcheck.js';
@@ -25,6 +26,7 @@ describe('ingest healthcheck', () => {
   it('uses each service’s own ops variables and defaults', () => {
     const schemas: Record<string, { properties: Record<string, unknown> }> = {
       gateway: GatewayConfigSchema,
+      console: ConsoleConfigSchema,
       processor: ProcessorConfigSchema,
       'crm-sink': CrmSinkConfigSchema,
     };

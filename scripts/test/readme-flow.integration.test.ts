@@ -31,7 +31,15 @@ const stackDir = join(REPO_ROOT, '.local/test-artifacts/readme-flow', id);
 const runDir = join(stackDir, 'run');
 const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
 /** The README shows the default ports; the run gets free ones. */
-const DEFAULT_PORTS = { GATEWAY_PORT: 3000, ADMIN_PORT: 3200, GATEWAY_OPS_PORT: 3100, PROCESSOR_OPS_PORT: 3101, CRM_SINK_OPS_PORT: 3102 };
+const DEFAULT_PORTS = {
+  GATEWAY_PORT: 3000,
+  CONSOLE_PORT: 3003,
+  ADMIN_PORT: 3200,
+  GATEWAY_OPS_PORT: 3100,
+  CONSOLE_OPS_PORT: 3103,
+  PROCESSOR_OPS_PORT: 3101,
+  CRM_SINK_OPS_PORT: 3102,
+};
 const ports: Record<string, number> = {};
 /**
  * What each dashboard page (services/console/web/src/App.tsx) asks its API for when it opens
@@ -147,6 +155,9 @@ describe("the README's flow, on the stack `npm start -- --detach` prints", () =>
     expect(started.code, output).toBe(0);
     printed = parsePrintout(started.stdout);
     expect(printed.gatewayUrl, output).toBe(`http://127.0.0.1:${ports.GATEWAY_PORT}`);
+    // The console on its own port: the summary and the dashboard line name the same address.
+    expect(printed.consoleUrl, output).toBe(`http://127.0.0.1:${ports.CONSOLE_PORT}/dashboard/`);
+    expect(printed.dashboardUrl, output).toBe(printed.consoleUrl);
 
     // The README's block, against the printout with this run's isolated values put back to the defaults the README shows.
     const defaults: [string, string][] = [
@@ -168,6 +179,7 @@ describe("the README's flow, on the stack `npm start -- --detach` prints", () =>
     const reported: Record<string, string> = {};
     for (const [service, port] of [
       ['gateway', ports.GATEWAY_OPS_PORT],
+      ['console', ports.CONSOLE_OPS_PORT],
       ['processor', ports.PROCESSOR_OPS_PORT],
       ['crm-sink', ports.CRM_SINK_OPS_PORT],
     ] as const) {
