@@ -81,7 +81,10 @@ describe('the Dockerfile', () => {
     for (const service of imageServices()) {
       const entries = imageEntries(REPO_ROOT, service);
       expect(entries, service).toContain(`services/${service}/dist`);
-      expect(entries.filter((e) => e.startsWith('services/') && !e.startsWith(`services/${service}/`)), service).toEqual([]);
+      expect(
+        entries.filter((e) => e.startsWith('services/') && !e.startsWith(`services/${service}/`)),
+        service,
+      ).toEqual([]);
     }
   });
 

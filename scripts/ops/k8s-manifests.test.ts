@@ -251,7 +251,11 @@ describe('configuration', () => {
     // The gateway serves /v1 only; the console, a service of its own, the dashboard and the admin
     // API. No pod names the deprecated GATEWAY_ROLE (the console refused as a gateway role).
     expect(config.data.GATEWAY_ROLE).toBeUndefined();
-    for (const name of ['gateway', 'console']) expect(env(name).find((v) => v.name === 'GATEWAY_ROLE'), name).toBeUndefined();
+    for (const name of ['gateway', 'console'])
+      expect(
+        env(name).find((v) => v.name === 'GATEWAY_ROLE'),
+        name,
+      ).toBeUndefined();
   });
 
   it("credentials come from Secrets: the gateway and the console read ClickHouse as the read-only user; every service's REDIS_URL is the Secret's", () => {

@@ -32,7 +32,12 @@ await launchService({
     const http = httpServerComponent(app, config.CONSOLE_HOST, config.CONSOLE_PORT);
     // The admin API on a listener of its own (loopback by default), only with a token.
     const admin = config.ADMIN_TOKEN
-      ? httpServerComponent(await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch }), config.ADMIN_HOST, config.ADMIN_PORT, 'admin-http-server')
+      ? httpServerComponent(
+          await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch }),
+          config.ADMIN_HOST,
+          config.ADMIN_PORT,
+          'admin-http-server',
+        )
       : undefined;
     return {
       // The control plane first: the dashboard must not answer before it knows the keys and owners.

@@ -1,14 +1,19 @@
 import { type ClickHouse, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
-import {
-  type ControlPlane,
-  createAllowance,
-  createEventValidator,
-  createSyncStateStore,
-  type JobStatusStore,
-  type AccountJobsReader,
-} from '@ingest/domain';
+import { type ControlPlane, createAllowance, createEventValidator, createSyncStateStore, type JobStatusStore, type AccountJobsReader } from '@ingest/domain';
 import type { FastifyInstance } from 'fastify';
-import { createBaseApp, createClickHouseEventStore, createIdempotencyStore, createIngestMetrics, createJobWriter, createKeyUsage, createTimeSlicer, registerOpenApi, setQuotaHeaders, uploadSlotHooks, UploadSlots } from '@ingest/http';
+import {
+  createBaseApp,
+  createClickHouseEventStore,
+  createIdempotencyStore,
+  createIngestMetrics,
+  createJobWriter,
+  createKeyUsage,
+  createTimeSlicer,
+  registerOpenApi,
+  setQuotaHeaders,
+  uploadSlotHooks,
+  UploadSlots,
+} from '@ingest/http';
 import { authOf, createAuthHook } from './auth/auth.hook.js';
 import { registerPublishableCors } from './auth/publishable-cors.js';
 import { bulkRoutes } from './bulk/bulk.route.js';
@@ -43,12 +48,12 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const app = await createBaseApp(deps, { rateLimitNamespace: 'ratelimit:' });
   // The public document: the admin API has its own, served by the console's admin listener.
   await registerOpenApi(app, {
-      title: 'Event ingestion API',
-      description: 'Product-usage events in; ClickHouse and your CRM out.',
-      securityDescription: 'svc_live_... API key',
-      jsonPath: '/v1/openapi.json',
-      uiPrefix: '/docs',
-    });
+    title: 'Event ingestion API',
+    description: 'Product-usage events in; ClickHouse and your CRM out.',
+    securityDescription: 'svc_live_... API key',
+    jsonPath: '/v1/openapi.json',
+    uiPrefix: '/docs',
+  });
   const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
   const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
 

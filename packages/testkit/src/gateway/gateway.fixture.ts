@@ -60,8 +60,10 @@ export interface GatewayFixture {
   redis: Redis;
   producer: Producer;
   controlPlane: ControlPlane;
-  /** The apps' metrics registry (what the gateway's and the console's /metrics serve, together here). */
+  /** The gateway app's metrics registry (what its /metrics serves). */
   metrics: Registry;
+  /** The console's (its dashboard's and admin API's), its own process in production. */
+  consoleMetrics: Registry;
   /** Another gateway replica: its own app and control plane, the same Kafka topics and Redis; `env` changes its settings. */
   replica(env?: Record<string, string>): Promise<FastifyInstance>;
   /** Creates an account with a fresh key holding every scope (as keys made before scopes existed). */
@@ -121,10 +123,11 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     ...(options.now ? { now: options.now } : {}),
   });
   await app.ready();
+  const consoleMetrics = createMetricsRegistry('console-test');
   const consoleApp = await buildConsoleApp({
     config: consoleConfig,
     logger,
-    metrics,
+    metrics: consoleMetrics,
     producer: options.producer ? options.producer(producer) : producer,
     redis,
     controlPlane,
@@ -137,7 +140,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
   const admin = await buildAdminApp({
     config: consoleConfig,
     logger,
-    metrics,
+    metrics: consoleMetrics,
     redis,
     controlPlane,
     producer,
@@ -158,6 +161,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     producer,
     controlPlane,
     metrics,
+    consoleMetrics,
     async replica(replicaEnv = {}) {
       const replicaConfig = loadGatewayConfig({ ...baseEnv, ...replicaEnv });
       const replicaControlPlane = createControlPlane({

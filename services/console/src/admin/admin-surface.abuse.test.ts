@@ -47,7 +47,11 @@ describe('admin surface', () => {
   });
 
   it("is not routed on the console's dashboard listener either, whatever the token", async () => {
-    const refused = await fetch(`${dashboardUrl}/admin/v1/accounts`, { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name: 'x', plan: 'pro' }) });
+    const refused = await fetch(`${dashboardUrl}/admin/v1/accounts`, {
+      method: 'POST',
+      headers: adminHeaders,
+      body: JSON.stringify({ name: 'x', plan: 'pro' }),
+    });
     expect(refused.status).toBe(404);
     expect(await fetch(`${dashboardUrl}${ADMIN_OPENAPI_PATH}`).then((r) => r.status)).toBe(404);
   });

@@ -1,5 +1,5 @@
 /**
- * Real servers: Kafka, Redis, ClickHouse; the gateway (public and admin apps), the dashboard
+ * Real servers: Kafka, Redis, ClickHouse; the gateway's public app and the console's apps, the dashboard
  * reached over a real listening port for the neighbour. Per-account state that one tenant
  * could grow in every gateway and sink: API keys, mapping versions (each document up to
  * 256 KiB) and the dashboard's dead-letter listing, which made two consumer groups per request.
@@ -33,7 +33,7 @@ const admin = (method: 'GET' | 'POST' | 'PUT', url: string, payload?: unknown) =
   });
 
 async function scans(): Promise<number> {
-  const text = await abuse.gw.metrics.metrics();
+  const text = await abuse.gw.consoleMetrics.metrics();
   return (
     (sampleValue(text, METRIC_NAMES.dashboardDeadLetterScans, { topic: 'events' }) ?? 0) +
     (sampleValue(text, METRIC_NAMES.dashboardDeadLetterScans, { topic: 'crm' }) ?? 0)

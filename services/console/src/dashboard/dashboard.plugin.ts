@@ -11,7 +11,18 @@ import {
 } from '@ingest/domain';
 import { type ClickHouse, type KafkaClient, type Producer, type Redis, type Registry } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
-import { type Auditor, createClickHouseEventStore, type IdempotencyStore, type IngestMetrics, type JobWriter, type KeyUsage, ProblemError, type TimeSlicer, uploadSlotHooks, type UploadSlots } from '@ingest/http';
+import {
+  type Auditor,
+  createClickHouseEventStore,
+  type IdempotencyStore,
+  type IngestMetrics,
+  type JobWriter,
+  type KeyUsage,
+  ProblemError,
+  type TimeSlicer,
+  uploadSlotHooks,
+  type UploadSlots,
+} from '@ingest/http';
 import { dashboardAuditRoutes } from './audit.routes.js';
 import type { ConsoleConfig } from '../config.js';
 import { deadLettersRoutes } from './deadletters.routes.js';

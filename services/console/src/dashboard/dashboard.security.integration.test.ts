@@ -290,12 +290,14 @@ describe('session expiry', () => {
 
 describe('rate limits', () => {
   it("gives the dashboard its own budget: an address over the public API's limit still uses the dashboard, up to the dashboard's limit", async () => {
+    // The gateway and the console with the same per-address limit, on the same Redis.
+    const gateway = await gw.replica({ RATE_LIMIT_PER_MINUTE: '2' });
     const app = await appWith({ RATE_LIMIT_PER_MINUTE: '2', DASHBOARD_RATE_LIMIT_PER_MINUTE: '4' });
     try {
       const { email, password } = await createOwner(gw, a.accountId);
       const cookie = sessionCookieOf(await signInRequest(app, email, password));
       const ip = randomClientIp();
-      const api = () => app.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${a.apiKey}` }, remoteAddress: ip });
+      const api = () => gateway.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${a.apiKey}` }, remoteAddress: ip });
       const dashboard = () => app.inject({ method: 'GET', url: '/dashboard/api/keys', headers: { cookie }, remoteAddress: ip });
       const apiStatuses = [(await api()).statusCode, (await api()).statusCode, (await api()).statusCode];
       expect(apiStatuses).toEqual([200, 200, 429]);

@@ -3,7 +3,20 @@ import { type Allowance } from '@ingest/domain';
 import { AppError, isRetryable } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
-import { bodyFingerprint, IDEMPOTENCY_HEADER, idempotencyKeyOf, type IdempotencyStore, type IngestMetrics, type JobWriter, ProblemError, problemResponses, quotaExceeded, refusedClaim, replayed, type UploadSlotHooks } from '@ingest/http';
+import {
+  bodyFingerprint,
+  IDEMPOTENCY_HEADER,
+  idempotencyKeyOf,
+  type IdempotencyStore,
+  type IngestMetrics,
+  type JobWriter,
+  ProblemError,
+  problemResponses,
+  quotaExceeded,
+  refusedClaim,
+  replayed,
+  type UploadSlotHooks,
+} from '@ingest/http';
 import { authOf } from '../auth/auth.hook.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
 import { idempotencyHeaderSchema } from '../jobs/idempotency.schema.js';

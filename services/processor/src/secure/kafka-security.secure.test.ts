@@ -37,7 +37,7 @@ import { type ConsoleProcess, type GatewayProcess, ProcessorFleet, processorSetu
 import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 
 let kafka: TestKafka;
-/** The console gateway's admin token (32 bytes at least). */
+/** The console's admin token (32 bytes at least). */
 const SECURE_ADMIN_TOKEN = `secure-admin-${'0123456789abcdef'.repeat(3)}`;
 
 beforeAll(async () => {
