@@ -305,11 +305,11 @@ describe("the README's flow, on the stack `npm start -- --detach` prints", () =>
 
   it('npm run stop stops every service it started', async () => {
     const pids = livePids(runDir);
-    expect(pids, 'services npm start left running').toHaveLength(3);
+    expect(pids, 'services npm start left running').toHaveLength(4);
     const stopped = await run('npm', ['run', 'stop'], { env, timeoutMs: 60_000 });
     const output = `${stopped.stdout}${stopped.stderr}`;
     expect(stopped.code, output).toBe(0);
-    expect(output).toMatch(/gateway: stopped[\s\S]*processor: stopped[\s\S]*crm-sink: stopped/);
+    expect(output).toMatch(/gateway: stopped[\s\S]*console: stopped[\s\S]*processor: stopped[\s\S]*crm-sink: stopped/);
     expect(
       pids.filter((pid) => {
         try {
