@@ -1,8 +1,9 @@
 # syntax=docker/dockerfile:1
-# One image for every service: build stage bundles each service with esbuild, runtime stage
-# holds only production dependencies, the bundles and the migrations (scripts/image/stage.ts
-# decides the list; no source, test or fake is copied). Pick the service with SERVICE
-# (docker-compose.yml sets it per container). Operators run `ingest <command>` in a container
+# One image per service, from one build: the build stage bundles each service with esbuild; the
+# runtime stage holds only production dependencies, the migrations and the operator command, and
+# each service's target adds that service's bundle (scripts/image/stage.ts decides the lists; no
+# source, test or fake is copied). Pick the image with --target (docker-compose.yml and the
+# manifests name one per service). Operators run `ingest <command>` in a container
 # (admin, deadletters, setup, healthcheck: docs/runbook.md).
 # Not built on the machines this project is developed on (no Docker engine there): a unit test
 # (scripts/image/image.test.ts) checks this file against the build and the runbook instead.
@@ -15,8 +16,10 @@ COPY package.json package-lock.json ./
 COPY schemas/package.json schemas/
 COPY packages/platform/package.json packages/platform/
 COPY packages/domain/package.json packages/domain/
+COPY packages/http/package.json packages/http/
 COPY packages/testkit/package.json packages/testkit/
 COPY services/gateway/package.json services/gateway/
+COPY services/console/package.json services/console/
 COPY services/processor/package.json services/processor/
 COPY services/crm-sink/package.json services/crm-sink/
 COPY tools/cli/package.json tools/cli/
@@ -38,12 +41,31 @@ ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=64 \
     CLICKHOUSE_MIGRATIONS_DIR=/app/deploy/clickhouse/migrations
 WORKDIR /app
-# Each service's bundle sits in services/<name>/dist next to its own nested node_modules.
-COPY --from=build /stage/ ./
+# What every image holds: production node_modules, migrations and the operator command.
+COPY --from=build /stage/base/ ./
 RUN ln -s /app/dist/ingest.mjs /usr/local/bin/ingest
 USER node
-ARG SERVICE=processor
-ENV SERVICE=${SERVICE}
 # Liveness of the service this container runs (its ops /healthz; the image has no curl).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 CMD ["ingest", "healthcheck"]
 CMD ["sh", "-c", "if [ \"$SERVICE\" = setup ]; then exec ingest setup; else exec node --enable-source-maps services/${SERVICE}/dist/main.js; fi"]
+
+# One image per deployable (`docker build --target gateway .`), each with its own bundle only:
+# the ingest gateway's image holds no admin, dashboard or web code. The setup Job and the
+# compose setup service run `ingest setup` from any of them (SERVICE=setup).
+FROM runtime AS gateway
+# Each service's bundle sits in services/<name>/dist next to its own nested node_modules.
+COPY --from=build /stage/gateway/ ./
+ENV SERVICE=gateway
+
+FROM runtime AS console
+COPY --from=build /stage/console/ ./
+ENV SERVICE=console
+
+FROM runtime AS crm-sink
+COPY --from=build /stage/crm-sink/ ./
+ENV SERVICE=crm-sink
+
+# Last: the default target of a plain `docker build .`.
+FROM runtime AS processor
+COPY --from=build /stage/processor/ ./
+ENV SERVICE=processor

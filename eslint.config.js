@@ -43,5 +43,5 @@ export default tseslint.config(
     },
   },
   // The dashboard web app runs in the browser (its own tsconfig adds the DOM types).
-  { files: ['services/gateway/web/**/*.{ts,tsx}'], languageOptions: { globals: globals.browser } },
+  { files: ['services/console/web/**/*.{ts,tsx}'], languageOptions: { globals: globals.browser } },
 );

@@ -8,7 +8,7 @@ export default defineConfig({
           name: 'unit',
           include: [
             '{packages,services}/*/src/**/*.test.ts',
-            'services/gateway/web/src/**/*.test.ts',
+            'services/console/web/src/**/*.test.ts',
             'schemas/src/**/*.test.ts',
             'tools/*/src/**/*.test.ts',
             'bench/src/**/*.test.ts',

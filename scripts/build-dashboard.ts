@@ -1,5 +1,5 @@
 /** Builds only the dashboard web app (scripts/start.sh runs it when the build is missing). */
-import { buildWeb, FIRST_LOAD_JS_BUDGET, firstLoadJsGzipBytes } from '@ingest/gateway/build/web-bundle';
+import { buildWeb, FIRST_LOAD_JS_BUDGET, firstLoadJsGzipBytes } from '@ingest/console/build/web-bundle';
 
 await buildWeb();
 const { bytes } = firstLoadJsGzipBytes();

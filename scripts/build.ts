@@ -4,7 +4,7 @@
  */
 import { buildBundles } from './image/build-bundles.js';
 import { bundleEntries, externalPackages } from './image/bundles.js';
-import { buildWeb, FIRST_LOAD_JS_BUDGET, firstLoadJsGzipBytes } from '@ingest/gateway/build/web-bundle';
+import { buildWeb, FIRST_LOAD_JS_BUDGET, firstLoadJsGzipBytes } from '@ingest/console/build/web-bundle';
 
 await buildBundles();
 console.log(
@@ -16,7 +16,7 @@ console.log(
 await buildWeb();
 const web = firstLoadJsGzipBytes();
 console.log(
-  `built dashboard web app -> services/gateway/dist/web (first load: ${(web.bytes / 1024).toFixed(1)} KiB of JavaScript gzipped, budget ${FIRST_LOAD_JS_BUDGET / 1024} KiB)`,
+  `built dashboard web app -> services/console/dist/web (first load: ${(web.bytes / 1024).toFixed(1)} KiB of JavaScript gzipped, budget ${FIRST_LOAD_JS_BUDGET / 1024} KiB)`,
 );
 if (web.bytes > FIRST_LOAD_JS_BUDGET) {
   console.error('the dashboard first load is over its JavaScript budget');

@@ -25,7 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# crm-sink's key pair for CRM credentials (docs/security.md): the gateway gets the public key,
+# crm-sink's key pair for CRM credentials (docs/security.md): the console gets the public key,
 # crm-sink the private one (it does not start without).
 keys="$logs/crm-keys"
 mkdir -p "$keys"
@@ -44,8 +44,8 @@ check() {
   port=$(free_port)
   api_port=$(free_port)
   admin_port=$(free_port)
-  [[ $name == gateway ]] && reader=("${GATEWAY_READER_ENV[@]}")
-  env "${reader[@]}" "$ops_var=$port" GATEWAY_PORT="$api_port" ADMIN_PORT="$admin_port" node services/"$name"/dist/main.js >"$logs/$name.log" 2>&1 &
+  [[ $name == gateway || $name == console ]] && reader=("${GATEWAY_READER_ENV[@]}")
+  env "${reader[@]}" "$ops_var=$port" GATEWAY_PORT="$api_port" CONSOLE_PORT="$api_port" ADMIN_PORT="$admin_port" node services/"$name"/dist/main.js >"$logs/$name.log" 2>&1 &
   pids+=("$!")
   local deadline=$((SECONDS + 60))
   until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do
@@ -67,12 +67,18 @@ check() {
 }
 
 check gateway GATEWAY_OPS_PORT
-# The gateway bundle serves the dashboard's web app from services/gateway/dist/web, as in the image.
-curl -sf "http://127.0.0.1:$api_port/dashboard/" | grep -q '<div id="root">' || { echo "gateway bundle does not serve the dashboard web app"; exit 1; }
-echo "gateway bundle: dashboard web app served"
-# The admin API answers on its own listener only, and its document is not in the public one.
-curl -sf "http://127.0.0.1:$admin_port/admin/v1/openapi.json" | grep -q '"/admin/v1/accounts"' || { echo "gateway bundle: no admin API on ADMIN_PORT"; exit 1; }
+# The ingestion API only: its document lists no admin path, and it serves no dashboard.
+curl -sf "http://127.0.0.1:$api_port/v1/openapi.json" | grep -q '"/v1/events"' || { echo "gateway bundle: no public OpenAPI document"; exit 1; }
 if curl -sf "http://127.0.0.1:$api_port/v1/openapi.json" | grep -q '/admin/v1'; then echo "gateway bundle: the public OpenAPI document lists admin paths"; exit 1; fi
-echo "gateway bundle: admin API on its own listener"
+[[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$api_port/dashboard/") == 404 ]] || { echo "gateway bundle serves a dashboard"; exit 1; }
+echo "gateway bundle: ingestion API only"
+check console CONSOLE_OPS_PORT
+# The console bundle serves the dashboard's web app from services/console/dist/web, as in the image.
+curl -sf "http://127.0.0.1:$api_port/dashboard/" | grep -q '<div id="root">' || { echo "console bundle does not serve the dashboard web app"; exit 1; }
+echo "console bundle: dashboard web app served"
+# The admin API answers on its own listener only.
+curl -sf "http://127.0.0.1:$admin_port/admin/v1/openapi.json" | grep -q '"/admin/v1/accounts"' || { echo "console bundle: no admin API on ADMIN_PORT"; exit 1; }
+[[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$api_port/admin/v1/accounts") == 404 ]] || { echo "console bundle: the admin API answers on the dashboard's port"; exit 1; }
+echo "console bundle: admin API on its own listener"
 check processor PROCESSOR_OPS_PORT
 check crm-sink CRM_SINK_OPS_PORT

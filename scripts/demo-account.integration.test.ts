@@ -18,7 +18,7 @@ const stackDir = mkdtempSync(join(tmpdir(), 'demo-account-'));
 
 beforeAll(async () => {
   gw = await createGatewayFixture();
-  url = await gw.app.listen({ host: '127.0.0.1', port: 0 });
+  url = await gw.console.listen({ host: '127.0.0.1', port: 0 });
   adminUrl = await gw.admin.listen({ host: '127.0.0.1', port: 0 });
 });
 

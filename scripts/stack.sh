@@ -660,7 +660,7 @@ redis_status() {
 
 # ---------------------------------------------------------------------------------------------
 # crm-sink's key pair for CRM credentials (docs/security.md): made once for the local stack,
-# kept under $STACK_DIR (never committed). scripts/start.sh gives the public key to the gateway
+# kept under $STACK_DIR (never committed). scripts/start.sh gives the public key to the console
 # and the private key to crm-sink only.
 
 CRM_KEYS_DIR=$STACK_DIR/crm-keys
@@ -675,7 +675,7 @@ crm_keys_up() {
   (umask 077 && openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:3072 -out "$CRM_KEYS_DIR/local.key.pem" 2>/dev/null) ||
     fail crm-keys "openssl could not make a key pair in $CRM_KEYS_DIR"
   openssl pkey -in "$CRM_KEYS_DIR/local.key.pem" -pubout -out "$CRM_KEYS_DIR/local.pub.pem" 2>/dev/null
-  say crm-keys "made $CRM_KEYS_DIR/local.key.pem (crm-sink) and local.pub.pem (gateway)"
+  say crm-keys "made $CRM_KEYS_DIR/local.key.pem (crm-sink) and local.pub.pem (console)"
 }
 
 # ---------------------------------------------------------------------------------------------

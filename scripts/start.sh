@@ -14,9 +14,11 @@ LOG_DIR="$STACK_DIR/logs"
 mkdir -p "$RUN_DIR" "$LOG_DIR"
 
 # name:ops-port (the port that answers /readyz). Add a service here when it gets a main.ts.
-SERVICES=("gateway:${GATEWAY_OPS_PORT:-3100}" "processor:${PROCESSOR_OPS_PORT:-3101}" "crm-sink:${CRM_SINK_OPS_PORT:-3102}")
+SERVICES=("gateway:${GATEWAY_OPS_PORT:-3100}" "console:${CONSOLE_OPS_PORT:-3103}" "processor:${PROCESSOR_OPS_PORT:-3101}" "crm-sink:${CRM_SINK_OPS_PORT:-3102}")
 GATEWAY_URL="http://127.0.0.1:${GATEWAY_PORT:-3000}"
-# The admin API has a listener of its own, on loopback (ADMIN_HOST/ADMIN_PORT of the gateway).
+# The console: the dashboard on its own port, the admin API on a listener of its own, on
+# loopback (ADMIN_HOST/ADMIN_PORT of the console).
+CONSOLE_URL="http://127.0.0.1:${CONSOLE_PORT:-3003}"
 ADMIN_URL="http://127.0.0.1:${ADMIN_PORT:-3200}"
 
 # The local admin token: generated once, kept in .local (ignored), so the CLI keeps working
@@ -41,11 +43,13 @@ start_service() {
     echo "$name: already running (pid $pid)"
     return
   fi
-  # CRM credential keys (docs/security.md): the gateway gets crm-sink's public key, crm-sink its
-  # private key; neither is given the other's. `stack.sh up` made the local pair.
+  # CRM credential keys (docs/security.md): the console gets crm-sink's public key, crm-sink its
+  # private key; neither is given the other's. `stack.sh up` made the local pair. The gateway
+  # and the console read ClickHouse as the read-only user.
   local keys=()
   case $name in
-    gateway) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "${GATEWAY_READER_ENV[@]}") ;;
+    gateway) keys=("${GATEWAY_READER_ENV[@]}") ;;
+    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "${GATEWAY_READER_ENV[@]}") ;;
     crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}") ;;
   esac
   # setsid: the service gets its own process group, so stopping it stops tsx and node together.
@@ -91,7 +95,7 @@ esac
 
 ensure_node
 ensure_node_modules
-if [[ ! -f services/gateway/dist/web/index.html ]]; then
+if [[ ! -f services/console/dist/web/index.html ]]; then
   step "dashboard web app (vite build)"
   npx tsx scripts/build-dashboard.ts
 fi
@@ -116,7 +120,8 @@ Running:
   ClickHouse  $CLICKHOUSE_URL   (database ${CLICKHOUSE_DATABASE:-ingest})
   Redis       $REDIS_URL
   gateway     $GATEWAY_URL   (API; OpenAPI at /v1/openapi.json, docs at /docs)
-  gateway     admin $ADMIN_URL  (admin API, loopback only; OpenAPI at /admin/v1/openapi.json, docs at /admin/docs)
+  console     $CONSOLE_URL/dashboard/   (dashboard)
+  console     admin $ADMIN_URL  (admin API, loopback only; OpenAPI at /admin/v1/openapi.json, docs at /admin/docs)
 SUMMARY
 for entry in "${SERVICES[@]}"; do printf '  %-11s ops http://127.0.0.1:%s  (/healthz /readyz /metrics)\n' "${entry%%:*}" "${entry##*:}"; done
 cat <<DEMO
@@ -128,7 +133,7 @@ Try it:
     -d '{"events":[{"eventName":"Signed Up","email":"ada@example.com"}]}'
   curl -s '$CLICKHOUSE_URL/?query=SELECT+event_name,email+FROM+${CLICKHOUSE_DATABASE:-ingest}.events_dedup+FORMAT+PrettyCompact'
 Dashboard (API keys, usage, jobs, CRM mapping, event debugger):
-  $GATEWAY_URL/dashboard/
+  $CONSOLE_URL/dashboard/
   email    $DEMO_OWNER_EMAIL
   password $DEMO_OWNER_PASSWORD
 Admin CLI (token in $STACK_DIR/admin-token, admin API at $ADMIN_URL):

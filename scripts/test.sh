@@ -80,7 +80,7 @@ npx prettier --check .
 
 begin "typecheck" "typecheck (tsc --noEmit)"
 npx tsc -p tsconfig.json --noEmit
-npx tsc -p services/gateway/web/tsconfig.json
+npx tsc -p services/console/web/tsconfig.json
 
 begin "production build, bundles start" "production build (esbuild bundles), and each bundle starts"
 npm run --silent build

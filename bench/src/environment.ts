@@ -86,7 +86,12 @@ export async function provision(names: BenchNames, kafka: KafkaClient, servers: 
 export function serviceEnv(
   names: BenchNames,
   servers: ServerAddresses,
-  o: { kafkaBrokers: string; redisUrl: string; adminToken: string; ports: { gateway: number; gatewayOps: number; processorOps: number; admin: number } },
+  o: {
+    kafkaBrokers: string;
+    redisUrl: string;
+    adminToken: string;
+    ports: { gateway: number; gatewayOps: number; console: number; consoleOps: number; processorOps: number; admin: number };
+  },
 ): Record<string, string | undefined> {
   return {
     ...process.env,
@@ -104,6 +109,11 @@ export function serviceEnv(
     GATEWAY_PORT: String(o.ports.gateway),
     GATEWAY_OPS_HOST: '127.0.0.1',
     GATEWAY_OPS_PORT: String(o.ports.gatewayOps),
+    // The console serves the admin API the run creates its accounts through.
+    CONSOLE_HOST: '127.0.0.1',
+    CONSOLE_PORT: String(o.ports.console),
+    CONSOLE_OPS_HOST: '127.0.0.1',
+    CONSOLE_OPS_PORT: String(o.ports.consoleOps),
     PROCESSOR_OPS_HOST: '127.0.0.1',
     PROCESSOR_OPS_PORT: String(o.ports.processorOps),
     PROCESSOR_STORAGE_GROUP: names.groups.storage,

@@ -156,12 +156,20 @@ async function main(): Promise<void> {
 
 async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: Record<string, number | undefined>, state: RunStateFile): Promise<void> {
   const [gatewayPort, gatewayOpsPort, processorOpsPort, adminPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [consolePort, consoleOpsPort] = [await freePort(), await freePort()];
   const adminToken = randomBytes(24).toString('hex');
   const env = serviceEnv(names, servers, {
     kafkaBrokers: options.KAFKA_BROKERS,
     redisUrl: options.REDIS_URL,
     adminToken,
-    ports: { gateway: gatewayPort, gatewayOps: gatewayOpsPort, processorOps: processorOpsPort, admin: adminPort },
+    ports: {
+      gateway: gatewayPort,
+      gatewayOps: gatewayOpsPort,
+      console: consolePort,
+      consoleOps: consoleOpsPort,
+      processorOps: processorOpsPort,
+      admin: adminPort,
+    },
   });
   // DEDUPE_MAX_MARKS_PER_PARTITION set in the environment wins over --dedupe-max-marks.
   if (env.DEDUPE_MAX_MARKS_PER_PARTITION === undefined && options.BENCH_DEDUPE_MAX_MARKS > 0) {
@@ -205,19 +213,21 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
     await skipToEnd(kafka, names.groups.storage, topicName(names.topicPrefix, 'eventsUnique'));
   }
 
-  say('services', `starting gateway (:${gatewayPort}, ops :${gatewayOpsPort}) and processor (ops :${processorOpsPort})`);
+  say('services', `starting gateway (:${gatewayPort}, ops :${gatewayOpsPort}), processor (ops :${processorOpsPort}) and console (admin :${adminPort})`);
   const common = { source: options.BENCH_SERVICES, root, env, logDir, cleanup, onSpawn: (pid: number) => state.addChild(pid) };
   const profiling = (name: string) => (options.BENCH_PROFILE ? cpuProfileArgs(logDir, name) : []);
-  const [processor, gateway] = await Promise.all([
+  // The console only answers the two account creations below (its admin API); it is not measured.
+  const [processor, gateway, consoleService] = await Promise.all([
     startService({ ...common, name: 'processor', opsPort: processorOpsPort, nodeArgs: profiling('processor') }),
     startService({ ...common, name: 'gateway', opsPort: gatewayOpsPort, nodeArgs: profiling('gateway') }),
+    startService({ ...common, name: 'console', opsPort: consoleOpsPort }),
   ]);
-  for (const s of [gateway, processor]) {
+  for (const s of [gateway, processor, consoleService]) {
     result.setup[s.child.name] =
       `${s.source === 'dist' ? `services/${s.child.name}/dist/main.js` : `services/${s.child.name}/src/main.ts (tsx)`}, pid ${s.child.pid}`;
     if (s.note) result.notes.push(s.note);
   }
-  for (const child of [processor.child, gateway.child]) {
+  for (const child of [processor.child, gateway.child, consoleService.child]) {
     void child.exited.then((code) => {
       if (!runSignal.aborted && !stopping) failure.abort(new Error(`${child.name} exited with ${code} during the run; see ${child.logFile}`));
     });

@@ -11,7 +11,7 @@ import { type ServiceProcess, startServiceProcess } from '@ingest/testkit';
 import type { Child } from './processes.js';
 import { say } from './say.js';
 
-export const SERVICES = ['gateway', 'processor'] as const;
+export const SERVICES = ['gateway', 'console', 'processor'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 
 function newestSource(dir: string): number {

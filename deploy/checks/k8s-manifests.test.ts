@@ -10,6 +10,7 @@ import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig, REPO_ROOT, TO
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { CrmSinkConfigSchema } from '@ingest/crm-sink/config';
+import { ConsoleConfigSchema } from '@ingest/console/config';
 import { GatewayConfigSchema } from '@ingest/gateway/config';
 import { ProcessorConfigSchema } from '@ingest/processor/config';
 import { K8S_DIR, loadManifests, type Manifest, validateManifest } from './k8s-manifests.js';
@@ -63,6 +64,7 @@ describe('schema validation', () => {
         'HorizontalPodAutoscaler/gateway',
         'Job/ingest-setup',
         'Namespace/ingest',
+        'NetworkPolicy/console-ingress',
         'NetworkPolicy/crm-sink-egress-internet',
         'NetworkPolicy/default-deny',
         'NetworkPolicy/egress-infrastructure',
@@ -150,6 +152,7 @@ describe('configuration', () => {
   const defined = new Set([
     ...Object.keys({ ...CommonConfig, ...KafkaConfig, ...ClickHouseConfig, ...RedisConfig }),
     ...Object.keys(GatewayConfigSchema.properties),
+    ...Object.keys(ConsoleConfigSchema.properties),
     ...Object.keys(ProcessorConfigSchema.properties),
     ...Object.keys(CrmSinkConfigSchema.properties),
     // tools/cli/src/setup.ts defines these in its own schema.
@@ -181,8 +184,15 @@ describe('configuration', () => {
     expect(documented.length).toBeGreaterThan(30);
     // ADMIN_URL is the admin CLI's, INGEST_OPERATOR names the person running the dead-letter CLI;
     // the image sets CLICKHOUSE_MIGRATIONS_DIR (Dockerfile); pods mount the CRM keys as files (the
-    // *_FILE(S) variables), not as PEM text.
-    const notForPods = new Set(['ADMIN_URL', 'INGEST_OPERATOR', 'CLICKHOUSE_MIGRATIONS_DIR', 'CRM_CREDENTIALS_PUBLIC_KEY', 'CRM_CREDENTIALS_PRIVATE_KEYS']);
+    // *_FILE(S) variables), not as PEM text; GATEWAY_ROLE is deprecated (the console is a service).
+    const notForPods = new Set([
+      'ADMIN_URL',
+      'INGEST_OPERATOR',
+      'CLICKHOUSE_MIGRATIONS_DIR',
+      'CRM_CREDENTIALS_PUBLIC_KEY',
+      'CRM_CREDENTIALS_PRIVATE_KEYS',
+      'GATEWAY_ROLE',
+    ]);
     const set = new Set([...Object.keys(config.data), ...Object.keys(secretTemplate.stringData)]);
     expect(documented.filter((v) => v && !notForPods.has(v) && !set.has(v))).toEqual([]);
   });
@@ -238,10 +248,14 @@ describe('configuration', () => {
     const acls = env('ingest-setup').find((v) => v.name === 'KAFKA_ACL_PRINCIPALS')?.value ?? '';
     for (const role of ['ingest=User:ingest', 'console=User:console', 'processor=User:processor', 'crm-sink=User:crm-sink'])
       expect(acls.split(',')).toContain(role);
-    // The public gateway serves /v1 only (the ConfigMap's role); the console the dashboard and the admin API.
-    expect(config.data.GATEWAY_ROLE).toBe('ingest');
-    expect(env('gateway').find((v) => v.name === 'GATEWAY_ROLE')).toBeUndefined();
-    expect(env('console').find((v) => v.name === 'GATEWAY_ROLE')?.value).toBe('console');
+    // The gateway serves /v1 only; the console, a service of its own, the dashboard and the admin
+    // API. No pod names the deprecated GATEWAY_ROLE (the console refused as a gateway role).
+    expect(config.data.GATEWAY_ROLE).toBeUndefined();
+    for (const name of ['gateway', 'console'])
+      expect(
+        env(name).find((v) => v.name === 'GATEWAY_ROLE'),
+        name,
+      ).toBeUndefined();
   });
 
   it("credentials come from Secrets: the gateway and the console read ClickHouse as the read-only user; every service's REDIS_URL is the Secret's", () => {
@@ -279,7 +293,7 @@ describe('configuration', () => {
   it('every pod takes its configuration from the ConfigMap and names its SERVICE', () => {
     const expected: Record<string, string> = {
       gateway: 'gateway',
-      console: 'gateway',
+      console: 'console',
       processor: 'processor',
       'crm-sink': 'crm-sink',
       'ingest-setup': 'setup',
@@ -320,7 +334,8 @@ describe('network policies', () => {
 
   it('only the gateway and the console take ingress from anywhere, on their API port; the others only Prometheus on their ops port', () => {
     const open = (app: string) => rulesFor(app, 'ingress').filter((r) => !r.from || r.from.length === 0);
-    for (const app of ['gateway', 'console']) expect(open(app).flatMap((r) => r.ports?.map((p) => p.port))).toEqual([Number(config.data.GATEWAY_PORT)]);
+    expect(open('gateway').flatMap((r) => r.ports?.map((p) => p.port))).toEqual([Number(config.data.GATEWAY_PORT)]);
+    expect(open('console').flatMap((r) => r.ports?.map((p) => p.port))).toEqual([Number(config.data.CONSOLE_PORT)]);
     for (const app of ['processor', 'crm-sink']) {
       expect(open(app), app).toEqual([]);
       for (const r of rulesFor(app, 'ingress'))
@@ -351,7 +366,7 @@ describe('workloads', () => {
 
   it.each([
     ['gateway', 'GATEWAY_OPS_PORT', 3100],
-    ['console', 'GATEWAY_OPS_PORT', 3100],
+    ['console', 'CONSOLE_OPS_PORT', 3103],
     ['processor', 'PROCESSOR_OPS_PORT', 3101],
     ['crm-sink', 'CRM_SINK_OPS_PORT', 3102],
   ] as const)('%s: /readyz and /healthz probes on the ops port (%s)', (name, variable, ops) => {
@@ -364,12 +379,15 @@ describe('workloads', () => {
     expect(port(c, c.livenessProbe?.httpGet?.port)).toBe(ops);
   });
 
-  it('the gateway and the console serve their API port, as configured', () => {
-    for (const name of ['gateway', 'console']) {
+  it('the gateway and the console serve their API and dashboard ports, as configured', () => {
+    for (const [name, variable] of [
+      ['gateway', 'GATEWAY_PORT'],
+      ['console', 'CONSOLE_PORT'],
+    ] as const) {
       const c = deployment(name).spec.template.spec.containers[0] as Container;
-      expect(port(c, 'http'), name).toBe(Number(config.data.GATEWAY_PORT));
+      expect(port(c, 'http'), name).toBe(Number(config.data[variable]));
+      expect(config.data[variable.replace('_PORT', '_HOST')]).toBe('0.0.0.0');
     }
-    expect(config.data.GATEWAY_HOST).toBe('0.0.0.0');
   });
 
   it('every container has requests and limits, runs as non-root on a read-only root filesystem (restricted)', () => {
@@ -388,8 +406,15 @@ describe('workloads', () => {
     expect(ns.metadata.labels['pod-security.kubernetes.io/enforce']).toBe('restricted');
   });
 
-  it('every workload runs the same image, and stops within its grace period', () => {
-    expect(new Set(workloads.flatMap((w) => w.spec.template.spec.containers.map((c) => c.image))).size).toBe(1);
+  it("every workload runs its deployable's image (the Dockerfile's target; setup the processor's), all of one tag, and stops within its grace period", () => {
+    const images = Object.fromEntries(workloads.map((w) => [w.metadata.name, w.spec.template.spec.containers.map((c) => c.image)]));
+    expect(images).toEqual({
+      gateway: ['event-ingestion/gateway:0.1.0'],
+      console: ['event-ingestion/console:0.1.0'],
+      processor: ['event-ingestion/processor:0.1.0'],
+      'crm-sink': ['event-ingestion/crm-sink:0.1.0'],
+      'ingest-setup': ['event-ingestion/processor:0.1.0'],
+    });
     for (const name of ['gateway', 'console', 'processor', 'crm-sink']) {
       expect((deployment(name).spec.template.spec.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(Number(config.data.SHUTDOWN_TIMEOUT_MS));
     }
@@ -434,7 +459,7 @@ describe('workloads', () => {
 });
 
 describe('Prometheus on Kubernetes (deploy/prometheus/prometheus-kubernetes.yml)', () => {
-  it('discovers the headless metrics Services of the manifests, on the ops ports, as jobs gateway (with the console), processor and crm-sink', () => {
+  it('discovers the headless metrics Services of the manifests, on the ops ports, as jobs gateway, console, processor and crm-sink', () => {
     const prom = parse(readFileSync(join(REPO_ROOT, 'deploy/prometheus/prometheus-kubernetes.yml'), 'utf8')) as {
       scrape_configs: { job_name: string; dns_sd_configs: { names: string[]; port: number }[] }[];
     };
@@ -442,7 +467,7 @@ describe('Prometheus on Kubernetes (deploy/prometheus/prometheus-kubernetes.yml)
     const names: Record<string, string[]> = {};
     for (const [job, service, ops] of [
       ['gateway', 'gateway-metrics', 3100],
-      ['gateway', 'console-metrics', 3100],
+      ['console', 'console-metrics', 3103],
       ['processor', 'processor-metrics', 3101],
       ['crm-sink', 'crm-sink-metrics', 3102],
     ] as const) {

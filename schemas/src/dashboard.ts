@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { ApiKeyScopeSchema, ApiKeyTypeSchema, ApiKeyViewSchema, NAME_MAX_LENGTH } from './control-plane.js';
 
 /**
- * The dashboard's JSON API (/dashboard/api), used by the web app in services/gateway/web.
+ * The dashboard's JSON API (/dashboard/api), used by the web app in services/console/web.
  * Not part of the public v1 contract: hidden from the OpenAPI document.
  */
 export const SignInBody = Type.Object(

@@ -4,17 +4,17 @@
 # documents no request body for the CSV upload, scripts/fuzz/document.py adds that one) and the
 # admin API's (/admin/v1/openapi.json, served only on the admin listener).
 #
-# Starts the real gateway as a process on free ports, on topics, a ClickHouse database and
+# Starts the real gateway and console as processes on free ports, on topics, a ClickHouse database and
 # Redis keys of its own (the local stack's servers must answer: `bash scripts/stack.sh up`),
 # seeds an account, an API key and a few records (scripts/fuzz/fixture.ts), runs schemathesis
-# with the settings in scripts/fuzz/schemathesis.toml, and always stops the gateway and deletes
+# with the settings in scripts/fuzz/schemathesis.toml, and always stops both and deletes
 # what the run created. Exits non-zero when schemathesis reports a failure (each one with a
-# curl command that reproduces it), when the gateway dies during the run, or when it is no
+# curl command that reproduces it), when either dies during the run, or when it is no
 # longer ready afterwards.
 #
 # Idempotent: schemathesis is installed from PyPI into the ignored .local/fuzz/venv when it is
 # missing or not the pinned version. Knobs: FUZZ_SEED, FUZZ_MAX_EXAMPLES (per operation and
-# phase), FUZZ_WORKERS. The run's files (gateway log, reports) stay in .local/fuzz/runs/<id>.
+# phase), FUZZ_WORKERS. The run's files (service logs, reports) stay in .local/fuzz/runs/<id>.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cd "$ROOT"
@@ -82,23 +82,50 @@ export ADMIN_TOKEN
 # The run's own client address, sent as X-Forwarded-For (see schemathesis.toml).
 export FUZZ_CLIENT_ADDRESS="127.$((RANDOM % 254 + 1)).$((RANDOM % 256)).$((RANDOM % 254 + 1))"
 
+# The gateway serves the public API, the console the admin API: both run, each a process.
 GATEWAY_PID=""
+CONSOLE_PID=""
 FUZZER_PID=""
 provisioned=false
 
-stop_gateway() {
-  [[ -n "$GATEWAY_PID" ]] || return 0
-  if kill -0 "$GATEWAY_PID" 2>/dev/null; then
-    kill -TERM -- "-$GATEWAY_PID" 2>/dev/null || true
-    for _ in $(seq 1 40); do kill -0 "$GATEWAY_PID" 2>/dev/null || break; sleep 0.5; done
-    if kill -0 "$GATEWAY_PID" 2>/dev/null; then
-      echo "warning: the gateway did not stop within 20 s of SIGTERM; killed" >&2
-      kill -KILL -- "-$GATEWAY_PID" 2>/dev/null || true
+stop_service() {
+  local name=$1 pid=$2
+  [[ -n "$pid" ]] || return 0
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "warning: the $name did not stop within 20 s of SIGTERM; killed" >&2
+      kill -KILL -- "-$pid" 2>/dev/null || true
     fi
   fi
-  wait "$GATEWAY_PID" 2>/dev/null || true
-  GATEWAY_PID=""
+  wait "$pid" 2>/dev/null || true
 }
+
+stop_services() {
+  stop_service gateway "$GATEWAY_PID"
+  GATEWAY_PID=""
+  stop_service console "$CONSOLE_PID"
+  CONSOLE_PID=""
+}
+
+# Waits until the service's "<name> running" log line names its ops listener and /readyz answers;
+# prints that line. Ports are chosen by the OS (no race for a "free" port).
+await_running() {
+  local name=$1 pid=$2 running="" ops="" deadline=$((SECONDS + 90))
+  until [[ -n "$ops" ]] && curl -sf --max-time 2 "$ops/readyz" >/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null || ((SECONDS > deadline)); then
+      echo "the $name did not become ready; last lines of $RUN_DIR/$name.log:" >&2
+      tail -n 40 "$RUN_DIR/$name.log" >&2
+      exit 1
+    fi
+    running=$(grep -m1 "\"msg\":\"$name running\"" "$RUN_DIR/$name.log" || true)
+    ops=$(sed -n 's/.*"ops":"\([^"]*\)".*/\1/p' <<<"$running")
+    sleep 0.5
+  done
+  echo "$running"
+}
+field() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" <<<"$2"; }
 
 finish() {
   local status=$?
@@ -107,7 +134,7 @@ finish() {
     kill -TERM "$FUZZER_PID" 2>/dev/null || true
     wait "$FUZZER_PID" 2>/dev/null || true
   fi
-  stop_gateway
+  stop_services
   if $provisioned; then
     # A leftover here is a nuisance, not a test failure: say so and keep the run's verdict.
     npx tsx scripts/fuzz/fixture.ts cleanup >"$RUN_DIR/cleanup.log" 2>&1 ||
@@ -126,40 +153,38 @@ if ! LOG_LEVEL=warn npx tsx tools/cli/src/main.ts setup >"$RUN_DIR/setup.log" 2>
   exit 1
 fi
 
-step "fuzz: starting the gateway"
+step "fuzz: starting the gateway and the console"
 # The rate limit is raised so the fuzzer measures the API, not the limiter: thousands of
 # requests a minute would otherwise all be 429s. The limit has its own tests
 # (services/gateway/src/limits/limits.integration.test.ts). X-Forwarded-For is trusted from
 # 127.0.0.1 only, for the run's own rate-limit counter. The per-account ceilings are raised for
 # the same reason (the fuzzer may change the account's plan; account-rate.integration.test.ts
 # tests them). crm-sink's public key from the stack (`stack.sh up` made it): the admin API seals
-# CRM credentials. ClickHouse as the read-only user, as npm start and the manifests run the gateway.
+# CRM credentials (the console). ClickHouse as the read-only user, as npm start and the manifests
+# run both.
 env "${GATEWAY_READER_ENV[@]}" \
-  GATEWAY_HOST=127.0.0.1 GATEWAY_PORT=0 GATEWAY_OPS_HOST=127.0.0.1 GATEWAY_OPS_PORT=0 ADMIN_HOST=127.0.0.1 ADMIN_PORT=0 \
-  CRM_CREDENTIALS_PUBLIC_KEY_FILE="${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" \
+  GATEWAY_HOST=127.0.0.1 GATEWAY_PORT=0 GATEWAY_OPS_HOST=127.0.0.1 GATEWAY_OPS_PORT=0 \
   RATE_LIMIT_PER_MINUTE=1000000 GATEWAY_TRUST_PROXY=127.0.0.1 LOG_LEVEL=info \
   ACCOUNT_RATE_LIMIT_REQUESTS_PER_SECOND_FREE=1000000 ACCOUNT_RATE_LIMIT_REQUESTS_PER_SECOND_PRO=1000000 \
   ACCOUNT_RATE_LIMIT_REQUESTS_PER_SECOND_GROWTH=1000000 ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_FREE=1000000 \
   ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_PRO=1000000 ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_GROWTH=1000000 \
   setsid npx tsx services/gateway/src/main.ts >"$RUN_DIR/gateway.log" 2>&1 &
 GATEWAY_PID=$!
+env "${GATEWAY_READER_ENV[@]}" \
+  CONSOLE_HOST=127.0.0.1 CONSOLE_PORT=0 CONSOLE_OPS_HOST=127.0.0.1 CONSOLE_OPS_PORT=0 ADMIN_HOST=127.0.0.1 ADMIN_PORT=0 \
+  CRM_CREDENTIALS_PUBLIC_KEY_FILE="${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" \
+  RATE_LIMIT_PER_MINUTE=1000000 GATEWAY_TRUST_PROXY=127.0.0.1 LOG_LEVEL=info \
+  setsid npx tsx services/console/src/main.ts >"$RUN_DIR/console.log" 2>&1 &
+CONSOLE_PID=$!
 
-# Ports are chosen by the OS (no race for a "free" port); the gateway logs them once it runs.
-api_url="" ops_url="" admin_url=""
-deadline=$((SECONDS + 90))
-until [[ -n "$ops_url" ]] && curl -sf --max-time 2 "$ops_url/readyz" >/dev/null; do
-  if ! kill -0 "$GATEWAY_PID" 2>/dev/null || ((SECONDS > deadline)); then
-    echo "the gateway did not become ready; last lines of $RUN_DIR/gateway.log:" >&2
-    tail -n 40 "$RUN_DIR/gateway.log" >&2
-    exit 1
-  fi
-  running=$(grep -m1 '"msg":"gateway running"' "$RUN_DIR/gateway.log" || true)
-  api_url=$(sed -n 's/.*"api":"\([^"]*\)".*/\1/p' <<<"$running")
-  ops_url=$(sed -n 's/.*"ops":"\([^"]*\)".*/\1/p' <<<"$running")
-  admin_url=$(sed -n 's/.*"admin":"\([^"]*\)".*/\1/p' <<<"$running")
-  sleep 0.5
-done
-echo "gateway ready: API $api_url, admin $admin_url, ops $ops_url (pid $GATEWAY_PID, log $RUN_DIR/gateway.log)"
+gateway_running=$(await_running gateway "$GATEWAY_PID")
+api_url=$(field api "$gateway_running")
+ops_url=$(field ops "$gateway_running")
+console_running=$(await_running console "$CONSOLE_PID")
+admin_url=$(field admin "$console_running")
+console_ops_url=$(field ops "$console_running")
+echo "gateway ready: API $api_url, ops $ops_url (pid $GATEWAY_PID, log $RUN_DIR/gateway.log)"
+echo "console ready: admin $admin_url, ops $console_ops_url (pid $CONSOLE_PID, log $RUN_DIR/console.log)"
 
 step "fuzz: seeding accounts, API keys, a job and a stored event"
 seeded=$(GATEWAY_URL="$api_url" ADMIN_URL="$admin_url" npx tsx scripts/fuzz/fixture.ts seed 2>"$RUN_DIR/seed.log") || {
@@ -216,28 +241,31 @@ fuzz() {
 fuzz public '^/v1/' "$RUN_DIR/openapi-fuzz.json" "$api_url"
 fuzz admin '^/admin/v1/' "$RUN_DIR/openapi-admin.json" "$admin_url"
 
-step "fuzz: what was exercised (test cases and responses per operation) and what the gateway logged as errors"
-# One table per document; the gateway's logged errors (one log for both listeners) once, after the second.
-"$VENV/bin/python" scripts/fuzz/summary.py "$RUN_DIR/openapi-fuzz.json" /dev/null "$RUN_DIR"/events-public.ndjson || true
-"$VENV/bin/python" scripts/fuzz/summary.py "$RUN_DIR/openapi-admin.json" "$RUN_DIR/gateway.log" "$RUN_DIR"/events-admin.ndjson || true
+step "fuzz: what was exercised (test cases and responses per operation) and what the services logged as errors"
+# One table per document, each with the logged errors of the service that serves it.
+"$VENV/bin/python" scripts/fuzz/summary.py "$RUN_DIR/openapi-fuzz.json" "$RUN_DIR/gateway.log" "$RUN_DIR"/events-public.ndjson || true
+"$VENV/bin/python" scripts/fuzz/summary.py "$RUN_DIR/openapi-admin.json" "$RUN_DIR/console.log" "$RUN_DIR"/events-admin.ndjson || true
 
 # A crash is a failure even when every response before it was fine.
 gateway_status=0
-if ! kill -0 "$GATEWAY_PID" 2>/dev/null; then
-  echo "FAIL: the gateway process died during fuzzing; last lines of its log:" >&2
-  tail -n 40 "$RUN_DIR/gateway.log" >&2
-  gateway_status=1
-elif ! curl -sf --max-time 5 "$ops_url/readyz" >/dev/null; then
-  echo "FAIL: the gateway is no longer ready after fuzzing ($ops_url/readyz)" >&2
-  gateway_status=1
-fi
+for svc in "gateway $GATEWAY_PID $ops_url" "console $CONSOLE_PID $console_ops_url"; do
+  read -r name pid url <<<"$svc"
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "FAIL: the $name process died during fuzzing; last lines of its log:" >&2
+    tail -n 40 "$RUN_DIR/$name.log" >&2
+    gateway_status=1
+  elif ! curl -sf --max-time 5 "$url/readyz" >/dev/null; then
+    echo "FAIL: the $name is no longer ready after fuzzing ($url/readyz)" >&2
+    gateway_status=1
+  fi
+done
 
 if ((fuzz_status != 0 || gateway_status != 0)); then
   cat >&2 <<HINT
 
 API fuzzing failed (schemathesis exit $fuzz_status). Each failure above ends with a curl command
 that reproduces it; [Filtered] stands for a credential (an API key, or the admin token for
-/admin/v1) and for X-Forwarded-For (drop that header). The run's gateway log and JUnit reports:
+/admin/v1) and for X-Forwarded-For (drop that header). The run's service logs and JUnit reports:
 $RUN_DIR. Rerun the same cases with FUZZ_SEED=$FUZZ_SEED bash scripts/fuzz/run.sh.
 HINT
   exit 1

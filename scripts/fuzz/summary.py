@@ -36,7 +36,7 @@ def print_logged_errors(log_path: str) -> None:
             first.setdefault(message, entry)
     if not counts:
         return
-    print(f"\nThe gateway logged {sum(counts.values())} error(s) ({log_path}):")
+    print(f"\nThe service logged {sum(counts.values())} error(s) ({log_path}):")
     for message, count in counts.most_common():
         entry = first[message]
         stack = ((entry.get("err") or {}).get("stack") or "").splitlines()[1:7]

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Metafile } from 'esbuild';
 import { OPS_ENDPOINTS, SUBCOMMANDS } from '@ingest/cli';
+import { ConsoleConfigSchema } from '@ingest/console/config';
 import { CrmSinkConfigSchema } from '@ingest/crm-sink/config';
 import { GatewayConfigSchema } from '@ingest/gateway/config';
 import { ProcessorConfigSchema } from '@ingest/processor/config';
@@ -17,14 +18,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPackage, REPO_ROOT } from '../lib/workspaces.js';
 import { buildBundles } from './build-bundles.js';
 import { bundleEntries, INGEST_BUNDLE } from './bundles.js';
-import { imageEntries, STAGE_BUNDLE, STAGE_DIR } from './stage.js';
+import { BASE_PART, imageEntries, imageServices, STAGE_BUNDLE, STAGE_DIR } from './stage.js';
 
 const run = promisify(execFile);
 const read = (path: string) => readFileSync(join(REPO_ROOT, path), 'utf8');
 const dockerfile = read('Dockerfile');
-const lastFrom = dockerfile.lastIndexOf('\nFROM ');
-const buildStage = dockerfile.slice(0, lastFrom);
-const runtimeStage = dockerfile.slice(lastFrom);
+/** The Dockerfile's stages by name (`FROM … AS name`), each its text from its FROM line on. */
+const stages = new Map(
+  dockerfile
+    .split(/\n(?=FROM )/)
+    .filter((s) => s.startsWith('FROM '))
+    .map((s) => [/^FROM \S+ AS (\S+)/.exec(s)?.[1] ?? '', s] as const),
+);
+const buildStage = stages.get('build') ?? '';
+const runtimeStage = stages.get('runtime') ?? '';
 const instructions = (stage: string, name: string) =>
   stage
     .replace(/\\\n\s*/g, ' ')
@@ -61,8 +68,28 @@ describe('the Dockerfile', () => {
     expect(bundleEntries().find((b) => b.outfile === STAGE_BUNDLE)?.buildOnly).toBe(true);
   });
 
-  it('copies into the runtime stage only the staged files', () => {
-    expect(instructions(runtimeStage, 'COPY')).toEqual([`COPY --from=build ${STAGE_DIR}/ ./`]);
+  it("copies into the runtime stage only the staged base, and into each service's target only its own staged part", () => {
+    expect(instructions(runtimeStage, 'COPY')).toEqual([`COPY --from=build ${STAGE_DIR}/${BASE_PART}/ ./`]);
+    expect(imageServices().sort()).toEqual(['console', 'crm-sink', 'gateway', 'processor']);
+    for (const service of imageServices()) {
+      const target = stages.get(service) ?? '';
+      expect(target, `a target named ${service}`).toMatch(new RegExp(`^FROM runtime AS ${service}\n`));
+      expect(instructions(target, 'COPY'), service).toEqual([`COPY --from=build ${STAGE_DIR}/${service}/ ./`]);
+      expect(instructions(target, 'ENV'), service).toEqual([`ENV SERVICE=${service}`]);
+    }
+    // Every stage is the build, the runtime base or a service's target.
+    expect([...stages.keys()].sort()).toEqual(['build', 'runtime', ...imageServices()].sort());
+  });
+
+  it("the gateway's image holds no console code; each image holds its own bundle and no other service's", () => {
+    for (const service of imageServices()) {
+      const entries = imageEntries(REPO_ROOT, service);
+      expect(entries, service).toContain(`services/${service}/dist`);
+      expect(
+        entries.filter((e) => e.startsWith('services/') && !e.startsWith(`services/${service}/`)),
+        service,
+      ).toEqual([]);
+    }
   });
 
   it('stages bundles, production node_modules, manifests and migrations: no source folder, no TypeScript', () => {
@@ -86,6 +113,7 @@ describe('the Dockerfile', () => {
   it('ingest healthcheck asks each service on its own ops variables and defaults', () => {
     const schemas: Record<string, { properties: Record<string, unknown> }> = {
       gateway: GatewayConfigSchema,
+      console: ConsoleConfigSchema,
       processor: ProcessorConfigSchema,
       'crm-sink': CrmSinkConfigSchema,
     };
@@ -126,6 +154,17 @@ describe('the bundles, built into a scratch folder', () => {
     metafiles = await buildBundles(REPO_ROOT, scratch);
   }, 60_000);
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it("the gateway's holds no admin, dashboard or web code; the console's holds its admin API, dashboard and no /v1 route", () => {
+    const inputs = (name: string) => Object.keys(metafiles.get(name)?.inputs ?? {});
+    const gateway = inputs('gateway');
+    expect(gateway).toContain('services/gateway/src/main.ts');
+    expect(gateway.filter((i) => /services\/console\/|\/(admin|dashboard|web)\//.test(i))).toEqual([]);
+    const console = inputs('console');
+    expect(console.some((i) => i.startsWith('services/console/src/admin/'))).toBe(true);
+    expect(console.some((i) => i.startsWith('services/console/src/dashboard/'))).toBe(true);
+    expect(console.filter((i) => i.startsWith('services/gateway/'))).toEqual([]);
+  });
 
   it('hold no test code: no test, fixture, fake, harness or test kit', () => {
     for (const [name, meta] of metafiles) {

@@ -9,6 +9,7 @@ import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig } from '@inges
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { workspaceDirs } from '../lib/workspaces.js';
+import { ConsoleConfigSchema } from '@ingest/console/config';
 import { GatewayConfigSchema } from '@ingest/gateway/config';
 import { ProcessorConfigSchema } from '@ingest/processor/config';
 import { CrmSinkConfigSchema } from '@ingest/crm-sink/config';
@@ -38,6 +39,7 @@ describe('docker-compose.yml', () => {
     ...Object.keys({ ...CommonConfig, ...KafkaConfig, ...ClickHouseConfig, ...RedisConfig }),
     ...Object.keys(ProcessorConfigSchema.properties),
     ...Object.keys(GatewayConfigSchema.properties),
+    ...Object.keys(ConsoleConfigSchema.properties),
     ...Object.keys(CrmSinkConfigSchema.properties),
     // tools/cli/src/setup.ts: the gateway's read-only ClickHouse user.
     'CLICKHOUSE_READER_USER',
@@ -56,17 +58,21 @@ describe('docker-compose.yml', () => {
   it('carries the secure settings: Redis password, the read-only ClickHouse user, crm-sink alone with the private key', () => {
     type Secure = ComposeService & { secrets?: string[]; volumes?: string[]; command?: string[] };
     const services = compose.services as Record<string, Secure>;
-    for (const name of ['gateway', 'processor', 'crm-sink'])
+    for (const name of ['gateway', 'console', 'processor', 'crm-sink'])
       expect(String(services[name]?.environment?.REDIS_URL), name).toMatch(/^redis:\/\/:\$\{REDIS_PASSWORD:\?/);
     expect(services.redis?.command?.join(' ')).toContain('--requirepass "$$REDIS_PASSWORD"');
-    expect(services.gateway?.environment?.CLICKHOUSE_USER).toBe(services.setup?.environment?.CLICKHOUSE_READER_USER);
+    for (const name of ['gateway', 'console'])
+      expect(services[name]?.environment?.CLICKHOUSE_USER, name).toBe(services.setup?.environment?.CLICKHOUSE_READER_USER);
     const holders = Object.entries(services).filter(([, s]) => (s.secrets ?? []).includes('crm_private_key'));
     expect(holders.map(([n]) => n)).toEqual(['crm-sink']);
-    expect(services.gateway?.volumes?.filter((v) => v.includes('crm'))).toEqual([
+    // The console seals CRM credentials with the public key; the gateway stores none and gets no key.
+    expect(services.console?.volumes?.filter((v) => v.includes('crm'))).toEqual([
       '${CRM_KEYS_DIR:-./.local/crm-keys}/local.pub.pem:/etc/ingest/crm-public-key.pem:ro',
     ]);
-    expect(services.gateway?.environment?.CRM_CREDENTIALS_PUBLIC_KEY_FILE).toBe('/etc/ingest/crm-public-key.pem');
-    expect(services.gateway?.environment).not.toHaveProperty('CRM_CREDENTIALS_PRIVATE_KEY_FILES');
+    expect(services.console?.environment?.CRM_CREDENTIALS_PUBLIC_KEY_FILE).toBe('/etc/ingest/crm-public-key.pem');
+    expect(services.console?.environment).not.toHaveProperty('CRM_CREDENTIALS_PRIVATE_KEY_FILES');
+    expect(services.gateway?.volumes ?? []).toEqual([]);
+    expect(Object.keys(services.gateway?.environment ?? {}).filter((v) => v.startsWith('CRM_CREDENTIALS_') || v.startsWith('ADMIN_'))).toEqual([]);
   });
 
   it('binds the local stack ports on loopback only', () => {

@@ -1,6 +1,6 @@
 /**
  * The shape of the repository, kept: services stand side by side on shared packages and never
- * reach into each other, and the packages are layered (platform below domain). Every import of
+ * reach into each other, and the packages are layered (platform below domain below http). Every import of
  * every TypeScript file is checked, tests included:
  * - a relative import stays inside its own unit (a service, a package, a tool, schemas, scripts,
  *   deploy): so nothing imports scripts/, which is no package;
@@ -17,7 +17,10 @@ const LAYERS: Record<string, readonly string[] | 'any'> = {
   schemas: [],
   'packages/platform': ['@ingest/schemas'],
   'packages/domain': ['@ingest/schemas', '@ingest/platform'],
-  'services/gateway': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
+  // The HTTP layer the gateway and the console share (fastify, problem answers, uploads).
+  'packages/http': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
+  'services/gateway': ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/http'],
+  'services/console': ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/http'],
   'services/processor': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
   'services/crm-sink': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
   // The operator command ships in the image like a service: the same layers.
@@ -27,11 +30,20 @@ const LAYERS: Record<string, readonly string[] | 'any'> = {
   // The benchmark starts the services through the test kit and drives the packages directly.
   bench: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/testkit'],
   // The deploy checks compare the manifests, alerts and dashboards with what the services define.
-  deploy: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/gateway', '@ingest/processor', '@ingest/crm-sink'],
+  deploy: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/gateway', '@ingest/console', '@ingest/processor', '@ingest/crm-sink'],
   // Development tooling: builds and checks the services, the operator command and the image,
   // so it may read them (its tests may use the test kit). Nothing imports it: it is no package,
   // and a relative import may not leave its unit.
-  scripts: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/gateway', '@ingest/processor', '@ingest/crm-sink', '@ingest/cli'],
+  scripts: [
+    '@ingest/schemas',
+    '@ingest/platform',
+    '@ingest/domain',
+    '@ingest/gateway',
+    '@ingest/console',
+    '@ingest/processor',
+    '@ingest/crm-sink',
+    '@ingest/cli',
+  ],
 };
 const TEST_ONLY = ['@ingest/testkit'];
 
@@ -77,7 +89,7 @@ describe('import boundaries', () => {
     expect(crossings).toEqual([]);
   });
 
-  it('workspaces are imported only downwards: platform below domain below the services, which never import each other', () => {
+  it('workspaces are imported only downwards: platform below domain below http below the services, which never import each other', () => {
     const violations = files.flatMap((file) => {
       const unit = unitOf(file);
       const allowed = LAYERS[unit];

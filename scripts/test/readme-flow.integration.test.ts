@@ -31,11 +31,19 @@ const stackDir = join(REPO_ROOT, '.local/test-artifacts/readme-flow', id);
 const runDir = join(stackDir, 'run');
 const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
 /** The README shows the default ports; the run gets free ones. */
-const DEFAULT_PORTS = { GATEWAY_PORT: 3000, ADMIN_PORT: 3200, GATEWAY_OPS_PORT: 3100, PROCESSOR_OPS_PORT: 3101, CRM_SINK_OPS_PORT: 3102 };
+const DEFAULT_PORTS = {
+  GATEWAY_PORT: 3000,
+  CONSOLE_PORT: 3003,
+  ADMIN_PORT: 3200,
+  GATEWAY_OPS_PORT: 3100,
+  CONSOLE_OPS_PORT: 3103,
+  PROCESSOR_OPS_PORT: 3101,
+  CRM_SINK_OPS_PORT: 3102,
+};
 const ports: Record<string, number> = {};
 /**
- * What each dashboard page (services/gateway/web/src/App.tsx) asks its API for when it opens
- * (services/gateway/web/src/pages). A page added to the app fails the test until listed here.
+ * What each dashboard page (services/console/web/src/App.tsx) asks its API for when it opens
+ * (services/console/web/src/pages). A page added to the app fails the test until listed here.
  */
 const PAGE_DATA: Record<string, string[]> = {
   keys: ['/keys'],
@@ -147,6 +155,9 @@ describe("the README's flow, on the stack `npm start -- --detach` prints", () =>
     expect(started.code, output).toBe(0);
     printed = parsePrintout(started.stdout);
     expect(printed.gatewayUrl, output).toBe(`http://127.0.0.1:${ports.GATEWAY_PORT}`);
+    // The console on its own port: the summary and the dashboard line name the same address.
+    expect(printed.consoleUrl, output).toBe(`http://127.0.0.1:${ports.CONSOLE_PORT}/dashboard/`);
+    expect(printed.dashboardUrl, output).toBe(printed.consoleUrl);
 
     // The README's block, against the printout with this run's isolated values put back to the defaults the README shows.
     const defaults: [string, string][] = [
@@ -168,6 +179,7 @@ describe("the README's flow, on the stack `npm start -- --detach` prints", () =>
     const reported: Record<string, string> = {};
     for (const [service, port] of [
       ['gateway', ports.GATEWAY_OPS_PORT],
+      ['console', ports.CONSOLE_OPS_PORT],
       ['processor', ports.PROCESSOR_OPS_PORT],
       ['crm-sink', ports.CRM_SINK_OPS_PORT],
     ] as const) {
@@ -258,8 +270,8 @@ describe("the README's flow, on the stack `npm start -- --detach` prints", () =>
       return { res, body: await res.text() };
     };
 
-    expect(Object.keys(PAGE_DATA).sort(), 'the pages of services/gateway/web/src/App.tsx').toEqual(
-      dashboardPages(readFileSync(join(REPO_ROOT, 'services/gateway/web/src/App.tsx'), 'utf8')).sort(),
+    expect(Object.keys(PAGE_DATA).sort(), 'the pages of services/console/web/src/App.tsx').toEqual(
+      dashboardPages(readFileSync(join(REPO_ROOT, 'services/console/web/src/App.tsx'), 'utf8')).sort(),
     );
     for (const [page, apis] of Object.entries(PAGE_DATA)) {
       const html = await get(page);
@@ -293,11 +305,11 @@ describe("the README's flow, on the stack `npm start -- --detach` prints", () =>
 
   it('npm run stop stops every service it started', async () => {
     const pids = livePids(runDir);
-    expect(pids, 'services npm start left running').toHaveLength(3);
+    expect(pids, 'services npm start left running').toHaveLength(4);
     const stopped = await run('npm', ['run', 'stop'], { env, timeoutMs: 60_000 });
     const output = `${stopped.stdout}${stopped.stderr}`;
     expect(stopped.code, output).toBe(0);
-    expect(output).toMatch(/gateway: stopped[\s\S]*processor: stopped[\s\S]*crm-sink: stopped/);
+    expect(output).toMatch(/gateway: stopped[\s\S]*console: stopped[\s\S]*processor: stopped[\s\S]*crm-sink: stopped/);
     expect(
       pids.filter((pid) => {
         try {

@@ -8,7 +8,8 @@ Running:
   Kafka       127.0.0.1:9092
   ClickHouse  http://127.0.0.1:8123   (database ingest)
   gateway     http://127.0.0.1:3000   (API; OpenAPI at /v1/openapi.json, docs at /docs)
-  gateway     admin http://127.0.0.1:3200  (admin API, loopback only)
+  console     http://127.0.0.1:3003/dashboard/   (dashboard)
+  console     admin http://127.0.0.1:3200  (admin API, loopback only)
 
 Demo account acc_1 (plan pro), API key:
   svc_live_abc
@@ -17,7 +18,7 @@ Try it:
     -d '{"events":[]}'
   curl -s 'http://127.0.0.1:8123/?query=SELECT+1'
 Dashboard (API keys, usage):
-  http://127.0.0.1:3000/dashboard/
+  http://127.0.0.1:3003/dashboard/
   email    demo+x@example.com
   password p-w
 Admin CLI (token in .local/admin-token):
@@ -30,12 +31,13 @@ describe("the README flow's parsers", () => {
     const p = parsePrintout(PRINTOUT);
     expect(p).toMatchObject({
       gatewayUrl: 'http://127.0.0.1:3000',
+      consoleUrl: 'http://127.0.0.1:3003/dashboard/',
       adminUrl: 'http://127.0.0.1:3200',
       clickhouseUrl: 'http://127.0.0.1:8123',
       database: 'ingest',
       accountId: 'acc_1',
       apiKey: 'svc_live_abc',
-      dashboardUrl: 'http://127.0.0.1:3000/dashboard/',
+      dashboardUrl: 'http://127.0.0.1:3003/dashboard/',
       email: 'demo+x@example.com',
       password: 'p-w',
       adminCommand: 'ADMIN_TOKEN=$(cat .local/admin-token) npm run admin -- accounts list',
@@ -95,7 +97,7 @@ describe("the README flow's parsers", () => {
   it("finds the code block after a heading, and the dashboard's pages in App.tsx", () => {
     expect(codeBlockAfter('# x\n## Sending an event\ntext\n```bash\nA=1\n```\n', '## Sending an event')).toEqual(['A=1']);
     expect(dashboardPages("const PAGES = [\n  { path: 'keys', label: 'API keys' },\n  { path: 'x', label: 'X', soon: true },\n] as const;")).toEqual(['keys']);
-    const app = readFileSync(new URL('../../services/gateway/web/src/App.tsx', import.meta.url), 'utf8');
+    const app = readFileSync(new URL('../../services/console/web/src/App.tsx', import.meta.url), 'utf8');
     expect(dashboardPages(app)).toContain('usage');
   });
 });

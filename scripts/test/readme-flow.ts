@@ -9,6 +9,8 @@ export interface Printout {
   /** The summary from "Running:" to the admin CLI command, continuation lines joined, blank lines left out. */
   lines: string[];
   gatewayUrl: string;
+  /** The console's dashboard, as its summary line names it (…/dashboard/). */
+  consoleUrl: string;
   adminUrl: string;
   clickhouseUrl: string;
   database: string;
@@ -67,7 +69,8 @@ export function parsePrintout(output: string): Printout {
   return {
     lines,
     gatewayUrl: field(text, /^ {2}gateway +(http\S+) +\(API;/m, 'gateway address')[0] ?? '',
-    adminUrl: field(text, /^ {2}gateway +admin (http\S+) /m, 'admin API address')[0] ?? '',
+    consoleUrl: field(text, /^ {2}console +(http\S+\/dashboard\/) +\(dashboard\)$/m, 'console address')[0] ?? '',
+    adminUrl: field(text, /^ {2}console +admin (http\S+) /m, 'admin API address')[0] ?? '',
     clickhouseUrl,
     database,
     accountId,

@@ -22,8 +22,8 @@ export interface TestCredentialKeys {
   keyring: CredentialKeyring;
   /** What a sink opens credentials with; plaintext records are refused as in production. */
   opener: CredentialOpener;
-  /** The environment a gateway or crm-sink process needs for these keys. */
-  gatewayEnv: Record<string, string>;
+  /** The environment a console or crm-sink process needs for these keys. */
+  consoleEnv: Record<string, string>;
   sinkEnv: Record<string, string>;
 }
 
@@ -47,7 +47,7 @@ function makeKeys(): TestCredentialKeys {
     sealer: createCredentialSealer(pair.publicKeyPem),
     keyring,
     opener: createCredentialOpener({ keyring, allowPlaintext: false }),
-    gatewayEnv: { CRM_CREDENTIALS_PUBLIC_KEY: pair.publicKeyPem },
+    consoleEnv: { CRM_CREDENTIALS_PUBLIC_KEY: pair.publicKeyPem },
     sinkEnv: { CRM_CREDENTIALS_PRIVATE_KEYS: pair.privateKeyPem },
   };
 }

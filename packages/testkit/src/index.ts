@@ -5,6 +5,7 @@ export * from './kafka-broker.js';
 export * from './metrics-text.js';
 export * from './node-runtime.js';
 export * from './ports.js';
+export * from './processes/console-process.js';
 export * from './processes/gateway-process.js';
 export * from './processes/processor-process.js';
 export * from './processes/service-process.js';

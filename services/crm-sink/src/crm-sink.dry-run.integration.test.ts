@@ -1,7 +1,7 @@
 /**
  * Real servers: Kafka (the control plane's topics and the sink's) and Redis (the sink's record
  * state, which the dry-run reads); the CRM is the fake of test-support/fake-crm.ts over real HTTP,
- * called by the real adapters of the real sink engine. The dry-run is the gateway's admin route
+ * called by the real adapters of the real sink engine. The dry-run is the console's admin route
  * over the same control plane and the same Redis key prefix.
  *
  * Issue 5: "dry-run output matches what the sink then does": the calls the fake CRM records for

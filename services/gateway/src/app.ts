@@ -1,35 +1,28 @@
-import { type ClickHouse, type KafkaClient, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
-import {
-  type ControlPlane,
-  createAllowance,
-  createAuditReader,
-  createAuditWriter,
-  createEventValidator,
-  createSyncStateStore,
-  type JobStatusStore,
-  type AccountJobsReader,
-} from '@ingest/domain';
-import { createAuditor } from './audit/auditor.js';
+import { type ClickHouse, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
+import { type ControlPlane, createAllowance, createEventValidator, createSyncStateStore, type JobStatusStore, type AccountJobsReader } from '@ingest/domain';
 import type { FastifyInstance } from 'fastify';
+import {
+  createBaseApp,
+  createClickHouseEventStore,
+  createIdempotencyStore,
+  createIngestMetrics,
+  createJobWriter,
+  createKeyUsage,
+  createTimeSlicer,
+  registerOpenApi,
+  setQuotaHeaders,
+  uploadSlotHooks,
+  UploadSlots,
+} from '@ingest/http';
 import { authOf, createAuthHook } from './auth/auth.hook.js';
-import { createKeyUsage } from './auth/key-usage.js';
 import { registerPublishableCors } from './auth/publishable-cors.js';
 import { bulkRoutes } from './bulk/bulk.route.js';
-import { type GatewayConfig, gatewayServes } from './config.js';
-import { createBaseApp, registerOpenApi } from './http/base-app.js';
-import { createTimeSlicer } from './http/time-slicer.js';
+import type { GatewayConfig } from './config.js';
 import { csvRoutes } from './csv/csv.route.js';
-import { dashboardPlugin } from './dashboard/dashboard.plugin.js';
 import { eventReadRoutes } from './events/event-read.route.js';
-import { createClickHouseEventStore } from './events/event-store.js';
 import { eventsRoutes } from './events/events.route.js';
-import { createIngestMetrics } from './events/ingest-metrics.js';
-import { createIdempotencyStore } from './jobs/idempotency.store.js';
-import { createJobWriter } from './jobs/job-writer.js';
 import { jobsRoutes } from './jobs/jobs.route.js';
 import { accountRateHook, accountRateLimitsOf, createAccountRateLimiter } from './limits/account-rate.limiter.js';
-import { setQuotaHeaders } from './limits/quota-headers.js';
-import { UploadSlots, uploadSlotHooks } from './limits/upload-slots.js';
 import { usageRoutes } from './usage/usage.route.js';
 
 export interface GatewayDeps {
@@ -42,8 +35,6 @@ export interface GatewayDeps {
   jobStatus: JobStatusStore & AccountJobsReader;
   /** Read-back of stored events; ingestion itself never waits for ClickHouse. */
   ch: ClickHouse;
-  /** For the dashboard's dead letters (read and replay); without it they answer 503. */
-  kafka?: KafkaClient;
   now?: () => number;
 }
 
@@ -55,31 +46,26 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const now = deps.now ?? Date.now;
   const app = await createBaseApp(deps, { rateLimitNamespace: 'ratelimit:' });
-  // GATEWAY_ROLE: the public API, the console (dashboard), or both.
-  const serves = gatewayServes(config.GATEWAY_ROLE);
-  // The public document: the admin API has its own, served only by its listener (admin.app.ts).
-  if (serves.api)
-    await registerOpenApi(app, {
-      title: 'Event ingestion API',
-      description: 'Product-usage events in; ClickHouse and your CRM out.',
-      securityDescription: 'svc_live_... API key',
-      jsonPath: '/v1/openapi.json',
-      uiPrefix: '/docs',
-    });
+  // The public document: the admin API has its own, served by the console's admin listener.
+  await registerOpenApi(app, {
+    title: 'Event ingestion API',
+    description: 'Product-usage events in; ClickHouse and your CRM out.',
+    securityDescription: 'svc_live_... API key',
+    jsonPath: '/v1/openapi.json',
+    uiPrefix: '/docs',
+  });
   const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
   const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
 
   const ingestMetrics = createIngestMetrics(deps.metrics);
   const jobs = createJobWriter({ producer: deps.producer, chunksTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobChunks'), statusStore: deps.jobStatus, now });
   const idempotency = createIdempotencyStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
-  // One set of upload slots for the API's and the dashboard's uploads.
   const uploads = new UploadSlots({ perAccount: config.GATEWAY_MAX_UPLOADS_PER_ACCOUNT, perAddress: config.GATEWAY_MAX_UPLOADS_PER_ADDRESS }, deps.metrics);
   const slicer = createTimeSlicer();
   const keyUsage = createKeyUsage({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now });
 
   await app.register(
     async (v1) => {
-      if (!serves.api) return;
       // preParsing: after the rate limiter (route-level onRequest), so unauthenticated requests
       // are counted too, and before the body is read, so nobody unauthenticated makes us parse 16 MiB.
       const authenticate = createAuthHook(deps.controlPlane, keyUsage.touched);
@@ -135,29 +121,5 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     },
     { prefix: '/v1' },
   );
-  // The dashboard writes the control plane (keys, owners, mappings): the console's job.
-  if (serves.console)
-    await app.register(
-      dashboardPlugin({
-        ...deps,
-        allowance,
-        keyUsage,
-        jobs,
-        idempotency,
-        ingestMetrics,
-        uploadSlots: uploads,
-        slicer,
-        validateEvent: validate,
-        now,
-        audit: {
-          auditor: createAuditor({ writer: createAuditWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'auditLog')), now }),
-          reader: createAuditReader(deps.ch),
-        },
-      }),
-      {
-        prefix: '/dashboard',
-      },
-    );
-
   return app;
 }

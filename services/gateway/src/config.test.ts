@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gatewayServes, loadGatewayConfig } from './config.js';
+import { gatewayDeprecations, loadGatewayConfig } from './config.js';
 
 describe('gateway timeouts configuration', () => {
   it('has the documented defaults', () => {
@@ -22,34 +22,16 @@ describe('gateway timeouts configuration', () => {
   });
 });
 
-describe('admin tokens', () => {
-  const long = 'x'.repeat(32);
-
-  it.each(['ADMIN_TOKEN', 'ADMIN_TOKEN_PREVIOUS'])('refuses a %s shorter than 32 bytes at start, naming the variable', (name) => {
-    expect(() => loadGatewayConfig({ ADMIN_TOKEN: long, [name]: 'y'.repeat(31) })).toThrow(new RegExp(`${name} must be at least 32 bytes \\(it has 31\\)`));
+describe('GATEWAY_ROLE, deprecated: the gateway serves the ingestion API only', () => {
+  it('accepts ingest (the default) and all for a release, all with a deprecation note', () => {
+    expect(loadGatewayConfig({}).GATEWAY_ROLE).toBe('ingest');
+    expect(gatewayDeprecations(loadGatewayConfig({}))).toEqual([]);
+    expect(gatewayDeprecations(loadGatewayConfig({ GATEWAY_ROLE: 'ingest' }))).toEqual([]);
+    expect(gatewayDeprecations(loadGatewayConfig({ GATEWAY_ROLE: 'all' }))).toEqual([expect.stringMatching(/GATEWAY_ROLE=all is deprecated.*console service/)]);
   });
 
-  it('accepts 32 bytes and more, and no token at all (the admin API is off)', () => {
-    expect(loadGatewayConfig({ ADMIN_TOKEN: long, ADMIN_TOKEN_PREVIOUS: 'z'.repeat(64) }).ADMIN_TOKEN).toBe(long);
-    expect(loadGatewayConfig({}).ADMIN_TOKEN).toBe('');
-  });
-
-  it('refuses a previous token without a current one', () => {
-    expect(() => loadGatewayConfig({ ADMIN_TOKEN_PREVIOUS: long })).toThrow(/ADMIN_TOKEN_PREVIOUS is set but ADMIN_TOKEN is empty/);
-  });
-});
-
-describe('gateway roles', () => {
-  it('serves both surfaces by default; ingest only /v1; console only the dashboard and the admin API', () => {
-    expect(loadGatewayConfig({}).GATEWAY_ROLE).toBe('all');
-    expect(gatewayServes('all')).toEqual({ api: true, console: true });
-    expect(gatewayServes('ingest')).toEqual({ api: true, console: false });
-    expect(gatewayServes('console')).toEqual({ api: false, console: true });
-  });
-
-  it('refuses an unknown role, and an admin token on an ingest gateway, naming the variables', () => {
+  it('refuses console, pointing to the console service, and an unknown role, naming the variable', () => {
+    expect(() => loadGatewayConfig({ GATEWAY_ROLE: 'console' })).toThrow(/GATEWAY_ROLE=console .*the console service now \(SERVICE=console/);
     expect(() => loadGatewayConfig({ GATEWAY_ROLE: 'admin' })).toThrow(/GATEWAY_ROLE/);
-    expect(() => loadGatewayConfig({ GATEWAY_ROLE: 'ingest', ADMIN_TOKEN: 'x'.repeat(32) })).toThrow(/ADMIN_TOKEN is set but GATEWAY_ROLE=ingest/);
-    expect(loadGatewayConfig({ GATEWAY_ROLE: 'console', ADMIN_TOKEN: 'x'.repeat(32) }).GATEWAY_ROLE).toBe('console');
   });
 });

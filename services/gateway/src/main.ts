@@ -1,15 +1,12 @@
 import { createClickHouseFromConfig, launchService, waitingFor } from '@ingest/platform';
-import { controlPlaneConditions, createControlPlane, createJobStatusStore, credentialSealerFromConfig } from '@ingest/domain';
-import { buildAdminApp } from './admin/admin.app.js';
+import { controlPlaneConditions, createControlPlane, createJobStatusStore } from '@ingest/domain';
+import { httpServerComponent } from '@ingest/http';
 import { buildApp } from './app.js';
-import { gatewayServes, loadGatewayConfig } from './config.js';
-import { httpServerComponent } from './http/http-server.js';
+import { gatewayDeprecations, loadGatewayConfig } from './config.js';
 
+// The ingestion API (/v1) only: the dashboard and the admin API are the console service. It
+// stores no CRM credential, so it needs no sealing key (its pods do not mount one).
 const config = loadGatewayConfig();
-const serves = gatewayServes(config.GATEWAY_ROLE);
-// crm-sink's public key: the admin API and the dashboard seal CRM credentials, and can open
-// none. An ingest gateway stores no credential and needs no key (its pods do not mount one).
-const credentialSealer = serves.console ? credentialSealerFromConfig(config) : undefined;
 await launchService({
   service: 'gateway',
   config,
@@ -18,6 +15,7 @@ await launchService({
   // Fail fast: a request that needs Redis while it is away is answered 503 at once.
   redisFailFast: true,
   async build({ logger, metrics, kafka, producer, redis, topic }) {
+    for (const note of gatewayDeprecations(config)) logger.warn(note);
     const controlPlane = createControlPlane({
       kafka,
       producer,
@@ -26,29 +24,17 @@ await launchService({
       metrics,
       staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
       deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
-      credentialSealer,
     });
     const ch = createClickHouseFromConfig(config);
     const jobStatus = createJobStatusStore({ redis, producer, progressTopic: topic('jobProgress'), keyPrefix: config.REDIS_KEY_PREFIX });
-    const app = await buildApp({ config, logger, metrics, producer, redis, controlPlane, jobStatus, ch, kafka });
+    const app = await buildApp({ config, logger, metrics, producer, redis, controlPlane, jobStatus, ch });
     const http = httpServerComponent(app, config.GATEWAY_HOST, config.GATEWAY_PORT);
-    // The admin API on a listener of its own (loopback by default), only on a gateway that
-    // serves the console and has a token (config.ts refuses a token on an ingest gateway).
-    const admin =
-      gatewayServes(config.GATEWAY_ROLE).console && config.ADMIN_TOKEN
-        ? httpServerComponent(
-            await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch }),
-            config.ADMIN_HOST,
-            config.ADMIN_PORT,
-            'admin-http-server',
-          )
-        : undefined;
     return {
       // The control plane first: the API must not answer before it knows the keys.
-      components: [controlPlane, http, ...(admin ? [admin] : [])],
+      components: [controlPlane, http],
       waitingFor: () => waitingFor(controlPlaneConditions(controlPlane), [http]),
       clients: [ch],
-      running: () => ({ role: config.GATEWAY_ROLE, api: http.url(), ...(admin ? { admin: admin.url() } : {}) }),
+      running: () => ({ api: http.url() }),
     };
   },
 });

@@ -16,6 +16,7 @@ export interface OpsEndpoint {
 /** The ops listener of each long-running service (its config schema holds the same defaults; a test compares). */
 export const OPS_ENDPOINTS: Record<string, OpsEndpoint> = {
   gateway: { hostVariable: 'GATEWAY_OPS_HOST', portVariable: 'GATEWAY_OPS_PORT', defaultPort: 3100 },
+  console: { hostVariable: 'CONSOLE_OPS_HOST', portVariable: 'CONSOLE_OPS_PORT', defaultPort: 3103 },
   processor: { hostVariable: 'PROCESSOR_OPS_HOST', portVariable: 'PROCESSOR_OPS_PORT', defaultPort: 3101 },
   'crm-sink': { hostVariable: 'CRM_SINK_OPS_HOST', portVariable: 'CRM_SINK_OPS_PORT', defaultPort: 3102 },
 };

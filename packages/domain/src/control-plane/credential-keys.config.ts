@@ -4,7 +4,7 @@ import { type TProperties, Type } from '@sinclair/typebox';
 import { type CredentialKeyring, type CredentialSealer, createCredentialKeyring, createCredentialSealer } from './credential-seal.js';
 
 /**
- * Where the CRM credential keys come from (docs/security.md). The gateway (admin API, dashboard)
+ * Where the CRM credential keys come from (docs/security.md). The console (admin API, dashboard)
  * gets crm-sink's public key only; crm-sink gets its private key(s), as a file (a mounted
  * Secret) or as a secret environment variable. During a rotation crm-sink holds the old and the
  * new private key; records name theirs by key id.

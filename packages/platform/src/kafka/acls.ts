@@ -13,10 +13,9 @@ import { type TopicKey, topicName } from './topics.js';
  *   process cannot mint an API key or a dashboard owner.
  * - `console`: the admin API and the dashboard (keys, owners, mappings, credentials, plans,
  *   billing ledger, dead-letter views and the CRM replay, named admins). It writes the audit log
- *   (audit.log), which only the processor reads (its copy into ClickHouse). They run in a gateway
- *   with GATEWAY_ROLE=console (or all), whose principal holds `ingest` too: the dashboard's test
- *   events and CSV uploads write events.raw and jobs.chunks. The public API alone
- *   (GATEWAY_ROLE=ingest) runs as `ingest`.
+ *   (audit.log), which only the processor reads (its copy into ClickHouse). They run in the
+ *   console service, whose principal holds `ingest` too: the dashboard's test events and CSV
+ *   uploads write events.raw and jobs.chunks. The gateway (the public API) runs as `ingest`.
  * - `processor` and `crm-sink`: their pipelines.
  *
  * Consumer groups need READ on the group: the services' groups are matched by prefix, so group
@@ -83,7 +82,7 @@ export function aclBindings(role: KafkaRole, principal: string, topicPrefix: str
 /**
  * Parses `KAFKA_ACL_PRINCIPALS`: `role=principal` pairs, comma separated, e.g.
  * `ingest=User:ingest,console=User:console,ingest=User:console`. A principal may hold several
- * roles (the gateway, while it serves both the public API and the console).
+ * roles (the console, whose dashboard also writes events and jobs).
  */
 export function parseAclPrincipals(value: string): { role: KafkaRole; principal: string }[] {
   return value

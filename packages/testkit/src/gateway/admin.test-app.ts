@@ -11,11 +11,11 @@ import {
   uniqueSuffix,
 } from '../index.js';
 import type { FastifyInstance } from 'fastify';
-import { loadGatewayConfig } from '@ingest/gateway/config';
-import { buildAdminApp } from '@ingest/gateway/admin-app';
+import { loadConsoleConfig } from '@ingest/console/config';
+import { buildAdminApp } from '@ingest/console/admin-app';
 
 /**
- * For tests only: the admin app of the gateway's admin listener (buildAdminApp) over a real
+ * For tests only: the admin app of the console's admin listener (buildAdminApp) over a real
  * control plane on real Kafka, under a fresh topic prefix, and real Redis for the CRM dry-run's
  * reads of the sink's state (a fresh key prefix unless the test shares a sink's) and the
  * admin listener's rate limit, and a fresh ClickHouse database for the billing ledger's reads.
@@ -66,7 +66,7 @@ export async function startAdminTestStack(options: { redisKeyPrefix?: string } =
     redis,
     redisKeyPrefix,
     async app(adminToken, { env = {}, ...appOptions } = {}) {
-      const config = loadGatewayConfig({
+      const config = loadConsoleConfig({
         ADMIN_TOKEN: adminToken,
         REDIS_URL: integrationEnv().redisUrl,
         REDIS_KEY_PREFIX: redisKeyPrefix,

@@ -45,7 +45,7 @@ export function sessionCookieOf(response: LightMyRequestResponse): string {
 
 export async function signedInOwner(gw: GatewayFixture, accountId: string): Promise<DashboardUser> {
   const { email, password } = await createOwner(gw, accountId);
-  const response = await signInRequest(gw.app, email, password);
+  const response = await signInRequest(gw.console, email, password);
   if (response.statusCode !== 200) throw new Error(`sign-in failed: ${response.statusCode} ${response.body}`);
   const cookie = sessionCookieOf(response);
   const csrfToken = (response.json() as { csrfToken: string }).csrfToken;
@@ -60,7 +60,7 @@ export async function signedInOwner(gw: GatewayFixture, accountId: string): Prom
       // A header given as undefined is left out (e.g. a request without Origin).
       const merged = { host: DASHBOARD_HOST, origin: DASHBOARD_ORIGIN, cookie, 'x-csrf-token': csrfToken, ...options.headers };
       const headers = Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined));
-      return gw.app.inject({ remoteAddress, ...options, headers });
+      return gw.console.inject({ remoteAddress, ...options, headers });
     },
   };
 }

@@ -1,10 +1,11 @@
 /**
- * Builds the real gateway app on real Kafka, Redis and ClickHouse for integration tests: fresh
+ * Builds the real gateway app (the ingestion API) and the console's two apps (the dashboard and
+ * the admin API) on real Kafka, Redis and ClickHouse for integration tests: fresh
  * topics under a unique prefix, a fresh ClickHouse database with the migrations applied, a real
  * control plane with one account and API key, and helpers to read what the gateway wrote.
  * Requests go through `app.inject` (no port needed).
  *
- * The gateway reads ClickHouse as the read-only user that `npm start`, compose and the manifests
+ * The gateway and the console read ClickHouse as the read-only user that `npm start`, compose and the manifests
  * give it (`ingest_reader`, readonly = 1), never as the tests' user: a query that user may not
  * run fails here as it fails for users. Tests insert rows through `clickhouse.ch`.
  */
@@ -36,15 +37,20 @@ import {
   waitFor,
 } from '../index.js';
 import type { FastifyInstance } from 'fastify';
-import { buildAdminApp } from '@ingest/gateway/admin-app';
+import { buildAdminApp } from '@ingest/console/admin-app';
+import { buildConsoleApp } from '@ingest/console/app';
+import { loadConsoleConfig } from '@ingest/console/config';
 import { buildApp } from '@ingest/gateway/app';
 import { loadGatewayConfig } from '@ingest/gateway/config';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdefghij';
 
 export interface GatewayFixture {
+  /** The gateway: the ingestion API (/v1). */
   app: FastifyInstance;
-  /** The admin API (its own listener in production), on the same control plane and Redis. */
+  /** The console's dashboard (/dashboard), on the same control plane, Redis and Kafka topics. */
+  console: FastifyInstance;
+  /** The console's admin API (its own listener in production), on the same control plane and Redis. */
   admin: FastifyInstance;
   kafka: TestKafka;
   /** The gateway's ClickHouse database (fresh, migrated); tests insert stored events here. */
@@ -54,8 +60,10 @@ export interface GatewayFixture {
   redis: Redis;
   producer: Producer;
   controlPlane: ControlPlane;
-  /** The main app's metrics registry (what its /metrics serves). */
+  /** The gateway app's metrics registry (what its /metrics serves). */
   metrics: Registry;
+  /** The console's (its dashboard's and admin API's), its own process in production. */
+  consoleMetrics: Registry;
   /** Another gateway replica: its own app and control plane, the same Kafka topics and Redis; `env` changes its settings. */
   replica(env?: Record<string, string>): Promise<FastifyInstance>;
   /** Creates an account with a fresh key holding every scope (as keys made before scopes existed). */
@@ -90,6 +98,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     ...env,
   };
   const config = loadGatewayConfig(baseEnv);
+  const consoleConfig = loadConsoleConfig(baseEnv);
   const producer = createProducer(kafka.kafka, {
     sendTimeoutMs: config.KAFKA_SEND_TIMEOUT_MS,
     inFlightTimeoutMs: config.KAFKA_IN_FLIGHT_TIMEOUT_MS,
@@ -111,14 +120,27 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     controlPlane,
     jobStatus,
     ch: reader,
-    kafka: kafka.kafka,
     ...(options.now ? { now: options.now } : {}),
   });
   await app.ready();
-  const admin = await buildAdminApp({
-    config,
+  const consoleMetrics = createMetricsRegistry('console-test');
+  const consoleApp = await buildConsoleApp({
+    config: consoleConfig,
     logger,
-    metrics,
+    metrics: consoleMetrics,
+    producer: options.producer ? options.producer(producer) : producer,
+    redis,
+    controlPlane,
+    jobStatus,
+    ch: reader,
+    kafka: kafka.kafka,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  await consoleApp.ready();
+  const admin = await buildAdminApp({
+    config: consoleConfig,
+    logger,
+    metrics: consoleMetrics,
     redis,
     controlPlane,
     producer,
@@ -130,6 +152,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
 
   return {
     app,
+    console: consoleApp,
     admin,
     kafka,
     clickhouse,
@@ -138,6 +161,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     producer,
     controlPlane,
     metrics,
+    consoleMetrics,
     async replica(replicaEnv = {}) {
       const replicaConfig = loadGatewayConfig({ ...baseEnv, ...replicaEnv });
       const replicaControlPlane = createControlPlane({
@@ -197,6 +221,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
         await r.controlPlane.stop();
       }
       await app.close();
+      await consoleApp.close();
       await admin.close();
       await controlPlane.stop();
       await producer.disconnect();

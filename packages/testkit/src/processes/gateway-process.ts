@@ -1,5 +1,4 @@
 /** The gateway as a real OS process, for chaos tests that must see its HTTP API, health, RSS and exit. */
-import { testCredentialKeys } from '../credential-keys.js';
 import { integrationEnv } from '../env.js';
 import { freePort } from '../ports.js';
 import { type ServiceProcess, startServiceProcess } from './service-process.js';
@@ -7,15 +6,12 @@ import { type ServiceProcess, startServiceProcess } from './service-process.js';
 export interface GatewayProcess extends ServiceProcess {
   /** Its public API. */
   readonly url: string;
-  /** Its admin API, when `env` gave it an ADMIN_TOKEN. */
-  readonly adminUrl?: string;
 }
 
 /** `env` adds to (or overrides) what every gateway of a test needs: servers, topics, database. */
 export async function startGatewayProcess(name: string, env: Record<string, string>): Promise<GatewayProcess> {
   const servers = integrationEnv();
   const [port, opsPort] = [await freePort(), await freePort()];
-  const adminPort = env.ADMIN_TOKEN ? (env.ADMIN_PORT ?? String(await freePort())) : undefined;
   let spawned: ServiceProcess | undefined;
   const killOnExit = () => spawned?.killNow();
   process.once('exit', killOnExit);
@@ -37,8 +33,6 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
       GATEWAY_PORT: String(port),
       GATEWAY_OPS_HOST: '127.0.0.1',
       GATEWAY_OPS_PORT: String(opsPort),
-      ...testCredentialKeys().gatewayEnv,
-      ...(adminPort ? { ADMIN_HOST: '127.0.0.1', ADMIN_PORT: adminPort } : {}),
       ...env,
     },
   }).catch((err: unknown) => {
@@ -48,7 +42,6 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
   return {
     ...proc,
     url: `http://127.0.0.1:${port}`,
-    ...(adminPort ? { adminUrl: `http://127.0.0.1:${adminPort}` } : {}),
     async kill() {
       process.removeListener('exit', killOnExit);
       await proc.kill();

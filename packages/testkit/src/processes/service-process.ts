@@ -13,7 +13,7 @@ import { metricSum } from '../metrics-text.js';
 import { assertProjectNode } from '../node-runtime.js';
 import { waitFor } from '../wait.js';
 
-export type ServiceName = 'gateway' | 'processor' | 'crm-sink';
+export type ServiceName = 'gateway' | 'console' | 'processor' | 'crm-sink';
 
 /** scripts/stack.sh's STACK_DIR (default .local): server state and test results live there. */
 export function stackDir(): string {

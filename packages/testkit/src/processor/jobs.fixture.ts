@@ -1,6 +1,6 @@
 /**
  * Real Kafka and Redis for the job runner's integration tests: fresh topics under a unique
- * prefix, the real job status store, the gateway's own job writer to queue realistic jobs, and
+ * prefix, the real job status store, the job writer of the gateway and the console to queue realistic jobs, and
  * readers for what the runner wrote.
  */
 import type { EventRecord, JobMessage, JobStatus } from '@ingest/schemas';
@@ -19,7 +19,7 @@ import {
   topicOffsets,
 } from '@ingest/platform';
 import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '../index.js';
-import { createJobWriter, type JobWriter } from '@ingest/gateway/job-writer';
+import { createJobWriter, type JobWriter } from '@ingest/http';
 import { createJobRunner, type JobRunnerDeps } from '@ingest/processor/job-runner';
 
 export interface RunnerHandle {

@@ -10,7 +10,7 @@ import {
   keyType,
 } from '@ingest/domain';
 import type { FastifyRequest } from 'fastify';
-import { ProblemError } from '../http/problem.js';
+import { ProblemError } from '@ingest/http';
 
 export interface AuthContext {
   account: Account;

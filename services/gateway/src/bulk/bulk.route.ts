@@ -3,15 +3,22 @@ import { type Allowance } from '@ingest/domain';
 import { AppError, isRetryable } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
+import {
+  bodyFingerprint,
+  IDEMPOTENCY_HEADER,
+  idempotencyKeyOf,
+  type IdempotencyStore,
+  type IngestMetrics,
+  type JobWriter,
+  ProblemError,
+  problemResponses,
+  quotaExceeded,
+  refusedClaim,
+  replayed,
+  type UploadSlotHooks,
+} from '@ingest/http';
 import { authOf } from '../auth/auth.hook.js';
-import type { IngestMetrics } from '../events/ingest-metrics.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
-import { ProblemError, problemResponses } from '../http/problem.js';
-import { bodyFingerprint, type IdempotencyStore } from '../jobs/idempotency.store.js';
-import { IDEMPOTENCY_HEADER, idempotencyKeyOf, refusedClaim, replayed } from '../jobs/idempotent-job.js';
-import type { JobWriter } from '../jobs/job-writer.js';
-import { quotaExceeded } from '../limits/quota-headers.js';
-import type { UploadSlotHooks } from '../limits/upload-slots.js';
 import { idempotencyHeaderSchema } from '../jobs/idempotency.schema.js';
 
 export interface BulkRouteDeps {

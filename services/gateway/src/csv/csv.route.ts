@@ -1,14 +1,13 @@
 import { BulkJobReceipt } from '@ingest/schemas';
 import type { FastifyPluginAsync } from 'fastify';
+import { type CsvUploadDeps, handleCsvUpload, problemResponses, registerCsvMultipart } from '@ingest/http';
 import { authOf } from '../auth/auth.hook.js';
-import { problemResponses } from '../http/problem.js';
 import { idempotencyHeaderSchema } from '../jobs/idempotency.schema.js';
-import { type CsvUploadDeps, handleCsvUpload, registerCsvMultipart } from './csv-upload.js';
 
-export { MAX_CSV_BYTES } from './csv-upload.js';
+export { MAX_CSV_BYTES } from '@ingest/http';
 export type CsvRouteDeps = CsvUploadDeps;
 
-/** POST /v1/backfill/csv: a CSV file streamed into a job (csv-upload.ts), authenticated by API key. */
+/** POST /v1/backfill/csv: a CSV file streamed into a job (csv-upload.ts in @ingest/http), authenticated by API key. */
 export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
   return async (app) => {
     await registerCsvMultipart(app);

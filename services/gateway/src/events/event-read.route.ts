@@ -2,8 +2,7 @@ import { EventIdParams, StoredEvent } from '@ingest/schemas';
 import type { EventSyncState, SyncStateStore } from '@ingest/domain';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
-import { ProblemError, problemResponses } from '../http/problem.js';
-import type { EventStore, StoredEventRecord } from './event-store.js';
+import { type EventStore, ProblemError, problemResponses, toStoredEvent } from '@ingest/http';
 
 /**
  * GET /v1/events/{eventId}: one event of the caller's own account, as stored in ClickHouse.
@@ -50,20 +49,5 @@ export function eventReadRoutes(deps: { store: EventStore; syncStates: SyncState
       },
       (request) => handler(request, request.params.eventId),
     );
-  };
-}
-
-export function toStoredEvent(e: StoredEventRecord, sync: EventSyncState = { state: 'pending' }): StoredEvent {
-  return {
-    eventId: e.eventId,
-    eventName: e.eventName,
-    email: e.email,
-    domain: e.domain,
-    timestamp: new Date(e.timestampMs).toISOString(),
-    receivedAt: new Date(e.receivedAtMs).toISOString(),
-    properties: e.properties,
-    source: e.source,
-    jobId: e.jobId,
-    sync,
   };
 }

@@ -2,11 +2,9 @@ import { type EventRecord, EventsEnvelope, EventsReceipt, EventsRequest } from '
 import { type Allowance, boundErrors, type EventCheck, rawEventMessage, toEventRecord } from '@ingest/domain';
 import { AppError, isRetryable, type Producer } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
+import { type FieldError, type IngestMetrics, ProblemError, problemResponses, quotaExceeded } from '@ingest/http';
 import { authOf } from '../auth/auth.hook.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
-import { type FieldError, ProblemError, problemResponses } from '../http/problem.js';
-import { quotaExceeded } from '../limits/quota-headers.js';
-import type { IngestMetrics } from './ingest-metrics.js';
 
 export interface EventsRouteDeps {
   producer: Producer;

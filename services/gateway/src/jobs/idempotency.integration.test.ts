@@ -7,8 +7,8 @@ import type { JobMessage } from '@ingest/schemas';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueSuffix } from '@ingest/testkit';
-import { createIdempotencyStore } from './idempotency.store.js';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
+import { createIdempotencyStore } from '@ingest/http';
 
 let gw: GatewayFixture;
 let replica: FastifyInstance;

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { IDEMPOTENCY_KEY_PATTERN } from './idempotency.store.js';
+import { IDEMPOTENCY_KEY_PATTERN } from '@ingest/http';
 
 /**
  * The Idempotency-Key request header, for OpenAPI. Not enforced by the schema (the route checks

@@ -2,8 +2,8 @@ import { JobStatus } from '@ingest/schemas';
 import type { JobStatusStore } from '@ingest/domain';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
+import { ProblemError, problemResponses } from '@ingest/http';
 import { authOf } from '../auth/auth.hook.js';
-import { ProblemError, problemResponses } from '../http/problem.js';
 
 /** GET /v1/jobs/{jobId}: a job of the caller's own account; any other id is simply not found. */
 export function jobsRoutes(deps: { statusStore: JobStatusStore }): FastifyPluginAsync {

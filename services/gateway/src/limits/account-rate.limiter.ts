@@ -1,11 +1,10 @@
 import type { Account, Plan } from '@ingest/domain';
 import { AppError, METRIC_NAMES, type Redis, redisScript, type Registry, sharedCounter } from '@ingest/platform';
 import type { FastifyRequest } from 'fastify';
+import { ProblemError, type RateLimitItem } from '@ingest/http';
 import type { GatewayConfig } from '../config.js';
-import { ProblemError } from '../http/problem.js';
 import { ADMIT_ACCOUNT_REQUEST } from './account-rate.script.js';
 import { type AccountRatePolicyName, capacityOf, gcraParams, type RatePolicy } from './account-rate.window.js';
-import type { RateLimitItem } from './rate-limit-fields.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { policyField, stateField } from '@ingest/http';
 import { admit, capacityOf, gcraParams, type RatePolicy } from './account-rate.window.js';
-import { policyField, stateField } from './rate-limit-fields.js';
 
 const requests: RatePolicy = { name: 'account_requests', ratePerSecond: 5, burstSeconds: 2 };
 const events: RatePolicy = { name: 'account_events', ratePerSecond: 100, burstSeconds: 2 };

@@ -105,7 +105,7 @@ describe('Redis down', () => {
     // same answer (503, the same body but for its requestId) in about the same time (no scrypt).
     const timed = async (password: string) => {
       const started = performance.now();
-      const response = signInRequest(gw.app, signIn.email, password, randomClientIp());
+      const response = signInRequest(gw.console, signIn.email, password, randomClientIp());
       await expectUnavailable(response, `sign-in with the ${password === signIn.password ? 'right' : 'wrong'} password`);
       return { body: { ...(await response).json(), requestId: undefined }, ms: performance.now() - started };
     };

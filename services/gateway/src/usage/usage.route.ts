@@ -1,8 +1,8 @@
 import { UsageResponse } from '@ingest/schemas';
-import { problemResponses } from '../http/problem.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
 import type { Allowance } from '@ingest/domain';
+import { problemResponses } from '@ingest/http';
 
 /** GET /v1/usage: this month's allowance of the caller's account. */
 export function usageRoutes(deps: { allowance: Allowance }): FastifyPluginAsync {

@@ -33,11 +33,11 @@ import {
   waitFor,
 } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayProcess, ProcessorFleet, processorSetup, SinkFleet, startGatewayProcess } from '@ingest/testkit';
+import { type ConsoleProcess, type GatewayProcess, ProcessorFleet, processorSetup, SinkFleet, startConsoleProcess, startGatewayProcess } from '@ingest/testkit';
 import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 
 let kafka: TestKafka;
-/** The console gateway's admin token (32 bytes at least). */
+/** The console's admin token (32 bytes at least). */
 const SECURE_ADMIN_TOKEN = `secure-admin-${'0123456789abcdef'.repeat(3)}`;
 
 beforeAll(async () => {
@@ -52,14 +52,14 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
   let clickhouse: TestClickHouse | undefined;
   let crm: FakeCrm | undefined;
   let gateway: GatewayProcess | undefined;
-  let consoleGateway: GatewayProcess | undefined;
+  let consoleProcess: ConsoleProcess | undefined;
   let processors: ProcessorFleet | undefined;
   let sinks: SinkFleet | undefined;
   const closers: (() => Promise<unknown>)[] = [];
 
   afterAll(async () => {
     await gateway?.kill();
-    await consoleGateway?.kill();
+    await consoleProcess?.kill();
     await processors?.killAll();
     await sinks?.killAll();
     for (const close of closers.splice(0).reverse()) await close().catch(() => {});
@@ -67,15 +67,14 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
     await clickhouse?.cleanup();
   });
 
-  it('takes events in through the ingest gateway, stores them in ClickHouse and syncs them to the CRM; the console gateway writes the control plane', async () => {
+  it('takes events in through the ingest gateway, stores them in ClickHouse and syncs them to the CRM; the console writes the control plane', async () => {
     clickhouse = await createTestClickHouse();
     const servers = { KAFKA_TOPIC_PREFIX: kafka.prefix, CLICKHOUSE_DATABASE: clickhouse.database };
-    // The two roles of the gateway as two processes, each with its own principal: the console
-    // (admin API and dashboard) writes the control plane; the ingest gateway (public /v1) may not.
-    consoleGateway = await startGatewayProcess('secure-console', {
+    // The console and the gateway, each with its own principal: the console (admin API and
+    // dashboard) writes the control plane; the gateway (public /v1) may not.
+    consoleProcess = await startConsoleProcess('secure-console', {
       ...secureUserEnv('console'),
       ...servers,
-      GATEWAY_ROLE: 'console',
       ADMIN_TOKEN: SECURE_ADMIN_TOKEN,
     });
     // As on Kubernetes, the shared configuration names crm-sink's public key file, which the
@@ -83,10 +82,9 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
     gateway = await startGatewayProcess('secure-ingest', {
       ...secureUserEnv('ingest'),
       ...servers,
-      GATEWAY_ROLE: 'ingest',
       CRM_CREDENTIALS_PUBLIC_KEY_FILE: '/nonexistent/crm-public-key.pem',
     });
-    const adminUrl = consoleGateway.adminUrl ?? never('the console gateway has no admin listener');
+    const adminUrl = consoleProcess.adminUrl ?? never('the console has no admin listener');
     const admin = async <T>(method: string, path: string, body: unknown): Promise<T> => {
       const res = await fetch(`${adminUrl}/admin/v1${path}`, {
         method,
@@ -169,7 +167,7 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
     );
     // Each serves its own surfaces only.
     expect((await fetch(`${ingestUrl}/dashboard/`)).status).toBe(404);
-    expect((await fetch(`${consoleGateway.url}/v1/usage`, { headers: { authorization: `Bearer ${apiKey}` } })).status).toBe(404);
+    expect((await fetch(`${consoleProcess.url}/v1/usage`, { headers: { authorization: `Bearer ${apiKey}` } })).status).toBe(404);
 
     const ch = clickhouse.ch;
     await waitFor(
@@ -191,7 +189,7 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
     );
 
     // Every process alive and healthy, and none was ever refused by an ACL on the way.
-    expect([gateway.exitStatus(), consoleGateway.exitStatus(), processor.exitStatus(), sink.exitStatus()]).toEqual([
+    expect([gateway.exitStatus(), consoleProcess.exitStatus(), processor.exitStatus(), sink.exitStatus()]).toEqual([
       undefined,
       undefined,
       undefined,
@@ -201,7 +199,7 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
       processor: { live: 200, ready: 200 },
       sink: { live: 200, ready: 200 },
     });
-    const refused = [gateway.logFile, consoleGateway.logFile, processor.logFile, sink.logFile].filter((f) =>
+    const refused = [gateway.logFile, consoleProcess.logFile, processor.logFile, sink.logFile].filter((f) =>
       /AUTHORIZATION_FAILED|not authorized/i.test(readFileSync(f, 'utf8')),
     );
     expect(refused).toEqual([]);

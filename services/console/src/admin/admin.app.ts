@@ -1,0 +1,81 @@
+import { type ClickHouse, type Producer, topicName } from '@ingest/platform';
+import {
+  type ControlPlane,
+  createAllowance,
+  createAuditReader,
+  createAuditWriter,
+  createEventValidator,
+  createLedgerReader,
+  createLedgerWriter,
+  createOutboundPolicy,
+  createRecordStateReader,
+  type OutboundPolicy,
+} from '@ingest/domain';
+import type { FastifyInstance } from 'fastify';
+import { type BaseAppDeps, createAuditor, createBaseApp, registerOpenApi } from '@ingest/http';
+import type { ConsoleConfig } from '../config.js';
+import { adminRoutes } from './admin.routes.js';
+
+export interface AdminAppDeps extends Omit<BaseAppDeps, 'config'> {
+  config: ConsoleConfig;
+  controlPlane: ControlPlane;
+  /** Writes plan changes to the billing ledger topic. */
+  producer: Producer;
+  /** Reads the billing ledger (its ClickHouse copy). */
+  ch: ClickHouse;
+  /** Where CRM credentials may point; default from CRM_ALLOW_HTTP and CRM_ALLOWED_CIDRS. */
+  outboundPolicy?: OutboundPolicy;
+  now?: () => number;
+}
+
+/** Where the admin API's own OpenAPI document is served (on the admin listener only). */
+export const ADMIN_OPENAPI_PATH = '/admin/v1/openapi.json';
+
+/**
+ * The admin API (/admin/v1: accounts, keys, owners, CRM mappings and credentials) as an app of
+ * its own, for its own listener (ADMIN_HOST/ADMIN_PORT, loopback by default). The public
+ * listener has no admin route and its OpenAPI document lists none, so the 12 admin paths are
+ * neither reachable nor advertised from the internet. Its document is at
+ * /admin/v1/openapi.json, browsable at /admin/docs. With ADMIN_TOKEN empty it has no route.
+ * It also serves the billing ledger (/admin/v1/billing/ledger) and records plan changes in it,
+ * and writes every state change to the audit log (/admin/v1/audit reads it).
+ */
+export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance> {
+  const { config } = deps;
+  const app = await createBaseApp(deps, { rateLimitNamespace: 'ratelimit-admin:' });
+  await registerOpenApi(app, {
+    title: 'Event ingestion admin API',
+    description: 'Accounts, plans, API keys, dashboard owners, CRM mappings and credentials. Operators only.',
+    securityDescription: 'an admin token: the gateway ADMIN_TOKEN, or a named admin credential (adm_...)',
+    jsonPath: ADMIN_OPENAPI_PATH,
+    uiPrefix: '/admin/docs',
+  });
+  // The sink's key prefix is the same REDIS_KEY_PREFIX, so the dry-run reads the state the sink applies events to.
+  const recordStates = createRecordStateReader({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
+  const allowance = createAllowance({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX, ...(deps.now ? { now: deps.now } : {}) });
+  const billing = {
+    ledger: createLedgerWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'billingLedger')),
+    reader: createLedgerReader(deps.ch),
+    periodUsage: allowance.periodUsage,
+  };
+  const now = deps.now ?? Date.now;
+  const audit = {
+    auditor: createAuditor({ writer: createAuditWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'auditLog')), now }),
+    reader: createAuditReader(deps.ch),
+  };
+  await app.register(
+    adminRoutes({
+      controlPlane: deps.controlPlane,
+      adminToken: config.ADMIN_TOKEN,
+      adminTokenPrevious: config.ADMIN_TOKEN_PREVIOUS,
+      audit,
+      validateEvent: createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS }),
+      recordStates,
+      billing,
+      outboundPolicy: deps.outboundPolicy ?? createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS }),
+      ...(deps.now ? { now: deps.now } : {}),
+    }),
+    { prefix: '/admin/v1' },
+  );
+  return app;
+}
