@@ -5,7 +5,8 @@ import { createCrmCallMetrics, instrumentAdapter } from './adapters/instrumented
 import type { ParkingSettings } from './park/account-parking.js';
 import { createParkResumer } from './park/park.resumer.js';
 import { createParkStore, type ParkLimits } from './park/park.store.js';
-import type { RateLimit, RetryPolicy } from './rate/account-limiter.js';
+import type { RateLimit } from './rate/account-limiter.js';
+import type { RetryPolicy } from './retry/crm-call.retry.js';
 import { createSharedTokenBuckets } from './rate/shared-token-bucket.js';
 import { createRecordStateStore } from './sync/record-state.store.js';
 import { createSinkConsumer } from './sync/sink.consumer.js';
