@@ -32,7 +32,7 @@ export * from './crm/sync.preview.js';
 export * from './crm/webhook-signature.js';
 export * from './crm/webhook.requests.js';
 export * from './errors-list.js';
-export * from './events/event-metrics.js';
+export * from './events/event.metrics.js';
 export * from './events/event-record.decode.js';
 export * from './events/events-table.js';
 export * from './events/identity.js';

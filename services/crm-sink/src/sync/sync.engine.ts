@@ -12,7 +12,7 @@ import {
   type SyncStateUpdate,
 } from '@ingest/domain';
 import type { CrmAdapter, CreateAdapter } from '../adapters/adapter.js';
-import { type ParkingSettings, parkDelayMs, parkEvents } from '../park/account-parking.js';
+import { type ParkingSettings, parkDelayMs, parkEvents } from '../park/park.writer.js';
 import type { Lease } from '../park/park.store.js';
 import { createAccountRateLimiter, type RateLimit } from '../rate/account-limiter.js';
 import { infraRetryDelayMs } from '../retry/backoff.js';
