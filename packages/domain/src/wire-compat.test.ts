@@ -20,7 +20,7 @@ import {
 } from '@ingest/schemas';
 import { describe, expect, it } from 'vitest';
 import { decodeAuditRecord } from './audit/audit-record.js';
-import { decodeLedgerRecord } from './billing/ledger-record.js';
+import { decodeLedgerRecord } from './ledger/ledger-record.js';
 import { createAccountDecoder, createApiKeyDecoder } from './control-plane/control-plane.state.js';
 import { createOwnerDecoder } from './control-plane/owners.state.js';
 import { createEventRecordDecoder } from './events/event-record.decode.js';

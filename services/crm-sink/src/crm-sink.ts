@@ -2,10 +2,11 @@ import { type Component, createDeadLetterSink, type KafkaClient, type Logger, ty
 import { type ControlPlaneReader, type CredentialOpener, createSyncStateStore, isSuspended, type MappingReader } from '@ingest/domain';
 import type { CreateAdapter } from './adapters/adapter.js';
 import { createCrmCallMetrics, instrumentAdapter } from './adapters/instrumented.adapter.js';
-import type { ParkingSettings } from './park/account-parking.js';
+import type { ParkingSettings } from './park/park.writer.js';
 import { createParkResumer } from './park/park.resumer.js';
 import { createParkStore, type ParkLimits } from './park/park.store.js';
-import type { RateLimit, RetryPolicy } from './rate/account-limiter.js';
+import type { RateLimit } from './rate/account-limiter.js';
+import type { RetryPolicy } from './retry/crm-call.retry.js';
 import { createSharedTokenBuckets } from './rate/shared-token-bucket.js';
 import { createRecordStateStore } from './sync/record-state.store.js';
 import { createSinkConsumer } from './sync/sink.consumer.js';

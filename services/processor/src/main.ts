@@ -8,11 +8,11 @@ import {
   readAccounts,
   readLedgerTopic,
 } from '@ingest/domain';
-import { createLedgerCloser } from './billing/ledger.closer.js';
+import { createLedgerCloser } from './ledger/ledger.closer.js';
 import { loadProcessorConfig } from './config.js';
-import { waitForPipeline } from './metering/pipeline-progress.js';
-import { createClickHouseUsageCounts } from './metering/usage-counts.js';
-import { createUsageReconciler } from './metering/usage.reconciler.js';
+import { waitForPipeline } from './pipeline-progress.js';
+import { createExactCountsStore } from './allowance/exact-counts.store.js';
+import { createAllowanceReconcileTask } from './allowance/reconcile.task.js';
 import { createProcessor, type ProcessorStage } from './processor.js';
 
 const config = loadProcessorConfig();
@@ -91,8 +91,8 @@ await launchService({
     );
     if (config.USAGE_RECONCILE_INTERVAL_MS > 0) {
       observers.push(
-        createUsageReconciler({
-          usage: createClickHouseUsageCounts(ch),
+        createAllowanceReconcileTask({
+          counts: createExactCountsStore(ch),
           allowance: createAllowanceReconciler(redis, config.REDIS_KEY_PREFIX),
           pipelineCaughtUp,
           logger,
@@ -105,7 +105,7 @@ await launchService({
       const ledgerTopic = topic('billingLedger');
       observers.push(
         createLedgerCloser({
-          usage: createClickHouseUsageCounts(ch),
+          counts: createExactCountsStore(ch),
           allowance: createAllowanceReconciler(redis, config.REDIS_KEY_PREFIX),
           readAccounts: () => readAccounts(kafka, topic('controlAccounts'), logger),
           readLedger: () => readLedgerTopic(kafka, ledgerTopic, logger),

@@ -11,7 +11,7 @@ import {
 } from '@ingest/platform';
 import { createAllowance, createEventValidator, createJobStatusStore } from '@ingest/domain';
 import { createAuditCopier } from './audit/audit.copier.js';
-import { createLedgerCopier } from './billing/ledger.copier.js';
+import { createLedgerCopier } from './ledger/ledger.copier.js';
 import { createDedupeConsumer } from './dedupe/dedupe.consumer.js';
 import { createJobRunner } from './jobs/job.runner.js';
 import { createClickHouseWriter } from './storage/clickhouse.writer.js';
@@ -112,7 +112,7 @@ function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
     bufferMaxBytes: deps.jobs?.bufferMaxBytes,
     bufferMaxBytesPerPartition: deps.jobs?.bufferMaxBytesPerPartition,
     // The job's events now flow to ClickHouse: its reservation becomes what it accepted and the
-    // rest is given back (see the usage reconciler). A job that will never run gives everything
+    // rest is given back (see the allowance reconciler). A job that will never run gives everything
     // back. Idempotent, so "at least once" is fine.
     onJobFinished: (status, receivedAtMs) =>
       allowance.settleJob({

@@ -8,6 +8,10 @@
  *   quota:{acc}:YYYYMM:refused   events refused for the allowance this period (for the ledger)
  *   quota:{acc}:seen             hash: seen-id bucket -> shards it was written with (for the sweep)
  *   quota:{acc}:seen:B:S         the ids counted in bucket B, shard S (an intset of fingerprints)
+ *
+ * The keys keep their `quota:` prefix: existing counters, dashboards and runbooks name them,
+ * and a renamed key would reset every account's count at deploy. In code the concept is the
+ * allowance (docs/architecture.md, glossary).
  */
 export interface PeriodKeys {
   counter: string;
@@ -15,7 +19,7 @@ export interface PeriodKeys {
   refused: string;
 }
 
-export function quotaKeys(accountId: string, periodId: string, prefix = ''): PeriodKeys {
+export function allowanceKeys(accountId: string, periodId: string, prefix = ''): PeriodKeys {
   const base = `${prefix}quota:{${accountId}}:${periodId}`;
   return { counter: base, hours: `${base}:hours`, refused: `${base}:refused` };
 }

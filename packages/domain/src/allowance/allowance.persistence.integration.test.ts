@@ -56,7 +56,7 @@ describe('allowance persistence (append-only file)', () => {
     await own.start();
     const restarted = createAllowance({ redis: connect(), now: () => AT });
     expect((await restarted.state(account)).used).toBe(2_000);
-    // Forgotten with the restart: counted once more, until the usage reconciler corrects it.
+    // Forgotten with the restart: counted once more, until the allowance reconciler corrects it.
     const afterRestart = await restarted.reserveEvents(account, ids(10), AT + 2_000);
     expect(afterRestart.decisions).toEqual(Array(10).fill('counted'));
     expect(afterRestart.state.used).toBe(2_010);

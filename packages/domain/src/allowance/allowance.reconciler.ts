@@ -1,7 +1,7 @@
 import type { Redis } from '@ingest/platform';
 import { redisScript } from '@ingest/platform';
 import { COUNTER_TTL_S } from './allowance.js';
-import { accountOfCounterKey, quotaKeys, seenKeys } from './allowance.keys.js';
+import { accountOfCounterKey, allowanceKeys, seenKeys } from './allowance.keys.js';
 import { RECONCILE, SWEEP_SEEN } from './allowance.scripts.js';
 import { SEEN_BUCKET_MS } from './seen-ids.js';
 
@@ -50,14 +50,14 @@ export function createAllowanceReconciler(redis: Redis, keyPrefix = ''): Allowan
       return [...accounts];
     },
     async reconcile(accountId, periodId, exact, fromHour) {
-      const k = quotaKeys(accountId, periodId, keyPrefix);
+      const k = allowanceKeys(accountId, periodId, keyPrefix);
       return Number(await reconcileScript(redis, [k.counter, k.hours], [exact, fromHour, COUNTER_TTL_S]));
     },
     async refused(accountId, periodId) {
-      return Number((await redis.get(quotaKeys(accountId, periodId, keyPrefix).refused)) ?? 0);
+      return Number((await redis.get(allowanceKeys(accountId, periodId, keyPrefix).refused)) ?? 0);
     },
     async pendingJobs(accountId, periodId) {
-      const fields = await redis.hkeys(quotaKeys(accountId, periodId, keyPrefix).hours);
+      const fields = await redis.hkeys(allowanceKeys(accountId, periodId, keyPrefix).hours);
       return fields.filter((f) => f.startsWith('job:')).map((f) => f.slice('job:'.length));
     },
     async sweepSeen(nowMs) {

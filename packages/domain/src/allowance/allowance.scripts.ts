@@ -16,7 +16,7 @@
  * recent ids that makes a retry free, not a record. Propagated, every remembered id was a SADD
  * appended to the append-only file and sent to each replica (about 100 bytes per id, and a
  * replica holding a copy it never reads); unpropagated, a Redis restart or failover forgets them,
- * and a retry after it is counted again until the usage reconciler corrects the counter, the
+ * and a retry after it is counted again until the allowance reconciler corrects the counter, the
  * same window as a retry older than the memory (docs/billing.md). The counter, the hours and the
  * refusals are propagated as before. Measured with the bench's allowance phase: see
  * docs/benchmarks.md.

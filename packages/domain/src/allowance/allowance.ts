@@ -2,9 +2,9 @@ import { type Account, PLAN_LIMITS } from '../control-plane/types.js';
 import { AppError } from '@ingest/platform';
 import type { Redis } from '@ingest/platform';
 import { redisScript } from '@ingest/platform';
-import { hourOf, jobField, quotaKeys, seenKeys } from './allowance.keys.js';
+import { hourOf, jobField, allowanceKeys, seenKeys } from './allowance.keys.js';
 import { RELEASE_EVENTS, RESERVE_EVENTS, RESERVE_JOB, SETTLE_JOB } from './allowance.scripts.js';
-import { type QuotaPeriod, quotaPeriod } from './quota-period.js';
+import { type AllowancePeriod, allowancePeriod } from './allowance.period.js';
 import { seenBucket, seenMember, seenShards } from './seen-ids.js';
 
 /**
@@ -16,14 +16,14 @@ import { seenBucket, seenMember, seenShards } from './seen-ids.js';
  * What is counted is also recorded per hour of receipt, and bulk/CSV reservations per job until
  * the job has run. The processor's exact count of unique events (ClickHouse) reconciles the
  * counter: once everything received before an hour T is stored, counter = exact count before T
- * + what was counted from T on (see the usage reconciler). That removes what the gateway could
+ * + what was counted from T on (see the allowance reconciler). That removes what the gateway could
  * not know: repeats older than its memory, and repeats across jobs and requests.
  */
-export interface QuotaState {
+export interface AllowanceState {
   limit: number;
   used: number;
   remaining: number;
-  period: QuotaPeriod;
+  period: AllowancePeriod;
 }
 
 /** Per event id, in the order given. */
@@ -40,7 +40,7 @@ export interface SettledJob {
 }
 
 export interface Allowance {
-  state(account: Account): Promise<QuotaState>;
+  state(account: Account): Promise<AllowanceState>;
   /** What the counters say of a period: used (the counter) and events refused for the allowance. */
   periodUsage(accountId: string, periodId: string): Promise<{ used: number; refused: number }>;
   /**
@@ -48,14 +48,14 @@ export interface Allowance {
    * '' for an id the service generated: it cannot repeat, so it is counted without being
    * remembered (the memory of ids is for callers' retries).
    */
-  reserveEvents(account: Account, eventIds: string[], atMs?: number): Promise<{ decisions: EventDecision[]; state: QuotaState }>;
+  reserveEvents(account: Account, eventIds: string[], atMs?: number): Promise<{ decisions: EventDecision[]; state: AllowanceState }>;
   /** Gives back what `reserveEvents` counted (the `counted` ids, '' for generated ones) when the write failed. */
   releaseEvents(account: Account, countedIds: string[], atMs: number): Promise<void>;
   /**
    * Adds `count` to a job's reservation, all or nothing. The reservation stays pending under the
    * job's id until `settleJob`, in the period of the job's time of receipt.
    */
-  reserveJob(account: Account, jobId: string, count: number, jobAtMs: number): Promise<{ granted: boolean; state: QuotaState }>;
+  reserveJob(account: Account, jobId: string, count: number, jobAtMs: number): Promise<{ granted: boolean; state: AllowanceState }>;
   /**
    * The job has run (or never will, `accepted` 0): its reservation becomes what it accepted,
    * counted in the current hour (see SETTLE_JOB), and the rest is given back. Idempotent by
@@ -84,7 +84,7 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
   const prefix = deps.keyPrefix ?? '';
   const now = deps.now ?? Date.now;
 
-  function toState(account: Account, used: number, period: QuotaPeriod): QuotaState {
+  function toState(account: Account, used: number, period: AllowancePeriod): AllowanceState {
     const limit = PLAN_LIMITS[account.plan];
     return { limit, used, remaining: Math.max(0, limit - used), period };
   }
@@ -115,21 +115,21 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
   return {
     state: (account) =>
       guarded('read', async () => {
-        const period = quotaPeriod(now());
-        return toState(account, Number((await redis.get(quotaKeys(account.id, period.id, prefix).counter)) ?? 0), period);
+        const period = allowancePeriod(now());
+        return toState(account, Number((await redis.get(allowanceKeys(account.id, period.id, prefix).counter)) ?? 0), period);
       }),
 
     periodUsage: (accountId, periodId) =>
       guarded('read', async () => {
-        const k = quotaKeys(accountId, periodId, prefix);
+        const k = allowanceKeys(accountId, periodId, prefix);
         const [used, refused] = await redis.mget(k.counter, k.refused);
         return { used: Number(used ?? 0), refused: Number(refused ?? 0) };
       }),
 
     reserveEvents: (account, eventIds, atMs = now()) =>
       guarded('reserve', async () => {
-        const period = quotaPeriod(atMs);
-        const k = quotaKeys(account.id, period.id, prefix);
+        const period = allowancePeriod(atMs);
+        const k = allowanceKeys(account.id, period.id, prefix);
         const seen = seenArgs(account, eventIds, atMs);
         const result = (await reserveEventsScript(
           redis,
@@ -143,7 +143,7 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
 
     releaseEvents: (account, countedIds, atMs) =>
       guarded('release', async () => {
-        const k = quotaKeys(account.id, quotaPeriod(atMs).id, prefix);
+        const k = allowanceKeys(account.id, allowancePeriod(atMs).id, prefix);
         const chosen = countedIds.filter((id) => id !== '');
         const seen = seenArgs(account, chosen, atMs);
         await releaseEventsScript(redis, [k.counter, k.hours], [hourOf(atMs), countedIds.length - chosen.length, seen.current, ...seen.members]);
@@ -151,8 +151,8 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
 
     reserveJob: (account, jobId, count, jobAtMs) =>
       guarded('reserve', async () => {
-        const period = quotaPeriod(jobAtMs);
-        const k = quotaKeys(account.id, period.id, prefix);
+        const period = allowancePeriod(jobAtMs);
+        const k = allowanceKeys(account.id, period.id, prefix);
         const [granted = 0, used = 0] = (await reserveJobScript(
           redis,
           [k.counter, k.hours, k.refused],
@@ -163,7 +163,7 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
 
     settleJob: (job) =>
       guarded('settle', async () => {
-        const k = quotaKeys(job.accountId, quotaPeriod(job.receivedAtMs).id, prefix);
+        const k = allowanceKeys(job.accountId, allowancePeriod(job.receivedAtMs).id, prefix);
         await settleJobScript(redis, [k.counter, k.hours], [jobField(job.jobId), hourOf(now()), job.accepted]);
       }),
   };

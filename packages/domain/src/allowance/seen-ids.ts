@@ -24,7 +24,7 @@ import { createHash } from 'node:crypto';
  * bucket (its answer says new or seen); during a bucket's first 5 minutes an id new there is
  * also looked up in the previous bucket. So every id is remembered for at least 5 minutes, and
  * at most until the end of its bucket (15) or of the next one's first 5 minutes (20). A repeat
- * older than that is counted again until the usage reconciler corrects the counter from
+ * older than that is counted again until the allowance reconciler corrects the counter from
  * ClickHouse's exact count.
  */
 export const SEEN_BUCKET_MS = 15 * 60 * 1000;

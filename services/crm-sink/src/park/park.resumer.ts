@@ -1,6 +1,6 @@
 import { type Component, type Logger } from '@ingest/platform';
 import type { SyncMetrics } from '../sync/sync.metrics.js';
-import type { ParkingSettings } from './account-parking.js';
+import type { ParkingSettings } from './park.writer.js';
 import type { Lease } from './park.store.js';
 
 /**

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { fullJitterDelayMs } from './backoff.js';
 import { createTokenBucket } from './token-bucket.js';
 
 describe('token bucket', () => {
@@ -24,20 +23,5 @@ describe('token bucket', () => {
     for (let t = 0; t <= 2_000; t += 10) if (bucket.tryTake(t) === 0) admitted += 1;
     expect(admitted).toBeLessThanOrEqual(5 + 5 * 2);
     expect(admitted).toBeGreaterThanOrEqual(14);
-  });
-});
-
-describe('full jitter backoff', () => {
-  const options = { baseMs: 100, capMs: 5_000 };
-
-  it('grows exponentially up to the cap', () => {
-    expect(fullJitterDelayMs(0, options, () => 0.999)).toBe(99);
-    expect(fullJitterDelayMs(3, options, () => 0.999)).toBe(799);
-    expect(fullJitterDelayMs(20, options, () => 0.999)).toBe(4995);
-  });
-
-  it('spreads delays down to zero', () => {
-    expect(fullJitterDelayMs(5, options, () => 0)).toBe(0);
-    expect(fullJitterDelayMs(5, options, () => 0.5)).toBe(1600);
   });
 });

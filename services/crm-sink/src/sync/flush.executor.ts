@@ -1,6 +1,6 @@
 import { buildRecordWrite, crmFieldOf, deltaOf, ledgerKey, seedsFromCrm, setDeltaOf, setVersion, stateFieldsOf } from '@ingest/domain';
 import type { ActivityWrite, CrmAdapter, CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
-import { type AccountLimiter, CrmCallFailed } from '../rate/account-limiter.js';
+import { type AccountCaller, CrmCallFailed } from '../retry/crm-call.retry.js';
 import type { RecordBuffer } from './coalescer.js';
 import type { RecordStateStore } from './record-state.store.js';
 
@@ -25,7 +25,7 @@ export interface RecordFailure {
 
 export interface FlushDeps {
   adapter: CrmAdapter;
-  limiter: AccountLimiter;
+  caller: AccountCaller;
   store: RecordStateStore;
   signal: AbortSignal;
 }
@@ -55,7 +55,7 @@ export async function executeFlush<E extends FlushEvent>(
   deps: FlushDeps,
 ): Promise<Map<RecordBuffer<E>, RecordFailure>> {
   const failures = new Map<RecordBuffer<E>, RecordFailure>();
-  const { adapter, limiter, store, signal } = deps;
+  const { adapter, caller, store, signal } = deps;
   const size = Math.max(1, adapter.maxBatchSize);
 
   for (const object of OBJECTS) {
@@ -75,7 +75,7 @@ export async function executeFlush<E extends FlushEvent>(
       const fields = [...new Set(batch.flatMap((r) => (missing.get(r) ?? []).map(crmFieldOf)))];
       const read = await guarded(
         () =>
-          limiter.call(
+          caller.call(
             () =>
               adapter.read(
                 object,
@@ -109,7 +109,7 @@ export async function executeFlush<E extends FlushEvent>(
     for (const batch of chunks([...writes.keys()], size)) {
       const result = await guarded(
         () =>
-          limiter.call(
+          caller.call(
             () =>
               adapter.upsert(
                 object,
@@ -144,7 +144,7 @@ export async function executeFlush<E extends FlushEvent>(
       size,
     )) {
       const result = await guarded(
-        () => limiter.call(() => adapter.createActivities(batch.map((a) => a.write)), signal),
+        () => caller.call(() => adapter.createActivities(batch.map((a) => a.write)), signal),
         (f) => batch.forEach((a) => failures.set(a.rec, f)),
       );
       if (!result) continue;

@@ -12,10 +12,11 @@ import {
   type SyncStateUpdate,
 } from '@ingest/domain';
 import type { CrmAdapter, CreateAdapter } from '../adapters/adapter.js';
-import { type ParkingSettings, parkDelayMs, parkEvents } from '../park/account-parking.js';
+import { type ParkingSettings, parkDelayMs, parkEvents } from '../park/park.writer.js';
 import type { Lease } from '../park/park.store.js';
-import { AccountBlocked, type AccountLimiter, createAccountLimiter, type RateLimit, type RetryPolicy } from '../rate/account-limiter.js';
-import { fullJitterDelayMs } from '../rate/backoff.js';
+import { createAccountRateLimiter, type RateLimit } from '../rate/account-limiter.js';
+import { infraRetryDelayMs } from '../retry/backoff.js';
+import { AccountBlocked, type AccountCaller, createAccountCaller, type RetryPolicy } from '../retry/crm-call.retry.js';
 import { type AccountFlush, createCoalescer, type RecordBuffer } from './coalescer.js';
 import { executeFlush, type FlushEvent, type RecordFailure } from './flush.executor.js';
 import type { RecordStateStore } from './record-state.store.js';
@@ -91,7 +92,7 @@ export interface SyncEngine {
 }
 
 interface AccountWorker {
-  limiter: AccountLimiter;
+  caller: AccountCaller;
   queue: AccountFlush<PendingEvent>[];
   running?: Promise<void>;
   adapter?: { ref: string; adapter: CrmAdapter };
@@ -112,8 +113,6 @@ async function closeAdapter(adapter: CrmAdapter): Promise<void> {
   const closable = adapter as CrmAdapter & { close?: () => Promise<void> };
   await closable.close?.().catch(() => undefined);
 }
-
-const INFRA_RETRY = { baseMs: 200, capMs: 10_000 };
 
 export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
   const now = deps.now ?? Date.now;
@@ -162,11 +161,10 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
         parkChain: Promise.resolve(),
         lock: Promise.resolve(),
         held: false,
-        limiter: createAccountLimiter({
-          rate: deps.rate,
+        caller: createAccountCaller({
+          limiter: createAccountRateLimiter({ rate: deps.rate, ...(deps.tokenBucketOf ? { takeToken: deps.tokenBucketOf(accountId) } : {}), now }),
           retry: deps.retry,
           ...(parking ? { hold: parking.hold } : {}),
-          ...(deps.tokenBucketOf ? { takeToken: deps.tokenBucketOf(accountId) } : {}),
           now,
           events: {
             onRetry: (kind) => deps.metrics.retries.inc({ kind }),
@@ -246,7 +244,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
         // Redis or Kafka trouble, not the events' fault: the flush runs again (the ledger makes that safe).
         log.error({ err, accountId }, 'CRM flush failed on infrastructure; retrying');
         try {
-          await sleep(fullJitterDelayMs(failures++, INFRA_RETRY) + 100, undefined, { signal: abort.signal });
+          await sleep(infraRetryDelayMs(failures++), undefined, { signal: abort.signal });
         } catch {
           return;
         }
@@ -291,7 +289,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       failures =
         'code' in adapter
           ? new Map(flush.records.map((r) => [r, adapter]))
-          : await executeFlush(accountId, flush.records, { adapter, limiter: w.limiter, store: deps.store, signal: abort.signal });
+          : await executeFlush(accountId, flush.records, { adapter, caller: w.caller, store: deps.store, signal: abort.signal });
     } catch (err) {
       if (err instanceof AccountBlocked) return err;
       throw err;

@@ -6,15 +6,15 @@ import {
   type LedgerWriter,
   PLAN_LIMITS,
   type Plan,
-  type QuotaPeriod,
-  quotaPeriod,
+  type AllowancePeriod,
+  allowancePeriod,
 } from '@ingest/domain';
 import { type Component, type Logger } from '@ingest/platform';
-import type { UsageCounts } from '../metering/usage-counts.js';
+import type { ExactCounts } from '../allowance/exact-counts.store.js';
 import { createPeriodicTask } from '../periodic.js';
 
 export interface LedgerCloserDeps {
-  usage: UsageCounts;
+  counts: ExactCounts;
   allowance: AllowanceReconciler;
   /** Accounts as control.accounts holds them now. */
   readAccounts(): Promise<Map<string, Account>>;
@@ -54,11 +54,11 @@ export function createLedgerCloser(deps: LedgerCloserDeps): Component & { runOnc
   const pendingJobGraceMs = deps.pendingJobGraceMs ?? 24 * 3_600_000;
   const log = deps.logger.child({ component: 'ledger-closer' });
 
-  function endedPeriods(at: number): QuotaPeriod[] {
-    const periods: QuotaPeriod[] = [];
-    let start = quotaPeriod(at).start.getTime();
+  function endedPeriods(at: number): AllowancePeriod[] {
+    const periods: AllowancePeriod[] = [];
+    let start = allowancePeriod(at).start.getTime();
     for (let i = 0; i < MONTHS_CHECKED; i++) {
-      const period = quotaPeriod(start - 1);
+      const period = allowancePeriod(start - 1);
       if (at >= period.end.getTime() + closeDelayMs) periods.push(period);
       start = period.start.getTime();
     }
@@ -66,23 +66,23 @@ export function createLedgerCloser(deps: LedgerCloserDeps): Component & { runOnc
   }
 
   /** The plan in force when the month ended: before the first change after it, else the current one. */
-  function planAtEnd(account: Account | undefined, period: QuotaPeriod, ledger: Map<string, BillingLedgerRecord>): Plan {
+  function planAtEnd(account: Account | undefined, period: AllowancePeriod, ledger: Map<string, BillingLedgerRecord>): Plan {
     const later = [...ledger.values()]
       .filter((r) => r.kind === 'plan_changed' && r.accountId === account?.id && Date.parse(r.at) >= period.end.getTime())
       .sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
     return later[0]?.previousPlan ?? account?.plan ?? 'free';
   }
 
-  async function closePeriod(period: QuotaPeriod, at: number, ledger: Map<string, BillingLedgerRecord>, accounts: Map<string, Account>) {
+  async function closePeriod(period: AllowancePeriod, at: number, ledger: Map<string, BillingLedgerRecord>, accounts: Map<string, Account>) {
     const isOpen = (accountId: string) => !ledger.has(billingLedgerKey({ kind: 'period_closed', accountId, period: period.id, at: '' }));
     const existed = [...accounts.values()].filter((a) => Date.parse(a.createdAt) < period.end.getTime()).map((a) => a.id);
     const counted = await deps.allowance.accountsWithCounters(period.id);
-    let exact = await deps.usage.exactByAccount(period.start.getTime(), period.end.getTime());
+    let exact = await deps.counts.exactByAccount(period.start.getTime(), period.end.getTime());
     const open = [...new Set([...existed, ...counted, ...exact.keys()])].filter(isOpen);
     if (open.length === 0) return { closed: 0, deferred: 0 };
     if (!(await deps.pipelineCaughtUp())) return undefined;
     // Read again now that everything received so far is stored.
-    exact = await deps.usage.exactByAccount(period.start.getTime(), period.end.getTime());
+    exact = await deps.counts.exactByAccount(period.start.getTime(), period.end.getTime());
 
     const records: BillingLedgerRecord[] = [];
     let deferred = 0;

@@ -1,8 +1,8 @@
-import { type Account, type Allowance, createAllowance, createAllowanceReconciler, type EventDecision, quotaPeriod } from '@ingest/domain';
+import { type Account, type Allowance, createAllowance, createAllowanceReconciler, type EventDecision, allowancePeriod } from '@ingest/domain';
 import { createMetricsRegistry, type Redis } from '@ingest/platform';
 import { testLogger } from '@ingest/testkit';
-import { AccountModel, type IdSpec, type JobItem, type Op } from './metering.model.js';
-import { createUsageReconciler } from './usage.reconciler.js';
+import { AccountModel, type IdSpec, type JobItem, type Op } from './allowance.model.fixture.js';
+import { createAllowanceReconcileTask } from './reconcile.task.js';
 
 const HOUR = 3_600_000;
 
@@ -14,16 +14,16 @@ interface QueuedJob {
 }
 
 /**
- * Runs operation sequences against the real allowance and usage reconciler (real Redis), with a
+ * Runs operation sequences against the real allowance and allowance reconciler (real Redis), with a
  * simulated clock and a simulated pipeline: what the gateway accepts is stored at once (an
  * eventId once, with its first received_at), a job's accepted events when the job runs, and
  * "ClickHouse" counts what is stored. After every operation it holds the counters to the model
- * (metering.model.ts); a violation throws with what was seen.
+ * (allowance.model.fixture.ts); a violation throws with what was seen.
  */
-export class MeteringHarness {
+export class AllowanceModelHarness {
   clock: number;
   private allowance!: Allowance;
-  private reconciler!: ReturnType<typeof createUsageReconciler>;
+  private reconciler!: ReturnType<typeof createAllowanceReconcileTask>;
   private readonly models: AccountModel[];
   private queue: QueuedJob[] = [];
   private readonly finished: { account: number; jobId: string; receivedAtMs: number; accepted: number }[] = [];
@@ -47,14 +47,14 @@ export class MeteringHarness {
   private build(): void {
     const now = () => this.clock;
     this.allowance = createAllowance({ redis: this.redis, keyPrefix: this.keyPrefix, now });
-    this.reconciler = createUsageReconciler({
-      usage: {
+    this.reconciler = createAllowanceReconcileTask({
+      counts: {
         exactByAccount: async (fromMs, toMs) => new Map(this.accounts.map((a, i) => [a.id, this.models[i]?.storedIn(fromMs, toMs) ?? 0])),
       },
       allowance: createAllowanceReconciler(this.redis, this.keyPrefix),
       pipelineCaughtUp: async () => true,
       logger: testLogger(),
-      metrics: createMetricsRegistry('metering-model'),
+      metrics: createMetricsRegistry('allowance-model'),
       intervalMs: 60_000,
       now,
     });
@@ -108,7 +108,7 @@ export class MeteringHarness {
   private async request(index: number, specs: IdSpec[], writeFails: boolean): Promise<void> {
     const account = this.accounts[index] as Account;
     const model = this.models[index] as AccountModel;
-    const period = quotaPeriod(this.clock).id;
+    const period = allowancePeriod(this.clock).id;
     const ids = specs.map((s) => ({ eventId: this.eventId(s), generated: s === 'gen' }));
     const bound = model.upperBound(period);
     const { decisions } = await this.allowance.reserveEvents(
@@ -150,7 +150,7 @@ export class MeteringHarness {
     const account = this.accounts[index] as Account;
     const model = this.models[index] as AccountModel;
     const jobId = `job-${this.jobs++}`;
-    const period = quotaPeriod(this.clock).id;
+    const period = allowancePeriod(this.clock).id;
     const receivedAtMs = this.clock;
     let reserved = 0;
     for (let at = 0; at < items.length; at += chunk) {
@@ -185,12 +185,12 @@ export class MeteringHarness {
 
   private async reconcile(): Promise<void> {
     const result = await this.reconciler.runOnce();
-    if ('fromHour' in result) for (const model of this.models) model.reconciled(quotaPeriod(this.clock).id, result.fromHour);
+    if ('fromHour' in result) for (const model of this.models) model.reconciled(allowancePeriod(this.clock).id, result.fromHour);
   }
 
   /** Between settlements: model ≤ used ≤ model + the documented window; remaining ≥ 0. */
   private async checkBounds(): Promise<void> {
-    const period = quotaPeriod(this.clock).id;
+    const period = allowancePeriod(this.clock).id;
     for (const [i, account] of this.accounts.entries()) {
       const model = this.models[i] as AccountModel;
       const state = await this.allowance.state(account);
@@ -211,7 +211,7 @@ export class MeteringHarness {
     await this.runJobs();
     this.clock = (Math.floor(this.clock / HOUR) + 1) * HOUR + 31_000;
     await this.reconcile();
-    const period = quotaPeriod(this.clock).id;
+    const period = allowancePeriod(this.clock).id;
     for (const [i, account] of this.accounts.entries()) {
       const model = this.models[i] as AccountModel;
       const state = await this.allowance.state(account);

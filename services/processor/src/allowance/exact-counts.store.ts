@@ -1,7 +1,7 @@
 import { type ClickHouse, sql } from '@ingest/platform';
 
-/** ClickHouse's exact counts of unique events per account, as the usage reconciler and the ledger read them. */
-export interface UsageCounts {
+/** ClickHouse's exact counts of unique events per account, as the allowance reconciler and the ledger read them. */
+export interface ExactCounts {
   /** Unique events per account received in [fromMs, toMs) (whole hours). */
   exactByAccount(fromMs: number, toMs: number): Promise<Map<string, number>>;
 }
@@ -11,7 +11,7 @@ export interface UsageCounts {
  * asked for. A redelivered copy inserted before the ReplacingMergeTree merged it away is still
  * counted once (the states count distinct event ids).
  */
-export function createClickHouseUsageCounts(ch: ClickHouse): UsageCounts {
+export function createExactCountsStore(ch: ClickHouse): ExactCounts {
   return {
     async exactByAccount(fromMs, toMs) {
       const rows = await ch.query<{ account_id: string; n: string }>(

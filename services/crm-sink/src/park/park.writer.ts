@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConsumedMessage, DeadLetterSink, Logger } from '@ingest/platform';
 import type { SyncStateStore } from '@ingest/domain';
-import type { AccountBlocked, HoldPolicy } from '../rate/account-limiter.js';
-import { fullJitterDelayMs } from '../rate/backoff.js';
+import { fullJitterDelayMs, infraRetryDelayMs } from '../retry/backoff.js';
+import type { AccountBlocked, HoldPolicy } from '../retry/crm-call.retry.js';
 import type { SyncMetrics } from '../sync/sync.metrics.js';
 import type { ParkStore } from './park.store.js';
 
@@ -53,8 +53,6 @@ export interface ParkWriterDeps {
   now: () => number;
 }
 
-const INFRA_RETRY = { baseMs: 200, capMs: 5_000 };
-
 /**
  * Parks `events` (in this order) behind the account's parked events. Without `force` only if
  * the account has parked events; returns false (nothing done) otherwise. Events beyond a cap are
@@ -96,7 +94,7 @@ export async function retrying<T>(deps: Pick<ParkWriterDeps, 'logger' | 'signal'
     } catch (err) {
       if (deps.signal.aborted) throw err;
       deps.logger.error({ err, accountId }, 'CRM park step failed on infrastructure; retrying');
-      await sleep(fullJitterDelayMs(failures, INFRA_RETRY) + 100, undefined, { signal: deps.signal });
+      await sleep(infraRetryDelayMs(failures), undefined, { signal: deps.signal });
     }
   }
 }

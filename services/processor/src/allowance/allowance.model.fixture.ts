@@ -1,8 +1,8 @@
-import { hourOf, quotaPeriod } from '@ingest/domain';
+import { hourOf, allowancePeriod } from '@ingest/domain';
 import fc from 'fast-check';
 
 /**
- * The model of metering that the model-based tests hold the real allowance to (documented in
+ * The model of the allowance that the model-based tests hold the real allowance to (documented in
  * docs/billing.md): an account is charged for the distinct eventIds first stored in the month.
  *
  * - After settlement (every job run, the hour over, the reconciler run): `used` equals that
@@ -114,7 +114,7 @@ export class AccountModel {
   /** Distinct eventIds first stored in the month: what the account is charged once settled. */
   usedInModel(period: string): number {
     let n = 0;
-    for (const at of this.stored.values()) if (quotaPeriod(at).id === period) n++;
+    for (const at of this.stored.values()) if (allowancePeriod(at).id === period) n++;
     return n;
   }
 
@@ -136,8 +136,8 @@ export class AccountModel {
     for (const [id, others] of this.otherFirstStore) {
       const at = this.stored.get(id);
       if (at === undefined) continue;
-      const chosen = quotaPeriod(at).id;
-      const alternatives = [...others].map((t) => quotaPeriod(t).id);
+      const chosen = allowancePeriod(at).id;
+      const alternatives = [...others].map((t) => allowancePeriod(t).id);
       if (chosen === period && alternatives.some((p) => p !== period)) down++;
       else if (chosen !== period && alternatives.includes(period)) up++;
     }
@@ -186,7 +186,7 @@ export class AccountModel {
 
   /** The gateway counted this id (decision `counted`). */
   counted(eventId: string, atMs: number): void {
-    if (this.stored.has(eventId)) this.overcounts.push({ period: quotaPeriod(atMs).id, hour: hourOf(atMs), n: 1 });
+    if (this.stored.has(eventId)) this.overcounts.push({ period: allowancePeriod(atMs).id, hour: hourOf(atMs), n: 1 });
     this.countedAt.set(eventId, atMs);
   }
 

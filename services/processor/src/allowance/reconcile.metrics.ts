@@ -9,14 +9,14 @@ import { Counter, Gauge } from 'prom-client';
 export const RECONCILE_OUTCOMES = ['reconciled', 'nothing_to_do', 'pipeline_behind', 'failed'] as const;
 export type ReconcileOutcome = (typeof RECONCILE_OUTCOMES)[number];
 
-export interface UsageReconcilerMetrics {
+export interface ReconcileMetrics {
   runs: Counter<'outcome'>;
   accounts: Counter;
   /** Unix seconds of the last round that reconciled or had nothing to do; the start time before that. */
   lastSuccess: Gauge;
 }
 
-export function createUsageReconcilerMetrics(registry: Registry): UsageReconcilerMetrics {
+export function createReconcileMetrics(registry: Registry): ReconcileMetrics {
   const runs = new Counter<'outcome'>({
     name: METRIC_NAMES.usageReconcileRuns,
     help: 'Usage reconciliation rounds by outcome (reconciled, nothing_to_do, pipeline_behind, failed)',

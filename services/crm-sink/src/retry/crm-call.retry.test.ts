@@ -1,12 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { CrmError } from '../adapters/adapter.js';
-import { AccountBlocked, createAccountLimiter, CrmCallFailed } from './account-limiter.js';
+import { createAccountRateLimiter } from '../rate/account-limiter.js';
+import { AccountBlocked, createAccountCaller, CrmCallFailed, type HoldPolicy, type RetryPolicy, type RetryEvents } from './crm-call.retry.js';
 
 const retry = { maxAttempts: 3, budgetMs: 60_000, baseDelayMs: 1, maxDelayMs: 5 };
 const rate = { ratePerSecond: 1000, burst: 1000 };
 
+function caller(options: { retry: RetryPolicy; events: RetryEvents; hold?: HoldPolicy }) {
+  const limiter = createAccountRateLimiter({ rate });
+  return { limiter, ...createAccountCaller({ limiter, ...options }) };
+}
+
 function limiter(events: string[] = []) {
-  return createAccountLimiter({ rate, retry, events: { onRetry: (k) => events.push(`retry:${k}`), onPause: (p) => events.push(`pause:${p}`) } });
+  return caller({ retry, events: { onRetry: (k) => events.push(`retry:${k}`), onPause: (p) => events.push(`pause:${p}`) } });
 }
 
 function failing(errors: unknown[]): () => Promise<string> {
@@ -17,7 +23,7 @@ function failing(errors: unknown[]): () => Promise<string> {
   };
 }
 
-describe('account limiter', () => {
+describe('CRM call retry', () => {
   it('retries transient errors with backoff, then succeeds', async () => {
     const events: string[] = [];
     const result = await limiter(events).call(failing([new CrmError('transient', '503'), new CrmError('transient', '503')]), new AbortController().signal);
@@ -64,8 +70,7 @@ describe('account limiter', () => {
 
   describe('with a hold (parking)', () => {
     const hold = { holdMs: 200, maxRetryAfterMs: 60_000 };
-    const held = (retryPolicy = retry) =>
-      createAccountLimiter({ rate, retry: retryPolicy, hold, events: { onRetry: () => undefined, onPause: () => undefined } });
+    const held = (retryPolicy = retry) => caller({ retry: retryPolicy, hold, events: { onRetry: () => undefined, onPause: () => undefined } });
 
     it('blocks at once on a Retry-After beyond the hold, clamped (2000000 s is 60 s), and stays blocked until then', async () => {
       const l = held();
@@ -74,7 +79,7 @@ describe('account limiter', () => {
       expect(Date.now() - started).toBeLessThan(150);
       expect(err).toBeInstanceOf(AccountBlocked);
       expect(err).toMatchObject({ why: 'rate_limited', retryAfterMs: 60_000 });
-      expect(l.pausedUntilMs() - Date.now()).toBeLessThanOrEqual(60_000);
+      expect(l.limiter.pausedUntilMs() - Date.now()).toBeLessThanOrEqual(60_000);
       // The next call does not wait out the pause either.
       await expect(l.call(async () => 'ok', new AbortController().signal)).rejects.toMatchObject({ why: 'rate_limited' });
     });

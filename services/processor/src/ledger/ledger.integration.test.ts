@@ -6,18 +6,18 @@
  */
 import type { BillingLedgerRecord, JobStatus } from '@ingest/schemas';
 import { type Component, createMetricsRegistry, tryLease } from '@ingest/platform';
-import { createAllowanceReconciler, createLedgerWriter, quotaPeriod, readAccounts, readLedgerTopic } from '@ingest/domain';
+import { createAllowanceReconciler, createLedgerWriter, allowancePeriod, readAccounts, readLedgerTopic } from '@ingest/domain';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
-import { waitForPipeline } from '../metering/pipeline-progress.js';
-import { createClickHouseUsageCounts } from '../metering/usage-counts.js';
+import { waitForPipeline } from '../pipeline-progress.js';
+import { createExactCountsStore } from '../allowance/exact-counts.store.js';
 import { createProcessor } from '../processor.js';
 import { createLedgerCloser } from './ledger.closer.js';
 
 const HOUR = 3_600_000;
 // The middle of the month before last: a month that has ended.
-const period = quotaPeriod(quotaPeriod(quotaPeriod(Date.now()).start.getTime() - 1).start.getTime() - 1);
+const period = allowancePeriod(allowancePeriod(allowancePeriod(Date.now()).start.getTime() - 1).start.getTime() - 1);
 let clock = period.start.getTime() + 10 * 24 * HOUR;
 const now = () => clock;
 const keyPrefix = `t${uniqueSuffix()}:`;
@@ -50,7 +50,7 @@ beforeAll(async () => {
     { groupId: groups.storage, topic: gw.kafka.topic('eventsUnique') },
   ];
   closer = createLedgerCloser({
-    usage: createClickHouseUsageCounts(gw.clickhouse.ch),
+    counts: createExactCountsStore(gw.clickhouse.ch),
     allowance: createAllowanceReconciler(gw.redis, keyPrefix),
     readAccounts: () => readAccounts(gw.kafka.kafka, gw.kafka.topic('controlAccounts'), testLogger()),
     readLedger: () => readLedgerTopic(gw.kafka.kafka, ledgerTopic, testLogger()),

@@ -1,11 +1,11 @@
-import { type AllowanceReconciler, hourOf, quotaPeriod } from '@ingest/domain';
+import { type AllowanceReconciler, hourOf, allowancePeriod } from '@ingest/domain';
 import { type Component, type Logger, type Registry } from '@ingest/platform';
 import { createPeriodicTask } from '../periodic.js';
-import type { UsageCounts } from './usage-counts.js';
-import { createUsageReconcilerMetrics, type ReconcileOutcome } from './usage.metrics.js';
+import type { ExactCounts } from './exact-counts.store.js';
+import { createReconcileMetrics, type ReconcileOutcome } from './reconcile.metrics.js';
 
-export interface UsageReconcilerDeps {
-  usage: UsageCounts;
+export interface AllowanceReconcileTaskDeps {
+  counts: ExactCounts;
   allowance: AllowanceReconciler;
   /**
    * True once everything written to the pipeline so far has been stored (waitForPipeline on
@@ -29,11 +29,13 @@ export type ReconcileResult = { reconciled: number; fromHour: number } | { skipp
  *   exact unique events received in [month start, T) + what the gateway counted from T on.
  * Counts of later hours stay as the gateway made them until a later round.
  */
-export function createUsageReconciler(deps: UsageReconcilerDeps): Component & { runOnce(): Promise<ReconcileResult> } {
+export function createAllowanceReconcileTask(deps: AllowanceReconcileTaskDeps): Component & { runOnce(): Promise<ReconcileResult> } {
   const now = deps.now ?? Date.now;
   const settleMs = deps.settleMs ?? 30_000;
+  // 'usage-reconciler' is what operators see (log component, the task's name in health and
+  // logs), like the ingest_usage_reconcile_* metrics: kept when the code became "allowance".
   const log = deps.logger.child({ component: 'usage-reconciler' });
-  const metrics = createUsageReconcilerMetrics(deps.metrics);
+  const metrics = createReconcileMetrics(deps.metrics);
   // Until a first round ends, staleness counts from the start (an alert must not fire at boot).
   metrics.lastSuccess.set(now() / 1000);
 
@@ -58,7 +60,7 @@ export function createUsageReconciler(deps: UsageReconcilerDeps): Component & { 
 
   async function reconcile(): Promise<ReconcileResult> {
     const at = now();
-    const period = quotaPeriod(at);
+    const period = allowancePeriod(at);
     let fromMs = Math.floor(at / 3_600_000) * 3_600_000;
     if (at - fromMs < settleMs) fromMs -= 3_600_000;
     // Ids no longer looked up are deleted whatever else this round does (memory, not counts).
@@ -69,7 +71,7 @@ export function createUsageReconciler(deps: UsageReconcilerDeps): Component & { 
     if (!(await deps.pipelineCaughtUp())) {
       return { skipped: 'pipeline has not caught up', outcome: 'pipeline_behind' };
     }
-    const exact = await deps.usage.exactByAccount(period.start.getTime(), fromMs);
+    const exact = await deps.counts.exactByAccount(period.start.getTime(), fromMs);
     const accounts = new Set([...exact.keys(), ...(await deps.allowance.accountsWithCounters(period.id))]);
     const fromHour = hourOf(fromMs);
     for (const accountId of accounts) {

@@ -1,7 +1,7 @@
 /**
  * Real servers: Kafka, ClickHouse, Redis; the real gateway app and the real processor in this
  * process, on one simulated clock. What an account is charged after bulk jobs with repeated
- * eventIds, before and after the usage reconciler has corrected the counter from ClickHouse.
+ * eventIds, before and after the allowance reconciler has corrected the counter from ClickHouse.
  *
  * Regression: a finished job's reservation used to be dropped at settlement, so once a
  * reconcile round ran its events vanished from `used` until the next hour: a 1,000-event bulk
@@ -9,25 +9,25 @@
  */
 import type { JobStatus } from '@ingest/schemas';
 import { type Component, createMetricsRegistry } from '@ingest/platform';
-import { createAllowanceReconciler, quotaPeriod } from '@ingest/domain';
+import { createAllowanceReconciler, allowancePeriod } from '@ingest/domain';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { createProcessor } from '../processor.js';
-import { waitForPipeline } from './pipeline-progress.js';
-import { createClickHouseUsageCounts } from './usage-counts.js';
-import { createUsageReconciler } from './usage.reconciler.js';
+import { waitForPipeline } from '../pipeline-progress.js';
+import { createExactCountsStore } from './exact-counts.store.js';
+import { createAllowanceReconcileTask } from './reconcile.task.js';
 
 const HOUR = 3_600_000;
 // Mid-month, so an hour later is the same month; moved forward by the tests.
-let clock = quotaPeriod(Date.now()).start.getTime() + 14 * 24 * HOUR + 12 * HOUR + 10 * 60_000;
+let clock = allowancePeriod(Date.now()).start.getTime() + 14 * 24 * HOUR + 12 * HOUR + 10 * 60_000;
 const now = () => clock;
 
 // Its own Redis namespace: the reconciler sets every counter it finds.
 const keyPrefix = `t${uniqueSuffix()}:`;
 let gw: GatewayFixture;
 let parts: Component[] = [];
-let reconciler: ReturnType<typeof createUsageReconciler>;
+let reconciler: ReturnType<typeof createAllowanceReconcileTask>;
 
 beforeAll(async () => {
   gw = await createGatewayFixture({ REDIS_KEY_PREFIX: keyPrefix }, { now });
@@ -51,8 +51,8 @@ beforeAll(async () => {
     { groupId: groups.dedupe, topic: gw.kafka.topic('eventsRaw') },
     { groupId: groups.storage, topic: gw.kafka.topic('eventsUnique') },
   ];
-  reconciler = createUsageReconciler({
-    usage: createClickHouseUsageCounts(gw.clickhouse.ch),
+  reconciler = createAllowanceReconcileTask({
+    counts: createExactCountsStore(gw.clickhouse.ch),
     allowance: createAllowanceReconciler(gw.redis, keyPrefix),
     pipelineCaughtUp: () => waitForPipeline(gw.kafka.kafka, stages, { timeoutMs: 30_000 }),
     logger: testLogger(),

@@ -1,6 +1,6 @@
 import type { BatchConsumer } from '@ingest/platform';
 import { decodeLedgerRecord, LEDGER_TABLE, toLedgerRow } from '@ingest/domain';
-import { createTopicCopier, type TopicCopierDeps } from './topic-copier.js';
+import { createTopicCopier, type TopicCopierDeps } from '../topic-copier.js';
 
 /** billing.ledger -> ClickHouse `billing_ledger` (one row per record_key when read). */
 export function createLedgerCopier(deps: TopicCopierDeps): BatchConsumer {

@@ -4,7 +4,7 @@
  * stored the events: exact unique events before hour T + what was counted from T on.
  */
 import type { EventRecord } from '@ingest/schemas';
-import { type Account, createAllowance, createAllowanceReconciler, quotaKeys, quotaPeriod } from '@ingest/domain';
+import { type Account, createAllowance, createAllowanceReconciler, allowanceKeys, allowancePeriod } from '@ingest/domain';
 import { createMetricsRegistry, createProducer, createRedis, type Component, type Producer } from '@ingest/platform';
 import {
   createTestClickHouse,
@@ -18,9 +18,9 @@ import {
 } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProcessor } from '../processor.js';
-import { waitForPipeline } from './pipeline-progress.js';
-import { createClickHouseUsageCounts } from './usage-counts.js';
-import { createUsageReconciler } from './usage.reconciler.js';
+import { waitForPipeline } from '../pipeline-progress.js';
+import { createExactCountsStore } from './exact-counts.store.js';
+import { createAllowanceReconcileTask } from './reconcile.task.js';
 
 let kafka: TestKafka;
 let clickhouse: TestClickHouse;
@@ -34,7 +34,7 @@ let parts: Component[] = [];
 
 const HOUR = 3_600_000;
 // A fixed clock in the middle of the current month, so "two hours ago" is in the same month.
-const period = quotaPeriod(Date.now());
+const period = allowancePeriod(Date.now());
 const NOW = period.start.getTime() + 14 * 24 * HOUR + 12 * HOUR + 40 * 60_000;
 
 beforeAll(async () => {
@@ -88,7 +88,7 @@ function record(accountId: string, eventId: string, receivedAtMs: number): Event
   };
 }
 
-describe('usage reconciler', () => {
+describe('allowance reconciler', () => {
   it('sets each counter to the exact count before the last full hour plus what came after', async () => {
     const a = account();
     const ghost = account();
@@ -104,15 +104,15 @@ describe('usage reconciler', () => {
     await createAllowance({ redis, keyPrefix, now: () => NOW - 10 * 60_000 }).reserveEvents(a, ['late-1', 'late-2']);
     // An account whose counted events never arrived (e.g. a job that failed validation).
     await allowanceThen.reserveJob(ghost, 'job-ghost', 3, twoHoursAgo);
-    expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(8);
+    expect(Number(await redis.get(allowanceKeys(a.id, period.id, keyPrefix).counter))).toBe(8);
 
     const metrics = createMetricsRegistry('processor');
     const stages = [
       { groupId: dedupeGroupId, topic: kafka.topic('eventsRaw') },
       { groupId: storageGroupId, topic: kafka.topic('eventsUnique') },
     ];
-    const reconciler = createUsageReconciler({
-      usage: createClickHouseUsageCounts(clickhouse.ch),
+    const reconciler = createAllowanceReconcileTask({
+      counts: createExactCountsStore(clickhouse.ch),
       allowance: createAllowanceReconciler(redis, keyPrefix),
       metrics,
       // It waits for these groups to have passed everything on: no polling of ClickHouse here.
@@ -123,25 +123,25 @@ describe('usage reconciler', () => {
     });
     // While its jobs have not run, their reservations stay counted as pending.
     await reconciler.runOnce();
-    expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(5 + 2 + 6);
-    expect(Number(await redis.get(quotaKeys(ghost.id, period.id, keyPrefix).counter))).toBe(3);
+    expect(Number(await redis.get(allowanceKeys(a.id, period.id, keyPrefix).counter))).toBe(5 + 2 + 6);
+    expect(Number(await redis.get(allowanceKeys(ghost.id, period.id, keyPrefix).counter))).toBe(3);
 
     // The job runner settles finished jobs (at least once: settling is idempotent): job-a
     // accepted 5 of its 6 (e1 twice), the ghost's job accepted nothing.
     await allowanceThen.settleJob({ accountId: a.id, jobId: 'job-a', receivedAtMs: twoHoursAgo, accepted: 5 });
-    expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(5 + 2 + 5);
+    expect(Number(await redis.get(allowanceKeys(a.id, period.id, keyPrefix).counter))).toBe(5 + 2 + 5);
     await allowanceThen.settleJob({ accountId: a.id, jobId: 'job-a', receivedAtMs: twoHoursAgo, accepted: 5 });
     await allowanceThen.settleJob({ accountId: ghost.id, jobId: 'job-ghost', receivedAtMs: twoHoursAgo, accepted: 0 });
-    expect(Number(await redis.get(quotaKeys(ghost.id, period.id, keyPrefix).counter))).toBe(0);
+    expect(Number(await redis.get(allowanceKeys(ghost.id, period.id, keyPrefix).counter))).toBe(0);
     const result = await reconciler.runOnce();
     const [stored] = await clickhouse.ch.query<{ n: string }>(`SELECT count() AS n FROM events FINAL WHERE account_id = '${a.id}'`);
     expect(Number(stored?.n)).toBe(5);
     expect(result).toMatchObject({ fromHour: Math.floor(NOW / HOUR) });
-    expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(5 + 2);
-    expect(Number(await redis.get(quotaKeys(ghost.id, period.id, keyPrefix).counter))).toBe(0);
+    expect(Number(await redis.get(allowanceKeys(a.id, period.id, keyPrefix).counter))).toBe(5 + 2);
+    expect(Number(await redis.get(allowanceKeys(ghost.id, period.id, keyPrefix).counter))).toBe(0);
     // Running again changes nothing.
     await reconciler.runOnce();
-    expect(Number(await redis.get(quotaKeys(a.id, period.id, keyPrefix).counter))).toBe(7);
+    expect(Number(await redis.get(allowanceKeys(a.id, period.id, keyPrefix).counter))).toBe(7);
 
     const text = await metrics.metrics();
     expect(sampleValue(text, 'ingest_usage_reconcile_runs_total', { outcome: 'reconciled' })).toBe(3);
@@ -154,8 +154,8 @@ describe('usage reconciler', () => {
   it('skips a round while the pipeline has not stored everything yet', async () => {
     const metrics = createMetricsRegistry('processor');
     let clock = NOW;
-    const reconciler = createUsageReconciler({
-      usage: createClickHouseUsageCounts(clickhouse.ch),
+    const reconciler = createAllowanceReconcileTask({
+      counts: createExactCountsStore(clickhouse.ch),
       allowance: createAllowanceReconciler(redis, keyPrefix),
       metrics,
       // A group that never consumed a topic with messages in it.

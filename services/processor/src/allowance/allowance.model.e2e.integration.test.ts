@@ -1,6 +1,6 @@
 /**
  * Real servers: Kafka, ClickHouse, Redis; the real gateway app and processor in this process on
- * one simulated clock. The metering model (metering.model.ts) end to end: random sequences of
+ * one simulated clock. The allowance model (allowance.model.fixture.ts) end to end: random sequences of
  * API requests, bulk and CSV jobs (with repeats and invalid rows), job runs, reconciliation
  * rounds and clock moves, sent over HTTP; after each, `used` (GET /v1/usage) stays between the
  * model and its documented window; after settlement it equals the model and ClickHouse's count.
@@ -11,16 +11,16 @@
  */
 import type { JobStatus } from '@ingest/schemas';
 import { type Component, createMetricsRegistry } from '@ingest/platform';
-import { createAllowanceReconciler, PLAN_LIMITS, quotaPeriod } from '@ingest/domain';
+import { createAllowanceReconciler, PLAN_LIMITS, allowancePeriod } from '@ingest/domain';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { createProcessor } from '../processor.js';
-import { AccountModel, type IdSpec, type Op, opArbitrary, startArbitrary } from './metering.model.js';
-import { waitForPipeline } from './pipeline-progress.js';
-import { createClickHouseUsageCounts } from './usage-counts.js';
-import { createUsageReconciler } from './usage.reconciler.js';
+import { AccountModel, type IdSpec, type Op, opArbitrary, startArbitrary } from './allowance.model.fixture.js';
+import { waitForPipeline } from '../pipeline-progress.js';
+import { createExactCountsStore } from './exact-counts.store.js';
+import { createAllowanceReconcileTask } from './reconcile.task.js';
 
 const HOUR = 3_600_000;
 const keyPrefix = `t${uniqueSuffix()}:`;
@@ -28,7 +28,7 @@ let clock = Date.UTC(2026, 1, 1);
 const now = () => clock;
 let gw: GatewayFixture;
 let parts: Component[] = [];
-let reconciler: ReturnType<typeof createUsageReconciler>;
+let reconciler: ReturnType<typeof createAllowanceReconcileTask>;
 
 beforeAll(async () => {
   gw = await createGatewayFixture({ REDIS_KEY_PREFIX: keyPrefix }, { now });
@@ -40,7 +40,7 @@ beforeAll(async () => {
     redis: gw.redis,
     redisKeyPrefix: keyPrefix,
     logger: testLogger(),
-    metrics: createMetricsRegistry('metering-e2e'),
+    metrics: createMetricsRegistry('allowance-model-e2e'),
     topicPrefix: gw.kafka.prefix,
     partitionsConsumedConcurrently: 3,
     now,
@@ -52,12 +52,12 @@ beforeAll(async () => {
     { groupId: groups.dedupe, topic: gw.kafka.topic('eventsRaw') },
     { groupId: groups.storage, topic: gw.kafka.topic('eventsUnique') },
   ];
-  reconciler = createUsageReconciler({
-    usage: createClickHouseUsageCounts(gw.clickhouse.ch),
+  reconciler = createAllowanceReconcileTask({
+    counts: createExactCountsStore(gw.clickhouse.ch),
     allowance: createAllowanceReconciler(gw.redis, keyPrefix),
     pipelineCaughtUp: () => waitForPipeline(gw.kafka.kafka, stages, { timeoutMs: 30_000 }),
     logger: testLogger(),
-    metrics: createMetricsRegistry('metering-e2e-reconciler'),
+    metrics: createMetricsRegistry('allowance-model-e2e-reconciler'),
     intervalMs: 60_000,
     now,
   });
@@ -99,7 +99,7 @@ class HttpSequence {
 
   async apply(op: Op): Promise<void> {
     this.log.push(JSON.stringify(op));
-    const period = quotaPeriod(clock).id;
+    const period = allowancePeriod(clock).id;
     const bound = this.model.upperBound(period);
     switch (op.kind) {
       case 'api': {
@@ -147,14 +147,14 @@ class HttpSequence {
         break;
       case 'reconcile': {
         const result = await reconciler.runOnce();
-        if ('fromHour' in result) this.model.reconciled(quotaPeriod(clock).id, result.fromHour);
+        if ('fromHour' in result) this.model.reconciled(allowancePeriod(clock).id, result.fromHour);
         break;
       }
       default:
         break;
     }
     const used = await this.used();
-    const now = quotaPeriod(clock).id;
+    const now = allowancePeriod(clock).id;
     if (used < this.model.lowerBound(now)) this.fail(`used ${used} below the model's ${this.model.lowerBound(now)}`);
     if (used > this.model.upperBound(now)) this.fail(`used ${used} above the documented window's ${this.model.upperBound(now)}`);
   }
@@ -204,7 +204,7 @@ class HttpSequence {
     await this.runJobs();
     clock = (Math.floor(clock / HOUR) + 1) * HOUR + 31_000;
     await reconciler.runOnce();
-    const period = quotaPeriod(clock);
+    const period = allowancePeriod(clock);
     const [row] = await gw.clickhouse.ch.query<{ n: string }>(
       `SELECT uniqExact(event_id) AS n FROM events WHERE account_id = '${this.accountId}' AND received_at_ms >= ${period.start.getTime()} AND received_at_ms < ${period.end.getTime()}`,
     );
@@ -223,7 +223,7 @@ class HttpSequence {
 const runs = Number(process.env.METERING_MODEL_E2E_RUNS ?? 20);
 let sequences = 0;
 
-describe('metering model (end to end)', () => {
+describe('allowance model (end to end)', () => {
   it(`holds for ${runs} random sequences over HTTP`, { timeout: 900_000 }, async () => {
     const op = opArbitrary(1, { api: 100, job: 300 }).filter((o) => o.kind !== 'apiFails' && o.kind !== 'restart');
     await fc.assert(

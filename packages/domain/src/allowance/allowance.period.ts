@@ -1,5 +1,5 @@
 /** The allowance period: the calendar month in UTC, reset at 00:00 UTC on the 1st. */
-export interface QuotaPeriod {
+export interface AllowancePeriod {
   /** `YYYYMM`, part of the Redis keys. */
   id: string;
   start: Date;
@@ -7,7 +7,7 @@ export interface QuotaPeriod {
   end: Date;
 }
 
-export function quotaPeriod(nowMs: number): QuotaPeriod {
+export function allowancePeriod(nowMs: number): AllowancePeriod {
   const now = new Date(nowMs);
   const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
   const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
