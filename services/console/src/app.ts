@@ -15,7 +15,7 @@ import {
   createIdempotencyStore,
   createIngestMetrics,
   createJobWriter,
-  createKeyUsage,
+  createKeyLastUsedStore,
   createTimeSlicer,
   UploadSlots,
 } from '@ingest/http';
@@ -54,7 +54,7 @@ export async function buildConsoleApp(deps: ConsoleDeps): Promise<FastifyInstanc
     dashboardPlugin({
       ...deps,
       allowance: createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX }),
-      keyUsage: createKeyUsage({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now }),
+      keyLastUsed: createKeyLastUsedStore({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now }),
       // CSV uploads take the public API's path: the same job writer, idempotency and metrics.
       jobs: createJobWriter({ producer: deps.producer, chunksTopic: topicName(topicPrefix, 'jobChunks'), statusStore: deps.jobStatus, now }),
       idempotency: createIdempotencyStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),

@@ -7,7 +7,7 @@ import {
   createIdempotencyStore,
   createIngestMetrics,
   createJobWriter,
-  createKeyUsage,
+  createKeyLastUsedStore,
   createTimeSlicer,
   registerOpenApi,
   setQuotaHeaders,
@@ -62,13 +62,13 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   const idempotency = createIdempotencyStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
   const uploads = new UploadSlots({ perAccount: config.GATEWAY_MAX_UPLOADS_PER_ACCOUNT, perAddress: config.GATEWAY_MAX_UPLOADS_PER_ADDRESS }, deps.metrics);
   const slicer = createTimeSlicer();
-  const keyUsage = createKeyUsage({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now });
+  const keyLastUsed = createKeyLastUsedStore({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now });
 
   await app.register(
     async (v1) => {
       // preParsing: after the rate limiter (route-level onRequest), so unauthenticated requests
       // are counted too, and before the body is read, so nobody unauthenticated makes us parse 16 MiB.
-      const authenticate = createAuthHook(deps.controlPlane, keyUsage.touched);
+      const authenticate = createAuthHook(deps.controlPlane, keyLastUsed.touched);
       // Fail closed at start: a /v1 route without a scope would be open to every key.
       v1.addHook('onRoute', (route) => {
         if (route.method !== 'OPTIONS' && route.config?.apiScope === undefined)

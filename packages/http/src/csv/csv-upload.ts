@@ -4,7 +4,7 @@ import { JOB_CHUNK_SIZE, MAX_EVENTS_PER_BULK, type BulkJobReceipt } from '@inges
 import { type Account, type Allowance } from '@ingest/domain';
 import { AppError, isRetryable } from '@ingest/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { IngestMetrics } from '../events/ingest-metrics.js';
+import type { IngestMetrics } from '../events/ingest.metrics.js';
 import { ProblemError } from '../http/problem.js';
 import type { IdempotencyStore } from '../jobs/idempotency.store.js';
 import { idempotencyKeyOf, refusedClaim, replayed } from '../jobs/idempotent-job.js';

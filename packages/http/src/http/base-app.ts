@@ -6,7 +6,7 @@ import { type Logger, METRIC_NAMES, type Redis, type Registry, sharedCounter } f
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type HttpListenerSettings, parseTrustProxy } from './http.config.js';
 import { registerErrorHandling } from './error-handler.js';
-import { registerHttpMetrics } from './http-metrics.js';
+import { registerHttpMetrics } from './http.metrics.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { rateLimitStore } from '../limits/rate-limit.store.js';
 import { setRateLimitFields } from '../limits/rate-limit-fields.js';

@@ -17,7 +17,7 @@ import {
   type IdempotencyStore,
   type IngestMetrics,
   type JobWriter,
-  type KeyUsage,
+  type KeyLastUsedStore,
   ProblemError,
   type TimeSlicer,
   uploadSlotHooks,
@@ -46,7 +46,7 @@ export interface DashboardDeps {
   allowance: Allowance;
   jobStatus: JobStatusStore & AccountJobsReader;
   ch: ClickHouse;
-  keyUsage: KeyUsage;
+  keyLastUsed: KeyLastUsedStore;
   /** The gateway's job writer and ingest metrics: CSV uploads share the API's code path. */
   jobs: JobWriter;
   idempotency: IdempotencyStore;
@@ -109,7 +109,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             }),
           }),
         );
-        await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyUsage: deps.keyUsage, limits, auditor: deps.audit.auditor }));
+        await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyLastUsed: deps.keyLastUsed, limits, auditor: deps.audit.auditor }));
         await api.register(dashboardUsageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
         const uploadSlots = uploadSlotHooks(deps.uploadSlots, deps.metrics, (request) => dashboardOf(request).account.id);
         await api.register(

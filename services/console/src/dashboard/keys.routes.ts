@@ -1,20 +1,20 @@
 import { type ApiKeyView, DashboardCreateKeyBody, DashboardKeyIdParams, DashboardKeyList, CreatedApiKey } from '@ingest/schemas';
 import { type ApiKeyRecord, type ControlPlane, effectiveScopes, keyType } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
-import { type Auditor, type KeyUsage } from '@ingest/http';
+import { type Auditor, type KeyLastUsedStore } from '@ingest/http';
 import { toProblem } from '../admin/control-plane-problem.js';
 import { dashboardOf } from './session.guard.js';
 import type { RouteLimits } from './route-options.js';
 
 /** The signed-in owner's API keys: list (with last use), create (plaintext once), revoke. */
-export function keysRoutes(deps: { controlPlane: ControlPlane; keyUsage: KeyUsage; limits: RouteLimits; auditor: Auditor }): FastifyPluginAsync {
+export function keysRoutes(deps: { controlPlane: ControlPlane; keyLastUsed: KeyLastUsedStore; limits: RouteLimits; auditor: Auditor }): FastifyPluginAsync {
   return async (app) => {
     const cp = deps.controlPlane;
 
     app.get('/keys', { ...deps.limits.api, schema: { hide: true, response: { 200: DashboardKeyList } } }, async (request) => {
       const { account } = dashboardOf(request);
       const keys = cp.listApiKeys(account.id);
-      const lastUsed = await deps.keyUsage.lastUsed(keys.map((k) => k.id));
+      const lastUsed = await deps.keyLastUsed.lastUsed(keys.map((k) => k.id));
       // Newest first: the key just created is at the top.
       return { keys: keys.map((k) => toView(k, lastUsed.get(k.id) ?? null)).reverse() };
     });
@@ -55,7 +55,7 @@ export function keysRoutes(deps: { controlPlane: ControlPlane; keyUsage: KeyUsag
             after: { revokedAt: record.revokedAt },
           });
         }
-        return toView(record, (await deps.keyUsage.lastUsed([record.id])).get(record.id) ?? null);
+        return toView(record, (await deps.keyLastUsed.lastUsed([record.id])).get(record.id) ?? null);
       },
     );
   };

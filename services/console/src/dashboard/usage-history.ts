@@ -5,7 +5,7 @@ export const HISTORY_DAYS = 90;
 /**
  * Unique events per UTC day of receipt from the `usage_hourly` rollup (the numbers the
  * allowance charges), merged per day so each day is exact. Days without events are filled with 0.
- * No SETTINGS clause: read as the read-only user, whose settings bound it (see event-store.ts).
+ * No SETTINGS clause: read as the read-only user, whose settings bound it (see event.store.ts in @ingest/http).
  */
 export async function dailyUsage(ch: ClickHouse, accountId: string, nowMs: number): Promise<{ day: string; events: number }[]> {
   const days = lastDays(nowMs, HISTORY_DAYS);

@@ -1,7 +1,7 @@
 import { createMetricsRegistry } from '@ingest/platform';
 import { sampleValue } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
-import { ALLOWANCE_ROUTES, createIngestMetrics } from './ingest-metrics.js';
+import { ALLOWANCE_ROUTES, createIngestMetrics } from './ingest.metrics.js';
 
 describe('gateway ingest metrics before the first request', () => {
   it('have the zero series of source api, every 402 route, both job sources and the events.raw produce', async () => {

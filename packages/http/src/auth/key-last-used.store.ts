@@ -5,7 +5,7 @@ import { type Logger, type Redis, withRedis } from '@ingest/platform';
  * writes a key's timestamp to Redis at most once a minute (fire and forget), so the value is
  * accurate to about a minute, which is all a "last used" column needs.
  */
-export interface KeyUsage {
+export interface KeyLastUsedStore {
   touched(keyId: string): void;
   lastUsed(keyIds: readonly string[]): Promise<Map<string, string>>;
 }
@@ -15,11 +15,11 @@ const KEEP_SECONDS = 400 * 24 * 3600;
 /** Bounds the memory of the throttle; past it, stale entries are dropped. */
 const MAX_REMEMBERED = 10_000;
 
-export function keyUsedKey(keyId: string, prefix = ''): string {
+export function keyLastUsedKey(keyId: string, prefix = ''): string {
   return `${prefix}apikey:last-used:${keyId}`;
 }
 
-export function createKeyUsage(deps: { redis: Redis; logger: Logger; keyPrefix?: string; now?: () => number }): KeyUsage {
+export function createKeyLastUsedStore(deps: { redis: Redis; logger: Logger; keyPrefix?: string; now?: () => number }): KeyLastUsedStore {
   const now = deps.now ?? Date.now;
   const lastWrite = new Map<string, number>();
   return {
@@ -31,14 +31,14 @@ export function createKeyUsage(deps: { redis: Redis; logger: Logger; keyPrefix?:
         for (const [id, t] of lastWrite) if (at - t >= WRITE_EVERY_MS) lastWrite.delete(id);
       }
       lastWrite.set(keyId, at);
-      deps.redis.set(keyUsedKey(keyId, deps.keyPrefix), new Date(at).toISOString(), 'EX', KEEP_SECONDS).catch((err: unknown) => {
+      deps.redis.set(keyLastUsedKey(keyId, deps.keyPrefix), new Date(at).toISOString(), 'EX', KEEP_SECONDS).catch((err: unknown) => {
         lastWrite.delete(keyId);
         deps.logger.warn({ err, keyId }, 'could not record api key use');
       });
     },
     async lastUsed(keyIds) {
       if (keyIds.length === 0) return new Map();
-      const values = await withRedis('api key last use', deps.redis.mget(...keyIds.map((id) => keyUsedKey(id, deps.keyPrefix))));
+      const values = await withRedis('api key last use', deps.redis.mget(...keyIds.map((id) => keyLastUsedKey(id, deps.keyPrefix))));
       const out = new Map<string, string>();
       keyIds.forEach((id, i) => {
         const v = values[i];

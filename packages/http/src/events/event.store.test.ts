@@ -1,7 +1,7 @@
 import type { ClickHouse } from '@ingest/platform';
 import { type EventRowOut, fromEventRow as fromRow } from '@ingest/domain';
 import { describe, expect, it } from 'vitest';
-import { createClickHouseEventStore, toStoredEvent } from './event-store.js';
+import { createClickHouseEventStore, toStoredEvent } from './event.store.js';
 
 const row: EventRowOut = {
   event_id: 'evt-1',
