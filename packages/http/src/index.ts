@@ -22,7 +22,7 @@ export * from './jobs/chunking.js';
 export * from './jobs/idempotency.store.js';
 export * from './jobs/idempotent-job.js';
 export * from './jobs/job-writer.js';
-export * from './limits/quota-headers.js';
+export * from './allowance/allowance.headers.js';
 export * from './limits/rate-limit-fields.js';
 export * from './limits/rate-limit.store.js';
 export * from './limits/upload-slots.js';

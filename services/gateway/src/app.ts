@@ -10,20 +10,20 @@ import {
   createKeyLastUsedStore,
   createTimeSlicer,
   registerOpenApi,
-  setQuotaHeaders,
+  setAllowanceHeaders,
   uploadSlotHooks,
   UploadSlots,
 } from '@ingest/http';
+import { allowanceRoutes } from './allowance/allowance.routes.js';
 import { authOf, createAuthHook } from './auth/auth.hook.js';
 import { registerPublishableCors } from './auth/publishable-cors.js';
-import { bulkRoutes } from './bulk/bulk.route.js';
+import { bulkRoutes } from './bulk/bulk.routes.js';
 import type { GatewayConfig } from './config.js';
-import { csvRoutes } from './csv/csv.route.js';
-import { eventReadRoutes } from './events/event-read.route.js';
-import { eventsRoutes } from './events/events.route.js';
-import { jobsRoutes } from './jobs/jobs.route.js';
+import { csvRoutes } from './csv/csv.routes.js';
+import { eventReadRoutes } from './events/event-read.routes.js';
+import { eventsRoutes } from './events/events.routes.js';
+import { jobsRoutes } from './jobs/jobs.routes.js';
 import { accountRateHook, accountRateLimitsOf, createAccountRateLimiter } from './limits/account-rate.limiter.js';
-import { usageRoutes } from './usage/usage.route.js';
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -92,7 +92,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       v1.addHook('onSend', async (request, reply) => {
         if (!request.auth) return;
         try {
-          setQuotaHeaders(reply, reply.quotaState ?? (await allowance.state(request.auth.account)));
+          setAllowanceHeaders(reply, reply.allowanceState ?? (await allowance.state(request.auth.account)));
         } catch (err) {
           request.log.warn({ err }, 'quota headers unavailable');
         }
@@ -117,7 +117,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
         }),
       );
       await v1.register(jobsRoutes({ statusStore: deps.jobStatus }));
-      await v1.register(usageRoutes({ allowance }));
+      await v1.register(allowanceRoutes({ allowance }));
     },
     { prefix: '/v1' },
   );

@@ -9,7 +9,7 @@ import { ProblemError } from '../http/problem.js';
 import type { IdempotencyStore } from '../jobs/idempotency.store.js';
 import { idempotencyKeyOf, refusedClaim, replayed } from '../jobs/idempotent-job.js';
 import type { JobWriter } from '../jobs/job-writer.js';
-import { quotaExceeded } from '../limits/quota-headers.js';
+import { allowanceExhausted } from '../allowance/allowance.headers.js';
 import type { UploadSlotHooks } from '../limits/upload-slots.js';
 import type { TimeSlicer } from '../http/time-slicer.js';
 import { readCsvEvents } from './csv-reader.js';
@@ -41,7 +41,7 @@ export async function registerCsvMultipart(app: FastifyInstance): Promise<void> 
  * The streamed CSV upload shared by POST /v1/backfill/csv (API key) and the dashboard's upload
  * (session): one file part `file`, rows become job chunks in Kafka as they are read, so the file
  * is never held whole. Each chunk is reserved against the allowance once written (a reservation
- * always has its chunks in Kafka, see bulk.route.ts), so an upload that does not fit stops at
+ * always has its chunks in Kafka, see bulk.routes.ts in the gateway), so an upload that does not fit stops at
  * the first chunk that does not, with 402. The job is sealed (queued) only when the whole file
  * was read; any failure on the way aborts it and gives its reservation back, so nothing of a
  * refused upload is processed or charged. `route` labels the metrics.
@@ -67,7 +67,7 @@ export async function handleCsvUpload(
     const before = await deps.allowance.state(account);
     if (before.remaining === 0) {
       deps.metrics.allowanceRefusals.inc({ route });
-      throw quotaExceeded(before, `The monthly allowance of ${before.limit} events is used up; nothing was queued.`);
+      throw allowanceExhausted(before, `The monthly allowance of ${before.limit} events is used up; nothing was queued.`);
     }
   }
 
@@ -102,10 +102,10 @@ export async function handleCsvUpload(
       onChunk: async (items) => {
         await job.writeChunk(items);
         const { granted, state } = await deps.allowance.reserveJob(account, job.jobId, items.length, job.receivedAtMs);
-        reply.quotaState = state;
+        reply.allowanceState = state;
         if (!granted) {
           deps.metrics.allowanceRefusals.inc({ route });
-          throw quotaExceeded(state, `The file has more rows than the ${state.remaining + reserved} events that remain this month; nothing was queued.`);
+          throw allowanceExhausted(state, `The file has more rows than the ${state.remaining + reserved} events that remain this month; nothing was queued.`);
         }
         reserved += items.length;
       },

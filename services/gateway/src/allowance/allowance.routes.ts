@@ -5,7 +5,7 @@ import type { Allowance } from '@ingest/domain';
 import { problemResponses } from '@ingest/http';
 
 /** GET /v1/usage: this month's allowance of the caller's account. */
-export function usageRoutes(deps: { allowance: Allowance }): FastifyPluginAsync {
+export function allowanceRoutes(deps: { allowance: Allowance }): FastifyPluginAsync {
   return async (app) => {
     app.get(
       '/usage',
@@ -16,7 +16,7 @@ export function usageRoutes(deps: { allowance: Allowance }): FastifyPluginAsync 
       async (request, reply) => {
         const { account } = authOf(request);
         const state = await deps.allowance.state(account);
-        reply.quotaState = state;
+        reply.allowanceState = state;
         return {
           plan: account.plan,
           limit: state.limit,

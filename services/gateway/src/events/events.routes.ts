@@ -2,7 +2,7 @@ import { type EventRecord, EventsEnvelope, EventsReceipt, EventsRequest } from '
 import { type Allowance, boundErrors, type EventCheck, rawEventMessage, toEventRecord } from '@ingest/domain';
 import { AppError, isRetryable, type Producer } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
-import { type FieldError, type IngestMetrics, ProblemError, problemResponses, quotaExceeded } from '@ingest/http';
+import { type FieldError, type IngestMetrics, ProblemError, problemResponses, allowanceExhausted } from '@ingest/http';
 import { authOf } from '../auth/auth.hook.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
 
@@ -77,10 +77,10 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
           valid.map((v) => (v.generatedId ? '' : v.record.eventId)),
           receivedAtMs,
         );
-        reply.quotaState = state;
+        reply.allowanceState = state;
         if (decisions.every((d) => d === 'over')) {
           deps.metrics.allowanceRefusals.inc({ route: ROUTE });
-          throw quotaExceeded(state, `The monthly allowance of ${state.limit} events is used up; it resets at ${state.period.end.toISOString()}.`);
+          throw allowanceExhausted(state, `The monthly allowance of ${state.limit} events is used up; it resets at ${state.period.end.toISOString()}.`);
         }
 
         const accepted = valid.filter((_, i) => decisions[i] !== 'over');

@@ -12,7 +12,7 @@ import {
   type JobWriter,
   ProblemError,
   problemResponses,
-  quotaExceeded,
+  allowanceExhausted,
   refusedClaim,
   replayed,
   type UploadSlotHooks,
@@ -91,7 +91,7 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
           try {
             await job.writeChunk(items.map((event, index): JobChunkItem => ({ index, event: withEventId(event) })));
             const { granted, state } = await deps.allowance.reserveJob(account, job.jobId, items.length, job.receivedAtMs);
-            reply.quotaState = state;
+            reply.allowanceState = state;
             if (!granted) throw refused(state, items.length);
             reserved = true;
             const status = await job.seal(items.length);
@@ -126,10 +126,10 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
           }
         }
 
-        function refused(state: Parameters<typeof quotaExceeded>[0], count: number): ProblemError {
-          reply.quotaState = state;
+        function refused(state: Parameters<typeof allowanceExhausted>[0], count: number): ProblemError {
+          reply.allowanceState = state;
           deps.metrics.allowanceRefusals.inc({ route: '/v1/events/bulk' });
-          return quotaExceeded(state, `The job has ${count} events but only ${state.remaining} remain this month; nothing was queued.`);
+          return allowanceExhausted(state, `The job has ${count} events but only ${state.remaining} remain this month; nothing was queued.`);
         }
       },
     );
