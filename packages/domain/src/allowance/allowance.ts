@@ -42,7 +42,7 @@ export interface SettledJob {
 export interface Allowance {
   state(account: Account): Promise<AllowanceState>;
   /** What the counters say of a period: used (the counter) and events refused for the allowance. */
-  periodUsage(accountId: string, periodId: string): Promise<{ used: number; refused: number }>;
+  periodCounts(accountId: string, periodId: string): Promise<{ used: number; refused: number }>;
   /**
    * Counts each new id while the allowance lasts; repeats are free; the rest are `over`. Pass
    * '' for an id the service generated: it cannot repeat, so it is counted without being
@@ -119,7 +119,7 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
         return toState(account, Number((await redis.get(allowanceKeys(account.id, period.id, prefix).counter)) ?? 0), period);
       }),
 
-    periodUsage: (accountId, periodId) =>
+    periodCounts: (accountId, periodId) =>
       guarded('read', async () => {
         const k = allowanceKeys(accountId, periodId, prefix);
         const [used, refused] = await redis.mget(k.counter, k.refused);

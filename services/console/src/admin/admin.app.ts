@@ -53,10 +53,10 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
   // The sink's key prefix is the same REDIS_KEY_PREFIX, so the dry-run reads the state the sink applies events to.
   const recordStates = createRecordStateReader({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
   const allowance = createAllowance({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX, ...(deps.now ? { now: deps.now } : {}) });
-  const billing = {
-    ledger: createLedgerWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'billingLedger')),
+  const ledger = {
+    writer: createLedgerWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'billingLedger')),
     reader: createLedgerReader(deps.ch),
-    periodUsage: allowance.periodUsage,
+    periodCounts: allowance.periodCounts,
   };
   const now = deps.now ?? Date.now;
   const audit = {
@@ -71,7 +71,7 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
       audit,
       validateEvent: createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS }),
       recordStates,
-      billing,
+      ledger,
       outboundPolicy: deps.outboundPolicy ?? createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS }),
       ...(deps.now ? { now: deps.now } : {}),
     }),

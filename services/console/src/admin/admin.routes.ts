@@ -26,7 +26,7 @@ import {
   type OutboundPolicy,
   PLAN_LIMITS,
   type Plan,
-  quotaPeriod,
+  allowancePeriod,
   type RecordStateReader,
 } from '@ingest/domain';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
@@ -34,7 +34,7 @@ import { type Auditor, ProblemError, problemResponses } from '@ingest/http';
 import { accessRoutes } from './access.routes.js';
 import { createAdminAuth, requireAdmin } from './admin-auth.js';
 import { adminsRoutes } from './admins.routes.js';
-import { billingRoutes } from './billing.routes.js';
+import { ledgerRoutes } from './ledger.routes.js';
 import { crmRoutes } from './crm.routes.js';
 import { ownersRoutes } from './owners.routes.js';
 
@@ -53,10 +53,10 @@ export interface AdminRoutesDeps {
   /** Where CRM credentials may point; default https and public addresses only. */
   outboundPolicy?: OutboundPolicy;
   /** The billing ledger: plan changes are recorded in it; it is read through /billing/ledger. */
-  billing: {
-    ledger: LedgerWriter;
+  ledger: {
+    writer: LedgerWriter;
     reader: LedgerReader;
-    periodUsage: Allowance['periodUsage'];
+    periodCounts: Allowance['periodCounts'];
   };
   now?: () => number;
 }
@@ -103,7 +103,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
     await app.register(
       adminsRoutes({ controlPlane: cp, auditor, reader: deps.audit.reader, environmentTokens: { previous: Boolean(deps.adminTokenPrevious) } }),
     );
-    await app.register(billingRoutes({ reader: deps.billing.reader }));
+    await app.register(ledgerRoutes({ reader: deps.ledger.reader }));
     const now = deps.now ?? Date.now;
 
     app.post<{ Body: CreateAccountBody }>(
@@ -156,10 +156,10 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
      */
     async function recordPlanChange(previousPlan: Plan, plan: Plan, accountId: string): Promise<void> {
       const at = now();
-      const period = quotaPeriod(at);
+      const period = allowancePeriod(at);
       try {
-        const usage = await deps.billing.periodUsage(accountId, period.id);
-        await deps.billing.ledger.append([
+        const counts = await deps.ledger.periodCounts(accountId, period.id);
+        await deps.ledger.writer.append([
           {
             v: 1,
             kind: 'plan_changed',
@@ -169,8 +169,8 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
             plan,
             previousPlan,
             limit: PLAN_LIMITS[plan],
-            eventsCharged: usage.used,
-            overageRefused: usage.refused,
+            eventsCharged: counts.used,
+            overageRefused: counts.refused,
             recordedAt: new Date(at).toISOString(),
           },
         ]);

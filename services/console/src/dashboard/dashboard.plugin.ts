@@ -25,7 +25,7 @@ import {
 } from '@ingest/http';
 import { dashboardAuditRoutes } from './audit.routes.js';
 import type { ConsoleConfig } from '../config.js';
-import { deadLettersRoutes } from './deadletters.routes.js';
+import { deadLettersRoutes } from './dead-letter.routes.js';
 import { dashboardEventsRoutes } from './events.routes.js';
 import { dashboardJobsRoutes } from './jobs.routes.js';
 import { keysRoutes } from './keys.routes.js';
@@ -35,7 +35,7 @@ import { createSessionGuard, dashboardOf } from './session.guard.js';
 import { sessionRoutes } from './session.routes.js';
 import { createSignInThrottle } from './signin-throttle.js';
 import { createSessionStore } from './session.store.js';
-import { dashboardUsageRoutes } from './usage.routes.js';
+import { dashboardAllowanceRoutes } from './allowance.routes.js';
 import { defaultWebDir } from './web-dir.js';
 import { webRoutes } from './web.routes.js';
 
@@ -110,7 +110,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           }),
         );
         await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyLastUsed: deps.keyLastUsed, limits, auditor: deps.audit.auditor }));
-        await api.register(dashboardUsageRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
+        await api.register(dashboardAllowanceRoutes({ allowance: deps.allowance, ch: deps.ch, limits, now: deps.now }));
         const uploadSlots = uploadSlotHooks(deps.uploadSlots, deps.metrics, (request) => dashboardOf(request).account.id);
         await api.register(
           dashboardJobsRoutes({

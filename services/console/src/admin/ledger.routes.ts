@@ -3,7 +3,7 @@ import { type LedgerReader, ledgerCsv } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
 import { problemResponses } from '@ingest/http';
 
-export interface BillingRoutesDeps {
+export interface LedgerRoutesDeps {
   reader: LedgerReader;
 }
 
@@ -11,7 +11,7 @@ export interface BillingRoutesDeps {
  * GET /admin/v1/billing/ledger: the billing ledger (closed months and plan changes), filtered by
  * account and month, as JSON or CSV (`format=csv`, for spreadsheets and invoicing tools).
  */
-export function billingRoutes(deps: BillingRoutesDeps): FastifyPluginAsync {
+export function ledgerRoutes(deps: LedgerRoutesDeps): FastifyPluginAsync {
   return async (app) => {
     app.get<{ Querystring: BillingLedgerQuery }>(
       '/billing/ledger',

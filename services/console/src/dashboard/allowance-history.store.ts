@@ -7,7 +7,7 @@ export const HISTORY_DAYS = 90;
  * allowance charges), merged per day so each day is exact. Days without events are filled with 0.
  * No SETTINGS clause: read as the read-only user, whose settings bound it (see event.store.ts in @ingest/http).
  */
-export async function dailyUsage(ch: ClickHouse, accountId: string, nowMs: number): Promise<{ day: string; events: number }[]> {
+export async function readAllowanceHistory(ch: ClickHouse, accountId: string, nowMs: number): Promise<{ day: string; events: number }[]> {
   const days = lastDays(nowMs, HISTORY_DAYS);
   const first = days[0] ?? '';
   const rows = await ch.query<{ day: string; events: string | number }>(

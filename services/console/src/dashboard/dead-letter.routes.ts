@@ -12,7 +12,7 @@ import {
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { type Auditor, ProblemError } from '@ingest/http';
-import { createDeadLetterReader } from './deadletters.reader.js';
+import { createDeadLetterReader } from './dead-letter.reader.js';
 import type { RouteLimits } from './route-options.js';
 import { dashboardOf } from './session.guard.js';
 

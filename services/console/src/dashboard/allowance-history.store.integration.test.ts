@@ -6,7 +6,7 @@
  */
 import { createReaderClickHouse, useFixture, useTestClickHouse } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
-import { dailyUsage, lastDays } from './usage-history.js';
+import { readAllowanceHistory, lastDays } from './allowance-history.store.js';
 
 const clickhouse = useTestClickHouse();
 const reader = useFixture(
@@ -32,7 +32,7 @@ function row(accountId: string, eventId: string, receivedAtMs: number): Record<s
   };
 }
 
-describe('daily usage history', () => {
+describe('the allowance history', () => {
   it('counts unique events per UTC day for one account over the last 90 days', async () => {
     const now = Date.UTC(2026, 10, 20, 15, 0, 0);
     const day = (daysAgo: number, hour: number) => now - daysAgo * 86_400_000 - (15 - hour) * 3_600_000;
@@ -40,7 +40,7 @@ describe('daily usage history', () => {
     await clickhouse.ch.insert('events', [row('acc_a', 'e1', day(0, 1)), row('acc_a', 'e2', day(0, 14)), row('acc_a', 'e3', day(1, 23))]);
     await clickhouse.ch.insert('events', [row('acc_a', 'e1', day(0, 1)), row('acc_a', 'e4', day(100, 12)), row('acc_b', 'x1', day(0, 3))]);
 
-    const daily = await dailyUsage(reader, 'acc_a', now);
+    const daily = await readAllowanceHistory(reader, 'acc_a', now);
     expect(daily).toHaveLength(90);
     expect(daily.at(-1)).toEqual({ day: '2026-11-20', events: 2 });
     expect(daily.at(-2)).toEqual({ day: '2026-11-19', events: 1 });
@@ -49,7 +49,7 @@ describe('daily usage history', () => {
   });
 
   it('escapes the account id (a hostile id reads nothing, and breaks nothing)', async () => {
-    const daily = await dailyUsage(reader, "acc_a' OR 1=1 --\\", Date.UTC(2026, 10, 20));
+    const daily = await readAllowanceHistory(reader, "acc_a' OR 1=1 --\\", Date.UTC(2026, 10, 20));
     expect(daily.every((d) => d.events === 0)).toBe(true);
   });
 

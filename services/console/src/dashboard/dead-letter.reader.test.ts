@@ -2,7 +2,7 @@ import type { DeadLetterEntry, KafkaClient } from '@ingest/platform';
 import { createMetricsRegistry } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { ProblemError } from '@ingest/http';
-import { createDeadLetterReader } from './deadletters.reader.js';
+import { createDeadLetterReader } from './dead-letter.reader.js';
 
 /** A fake scan that stays open until released, counting how many run at once. */
 function heldScans() {
