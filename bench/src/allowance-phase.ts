@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Account, createAllowance, PLAN_LIMITS, quotaKeys, quotaPeriod, SEEN_BUCKET_MS } from '@ingest/domain';
+import { type Account, createAllowance, PLAN_LIMITS, allowanceKeys, allowancePeriod, SEEN_BUCKET_MS } from '@ingest/domain';
 import { type Redis } from '@ingest/platform';
 import { wholeIdReservation } from './allowance-baseline.js';
 import { n0, n1, say } from './say.js';
@@ -63,7 +63,7 @@ export async function runAllowancePhase(options: { redis: Redis; prefix: string;
   let clock = start;
   const allowance = createAllowance({ redis, keyPrefix: currentPrefix, now: () => clock });
   const account: Account = { id: 'acc_bench', name: 'bench', plan, createdAt: '', updatedAt: '' };
-  const counter = quotaKeys(account.id, quotaPeriod(start).id, currentPrefix).counter;
+  const counter = allowanceKeys(account.id, allowancePeriod(start).id, currentPrefix).counter;
   let counted = 0;
   const current = await measure('current (fingerprints)', currentPrefix, async (batch, atMs) => {
     clock = atMs;

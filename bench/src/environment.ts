@@ -17,7 +17,7 @@ import {
   sql,
   withAdmin,
 } from '@ingest/platform';
-import { quotaKeys, quotaPeriod } from '@ingest/domain';
+import { allowanceKeys, allowancePeriod } from '@ingest/domain';
 import { uniqueSuffix } from '@ingest/testkit';
 import type { HttpClient } from './http-client.js';
 import { randomLoopbackAddress } from './http-client.js';
@@ -196,10 +196,10 @@ export async function createAccount(admin: HttpClient, http: HttpClient, adminTo
  * itself (one Lua script per request) stays in the measured path: only its counter is set back
  * to 0 every `intervalMs`, far below the limit at any rate this machine reaches.
  */
-export function startQuotaReset(redis: Redis, redisPrefix: string, accountIds: string[], intervalMs = 1_000): { stop(): Promise<void> } {
+export function startAllowanceReset(redis: Redis, redisPrefix: string, accountIds: string[], intervalMs = 1_000): { stop(): Promise<void> } {
   const reset = async () => {
-    const period = quotaPeriod(Date.now()).id;
-    await Promise.all(accountIds.map((id) => redis.set(quotaKeys(id, period, redisPrefix).counter, '0')));
+    const period = allowancePeriod(Date.now()).id;
+    await Promise.all(accountIds.map((id) => redis.set(allowanceKeys(id, period, redisPrefix).counter, '0')));
   };
   let pending: Promise<void> = reset();
   const timer = setInterval(() => {

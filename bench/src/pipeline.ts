@@ -15,7 +15,7 @@ import { runAllowancePhase } from './allowance-phase.js';
 import { runBaselines } from './baseline-phase.js';
 import { createCleanup } from './cleanup.js';
 import { freePort } from '@ingest/testkit';
-import { benchNames, createAccount, provision, serviceEnv, startQuotaReset, teardown } from './environment.js';
+import { benchNames, createAccount, provision, serviceEnv, startAllowanceReset, teardown } from './environment.js';
 import { createBodyFactory } from './events.js';
 import { pipelineFigures } from './figures.js';
 import { runFreshness } from './freshness.js';
@@ -243,8 +243,8 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
   const account = await createAccount(adminClient, probeClient, adminToken, `bench ${names.runId}`);
   const probes = await createAccount(adminClient, probeClient, adminToken, `bench ${names.runId} probes`);
   say('services', `ready; accounts ${account.accountId} (load) and ${probes.accountId} (probes), plan growth`);
-  const quota = startQuotaReset(redis, names.redisPrefix, [account.accountId, probes.accountId]);
-  cleanup.add('stop quota reset', () => quota.stop());
+  const allowanceReset = startAllowanceReset(redis, names.redisPrefix, [account.accountId, probes.accountId]);
+  cleanup.add('stop allowance reset', () => allowanceReset.stop());
 
   const lag = createLagReader(kafka, logger, {
     dedupe: { groupId: names.groups.dedupe, topic: topicName(names.topicPrefix, 'eventsRaw') },

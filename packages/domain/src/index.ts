@@ -1,7 +1,6 @@
 export * from './allowance/allowance.js';
 export * from './allowance/allowance.keys.js';
 export * from './allowance/allowance.reconciler.js';
-export * from './allowance/allowance.old-names.js';
 export * from './allowance/allowance.period.js';
 export * from './allowance/seen-ids.js';
 export * from './ledger/ledger-record.js';

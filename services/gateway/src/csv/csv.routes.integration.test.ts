@@ -4,7 +4,7 @@
  * (so the job runner drops its chunks) and answers with a precise problem.
  */
 import type { JobMessage } from '@ingest/schemas';
-import { type Account, quotaPeriod } from '@ingest/domain';
+import { type Account, allowancePeriod } from '@ingest/domain';
 import { describe, expect, it } from 'vitest';
 import { useGatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { csvMultipart } from '@ingest/testkit/gateway';
@@ -109,7 +109,7 @@ describe('POST /v1/backfill/csv', () => {
 
   it('refuses an upload that fits no longer in the allowance with 402 and queues nothing', async () => {
     const { account, apiKey } = await gw.newAccount('free');
-    await gw.redis.set(`quota:{${account.id}}:${quotaPeriod(Date.now()).id}`, 990);
+    await gw.redis.set(`quota:{${account.id}}:${allowancePeriod(Date.now()).id}`, 990);
     const rows = Array.from({ length: 11 }, (_, i) => `e,2026-01-01T00:00:00Z,u${i}@b.io`).join('\n');
     const res = await upload(apiKey, multipart(`event_name,timestamp,email\n${rows}\n`));
     expect(res.statusCode).toBe(402);

@@ -8,7 +8,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { quotaPeriod } from '@ingest/domain';
+import { allowancePeriod } from '@ingest/domain';
 import { redisScript } from '@ingest/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type EventRecord, type GatewayFixture } from '@ingest/testkit/gateway';
@@ -130,8 +130,8 @@ describe('per-account ceilings', () => {
     expect(ok.headers['ratelimit-limit']).toBe('120');
 
     // Refused requests were not counted against the allowance.
-    const quota = await gw.redis.get(`quota:{${flooder.account.id}}:${quotaPeriod(Date.now()).id}`);
-    expect(Number(quota), seen).toBe(accepted.length);
+    const counter = await gw.redis.get(`quota:{${flooder.account.id}}:${allowancePeriod(Date.now()).id}`);
+    expect(Number(counter), seen).toBe(accepted.length);
   });
 
   it('counts events, not requests, against the events ceiling; a refused batch neither counts nor reaches Kafka', async () => {

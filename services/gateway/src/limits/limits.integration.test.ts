@@ -2,7 +2,7 @@
  * Real servers: Kafka and Redis. The monthly allowance (402, partial acceptance, repeats are
  * free, quota headers) and the per-IP rate limit, both shared by every gateway replica.
  */
-import { type Account, quotaPeriod } from '@ingest/domain';
+import { type Account, allowancePeriod } from '@ingest/domain';
 import { describe, expect, it } from 'vitest';
 import { useGatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 
@@ -21,7 +21,7 @@ function send(apiKey: string, events: unknown[], ip = nextIp()) {
 }
 
 async function setUsed(account: Account, used: number): Promise<void> {
-  await gw.redis.set(`quota:{${account.id}}:${quotaPeriod(Date.now()).id}`, used);
+  await gw.redis.set(`quota:{${account.id}}:${allowancePeriod(Date.now()).id}`, used);
 }
 
 const event = (eventId: string) => ({ eventName: 'Used Feature', email: 'a@b.io', eventId });
@@ -43,7 +43,7 @@ describe('monthly allowance', () => {
 
     const refused = await send(apiKey, [event('q-4')]);
     expect(refused.statusCode).toBe(402);
-    const period = quotaPeriod(Date.now());
+    const period = allowancePeriod(Date.now());
     expect(refused.json()).toMatchObject({
       type: '/problems/quota-exceeded',
       status: 402,
