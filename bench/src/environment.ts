@@ -79,7 +79,7 @@ export async function provision(names: BenchNames, kafka: KafkaClient, servers: 
 
 /**
  * The services' environment: the run's names, free ports, a random admin token, a per-address
- * rate limit too high to matter and no usage reconciler (the bench resets the counters itself).
+ * rate limit too high to matter and no allowance reconciler (the bench resets the counters itself).
  * Anything else set in the bench's own environment (e.g. PROCESSOR_PARTITIONS_CONCURRENCY)
  * passes through.
  */

@@ -31,7 +31,7 @@ export interface ConsoleDeps {
   redis: Redis;
   controlPlane: ControlPlane;
   jobStatus: JobStatusStore & AccountJobsReader;
-  /** The dashboard's reads: usage history, the event debugger, the activity page. */
+  /** The dashboard's reads: the allowance history (its Usage page), the event debugger, the activity page. */
   ch: ClickHouse;
   /** For the dashboard's dead letters (read and replay); without it they answer 503. */
   kafka?: KafkaClient;
