@@ -114,3 +114,15 @@ describe('links in README.md and docs/', () => {
     expect(broken).toEqual([]);
   });
 });
+
+describe('docs/architecture.md', () => {
+  it('names only modules that exist on the path of one event and one admin change', () => {
+    const text = read('docs/architecture.md');
+    const section = /^## One event and one admin change, module by module$([\s\S]*?)^## /m.exec(text)?.[1] ?? '';
+    const paths = [...section.matchAll(/`((?:services|packages|schemas|tools|testkit|bench)\/[^`\s]+\.tsx?)`/g)].map((m) => m[1] ?? '');
+    // The section names the event's ~15 hops and the admin change's 5: a rewrite that drops the
+    // module names (or the heading) fails here instead of passing with nothing checked.
+    expect(paths.length, 'module paths in the section').toBeGreaterThan(15);
+    expect(paths.filter((p) => !existsSync(join(root, p)))).toEqual([]);
+  });
+});
