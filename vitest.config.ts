@@ -12,6 +12,7 @@ export default defineConfig({
             'schemas/src/**/*.test.ts',
             'tools/*/src/**/*.test.ts',
             'bench/src/**/*.test.ts',
+            'testkit/src/**/*.test.ts',
             'scripts/**/*.test.ts',
             'deploy/checks/**/*.test.ts',
           ],

@@ -1,16 +1,20 @@
 /**
  * The shape of the repository, kept: services stand side by side on shared packages and never
- * reach into each other, and the packages are layered (platform below domain below http). Every import of
- * every TypeScript file is checked, tests included:
+ * reach into each other, and the packages are layered (platform below domain below http). The
+ * test kit (`testkit/`) stands above them all: it imports the services, and only tests (and the
+ * benchmark) import it. Every import of every TypeScript file is checked, tests included:
  * - a relative import stays inside its own unit (a service, a package, a tool, schemas, scripts,
- *   deploy): so nothing imports scripts/, which is no package;
- * - an import of a workspace by name follows the layers below (tests may also use the test kit).
+ *   deploy, the test kit): so nothing imports scripts/, which is no package;
+ * - an import of a workspace by name follows the layers below (tests may also use the test kit);
+ * - the workspaces' manifests agree: only the root and the benchmark depend on the test kit, and
+ *   no workspace depends on itself through others.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { REPO_ROOT } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
+import { readPackage, workspaceDirs } from '../lib/workspaces.js';
 
 /** What each unit may import of the workspaces, by package name (its own name aside). */
 const LAYERS: Record<string, readonly string[] | 'any'> = {
@@ -25,8 +29,19 @@ const LAYERS: Record<string, readonly string[] | 'any'> = {
   'services/crm-sink': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
   // The operator command ships in the image like a service: the same layers.
   'tools/cli': ['@ingest/schemas', '@ingest/platform', '@ingest/domain'],
-  // The harnesses start services in process, so they import them by name.
-  'packages/testkit': 'any',
+  // The test kit stands above the services: its harnesses start them in process, so it imports
+  // them by name (through each service's public entry), and never the benchmark or the operator
+  // command, whose tests use it.
+  testkit: [
+    '@ingest/schemas',
+    '@ingest/platform',
+    '@ingest/domain',
+    '@ingest/http',
+    '@ingest/gateway',
+    '@ingest/console',
+    '@ingest/processor',
+    '@ingest/crm-sink',
+  ],
   // The benchmark starts the services through the test kit and drives the packages directly.
   bench: ['@ingest/schemas', '@ingest/platform', '@ingest/domain', '@ingest/testkit'],
   // The deploy checks compare the manifests, alerts and dashboards with what the services define.
@@ -45,7 +60,10 @@ const LAYERS: Record<string, readonly string[] | 'any'> = {
     '@ingest/cli',
   ],
 };
+/** Workspaces only tests may import (besides the units LAYERS lets: the benchmark). */
 const TEST_ONLY = ['@ingest/testkit'];
+/** The manifests that may name the test kit: the root (workspaces are hoisted, so every test resolves it) and the benchmark. */
+const TESTKIT_DEPENDENTS = ['.', 'bench'];
 
 // `import … from 'x'`, `export … from 'x'`, `import 'x'` and `import('x')`.
 const IMPORT = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*\(?\s*['"]([^'"]+)['"]/g;
@@ -104,5 +122,67 @@ describe('import boundaries', () => {
         .map((w) => `${file} (${unit}) imports ${w}`);
     });
     expect(violations).toEqual([]);
+  });
+});
+
+/** A workspace's dependencies on other workspaces, by name, from every dependency field of its manifest. */
+function workspaceDependencies(dir: string, names: ReadonlySet<string>): string[] {
+  const pkg = readPackage(dir);
+  const fields = [pkg.dependencies, pkg.devDependencies, pkg.peerDependencies, pkg.optionalDependencies];
+  return [...new Set(fields.flatMap((f) => Object.keys(f ?? {})))].filter((n) => names.has(n)).sort();
+}
+
+/** The cycles of a graph (each as the path that closes it), by depth-first search. */
+export function cyclesOf(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const cycles: string[][] = [];
+  const done = new Set<string>();
+  const visit = (node: string, path: string[]) => {
+    const at = path.indexOf(node);
+    if (at >= 0) return void cycles.push([...path.slice(at), node]);
+    if (done.has(node)) return;
+    for (const next of graph.get(node) ?? []) visit(next, [...path, node]);
+    done.add(node);
+  };
+  for (const node of [...graph.keys()].sort()) visit(node, []);
+  return cycles;
+}
+
+describe('workspace manifests', () => {
+  const dirs = workspaceDirs();
+  const nameOf = new Map(dirs.map((dir) => [dir, readPackage(dir).name ?? dir]));
+  const names = new Set(nameOf.values());
+
+  it('reads every workspace (the scan itself works)', () => {
+    expect(dirs).toEqual(expect.arrayContaining(['testkit', 'bench', 'services/gateway', 'packages/platform', 'tools/cli', 'schemas']));
+    expect(workspaceDependencies('testkit', names)).toContain('@ingest/gateway');
+  });
+
+  it('only the root and the benchmark list the test kit: no package or service depends on it', () => {
+    const listing = ['.', ...dirs].filter((dir) => !TESTKIT_DEPENDENTS.includes(dir) && workspaceDependencies(dir, names).includes('@ingest/testkit'));
+    expect(listing.map((dir) => `${dir}/package.json lists @ingest/testkit: tests resolve it from the root's devDependencies`)).toEqual([]);
+    expect(Object.keys(readPackage('.').devDependencies ?? {})).toContain('@ingest/testkit');
+  });
+
+  it('no workspace depends on itself through others (the dependency graph has no cycle)', () => {
+    const graph = new Map(dirs.map((dir) => [nameOf.get(dir) ?? dir, workspaceDependencies(dir, names)]));
+    expect(cyclesOf(graph).map((c) => c.join(' -> '))).toEqual([]);
+  });
+
+  it('finds a cycle where there is one', () => {
+    const graph = new Map([
+      ['a', ['b']],
+      ['b', ['c']],
+      ['c', ['a']],
+      ['d', ['a']],
+    ]);
+    expect(cyclesOf(graph)).toEqual([['a', 'b', 'c', 'a']]);
+    expect(
+      cyclesOf(
+        new Map([
+          ['a', ['b']],
+          ['b', []],
+        ]),
+      ),
+    ).toEqual([]);
   });
 });
