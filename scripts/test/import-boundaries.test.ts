@@ -186,3 +186,28 @@ describe('workspace manifests', () => {
     ).toEqual([]);
   });
 });
+
+describe("services' public entries", () => {
+  const services = workspaceDirs().filter((dir) => dir.startsWith('services/'));
+  /** What a service may export: its entry, its settings schema alone, and build tools (`./build/...`). */
+  const allowedExport = (subpath: string, target: string) =>
+    (subpath === '.' && target === './src/index.ts') || (subpath === './config' && target === './src/config.ts') || subpath.startsWith('./build/');
+
+  it('each service exports one entry (src/index.ts), its settings and build tools: no entry exists for tests', () => {
+    expect(services).toEqual(expect.arrayContaining(['services/gateway', 'services/console', 'services/processor', 'services/crm-sink']));
+    for (const dir of services) {
+      const exports = readPackage(dir).exports;
+      expect(typeof exports === 'object' ? exports['.'] : exports, dir).toBe('./src/index.ts');
+      const extra = Object.entries(typeof exports === 'object' ? exports : {}).filter(([subpath, target]) => !allowedExport(subpath, target));
+      expect(
+        extra.map(([subpath]) => `${dir} exports ${subpath}: export it from src/index.ts if the service offers it, else keep its users inside the service`),
+      ).toEqual([]);
+    }
+  });
+
+  it("main.ts assembles its service from the service's own entry, so the entry is never test-only", () => {
+    for (const dir of services.filter((d) => existsSync(join(REPO_ROOT, d, 'src/main.ts')))) {
+      expect(importsOf(`${dir}/src/main.ts`), dir).toContain('./index.js');
+    }
+  });
+});
