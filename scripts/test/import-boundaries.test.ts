@@ -5,7 +5,11 @@
  * benchmark) import it. Every import of every TypeScript file is checked, tests included:
  * - a relative import stays inside its own unit (a service, a package, a tool, schemas, scripts,
  *   deploy, the test kit): so nothing imports scripts/, which is no package;
- * - an import of a workspace by name follows the layers below (tests may also use the test kit);
+ * - an import of a workspace by name follows the layers below (tests and fixtures may also use
+ *   the test kit);
+ * - test helpers are named `*.fixture.ts`: in shipped units, a file only tests import must say
+ *   so by name, and no shipped file imports a fixture;
+ * - each service exports one entry (src/index.ts) that its own main.ts uses, no entry for tests;
  * - the workspaces' manifests agree: only the root and the benchmark depend on the test kit, and
  *   no workspace depends on itself through others.
  */
@@ -84,8 +88,61 @@ function importsOf(file: string): string[] {
 }
 
 const workspaceOf = (specifier: string) => /^@ingest\/[^/]+/.exec(specifier)?.[0];
-/** Tests and their helpers beside them (never bundled: the images hold only what main.ts reaches). */
-const isTest = (file: string) => /\.(test|fixture|harness)\.tsx?$/.test(file) || /\/(test|test-support|chaos)\//.test(file);
+/**
+ * Test code, by one naming rule (docs/development.md): tests are `*.test.ts` (every vitest
+ * project's files end so: `.integration.test.ts`, `.chaos.test.ts`, …) and test helpers are
+ * `*.fixture.ts`, wherever they sit; the test kit is test code by location. Never bundled: the
+ * images hold only what main.ts reaches.
+ */
+const isTestFile = (file: string) => /\.test\.tsx?$/.test(file);
+const isFixture = (file: string) => /\.fixture\.tsx?$/.test(file);
+const isTest = (file: string) => isTestFile(file) || isFixture(file) || unitOf(file) === 'testkit';
+/** The units whose code ships in an image (or is bundled into one): where test helpers must say so by name. */
+const isShipped = (unit: string) => unit === 'schemas' || unit.startsWith('packages/') || unit.startsWith('services/') || unit === 'tools/cli';
+
+/** Each workspace's exports by package name, to follow an import by name to its file. */
+function exportsByName(): Map<string, { dir: string; exports: Record<string, string> }> {
+  return new Map(
+    workspaceDirs().map((dir) => {
+      const pkg = readPackage(dir);
+      return [pkg.name ?? dir, { dir, exports: typeof pkg.exports === 'string' ? { '.': pkg.exports } : (pkg.exports ?? {}) }];
+    }),
+  );
+}
+
+/** The file an import names: a relative path (`./x.js` is `./x.ts` here) or a workspace's export; undefined for anything else. */
+function resolveImport(from: string, specifier: string, files: ReadonlySet<string>, workspaces: ReturnType<typeof exportsByName>): string | undefined {
+  if (specifier.startsWith('.')) {
+    const base = normalize(join(dirname(from), specifier));
+    const stem = base.replace(/\.[cm]?js$/, '');
+    return [base, `${stem}.ts`, `${stem}.tsx`, `${base}/index.ts`].find((c) => files.has(c));
+  }
+  const [, name, subpath] = /^(@ingest\/[^/]+)(\/.*)?$/.exec(specifier) ?? [];
+  const workspace = name === undefined ? undefined : workspaces.get(name);
+  const target = workspace?.exports[`.${subpath ?? ''}`];
+  return workspace && target ? normalize(join(workspace.dir, target)) : undefined;
+}
+
+/**
+ * Test-helper naming, over an import graph (file -> the files it imports):
+ * - a shipped file that is no test and no fixture, imported by test code only, is a test helper
+ *   in disguise (the boundary and image checks would take it for production code);
+ * - a shipped file that is no test and no fixture must not import a fixture (it would ship it).
+ */
+export function testHelperFindings(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const importers = new Map<string, string[]>();
+  for (const [file, targets] of graph) for (const t of targets) importers.set(t, [...(importers.get(t) ?? []), file]);
+  const shippedCode = (file: string) => isShipped(unitOf(file)) && !isTest(file);
+  const disguised = [...graph.keys()]
+    .filter((file) => shippedCode(file) && (importers.get(file)?.length ?? 0) > 0 && (importers.get(file) ?? []).every(isTest))
+    .map((file) => `${file} is imported only by tests (${(importers.get(file) ?? []).join(', ')}): name it *.fixture.ts`);
+  const shipping = [...graph]
+    .filter(([file]) => shippedCode(file))
+    .flatMap(([file, targets]) =>
+      targets.filter((t) => isFixture(t) || unitOf(t) === 'testkit').map((t) => `${file} imports the test helper ${t}: shipped code never does`),
+    );
+  return [...disguised, ...shipping];
+}
 
 describe('import boundaries', () => {
   const files = sourceFiles();
@@ -105,6 +162,33 @@ describe('import boundaries', () => {
         .map(({ s, target }) => `${file} imports ${s} (${target}): import the package by name instead`),
     );
     expect(crossings).toEqual([]);
+  });
+
+  it('test helpers are named *.fixture.ts: no shipped file is imported by tests alone, none imports a fixture', () => {
+    const fileSet = new Set(files);
+    const workspaces = exportsByName();
+    const graph = new Map(files.map((file) => [file, importsOf(file).flatMap((s) => resolveImport(file, s, fileSet, workspaces) ?? [])] as const));
+    // The scan follows relative imports and imports by name.
+    expect(graph.get('services/gateway/src/main.ts')).toContain('services/gateway/src/index.ts');
+    expect(graph.get('testkit/src/gateway/gateway.fixture.ts')).toContain('services/gateway/src/index.ts');
+    expect(testHelperFindings(graph)).toEqual([]);
+  });
+
+  it('tells a test helper in disguise, and shipped code that imports a fixture', () => {
+    const graph = new Map<string, string[]>([
+      ['services/x/src/main.ts', ['services/x/src/app.ts']],
+      ['services/x/src/app.ts', []],
+      ['services/x/src/app.test.ts', ['services/x/src/app.ts', 'services/x/src/helpers.ts', 'services/x/src/app.fixture.ts']],
+      ['services/x/src/helpers.ts', []],
+      ['services/x/src/app.fixture.ts', ['services/x/src/more-helpers.ts']],
+      ['services/x/src/more-helpers.ts', []],
+      ['services/x/src/routes.ts', ['services/x/src/app.fixture.ts']],
+    ]);
+    expect(testHelperFindings(graph)).toEqual([
+      'services/x/src/helpers.ts is imported only by tests (services/x/src/app.test.ts): name it *.fixture.ts',
+      'services/x/src/more-helpers.ts is imported only by tests (services/x/src/app.fixture.ts): name it *.fixture.ts',
+      'services/x/src/routes.ts imports the test helper services/x/src/app.fixture.ts: shipped code never does',
+    ]);
   });
 
   it('workspaces are imported only downwards: platform below domain below http below the services, which never import each other', () => {
