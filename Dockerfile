@@ -11,19 +11,21 @@
 FROM node:24-slim AS build
 WORKDIR /app
 # Manifests first so the dependency layer is cached until a manifest changes.
-# Every workspace's package.json is listed here (a unit test checks this).
+# Every workspace's package.json is listed here (a unit test checks this): npm ci installs what the
+# lockfile names. The benchmark's and the test kit's sources are never copied, and both declare
+# only devDependencies, so `npm prune --omit=dev` leaves none of their packages in the image.
 COPY package.json package-lock.json ./
 COPY schemas/package.json schemas/
 COPY packages/platform/package.json packages/platform/
 COPY packages/domain/package.json packages/domain/
 COPY packages/http/package.json packages/http/
-COPY packages/testkit/package.json packages/testkit/
 COPY services/gateway/package.json services/gateway/
 COPY services/console/package.json services/console/
 COPY services/processor/package.json services/processor/
 COPY services/crm-sink/package.json services/crm-sink/
 COPY tools/cli/package.json tools/cli/
 COPY bench/package.json bench/
+COPY testkit/package.json testkit/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.base.json tsconfig.json ./
 COPY schemas schemas

@@ -12,6 +12,7 @@ export default defineConfig({
             'schemas/src/**/*.test.ts',
             'tools/*/src/**/*.test.ts',
             'bench/src/**/*.test.ts',
+            'testkit/src/**/*.test.ts',
             'scripts/**/*.test.ts',
             'deploy/checks/**/*.test.ts',
           ],
@@ -42,7 +43,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['{packages,services,tools}/*/src/**/*.integration.test.ts', 'scripts/**/*.integration.test.ts'],
-          globalSetup: ['scripts/test/global-setup.ts'],
+          globalSetup: ['scripts/test/global-setup.fixture.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
           // Real servers on a 2-core machine: a few files at a time, each isolated by prefix.
@@ -56,7 +57,7 @@ export default defineConfig({
           // at a time, so a neighbour's latency is judged against its own attack only.
           name: 'abuse',
           include: ['{packages,services}/*/src/**/*.abuse.test.ts'],
-          globalSetup: ['scripts/test/global-setup.ts'],
+          globalSetup: ['scripts/test/global-setup.fixture.ts'],
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 120_000,
@@ -68,7 +69,7 @@ export default defineConfig({
           // (and processor where needed). One file at a time: each drives a browser.
           name: 'browser',
           include: ['{packages,services}/*/src/**/*.browser.test.ts'],
-          globalSetup: ['scripts/test/global-setup.ts'],
+          globalSetup: ['scripts/test/global-setup.fixture.ts'],
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 180_000,
@@ -81,7 +82,7 @@ export default defineConfig({
           // each with its own principal. One file at a time: it starts three services.
           name: 'secure',
           include: ['{packages,services}/*/src/**/*.secure.test.ts'],
-          globalSetup: ['scripts/test/global-setup.ts'],
+          globalSetup: ['scripts/test/global-setup.fixture.ts'],
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 120_000,
@@ -94,7 +95,7 @@ export default defineConfig({
           // (scripts/test.sh runs it after the integration tests), one file at a time.
           name: 'chaos',
           include: ['{packages,services}/*/src/**/*.chaos.test.ts'],
-          globalSetup: ['scripts/test/global-setup.ts'],
+          globalSetup: ['scripts/test/global-setup.fixture.ts'],
           fileParallelism: false,
           testTimeout: 600_000,
           hookTimeout: 180_000,

@@ -40,8 +40,8 @@ const instructions = (stage: string, name: string) =>
 
 const inImage = (path: string) => imageEntries().some((e) => path === e || path.startsWith(`${e}/`));
 
-/** Test code that must never be bundled into the image. */
-const TEST_CODE = /\.test\.|test-fixture|\.fixture\.|\/test-support\/|\/testing\/|testkit|\/chaos\/|fake-|\.harness\./;
+/** Test code that must never be bundled into the image: tests, test helpers (`*.fixture.ts`, the one naming rule) and the test kit. */
+const TEST_CODE = /\.test\.|\.fixture\.|(^|\/)testkit\//;
 
 /**
  * Commands the runbook names, by its convention: in code (a fenced block's line or an inline

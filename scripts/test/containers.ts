@@ -1,6 +1,6 @@
 /**
  * The containers the integration tests start when no servers are given and a Docker engine
- * answers (global-setup.ts): the same server versions as the local stack and docker-compose.yml
+ * answers (global-setup.fixture.ts): the same server versions as the local stack and docker-compose.yml
  * (Kafka 4.1.1 from the `apache/kafka` image in KRaft mode). Pure descriptions, unit-tested;
  * the Docker path itself cannot run on machines without a Docker engine.
  */

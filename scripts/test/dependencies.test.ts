@@ -19,7 +19,11 @@
  *   build time, build configuration) may also use the workspace's `devDependencies` and the
  *   root's (vitest, fast-check, …);
  * - every declared package is imported by some file of the workspace (`@types/x` counts as used
- *   when `x` is, and tools named in a package.json script count as used).
+ *   when `x` is, and tools named in a package.json script count as used);
+ * - the test kit is test code by location: it has no production files and declares everything
+ *   as devDependencies. A workspace's `dependencies` are kept by `npm prune --omit=dev` in the
+ *   image's build stage even when the workspace itself is only a devDependency of the root, so
+ *   this is what keeps vitest, vite, playwright-core and the rest out of the images.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -30,6 +34,8 @@ import { describe, expect, it } from 'vitest';
 import { type PackageJson, readPackage, REPO_ROOT, workspaceDirs } from '../lib/workspaces.js';
 
 const root = REPO_ROOT;
+/** Workspaces that are test code by location: nothing in them runs in production. */
+const TEST_WORKSPACES = new Set(['testkit']);
 
 const SOURCE = /\.(?:[cm]?[jt]s|tsx|jsx)$/;
 
@@ -92,7 +98,7 @@ function checkWorkspace(dir: string, rootDevDependencies: Set<string>): Finding[
   const findings: Finding[] = [];
   const used = new Set<string>();
   const files = new Set(sourceFiles(dir));
-  const production = productionFiles(dir, pkg, files);
+  const production = TEST_WORKSPACES.has(dir) ? new Set<string>() : productionFiles(dir, pkg, files);
   for (const file of files) {
     for (const name of specifiersOf(file).map(packageOf)) {
       if (name === undefined || name === pkg.name) continue;
@@ -135,6 +141,13 @@ describe('declared dependencies', () => {
 
   it.each(workspaces)('%s declares what it imports, and nothing else', (dir) => {
     expect(checkWorkspace(dir, rootDevDependencies).map((f) => f.problem)).toEqual([]);
+  });
+
+  it('the test kit declares only devDependencies, so none of them reaches an image', () => {
+    for (const dir of TEST_WORKSPACES) {
+      expect(workspaces).toContain(dir);
+      expect(readPackage(dir).dependencies ?? {}, dir).toEqual({});
+    }
   });
 
   it('tells a package from a path or a builtin', () => {

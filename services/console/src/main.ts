@@ -1,9 +1,7 @@
 import { createClickHouseFromConfig, launchService, waitingFor } from '@ingest/platform';
 import { controlPlaneConditions, createControlPlane, createJobStatusStore, credentialSealerFromConfig } from '@ingest/domain';
 import { httpServerComponent } from '@ingest/http';
-import { buildAdminApp } from './admin/admin.app.js';
-import { buildConsoleApp } from './app.js';
-import { loadConsoleConfig } from './config.js';
+import { buildAdminApp, buildConsoleApp, loadConsoleConfig } from './index.js';
 
 const config = loadConsoleConfig();
 // crm-sink's public key: the admin API and the dashboard seal CRM credentials, and can open none.

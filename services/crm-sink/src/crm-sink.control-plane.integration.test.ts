@@ -9,7 +9,7 @@ import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import { createSinkFixture, type SinkFixture } from './test-support/sink.fixture.js';
+import { createSinkFixture, type SinkFixture } from './crm-sink.fixture.js';
 
 const TOKEN = 'tok-control-plane';
 let fx: SinkFixture;

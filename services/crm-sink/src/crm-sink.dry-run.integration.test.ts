@@ -1,6 +1,6 @@
 /**
  * Real servers: Kafka (the control plane's topics and the sink's) and Redis (the sink's record
- * state, which the dry-run reads); the CRM is the fake of test-support/fake-crm.ts over real HTTP,
+ * state, which the dry-run reads); the CRM is the test kit's fake CRM (@ingest/testkit/fake-crm) over real HTTP,
  * called by the real adapters of the real sink engine. The dry-run is the console's admin route
  * over the same control plane and the same Redis key prefix.
  *
@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCall, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './test-support/sink.fixture.js';
+import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './crm-sink.fixture.js';
 
 const ADMIN_TOKEN = 'admin-token-for-the-crm-sink-dry-run-tests';
 const HUBSPOT_TOKEN = 'tok-dry-run-hubspot';

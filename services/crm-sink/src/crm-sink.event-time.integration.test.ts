@@ -1,5 +1,5 @@
 /**
- * Real servers: Kafka and Redis. The CRM is the in-memory double of test-support/memory-crm.ts.
+ * Real servers: Kafka and Redis. The CRM is the in-memory double of adapters/memory-crm.fixture.ts.
  * Events are produced to events.unique (and crm.replay, as a dead-letter replay does) directly.
  *
  * Regression: a `set` from an old event (late, or replayed from dead letters) overwrote a value
@@ -9,8 +9,8 @@ import type { CrmMapping, EventRecord } from '@ingest/schemas';
 import type { CrmCredential } from '@ingest/domain';
 import { uniqueSuffix } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryCrm, createStaticMappings } from './test-support/memory-crm.js';
-import { createSinkFixture, type SinkFixture, T0 } from './test-support/sink.fixture.js';
+import { createMemoryCrm, createStaticMappings } from './adapters/memory-crm.fixture.js';
+import { createSinkFixture, type SinkFixture, T0 } from './crm-sink.fixture.js';
 
 const ACCOUNT = 'acc_event_time';
 const crm = createMemoryCrm();

@@ -1,5 +1,5 @@
 /**
- * Real servers: Kafka and Redis; the CRM is the fake HubSpot of test-support/fake-crm.ts over
+ * Real servers: Kafka and Redis; the CRM is the fake HubSpot of the test kit (@ingest/testkit/fake-crm) over
  * real HTTP, called by the real HubSpot adapter. Events are produced to events.unique directly.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
@@ -8,8 +8,8 @@ import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import { createStaticMappings } from './test-support/memory-crm.js';
-import { createSinkFixture, type SinkFixture } from './test-support/sink.fixture.js';
+import { createStaticMappings } from './adapters/memory-crm.fixture.js';
+import { createSinkFixture, type SinkFixture } from './crm-sink.fixture.js';
 
 const ACCOUNTS = ['acc_volume', 'acc_slow', 'acc_fast'] as const;
 const token = (accountId: string) => `tok-${accountId}`;

@@ -1,5 +1,5 @@
 /**
- * Real servers: Kafka and Redis. The CRM is the in-memory double of test-support/memory-crm.ts
+ * Real servers: Kafka and Redis. The CRM is the in-memory double of adapters/memory-crm.fixture.ts
  * (the sink's logic under test; the HTTP adapters have their own tests against the fake CRM).
  * Events are produced to events.unique directly, as the dedupe step would.
  */
@@ -8,8 +8,8 @@ import { committedOffsets, readDeadLetters } from '@ingest/platform';
 import { type CrmCredential } from '@ingest/domain';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryCrm, createStaticMappings, type MemoryCrm } from './test-support/memory-crm.js';
-import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './test-support/sink.fixture.js';
+import { createMemoryCrm, createStaticMappings, type MemoryCrm } from './adapters/memory-crm.fixture.js';
+import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './crm-sink.fixture.js';
 
 // One sink serves every test; each test has accounts (and a memory CRM per account) of its own.
 const ACCOUNTS = ['acc_rules', 'acc_volume', 'acc_slow', 'acc_fast', 'acc_replay', 'acc_twice', 'acc_reject'];

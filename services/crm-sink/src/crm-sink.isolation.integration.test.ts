@@ -1,6 +1,6 @@
 /**
  * Real servers: Kafka and Redis (parked events live there); the CRMs are two webhook receivers of
- * the fake CRM (test-support/fake-crm.ts) over real HTTP, called by the real webhook adapter with
+ * the test kit's fake CRM (@ingest/testkit/fake-crm) over real HTTP, called by the real webhook adapter with
  * the production HTTP client (timeouts, response cap, outbound policy allowing loopback only).
  *
  * Regression (issue 16): one account's CRM answering `Retry-After: 2000000` made the sink sleep
@@ -16,8 +16,8 @@ import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import { createStaticMappings } from './test-support/memory-crm.js';
-import { createSinkFixture, type SinkFixture, TEST_PARK, usesCounterMapping } from './test-support/sink.fixture.js';
+import { createStaticMappings } from './adapters/memory-crm.fixture.js';
+import { createSinkFixture, type SinkFixture, TEST_PARK, usesCounterMapping } from './crm-sink.fixture.js';
 
 const A = 'acc_blocked';
 const B = 'acc_healthy';

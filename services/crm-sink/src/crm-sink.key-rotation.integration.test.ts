@@ -17,7 +17,7 @@ import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/f
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
 import { createCredentialsCheck } from './credentials.check.js';
-import { createSinkFixture, type SinkFixture } from './test-support/sink.fixture.js';
+import { createSinkFixture, type SinkFixture } from './crm-sink.fixture.js';
 
 const run = promisify(execFile);
 const TOKENS = ['tok-sealed-a', 'tok-legacy-plain'];

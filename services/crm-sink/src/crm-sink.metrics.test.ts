@@ -9,7 +9,7 @@ import { sampleValue } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
 import type { CreateAdapter } from './adapters/adapter.js';
 import { createCrmSink } from './crm-sink.js';
-import { TEST_PARK } from './test-support/sink.fixture.js';
+import { TEST_PARK } from './crm-sink.fixture.js';
 
 const unused = <T>(): T => ({}) as T;
 

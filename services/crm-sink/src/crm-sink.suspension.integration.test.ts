@@ -17,7 +17,7 @@ import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { FAKE_CRM_OUTBOUND, FAKE_WEBHOOK_SECRET, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter } from './adapters/index.js';
-import { createSinkFixture, type SinkFixture, TEST_PARK, usesCounterMapping } from './test-support/sink.fixture.js';
+import { createSinkFixture, type SinkFixture, TEST_PARK, usesCounterMapping } from './crm-sink.fixture.js';
 
 /** The revocation bound (docs/access-control.md): every replica sees a suspension within it. */
 const REVOCATION_BOUND_MS = 5_000;

@@ -1,9 +1,6 @@
 import { controlPlaneConditions, createControlPlane, createCredentialOpener, createOutboundPolicy, credentialKeyringFromConfig } from '@ingest/domain';
 import { createLagCollector, launchService, waitingFor } from '@ingest/platform';
-import { createAdapter } from './adapters/index.js';
-import { loadCrmSinkConfig } from './config.js';
-import { createCredentialsCheck } from './credentials.check.js';
-import { createCrmSink } from './crm-sink.js';
+import { createAdapter, createCredentialsCheck, createCrmSink, loadCrmSinkConfig } from './index.js';
 
 const config = loadCrmSinkConfig();
 // Only crm-sink holds the private keys that open CRM credentials (docs/security.md).

@@ -1,8 +1,7 @@
 import { createClickHouseFromConfig, launchService, waitingFor } from '@ingest/platform';
 import { controlPlaneConditions, createControlPlane, createJobStatusStore } from '@ingest/domain';
 import { httpServerComponent } from '@ingest/http';
-import { buildApp } from './app.js';
-import { gatewayDeprecations, loadGatewayConfig } from './config.js';
+import { buildApp, gatewayDeprecations, loadGatewayConfig } from './index.js';
 
 // The ingestion API (/v1) only: the dashboard and the admin API are the console service. It
 // stores no CRM credential, so it needs no sealing key (its pods do not mount one).

@@ -9,11 +9,9 @@ import {
   readLedgerTopic,
 } from '@ingest/domain';
 import { createLedgerCloser } from './ledger/ledger.closer.js';
-import { loadProcessorConfig } from './config.js';
-import { waitForPipeline } from './pipeline-progress.js';
 import { createExactCountsStore } from './allowance/exact-counts.store.js';
 import { createAllowanceReconcileTask } from './allowance/reconcile.task.js';
-import { createProcessor, type ProcessorStage } from './processor.js';
+import { createProcessor, loadProcessorConfig, type ProcessorStage, waitForPipeline } from './index.js';
 
 const config = loadProcessorConfig();
 await launchService({

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { JobChunkItem } from '@ingest/schemas';
 import { describe, expect, it } from 'vitest';
 import { readCsvEvents } from './csv-reader.js';
-import { ACCOUNT, idOf, problemOf, read, TS } from './csv-test-helpers.js';
+import { ACCOUNT, idOf, problemOf, read, TS } from './csv.fixture.js';
 
 const HEADER = 'event_name,timestamp,email';
 

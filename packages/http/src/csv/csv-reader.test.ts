@@ -1,7 +1,7 @@
 import { type JobChunkItem, MAX_PROPERTIES } from '@ingest/schemas';
 import { describe, expect, it } from 'vitest';
 import { MAX_CSV_COLUMNS } from './csv-header.js';
-import { ACCOUNT, idOf, lazyRows, problemOf, read, TS } from './csv-test-helpers.js';
+import { ACCOUNT, idOf, lazyRows, problemOf, read, TS } from './csv.fixture.js';
 
 describe('readCsvEvents: rows become job chunk items', () => {
   it('maps a normal file into ordered chunks of chunkSize with exact items', async () => {

@@ -19,7 +19,7 @@ import type { CrmMapping, EventRecord } from '@ingest/schemas';
 import { afterAll, describe, expect, it } from 'vitest';
 import { topicMessages } from '@ingest/testkit/processor';
 import type { FakeCall } from '@ingest/testkit/fake-crm';
-import { createSinkRun, crmSnapshot, type SinkRun } from './sink-run.js';
+import { createSinkRun, crmSnapshot, type SinkRun } from './sink-run.fixture.js';
 import type { SinkProcess } from '@ingest/testkit';
 
 const TOTAL = 3_000;

@@ -8,8 +8,8 @@ import { type CrmCredential } from '@ingest/domain';
 import { readDeadLetters } from '@ingest/platform';
 import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryCrm, createStaticMappings } from '../test-support/memory-crm.js';
-import { createSinkFixture, everyKindMapping, type SinkFixture, TEST_PARK } from '../test-support/sink.fixture.js';
+import { createMemoryCrm, createStaticMappings } from '../adapters/memory-crm.fixture.js';
+import { createSinkFixture, everyKindMapping, type SinkFixture, TEST_PARK } from '../crm-sink.fixture.js';
 
 const crm = createMemoryCrm();
 let fx: SinkFixture;

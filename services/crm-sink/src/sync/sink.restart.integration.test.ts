@@ -7,8 +7,8 @@ import { committedOffsets } from '@ingest/platform';
 import { type CrmCredential } from '@ingest/domain';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryCrm, createStaticMappings } from '../test-support/memory-crm.js';
-import { createSinkFixture, everyKindMapping, type SinkFixture } from '../test-support/sink.fixture.js';
+import { createMemoryCrm, createStaticMappings } from '../adapters/memory-crm.fixture.js';
+import { createSinkFixture, everyKindMapping, type SinkFixture } from '../crm-sink.fixture.js';
 
 const crm = createMemoryCrm();
 let fx: SinkFixture;

@@ -7,13 +7,13 @@ import type { JobChunk, JobChunkItem, JobMessage, JobStatus } from '@ingest/sche
 import { committedOffsets, DEAD_LETTER_HEADERS, METRIC_NAMES } from '@ingest/platform';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobsFixture, type JobsFixture, RECEIVED_AT_MS } from '@ingest/testkit/processor';
+import { createJobRunnerFixture, type JobRunnerFixture, RECEIVED_AT_MS } from './job.runner.fixture.js';
 import { ABANDON_REASONS } from './job-buffers.js';
 
-let fx: JobsFixture;
+let fx: JobRunnerFixture;
 
 beforeAll(async () => {
-  fx = await createJobsFixture();
+  fx = await createJobRunnerFixture();
 });
 
 afterAll(async () => {

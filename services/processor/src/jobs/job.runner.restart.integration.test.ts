@@ -10,12 +10,12 @@ import { AppError, committedOffsets, type Producer } from '@ingest/platform';
 import { type JobStatusStore } from '@ingest/domain';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobsFixture, type JobsFixture, RECEIVED_AT_MS } from '@ingest/testkit/processor';
+import { createJobRunnerFixture, type JobRunnerFixture, RECEIVED_AT_MS } from './job.runner.fixture.js';
 
-let fx: JobsFixture;
+let fx: JobRunnerFixture;
 
 beforeAll(async () => {
-  fx = await createJobsFixture();
+  fx = await createJobRunnerFixture();
 });
 
 afterAll(async () => {

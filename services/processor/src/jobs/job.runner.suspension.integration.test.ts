@@ -6,13 +6,13 @@
  */
 import type { JobChunkItem, JobStatus } from '@ingest/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJobsFixture, type JobsFixture } from '@ingest/testkit/processor';
+import { createJobRunnerFixture, type JobRunnerFixture } from './job.runner.fixture.js';
 import { ACCOUNT_SUSPENDED_REASON } from './job.executor.js';
 
-let fx: JobsFixture;
+let fx: JobRunnerFixture;
 
 beforeAll(async () => {
-  fx = await createJobsFixture();
+  fx = await createJobRunnerFixture();
 });
 
 afterAll(async () => {

@@ -26,7 +26,7 @@ import {
 } from '@ingest/testkit';
 import type { KafkaError } from '../errors.js';
 import { createProducer, type Producer } from '../producer.js';
-import { CONTRACT_DRIVERS, readAll, type Recorder, recordingConsumer, startLoad } from './contract-kit.js';
+import { CONTRACT_DRIVERS, readAll, type Recorder, recordingConsumer, startLoad } from './contract.fixture.js';
 
 const logger = testLogger();
 /** The broker's smallest allowed session timeout (group.min.session.timeout.ms), so the stall outlasts it quickly. */

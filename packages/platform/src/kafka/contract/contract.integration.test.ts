@@ -13,7 +13,7 @@ import { withAdmin } from '../client.js';
 import { createProducer, type OutgoingMessage, type Producer } from '../producer.js';
 import { TOPICS, type TopicKey } from '../topics.js';
 import { keyPartition } from '../drivers/partitioner.js';
-import { CONTRACT_DRIVERS, numbered, readAll, recordingConsumer, repeated } from './contract-kit.js';
+import { CONTRACT_DRIVERS, numbered, readAll, recordingConsumer, repeated } from './contract.fixture.js';
 
 const logger = testLogger();
 

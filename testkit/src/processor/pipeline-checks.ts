@@ -5,7 +5,7 @@
  */
 import { type ClickHouse, createEndOffsetsReader, type KafkaClient, raw, type SqlFragment, sql } from '@ingest/platform';
 import type { TestKafka } from '../index.js';
-import { waitForPipeline } from '@ingest/processor/pipeline-progress';
+import { waitForPipeline } from '@ingest/processor';
 import type { ProcessorSetup } from '../processes/processor-process.js';
 
 export interface EventCounts {

@@ -1,5 +1,5 @@
 export * from './abuse.fixture.js';
-export * from './admin.test-app.js';
+export * from './admin.fixture.js';
 export * from './browser.js';
 export * from './dashboard.client.js';
 export * from './gateway.fixture.js';

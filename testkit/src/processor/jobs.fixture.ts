@@ -1,34 +1,14 @@
 /**
  * Real Kafka and Redis for the job runner's integration tests: fresh topics under a unique
- * prefix, the real job status store, the job writer of the gateway and the console to queue realistic jobs, and
- * readers for what the runner wrote.
+ * prefix, the real job status store, the job writer of the gateway and the console to queue
+ * realistic jobs, and readers for what the runner wrote. The runner itself is the processor's:
+ * its own fixture (services/processor/src/jobs/job.runner.fixture.ts) starts it on these.
  */
 import type { EventRecord, JobMessage, JobStatus } from '@ingest/schemas';
-import { type Account, createEventValidator, createJobStatusStore, type JobStatusStore } from '@ingest/domain';
-import {
-  type BatchConsumer,
-  type ConsumedMessage,
-  createBatchConsumer,
-  createDeadLetterSink,
-  createMetricsRegistry,
-  createProducer,
-  createRedis,
-  type Producer,
-  type Redis,
-  type Registry,
-  topicOffsets,
-} from '@ingest/platform';
+import { type Account, createJobStatusStore, type JobStatusStore } from '@ingest/domain';
+import { type ConsumedMessage, createBatchConsumer, createProducer, createRedis, type Producer, type Redis, topicOffsets } from '@ingest/platform';
 import { createTestKafka, integrationEnv, type TestKafka, testLogger, uniqueSuffix, waitFor } from '../index.js';
 import { createJobWriter, type JobWriter } from '@ingest/http';
-import { createJobRunner, type JobRunnerDeps } from '@ingest/processor/job-runner';
-
-export interface RunnerHandle {
-  runner: BatchConsumer;
-  groupId: string;
-  metrics: Registry;
-  /** Sum of a counter's values whose labels include `labels`. */
-  metric(name: string, labels?: Record<string, string>): Promise<number>;
-}
 
 export interface JobsFixture {
   kafka: TestKafka;
@@ -38,7 +18,6 @@ export interface JobsFixture {
   /** The gateway's writer: chunks of 500, then the seal and the queued status. */
   writer: JobWriter;
   account(): Account;
-  startRunner(overrides?: Partial<JobRunnerDeps>): Promise<RunnerHandle>;
   /** Writes raw job messages (all under `key`, so on one partition, in this order). */
   produceJobMessages(key: string, messages: (JobMessage | string)[]): Promise<void>;
   waitForStatus(jobId: string, check: (s: JobStatus) => boolean, description: string): Promise<JobStatus>;
@@ -58,9 +37,7 @@ export async function createJobsFixture(): Promise<JobsFixture> {
   await Promise.all([producer.connect(), redis.connect()]);
   const statusStore = createJobStatusStore({ redis, producer, progressTopic: kafka.topic('jobProgress'), ttlSeconds: 3600 });
   const writer = createJobWriter({ producer, chunksTopic: kafka.topic('jobChunks'), statusStore, now: () => RECEIVED_AT_MS });
-  const runners: BatchConsumer[] = [];
   const logger = testLogger();
-  const validate = createEventValidator();
 
   async function readToEnd(topic: string): Promise<ConsumedMessage[]> {
     const ends = await topicOffsets(kafka.kafka, topic);
@@ -96,38 +73,6 @@ export async function createJobsFixture(): Promise<JobsFixture> {
     statusStore,
     writer,
     account: () => ({ id: `acc_${uniqueSuffix()}`, name: 'Test', plan: 'pro', createdAt: new Date(0).toISOString(), updatedAt: new Date(0).toISOString() }),
-    async startRunner(overrides = {}) {
-      const metrics = createMetricsRegistry('processor-test');
-      const groupId = overrides.groupId ?? `jobs-${uniqueSuffix()}`;
-      const runner = createJobRunner({
-        kafka: kafka.kafka,
-        producer,
-        chunksTopic: kafka.topic('jobChunks'),
-        rawTopic: kafka.topic('eventsRaw'),
-        deadLetters: createDeadLetterSink(producer, kafka.topic('deadLetters'), 'processor-jobs', { metrics, label: 'jobs' }),
-        statusStore,
-        logger,
-        metrics,
-        validate,
-        now: Date.now,
-        partitionsConsumedConcurrently: 3,
-        ...overrides,
-        groupId,
-      });
-      runners.push(runner);
-      await runner.start();
-      return {
-        runner,
-        groupId,
-        metrics,
-        async metric(name, labels = {}) {
-          const values = (await metrics.getSingleMetric(name)?.get())?.values ?? [];
-          return values
-            .filter((v) => Object.entries(labels).every(([k, want]) => String((v.labels as Record<string, unknown>)[k]) === want))
-            .reduce((sum, v) => sum + v.value, 0);
-        },
-      };
-    },
     async produceJobMessages(key, messages) {
       await producer.send(
         kafka.topic('jobChunks'),
@@ -148,7 +93,6 @@ export async function createJobsFixture(): Promise<JobsFixture> {
       return messages.map((m) => JSON.parse(m.value?.toString() ?? 'null') as EventRecord).filter((r) => r.jobId === jobId);
     },
     async close() {
-      await Promise.allSettled(runners.map((r) => r.stop()));
       await Promise.allSettled([producer.disconnect(), redis.close()]);
       await kafka.cleanup();
     },

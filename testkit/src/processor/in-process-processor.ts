@@ -2,9 +2,9 @@ import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Component, createLogger, createMetricsRegistry, REPO_ROOT } from '@ingest/platform';
 import { uniqueSuffix } from '../index.js';
-// Test-only: the processor (job runner, dedupe, storage) stores what a dashboard page reads; the
-// processor's own e2e test imports the gateway the same way.
-import { createProcessor } from '@ingest/processor/processor';
+// The processor (job runner, dedupe, storage) stores what a dashboard page reads: built with the
+// builder its main.ts uses, from its public entry.
+import { createProcessor } from '@ingest/processor';
 import type { GatewayFixture } from '../gateway/gateway.fixture.js';
 
 /**

@@ -11,8 +11,7 @@ import {
   uniqueSuffix,
 } from '../index.js';
 import type { FastifyInstance } from 'fastify';
-import { loadConsoleConfig } from '@ingest/console/config';
-import { buildAdminApp } from '@ingest/console/admin-app';
+import { buildAdminApp, loadConsoleConfig } from '@ingest/console';
 
 /**
  * For tests only: the admin app of the console's admin listener (buildAdminApp) over a real

@@ -3,8 +3,8 @@ import { type Component, createMetricsRegistry, createProducer, createRedis, typ
 import { type ControlPlane, createControlPlane, createSyncStateStore, type EventSyncState, type MappingReader, uniqueEventKey } from '@ingest/domain';
 import type { TopicKey } from '@ingest/platform';
 import { CONTROL_PLANE_TOPICS, createTestKafka, integrationEnv, testCredentialKeys, type TestKafka, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
-import type { CreateAdapter } from '../adapters/adapter.js';
-import { type CrmSinkDeps, createCrmSink } from '../crm-sink.js';
+import type { CreateAdapter } from './adapters/adapter.js';
+import { type CrmSinkDeps, createCrmSink } from './crm-sink.js';
 
 /**
  * What the crm-sink's integration tests share: topics under a fresh prefix, a Redis key prefix,

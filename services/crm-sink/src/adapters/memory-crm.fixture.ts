@@ -1,7 +1,7 @@
 import type { CrmMapping } from '@ingest/schemas';
 import { type CrmCredential, type MappingReader, splitCredential, type StoredCrmCredential, type StoredMapping, storedCredentialAad } from '@ingest/domain';
 import { testCredentialKeys } from '@ingest/testkit';
-import { type ActivityWrite, type CrmAdapter, CrmError, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite } from '../adapters/adapter.js';
+import { type ActivityWrite, type CrmAdapter, CrmError, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite } from './adapter.js';
 
 /**
  * A CRM in memory for tests of the sink's logic (it is no Kafka, ClickHouse or Redis): records

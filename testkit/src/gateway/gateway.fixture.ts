@@ -37,11 +37,8 @@ import {
   waitFor,
 } from '../index.js';
 import type { FastifyInstance } from 'fastify';
-import { buildAdminApp } from '@ingest/console/admin-app';
-import { buildConsoleApp } from '@ingest/console/app';
-import { loadConsoleConfig } from '@ingest/console/config';
-import { buildApp } from '@ingest/gateway/app';
-import { loadGatewayConfig } from '@ingest/gateway/config';
+import { buildAdminApp, buildConsoleApp, loadConsoleConfig } from '@ingest/console';
+import { buildApp, loadGatewayConfig } from '@ingest/gateway';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdefghij';
 
