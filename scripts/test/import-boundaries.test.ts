@@ -295,3 +295,26 @@ describe("services' public entries", () => {
     }
   });
 });
+
+describe('the picture in docs/architecture.md', () => {
+  /** The "What may import what" table: unit -> the workspaces it may import. */
+  function documentedLayers(): Record<string, string[]> {
+    const text = readFileSync(join(REPO_ROOT, 'docs/architecture.md'), 'utf8');
+    const section = /^## What may import what$([\s\S]*?)^## /m.exec(text)?.[1] ?? '';
+    const rows = section.split('\n').filter((line) => /^\| `[^`]+` \|/.test(line));
+    return Object.fromEntries(
+      rows.map((row) => {
+        const cells = row.split('|').map((c) => c.trim());
+        const unit = /`([^`]+)`/.exec(cells[1] ?? '')?.[1] ?? '';
+        return [unit, [...(cells[3] ?? '').matchAll(/`(@ingest\/[^`]+)`/g)].map((m) => m[1] ?? '').sort()];
+      }),
+    );
+  }
+
+  it('is exactly what this check enforces: every unit, and what each may import', () => {
+    const documented = documentedLayers();
+    const enforced = Object.fromEntries(Object.entries(LAYERS).map(([unit, allowed]) => [unit, allowed === 'any' ? ['any'] : [...allowed].sort()]));
+    expect(Object.keys(documented).length, 'rows in the table').toBeGreaterThan(10);
+    expect(documented).toEqual(enforced);
+  });
+});
