@@ -22,7 +22,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   deadletters: {
     summary: 'list and replay dead letters (events.deadletter, --crm: crm.deadletter; KAFKA_BROKERS, KAFKA_TOPIC_PREFIX)',
-    run: async (args, io) => runCommand((await import('./deadletters/cli.js')).DEADLETTERS_COMMAND, args, io),
+    run: async (args, io) => runCommand((await import('./dead-letter/cli.js')).DEADLETTERS_COMMAND, args, io),
   },
   'credentials-key': {
     summary:
