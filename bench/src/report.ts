@@ -188,7 +188,7 @@ export function formatReport(r: BenchResult): string {
   }
   if (clickhouse) {
     line(
-      `  B ClickHouse insert    ${n0(clickhouse.rowsPerSec).padStart(9)} rows/s     ${clickhouse.inserts} sequential inserts of ${n0(clickhouse.batchRows)} rows (TabSeparated, the lines the writer sends), avg ${n0(clickhouse.insertMs.avg)} ms, max ${n0(clickhouse.insertMs.max)} ms`,
+      `  B ClickHouse insert    ${n0(clickhouse.rowsPerSec).padStart(9)} rows/s     ${clickhouse.inserts} sequential inserts of ${n0(clickhouse.batchRows)} rows (JSONEachRow), avg ${n0(clickhouse.insertMs.avg)} ms, max ${n0(clickhouse.insertMs.max)} ms`,
     );
     line(
       `                         server ${n1(clickhouse.clickhouseCpuSeconds)} CPU s = ${n1(perMillion(clickhouse.clickhouseCpuSeconds, clickhouse.rows))} CPU s per 1M rows`,
