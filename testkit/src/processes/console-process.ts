@@ -16,14 +16,11 @@ export async function startConsoleProcess(name: string, env: Record<string, stri
   const servers = integrationEnv();
   const [port, opsPort] = [await freePort(), await freePort()];
   const adminPort = env.ADMIN_TOKEN ? (env.ADMIN_PORT ?? String(await freePort())) : undefined;
-  let spawned: ServiceProcess | undefined;
-  const killOnExit = () => spawned?.killNow();
-  process.once('exit', killOnExit);
   const proc = await startServiceProcess({
     service: 'console',
     name,
     opsPort,
-    track: (p) => (spawned = p),
+    killWithParent: true,
     env: {
       KAFKA_BROKERS: servers.kafkaBrokers,
       KAFKA_DRIVER: servers.kafkaDriver,
@@ -41,17 +38,10 @@ export async function startConsoleProcess(name: string, env: Record<string, stri
       ...(adminPort ? { ADMIN_HOST: '127.0.0.1', ADMIN_PORT: adminPort } : {}),
       ...env,
     },
-  }).catch((err: unknown) => {
-    process.removeListener('exit', killOnExit);
-    throw err;
   });
   return {
     ...proc,
     url: `http://127.0.0.1:${port}`,
     ...(adminPort ? { adminUrl: `http://127.0.0.1:${adminPort}` } : {}),
-    async kill() {
-      process.removeListener('exit', killOnExit);
-      await proc.kill();
-    },
   };
 }

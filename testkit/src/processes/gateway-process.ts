@@ -12,14 +12,11 @@ export interface GatewayProcess extends ServiceProcess {
 export async function startGatewayProcess(name: string, env: Record<string, string>): Promise<GatewayProcess> {
   const servers = integrationEnv();
   const [port, opsPort] = [await freePort(), await freePort()];
-  let spawned: ServiceProcess | undefined;
-  const killOnExit = () => spawned?.killNow();
-  process.once('exit', killOnExit);
   const proc = await startServiceProcess({
     service: 'gateway',
     name,
     opsPort,
-    track: (p) => (spawned = p),
+    killWithParent: true,
     env: {
       KAFKA_BROKERS: servers.kafkaBrokers,
       KAFKA_DRIVER: servers.kafkaDriver,
@@ -35,16 +32,9 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
       GATEWAY_OPS_PORT: String(opsPort),
       ...env,
     },
-  }).catch((err: unknown) => {
-    process.removeListener('exit', killOnExit);
-    throw err;
   });
   return {
     ...proc,
     url: `http://127.0.0.1:${port}`,
-    async kill() {
-      process.removeListener('exit', killOnExit);
-      await proc.kill();
-    },
   };
 }

@@ -70,6 +70,8 @@ export interface ServiceProcessOptions {
   detached?: boolean;
   /** How long it may take to be ready (default 60 s). */
   readyTimeoutMs?: number;
+  /** SIGKILL it if this process exits while it still runs (a test that failed to stop it, a worker that ends). */
+  killWithParent?: boolean;
 }
 
 /** Spawns the service and waits until its /readyz answers 200; kills it if it never does. */
@@ -96,6 +98,11 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
   let exitCode: number | string | undefined;
   void exited.then((c) => (exitCode = c));
+  if (options.killWithParent) {
+    const killOnExit = () => exitCode === undefined && child.kill('SIGKILL');
+    process.once('exit', killOnExit);
+    void exited.then(() => process.removeListener('exit', killOnExit));
+  }
   const opsUrl = `http://127.0.0.1:${options.opsPort}`;
   const proc: ServiceProcess = {
     service,
