@@ -2,7 +2,7 @@ import { AccountSchema, type AccountWire, ApiKeyRecordSchema, type ApiKeyRecordW
 import { createKeyedRecordDecoder, type RecordDecoder } from './keyed-record.decode.js';
 import type { Account, ApiKeyRecord } from './types.js';
 
-export type { Decoded } from './keyed-record.decode.js';
+export type { DecodedKeyedRecord } from './keyed-record.decode.js';
 
 /**
  * The materialised control plane: what the compacted topics say, folded into maps. Pure: the

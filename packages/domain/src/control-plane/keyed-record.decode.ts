@@ -6,12 +6,12 @@ import type { ValidateFunction } from 'ajv';
  * credentials, mapping versions, CRM credentials): key = the record's identity, a null value is
  * a tombstone, a value is JSON checked against its schema, then reduced to the state's shape.
  */
-export type Decoded<T> =
+export type DecodedKeyedRecord<T> =
   | { ok: true; id: string; value: T | null }
   /** `reason` names what was wrong, never the message's contents (it may hold secrets). */
   | { ok: false; code: 'missing_key' | 'invalid_json' | 'schema_mismatch' | 'id_mismatch'; reason: string };
 
-export type RecordDecoder<T> = (key: Buffer | null, value: Buffer | null) => Decoded<T>;
+export type RecordDecoder<T> = (key: Buffer | null, value: Buffer | null) => DecodedKeyedRecord<T>;
 
 export interface KeyedRecordRules<W, T> {
   /** The message key a record of these fields must be written under. */

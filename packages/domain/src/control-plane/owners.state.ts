@@ -1,5 +1,5 @@
 import { compileValidator } from '@ingest/schemas';
-import type { Decoded } from './keyed-record.decode.js';
+import type { DecodedKeyedRecord } from './keyed-record.decode.js';
 import type { Owner } from './types.js';
 
 /**
@@ -45,7 +45,7 @@ const OwnerWireSchema = {
   },
 } as const;
 
-export function createOwnerDecoder(): (key: Buffer | null, value: Buffer | null) => Decoded<Owner> {
+export function createOwnerDecoder(): (key: Buffer | null, value: Buffer | null) => DecodedKeyedRecord<Owner> {
   const validate = compileValidator(OwnerWireSchema);
   return (key, value) => {
     const email = key?.toString('utf8') ?? '';
