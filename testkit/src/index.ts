@@ -13,5 +13,6 @@ export * from './processes/sink-process.js';
 export * from './redis-server.js';
 export * from './secure-kafka.js';
 export * from './servers/clickhouse-server.js';
+export * from './stored-events.js';
 export * from './use-fixture.js';
 export * from './wait.js';

@@ -7,38 +7,19 @@
  * prints `GET /v1/events/{id}` answered 503 for an event just answered 202, and both pages showed
  * "A dependency is temporarily unavailable". Every ClickHouse read of the console is made here (the gateway's in its own copy).
  */
-import { EVENT_RECORD_VERSION } from '@ingest/schemas';
-import { EVENT_COLUMNS, toEventLine } from '@ingest/domain';
+import { storedEvent, storeEvents } from '@ingest/testkit';
 import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, signedInOwner } from '@ingest/testkit/gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let gw: GatewayFixture;
 let accountId: string;
-const receivedAtMs = Date.now() - 60_000;
 
 beforeAll(async () => {
   gw = await createGatewayFixture();
   ({
     account: { id: accountId },
   } = await gw.newAccount('pro'));
-  // Stored as the processor stores it (the tests' ClickHouse user may write; the console's may not).
-  const line = toEventLine(
-    {
-      v: EVENT_RECORD_VERSION,
-      accountId,
-      eventId: 'evt-readonly-1',
-      eventName: 'Signed Up',
-      email: 'ada@example.com',
-      domain: null,
-      timestampMs: receivedAtMs,
-      receivedAtMs,
-      properties: { plan: 'pro' },
-      source: 'api',
-      jobId: null,
-    },
-    Date.now(),
-  );
-  await gw.clickhouse.ch.insertTabSeparated('events', EVENT_COLUMNS, [line]);
+  await storeEvents(gw.clickhouse.ch, [storedEvent(accountId, { eventId: 'evt-readonly-1' })]);
 });
 
 afterAll(async () => {

@@ -8,15 +8,13 @@
  * console's (the dashboard's pages, the admin API's audit log and ledger) in its own copy,
  * services/console/src/readonly-clickhouse.integration.test.ts.
  */
-import { EVENT_RECORD_VERSION } from '@ingest/schemas';
-import { EVENT_COLUMNS, toEventLine } from '@ingest/domain';
+import { storedEvent, storeEvents } from '@ingest/testkit';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let gw: GatewayFixture;
 let apiKey: string;
 let accountId: string;
-const receivedAtMs = Date.now() - 60_000;
 
 beforeAll(async () => {
   gw = await createGatewayFixture();
@@ -24,24 +22,7 @@ beforeAll(async () => {
     apiKey,
     account: { id: accountId },
   } = await gw.newAccount('pro'));
-  // Stored as the processor stores it (the tests' ClickHouse user may write; the gateway's may not).
-  const line = toEventLine(
-    {
-      v: EVENT_RECORD_VERSION,
-      accountId,
-      eventId: 'evt-readonly-1',
-      eventName: 'Signed Up',
-      email: 'ada@example.com',
-      domain: null,
-      timestampMs: receivedAtMs,
-      receivedAtMs,
-      properties: { plan: 'pro' },
-      source: 'api',
-      jobId: null,
-    },
-    Date.now(),
-  );
-  await gw.clickhouse.ch.insertTabSeparated('events', EVENT_COLUMNS, [line]);
+  await storeEvents(gw.clickhouse.ch, [storedEvent(accountId, { eventId: 'evt-readonly-1' })]);
 });
 
 afterAll(async () => {
