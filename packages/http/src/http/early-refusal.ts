@@ -32,7 +32,9 @@ export const EARLY_REFUSAL_DRAIN_MS = 10_000;
 export function registerEarlyRefusalDrain(app: FastifyInstance, drainMs = EARLY_REFUSAL_DRAIN_MS): void {
   app.addHook('onSend', async (request, reply, payload) => {
     const req = request.raw;
-    if (req.complete || req.readableEnded) return payload;
+    // `complete` is Node's: false until the whole message (headers and body) was parsed. Requests
+    // of `app.inject` have no such field, and no connection to wedge.
+    if (req.complete !== false || req.readableEnded) return payload;
     const declared = Number(req.headers['content-length']);
     const limit = drainLimitOf(request);
     const closing = String(reply.getHeader('connection') ?? '').toLowerCase() === 'close';
