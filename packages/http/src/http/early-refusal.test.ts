@@ -81,7 +81,7 @@ describe('registerEarlyRefusalDrain', () => {
 
   it('answers Connection: close when the declared body is larger than the route reads', async () => {
     const c = client(await start());
-    // Reading up to 1 MiB + 1 byte is more than the route would ever read: not drained, closed.
+    // A declared 1 MiB + 1 byte is more than the route ever reads: not drained, closed.
     c.socket.write(upload(LIMIT + 1));
     c.socket.write(Buffer.alloc(1024, 'x'));
     await until(() => /\r\n\r\n.*\}/s.test(c.text()), 'the answer');
