@@ -10,6 +10,7 @@ export * from './csv/csv-upload.js';
 export * from './events/event.store.js';
 export * from './events/ingest.metrics.js';
 export * from './http/base-app.js';
+export * from './http/early-refusal.js';
 export * from './http/error-handler.js';
 export * from './http/http.metrics.js';
 export * from './http/http-server.js';

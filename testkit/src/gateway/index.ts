@@ -6,3 +6,4 @@ export * from './gateway.fixture.js';
 export * from './multipart.js';
 export * from './neighbour.js';
 export * from './raw-client.js';
+export * from './keep-alive.js';

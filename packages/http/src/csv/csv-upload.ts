@@ -15,6 +15,8 @@ import type { TimeSlicer } from '../http/time-slicer.js';
 import { readCsvEvents } from './csv-reader.js';
 
 export const MAX_CSV_BYTES = 50 * 1000 * 1000;
+/** Room for the multipart framing around the file: boundaries, part headers, the form fields. */
+const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 export interface CsvUploadDeps {
   jobs: JobWriter;
@@ -34,6 +36,11 @@ export async function registerCsvMultipart(app: FastifyInstance): Promise<void> 
   await app.register(multipart, {
     throwFileSizeLimit: true,
     limits: { fileSize: MAX_CSV_BYTES, files: 1, fields: 10, parts: 11, fieldSize: 1024 },
+  });
+  // What the parser reads at most (the file, ten small fields, part headers): a refused upload's
+  // remainder is read up to this (early-refusal.ts), beyond it the connection is closed.
+  app.addHook('onRequest', async (request) => {
+    request.bodyDrainLimit = MAX_CSV_BYTES + MULTIPART_OVERHEAD_BYTES;
   });
 }
 

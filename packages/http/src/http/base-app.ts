@@ -11,6 +11,7 @@ import { registerJsonBodyParser } from './json-body.js';
 import { rateLimitStore } from '../limits/rate-limit.store.js';
 import { setRateLimitFields } from '../limits/rate-limit-fields.js';
 import { ProblemError } from './problem.js';
+import { registerEarlyRefusalDrain } from './early-refusal.js';
 import { createTimeoutCounter, type HttpTimeouts, registerBodyIdleTimeout, timeoutServerOptions } from './timeouts.js';
 
 export interface BaseAppDeps {
@@ -24,7 +25,8 @@ export interface BaseAppDeps {
  * What every HTTP listener has, the gateway's public API and the console's dashboard and admin API alike: the
  * timeouts of slow clients, request ids, RED metrics, the JSON body parser, the per-address
  * rate limit (in Redis, under its own `rateLimitNamespace`), the RateLimit-Policy / RateLimit
- * fields of every limit that applied, and problem+json errors.
+ * fields of every limit that applied, problem+json errors, and connections that survive an early
+ * refusal (early-refusal.ts).
  */
 export async function createBaseApp(deps: BaseAppDeps, options: { rateLimitNamespace: string }): Promise<FastifyInstance> {
   const { config } = deps;
@@ -55,6 +57,7 @@ export async function createBaseApp(deps: BaseAppDeps, options: { rateLimitNames
   });
   registerHttpMetrics(app, deps.metrics);
   registerBodyIdleTimeout(app, timeouts, timeoutCounter);
+  registerEarlyRefusalDrain(app);
   registerJsonBodyParser(app);
 
   const rateLimitRefusals = sharedCounter(deps.metrics, { name: METRIC_NAMES.rateLimitRefusals, help: 'Requests refused with 429', labelNames: [] });
