@@ -1,5 +1,6 @@
 import { type Account, PLAN_LIMITS } from '../control-plane/types.js';
 import { AppError } from '@ingest/platform';
+import type { UsageResponse } from '@ingest/schemas';
 import type { Redis } from '@ingest/platform';
 import { redisScript } from '@ingest/platform';
 import { hourOf, jobField, allowanceKeys, seenKeys } from './allowance.keys.js';
@@ -24,6 +25,18 @@ export interface AllowanceState {
   used: number;
   remaining: number;
   period: AllowancePeriod;
+}
+
+/** The allowance as callers read it (GET /v1/usage, and the dashboard's Usage page around it). */
+export function usageReport(plan: string, state: AllowanceState): UsageResponse {
+  return {
+    plan,
+    limit: state.limit,
+    used: state.used,
+    remaining: state.remaining,
+    periodStart: state.period.start.toISOString(),
+    periodEnd: state.period.end.toISOString(),
+  };
 }
 
 /** Per event id, in the order given. */

@@ -1,5 +1,5 @@
 import { AppError } from '@ingest/platform';
-import { Type } from '@sinclair/typebox';
+import { type Static, type TObject, Type } from '@sinclair/typebox';
 
 /**
  * The settings of an HTTP listener of ours, the gateway's and the console's alike. They keep
@@ -46,16 +46,8 @@ export const UploadSlotsConfig = {
   GATEWAY_MAX_UPLOADS_PER_ADDRESS: Type.Integer({ minimum: 1, default: 8 }),
 };
 
-export interface HttpListenerSettings {
-  GATEWAY_TRUST_PROXY: string;
-  RATE_LIMIT_PER_MINUTE: number;
-  RATE_LIMIT_FAIL_OPEN: boolean;
-  GATEWAY_REQUEST_TIMEOUT_MS: number;
-  GATEWAY_HEADERS_TIMEOUT_MS: number;
-  GATEWAY_BODY_IDLE_TIMEOUT_MS: number;
-  GATEWAY_KEEP_ALIVE_TIMEOUT_MS: number;
-  REDIS_KEY_PREFIX: string;
-}
+/** What the base app reads of a service's configuration: the listener's settings and the Redis key prefix. */
+export type HttpListenerSettings = Static<TObject<typeof HttpListenerConfig>> & { REDIS_KEY_PREFIX: string };
 
 /** The rules between the listener's timeouts and Kafka's that a schema cannot say. */
 export function checkHttpListenerConfig(config: HttpListenerSettings & { KAFKA_SEND_TIMEOUT_MS: number }): void {

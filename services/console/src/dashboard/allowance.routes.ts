@@ -1,5 +1,5 @@
 import { DashboardUsage } from '@ingest/schemas';
-import type { Allowance } from '@ingest/domain';
+import { type Allowance, usageReport } from '@ingest/domain';
 import type { ClickHouse } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
 import { dashboardOf } from './session.guard.js';
@@ -12,15 +12,7 @@ export function dashboardAllowanceRoutes(deps: { allowance: Allowance; ch: Click
     app.get('/usage', { ...deps.limits.api, schema: { hide: true, response: { 200: DashboardUsage } } }, async (request) => {
       const { account } = dashboardOf(request);
       const [state, daily] = await Promise.all([deps.allowance.state(account), readAllowanceHistory(deps.ch, account.id, deps.now())]);
-      return {
-        plan: account.plan,
-        limit: state.limit,
-        used: state.used,
-        remaining: state.remaining,
-        periodStart: state.period.start.toISOString(),
-        periodEnd: state.period.end.toISOString(),
-        daily,
-      };
+      return { ...usageReport(account.plan, state), daily };
     });
   };
 }

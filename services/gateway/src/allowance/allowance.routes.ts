@@ -1,7 +1,7 @@
 import { UsageResponse } from '@ingest/schemas';
 import type { FastifyPluginAsync } from 'fastify';
 import { authOf } from '../auth/auth.hook.js';
-import type { Allowance } from '@ingest/domain';
+import { type Allowance, usageReport } from '@ingest/domain';
 import { problemResponses } from '@ingest/http';
 
 /** GET /v1/usage: this month's allowance of the caller's account. */
@@ -17,14 +17,7 @@ export function allowanceRoutes(deps: { allowance: Allowance }): FastifyPluginAs
         const { account } = authOf(request);
         const state = await deps.allowance.state(account);
         reply.allowanceState = state;
-        return {
-          plan: account.plan,
-          limit: state.limit,
-          used: state.used,
-          remaining: state.remaining,
-          periodStart: state.period.start.toISOString(),
-          periodEnd: state.period.end.toISOString(),
-        };
+        return usageReport(account.plan, state);
       },
     );
   };
