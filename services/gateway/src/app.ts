@@ -79,9 +79,11 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
         if (request.method !== 'OPTIONS') await authenticate(request);
         return payload;
       });
-      // preValidation: the body is parsed (its events are counted) but nothing else was spent.
+      // preHandler: after the body is parsed (its events are counted) and its envelope checked,
+      // so a request no wait can make acceptable (10,001 events, a wrong shape) is its 400, never
+      // a 429 to retry; nothing else (allowance, Kafka) was spent yet. Before the CORS hook below.
       v1.addHook(
-        'preValidation',
+        'preHandler',
         accountRateHook(createAccountRateLimiter({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX, limits: accountRateLimitsOf(config) }), {
           failOpen: config.RATE_LIMIT_FAIL_OPEN,
           metrics: deps.metrics,

@@ -35,3 +35,14 @@ describe('GATEWAY_ROLE, deprecated: the gateway serves the ingestion API only', 
     expect(() => loadGatewayConfig({ GATEWAY_ROLE: 'admin' })).toThrow(/GATEWAY_ROLE/);
   });
 });
+
+describe('per-account ceilings configuration', () => {
+  it('refuses an events burst smaller than one POST /v1/events, which no wait could admit', () => {
+    expect(() => loadGatewayConfig({ ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_FREE: '9', ACCOUNT_RATE_LIMIT_BURST_SECONDS: '10' })).toThrow(
+      /ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_FREE × ACCOUNT_RATE_LIMIT_BURST_SECONDS is 90 events; a burst must hold the 100 events/,
+    );
+    expect(
+      loadGatewayConfig({ ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_FREE: '10', ACCOUNT_RATE_LIMIT_BURST_SECONDS: '10' }).ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_FREE,
+    ).toBe(10);
+  });
+});

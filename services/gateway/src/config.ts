@@ -1,6 +1,7 @@
 import { AppError, ClickHouseConfig, CommonConfig, ControlPlaneConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
 import { checkHttpListenerConfig, HttpListenerConfig, UploadSlotsConfig } from '@ingest/http';
 import { type Static, Type } from '@sinclair/typebox';
+import { accountRateLimitsOf, checkAccountRateLimits } from './limits/account-rate.limiter.js';
 
 /**
  * GATEWAY_ROLE once chose what one gateway process served: `ingest` (the public /v1 API),
@@ -59,6 +60,7 @@ export function loadGatewayConfig(env?: Record<string, string | undefined>): Gat
     );
   }
   checkHttpListenerConfig(config);
+  checkAccountRateLimits(accountRateLimitsOf(config));
   return config;
 }
 

@@ -34,6 +34,8 @@ export interface BulkRouteDeps {
  * POST /v1/events/bulk: up to 10,000 events as a background job. The envelope is checked here;
  * each event is validated by the job runner with the same rules as POST /v1/events. Events
  * without an eventId get one now, so that a redelivered chunk can never mint a second id.
+ * Like a CSV upload, a job counts as one request on the account's ceilings, not by its events
+ * (no `countsEvents`): jobs are paced by upload slots, bytes and the allowance (docs/limits.md).
  *
  * Order of effects: chunks are written, then the job's events are reserved against the
  * allowance, then the job is sealed (queued). A reservation therefore always has chunks in
@@ -47,7 +49,7 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
       {
         ...deps.uploadSlots,
         bodyLimit: 16 * 1024 * 1024,
-        config: { apiScope: 'events:write', publishableKeys: true, countsEvents: true },
+        config: { apiScope: 'events:write', publishableKeys: true },
         validatorCompiler: envelopeValidator(BulkEventsEnvelope),
         schema: {
           summary: 'Queue up to 10,000 events as a background job',

@@ -3,8 +3,9 @@
  * per-account ceilings (docs/limits.md, "Per-account rate limits"): one account's traffic from
  * 40 source addresses (127.0.0.2-41: Linux lets a client bind any 127.0.0.0/8 address, so the
  * per-address limit of 120/min is never reached) is refused by its account's ceiling, across
- * both replicas, while another account is served; events count, not requests; and the Redis
- * script agrees with the reference arithmetic.
+ * both replicas, while another account is served; events count, not requests (on /v1/events; a
+ * bulk job is one request); a request over a per-request maximum is its 400 even when the
+ * ceilings are spent; and the Redis script agrees with the reference arithmetic.
  */
 import { request as httpRequest } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -165,14 +166,35 @@ describe('per-account ceilings', () => {
     ).toEqual([]);
   });
 
-  it('counts the events of a bulk job; one larger than the bucket is admitted into a full bucket, then the account waits it off', async () => {
+  it('counts a bulk job as one request, not its events: the events ceiling stays for /v1/events', async () => {
     const { apiKey } = await gw.newAccount('pro');
     const url = urls[1] ?? '';
+    // 150 events > the bucket of 100: a bulk job is governed by upload slots, bytes and the allowance.
     const bulk = await send(url, { apiKey, localAddress: address(5), path: '/v1/events/bulk', body: events(150, 'bulk') });
     expect(bulk.status, bulk.body).toBe(202);
-    const next = await send(url, { apiKey, localAddress: address(6), body: events(1, 'after-bulk') });
-    expect(next.status, next.body).toBe(429);
-    expect(next.json()).toMatchObject({ limit: 'account_events' });
+    const next = await send(url, { apiKey, localAddress: address(6), body: events(100, 'after-bulk') });
+    expect(next.status, next.body).toBe(202);
+    expect(next.headers['ratelimit'], next.body).toMatch(/"account_requests";r=8;.*"account_events";r=0;/);
+  });
+
+  it('answers a request no wait can make acceptable with its 400, not 429, when the ceilings are spent', async () => {
+    const { apiKey } = await gw.newAccount('pro');
+    const url = urls[0] ?? '';
+    const spent = await send(url, { apiKey, localAddress: address(7), body: events(100, 'spend') });
+    expect(spent.status, spent.body).toBe(202);
+    const busy = await send(url, { apiKey, localAddress: address(8), body: events(1, 'busy') });
+    expect(busy.status, busy.body).toBe(429);
+    const answers = [
+      await send(url, { apiKey, localAddress: address(9), path: '/v1/events/bulk', body: events(10_001, 'too-many-bulk') }),
+      await send(url, { apiKey, localAddress: address(10), body: events(101, 'too-many') }),
+    ];
+    const seen = describeAnswers(answers);
+    for (const a of answers) {
+      expect(a.status, seen).toBe(400);
+      expect(a.headers['retry-after'], seen).toBeUndefined();
+      expect(a.json(), seen).toMatchObject({ errors: [expect.objectContaining({ code: 'too_many_items' })] });
+    }
+    expect(answers[0]?.body, seen).toContain('more than 10000 items');
   });
 
   it('runs the same arithmetic in Redis as the reference, for both ceilings at once', async () => {

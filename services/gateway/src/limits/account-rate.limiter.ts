@@ -1,4 +1,5 @@
 import type { Account, Plan } from '@ingest/domain';
+import { MAX_EVENTS_PER_REQUEST } from '@ingest/schemas';
 import { AppError, METRIC_NAMES, type Redis, redisScript, type Registry, sharedCounter } from '@ingest/platform';
 import type { FastifyRequest } from 'fastify';
 import { ProblemError, type RateLimitItem } from '@ingest/http';
@@ -8,7 +9,7 @@ import { type AccountRatePolicyName, capacityOf, gcraParams, type RatePolicy } f
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route's JSON body carries `events`, each of which counts against the account's events/s ceiling. */
+    /** The route's JSON body carries `events` (at most MAX_EVENTS_PER_REQUEST), each counted against the account's events/s ceiling. */
     countsEvents?: boolean;
   }
 }
@@ -36,6 +37,23 @@ export function accountRateLimitsOf(config: GatewayConfig): AccountRateLimits {
   };
 }
 
+/**
+ * Refuses settings under which a valid POST /v1/events (up to MAX_EVENTS_PER_REQUEST events)
+ * would be larger than the events bucket: no wait could then admit it, and its caller would be
+ * told to retry for ever. Throws a message naming the settings.
+ */
+export function checkAccountRateLimits(limits: AccountRateLimits): void {
+  for (const plan of Object.keys(limits.eventsPerSecond) as Plan[]) {
+    const bucket = limits.eventsPerSecond[plan] * limits.burstSeconds;
+    if (bucket < MAX_EVENTS_PER_REQUEST) {
+      throw new AppError(
+        'invalid_config',
+        `invalid configuration: ACCOUNT_RATE_LIMIT_EVENTS_PER_SECOND_${plan.toUpperCase()} × ACCOUNT_RATE_LIMIT_BURST_SECONDS is ${bucket} events; a burst must hold the ${MAX_EVENTS_PER_REQUEST} events of one POST /v1/events`,
+      );
+    }
+  }
+}
+
 export function policiesFor(limits: AccountRateLimits, plan: Plan): [RatePolicy, RatePolicy] {
   return [
     { name: 'account_requests', ratePerSecond: limits.requestsPerSecond[plan], burstSeconds: limits.burstSeconds },
@@ -43,8 +61,13 @@ export function policiesFor(limits: AccountRateLimits, plan: Plan): [RatePolicy,
   ];
 }
 
-/** A body of more events than any route takes (bulk: 10,000) is refused by its schema; it costs no more than that. */
-const MAX_COUNTED_EVENTS = 10_000;
+/**
+ * Only POST /v1/events counts its events: its envelope (1 to 100, checked before this hook) is
+ * what is counted. Bulk jobs and CSV uploads count as one request each: they are governed by the
+ * upload slots (concurrent jobs), their byte limits and the allowance, the same for both
+ * (docs/limits.md, "Backfills"). The cap only guards a route that opts in without an envelope.
+ */
+const MAX_COUNTED_EVENTS = MAX_EVENTS_PER_REQUEST;
 
 /** The events a request's body carries (0 for anything that is not `{ events: [...] }`, e.g. a CSV stream). */
 export function eventsIn(body: unknown): number {
@@ -110,7 +133,8 @@ function refusal(decision: Extract<AccountRateDecision, { allowed: false }>): Pr
 }
 
 /**
- * The preValidation hook of the /v1 routes: after authentication and after the body is parsed
+ * The preHandler hook of the /v1 routes: after authentication, after the body is parsed and its
+ * envelope validated (a request over a per-request maximum is its 400 whatever the ceilings say)
  * (so its events can be counted in the same Redis call), before the schema, the allowance and
  * Kafka: a refused request costs the account nothing else. Redis away: served without the
  * ceilings (`failOpen`, RATE_LIMIT_FAIL_OPEN) or 503.
