@@ -10,3 +10,4 @@ export * from './dashboard.js';
 export * from './billing-ledger.js';
 export * from './admin-audit.js';
 export * from './validator.js';
+export * from './csv-columns.js';

@@ -23,8 +23,9 @@ export class CsvCellReader {
   private readonly parser: CsvParserStream<string[], string[]>;
   private rows: string[][] = [];
 
-  constructor() {
-    this.parser = parse<string[], string[]>({ headers: false, ignoreEmpty: false, trim: false });
+  /** `delimiter`: one of csv-delimiter.ts's characters. */
+  constructor(delimiter = ',') {
+    this.parser = parse<string[], string[]>({ headers: false, ignoreEmpty: false, trim: false, delimiter });
     this.parser.on('data', (row: string[]) => this.rows.push(row));
     // Surfaced through the write callback; without a listener the error would be thrown.
     this.parser.on('error', () => {});

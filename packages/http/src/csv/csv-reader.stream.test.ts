@@ -23,7 +23,7 @@ describe('readCsvEvents: CSV that cannot be read fails the file with its row', (
     const chunks: number[] = [];
     const problem = await problemOf(read(`${HEADER}\n${rows.join('\n')}\n`, { chunkSize: 10, onChunk: async (_items, seq) => void chunks.push(seq) }));
 
-    expect(problem.errors).toEqual([{ row: 31, code: 'malformed_csv', message: 'a closing quote must be followed by a comma or the end of the row' }]);
+    expect(problem.errors).toEqual([{ row: 31, code: 'malformed_csv', message: 'a closing quote must be followed by the delimiter or the end of the row' }]);
     expect(chunks).toEqual([0, 1]);
   });
 

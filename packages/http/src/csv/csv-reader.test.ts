@@ -15,7 +15,7 @@ describe('readCsvEvents: rows become job chunk items', () => {
     ].join('\n');
     const { result, chunks } = await read(csv, { chunkSize: 2 });
 
-    expect(result).toEqual({ totalRows: 5, columns: ['event_name', 'timestamp', 'email', 'domain'], chunks: 3 });
+    expect(result).toEqual({ totalRows: 5, columns: ['event_name', 'timestamp', 'email', 'domain'], chunks: 3, delimiter: 'comma' });
     expect(chunks.map((c) => [c.seq, c.items.length])).toEqual([
       [0, 2],
       [1, 2],
@@ -167,7 +167,7 @@ describe('readCsvEvents: header problems fail the file before any chunk', () => 
     [
       'a duplicate name after trimming',
       'event_name,timestamp,email, email ,email',
-      [{ row: 1, column: 'email', code: 'duplicate_column', message: 'the column name appears 3 times (columns 3, 4, 5)' }],
+      [{ row: 1, column: 'email', code: 'duplicate_column', message: 'the column name “email” appears 3 times (columns 3, 4, 5)' }],
     ],
     ['an empty name', 'event_name,timestamp,email,', [{ row: 1, column: '#4', code: 'empty_column_name', message: 'column 4 has no name' }]],
     [
@@ -176,7 +176,7 @@ describe('readCsvEvents: header problems fail the file before any chunk', () => 
       [
         { row: 1, column: 'timestamp', code: 'missing_column', message: 'the header has no timestamp column' },
         { row: 1, column: 'email|domain', code: 'missing_column', message: 'the header needs an email or a domain column (or both)' },
-        { row: 1, column: 'plan', code: 'duplicate_column', message: 'the column name appears 2 times (columns 3, 4)' },
+        { row: 1, column: 'plan', code: 'duplicate_column', message: 'the column name “plan” appears 2 times (columns 3, 4)' },
         { row: 1, column: '#1', code: 'empty_column_name', message: 'column 1 has no name' },
         { row: 1, column: '#5', code: 'empty_column_name', message: 'column 5 has no name' },
       ],
@@ -258,7 +258,7 @@ describe('readCsvEvents: the file-level limits', () => {
       },
     });
 
-    expect(result).toEqual({ totalRows: 10_000, columns: ['event_name', 'timestamp', 'email', 'n'], chunks: 20 });
+    expect(result).toEqual({ totalRows: 10_000, columns: ['event_name', 'timestamp', 'email', 'n'], chunks: 20, delimiter: 'comma' });
     expect(sizes).toEqual(Array(20).fill(500));
     expect(last).toMatchObject({ index: 9999, row: 10_001, event: { email: 'u9999@x.io', properties: { n: '9999' } } });
     // The first chunk went out long before the source was drained (read-ahead is small).

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { JobChunkItem } from '@ingest/schemas';
 import { ProblemError } from '../http/problem.js';
 import { type CellProblem, CsvCellReader } from './csv-cells.js';
+import { type CsvDelimiter, detectDelimiter } from './csv-delimiter.js';
 import { countFields, type CsvHeader, MAX_CSV_COLUMNS, readHeader, tooManyColumns } from './csv-header.js';
 import { type CsvRecord, CsvRecordSplitter } from './csv-records.js';
 import { CsvEventMapper } from './csv-row.js';
@@ -26,6 +27,10 @@ export interface CsvReadOptions {
   onBytes?(bytes: Buffer): void;
   /** Called after each record; a promise it returns is awaited (TimeSlicer: take turns with other uploads). */
   pace?: () => Promise<void> | undefined;
+  /** The `delimiter` form field; without it the delimiter is detected from the header (csv-delimiter.ts). */
+  delimiter?: CsvDelimiter;
+  /** The `timezone` form field: the IANA zone of timestamps written without one (csv-timestamp.ts). */
+  timezone?: string;
 }
 
 export interface CsvReadResult {
@@ -35,13 +40,15 @@ export interface CsvReadResult {
   columns: string[];
   /** How many times onChunk was called. */
   chunks: number;
+  /** The delimiter the file was read with. */
+  delimiter: CsvDelimiter['name'];
 }
 
 const CELL_PROBLEMS: Record<CellProblem | 'unterminated_quote', string> = {
   invalid_utf8: 'the row is not valid UTF-8; save the file as UTF-8',
   unclosed_quote: 'a quoted field is not closed',
   unterminated_quote: 'a quoted field is not closed before the end of the file',
-  text_after_quote: 'a closing quote must be followed by a comma or the end of the row',
+  text_after_quote: 'a closing quote must be followed by the delimiter or the end of the row',
 };
 
 /**
@@ -62,8 +69,9 @@ const CELL_PROBLEMS: Record<CellProblem | 'unterminated_quote', string> = {
  */
 export async function readCsvEvents(input: NodeJS.ReadableStream | Readable, options: CsvReadOptions): Promise<CsvReadResult> {
   if (!Number.isInteger(options.chunkSize) || options.chunkSize < 1) throw new RangeError('chunkSize must be a positive integer');
-  const splitter = new CsvRecordSplitter(MAX_RECORD_BYTES);
-  const reader = new CsvEventReader(options);
+  const splitter = new CsvRecordSplitter(MAX_RECORD_BYTES, options.delimiter?.byte ?? null);
+  // The splitter is lazy: the header's delimiter is set before it scans a byte of row 2.
+  const reader = new CsvEventReader(options, (d) => splitter.setDelimiter(d.byte));
   try {
     const pace = options.pace ?? (() => undefined);
     for await (const chunk of input) {
@@ -84,23 +92,32 @@ export async function readCsvEvents(input: NodeJS.ReadableStream | Readable, opt
 
 /** The per-file state: header, mapper, the chunk being filled. */
 class CsvEventReader {
-  private readonly cells = new CsvCellReader();
+  /** Made once the delimiter is known (fast-csv takes it as an option). */
+  private cells: CsvCellReader | null = null;
+  private delimiter: CsvDelimiter | null = null;
   private header: { header: CsvHeader; mapper: CsvEventMapper } | null = null;
   private items: JobChunkItem[] = [];
   private totalRows = 0;
   private seq = 0;
 
-  constructor(private readonly options: CsvReadOptions) {}
+  constructor(
+    private readonly options: CsvReadOptions,
+    private readonly onDelimiter: (delimiter: CsvDelimiter) => void,
+  ) {}
 
   async handle(record: CsvRecord): Promise<void> {
     if (this.header === null) {
-      // Too wide is answered from a count of the bytes, before fast-csv splits the cells.
       if (record.kind === 'record') {
-        const fields = countFields(record.bytes);
+        const delimiter = this.options.delimiter ?? detectDelimiter(record.bytes, record.row);
+        this.delimiter = delimiter;
+        this.cells = new CsvCellReader(delimiter.char);
+        this.onDelimiter(delimiter);
+        // Too wide is answered from a count of the bytes, before fast-csv splits the cells.
+        const fields = countFields(record.bytes, delimiter.byte);
         if (fields > MAX_CSV_COLUMNS) throw tooManyColumns(record.row, fields);
       }
       const header = readHeader(await this.cellsOf(record), record.row);
-      this.header = { header, mapper: new CsvEventMapper(header, this.options.accountId) };
+      this.header = { header, mapper: new CsvEventMapper(header, this.options.accountId, this.options.timezone) };
       return;
     }
     const { header, mapper } = this.header;
@@ -117,7 +134,7 @@ class CsvEventReader {
       const expected = header.names.length;
       this.items.push(
         cells.length === expected
-          ? { index, row, event: mapper.toEvent(cells) }
+          ? { index, row, ...mapper.toItem(cells) }
           : { index, row, event: null, error: { code: 'column_count', message: `expected ${expected} cells, found ${cells.length}` } },
       );
     }
@@ -138,11 +155,11 @@ class CsvEventReader {
       });
     }
     if (this.items.length > 0) await this.flush();
-    return { totalRows: this.totalRows, columns: names, chunks: this.seq };
+    return { totalRows: this.totalRows, columns: names, chunks: this.seq, delimiter: this.delimiter?.name ?? 'comma' };
   }
 
   close(): void {
-    this.cells.close();
+    this.cells?.close();
   }
 
   private async flush(): Promise<void> {
@@ -154,7 +171,10 @@ class CsvEventReader {
 
   private async cellsOf(record: CsvRecord): Promise<string[]> {
     if (record.kind === 'too_large') throw tooLargeHeader(record.row);
-    const result = record.kind === 'record' ? await this.cells.read(record.bytes) : ({ ok: false, problem: record.kind } as const);
+    if (record.kind !== 'record') throw malformed(record.row, CELL_PROBLEMS[record.kind]);
+    // Set by the header record, which is the first 'record' this reader sees.
+    this.cells ??= new CsvCellReader(this.delimiter?.char);
+    const result = await this.cells.read(record.bytes);
     if (!result.ok) throw malformed(record.row, CELL_PROBLEMS[result.problem]);
     return result.cells;
   }

@@ -8,7 +8,7 @@
  * strips U+FEFF at chunk boundaries. Here the quote state is tracked once per byte, so the
  * work is linear, memory is bounded by `maxRecordBytes`, and every record knows its number.
  *
- * Working on bytes is safe because every structural character (`"` `,` CR LF) is ASCII, and in
+ * Working on bytes is safe because every structural character (`"`, the delimiter, CR, LF) is ASCII, and in
  * UTF-8 an ASCII byte never occurs inside a multi-byte character: a record boundary is never
  * in the middle of a character, so each record can be validated as UTF-8 on its own.
  *
@@ -23,6 +23,8 @@
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
+const SEMICOLON = 0x3b;
+const TAB = 0x09;
 const CR = 0x0d;
 const LF = 0x0a;
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -46,8 +48,16 @@ export type CsvRecord =
   /** The input ended inside a quoted field that starts on this row. */
   | { kind: 'unterminated_quote'; row: number };
 
-function isBlankByte(b: number): boolean {
-  return b === 0x20 || b === 0x09 || b === 0x0b || b === 0x0c || b === COMMA;
+/** Byte tables: which bytes end a field, and which leave a record blank (white space and the delimiter). */
+function tables(delimiters: readonly number[]): { separator: Uint8Array; blank: Uint8Array } {
+  const separator = new Uint8Array(256);
+  const blank = new Uint8Array(256);
+  for (const b of [0x20, 0x09, 0x0b, 0x0c]) blank[b] = 1;
+  for (const d of delimiters) {
+    separator[d] = 1;
+    blank[d] = 1;
+  }
+  return { separator, blank };
 }
 
 export class CsvRecordSplitter {
@@ -62,8 +72,24 @@ export class CsvRecordSplitter {
   /** The first bytes, held until we know whether they are a byte order mark. */
   private head: Buffer | null = Buffer.alloc(0);
   private row = 0;
+  private table: { separator: Uint8Array; blank: Uint8Array };
 
-  constructor(private readonly maxRecordBytes: number) {}
+  /**
+   * `delimiter`: the byte that separates fields, or null while it is not known yet (the reader
+   * detects it from the header): until `setDelimiter`, a comma, a semicolon and a tab each end
+   * a field, which only matters for quotes in the header.
+   */
+  constructor(
+    private readonly maxRecordBytes: number,
+    delimiter: number | null = COMMA,
+  ) {
+    this.table = tables(delimiter === null ? [COMMA, SEMICOLON, TAB] : [delimiter]);
+  }
+
+  /** From the next byte on (records already returned are not read again). */
+  setDelimiter(delimiter: number): void {
+    this.table = tables([delimiter]);
+  }
 
   /** Records completed by this chunk, in order; the unfinished tail is kept for the next call. */
   *push(chunk: Buffer): Generator<CsvRecord> {
@@ -106,6 +132,7 @@ export class CsvRecordSplitter {
       if (buf[0] === LF) i = 1;
     }
     let start = i;
+    let { separator, blank } = this.table;
     while (i < buf.length) {
       if (this.state === QUOTED) {
         const quote = buf.indexOf(QUOTE, i);
@@ -127,13 +154,17 @@ export class CsvRecordSplitter {
         }
         i += 1;
         start = i;
-        if (record) yield record;
+        if (record) {
+          yield record;
+          // The reader may have set the delimiter while this generator was paused.
+          ({ separator, blank } = this.table);
+        }
         continue;
       }
-      if (this.blank && !isBlankByte(b)) this.blank = false;
-      if (b === COMMA) this.state = FIELD_START;
+      if (this.blank && blank[b] === 0) this.blank = false;
+      if (separator[b] === 1) this.state = FIELD_START;
       else if (b === QUOTE) this.state = this.state === UNQUOTED ? UNQUOTED : QUOTED;
-      else if (this.state === QUOTE_SEEN || (this.state === FIELD_START && !isBlankByte(b))) this.state = UNQUOTED;
+      else if (this.state === QUOTE_SEEN || (this.state === FIELD_START && blank[b] === 0)) this.state = UNQUOTED;
       i += 1;
     }
     this.append(buf, start, buf.length);

@@ -12,6 +12,7 @@ import type { JobWriter } from '../jobs/job-writer.js';
 import { allowanceExhausted } from '../allowance/allowance.headers.js';
 import type { UploadSlotHooks } from '../limits/upload-slots.js';
 import type { TimeSlicer } from '../http/time-slicer.js';
+import { csvFormOptions } from './csv-form-fields.js';
 import { readCsvEvents } from './csv-reader.js';
 
 export const MAX_CSV_BYTES = 50 * 1000 * 1000;
@@ -79,7 +80,10 @@ export async function handleCsvUpload(
   }
 
   const part = await filePart(request);
+  const form = csvFormOptions(part.fields);
   const digest = createHash('sha256');
+  // The fields change what the bytes mean: a key reused with other fields is another request.
+  if (form.delimiter || form.timezone) digest.update(`delimiter=${form.delimiter?.name ?? ''}\ntimezone=${form.timezone ?? ''}\n`);
   if (earlier?.state === 'done') {
     try {
       for await (const bytes of part.file) digest.update(bytes as Buffer);
@@ -104,6 +108,7 @@ export async function handleCsvUpload(
       accountId: account.id,
       maxRows: MAX_EVENTS_PER_BULK,
       chunkSize: JOB_CHUNK_SIZE,
+      ...form,
       onBytes: (bytes) => digest.update(bytes),
       pace: deps.slicer.pacer(),
       onChunk: async (items) => {
