@@ -65,6 +65,8 @@ export function suggestCsvColumn(name: string): CsvColumn | undefined {
   if (exact) return exact;
   let best: { column: CsvColumn; d: number } | undefined;
   for (const [normal, column] of BY_NORMAL) {
+    // Lengths further apart than 2 are more than 2 edits: skipped, so a 1 MiB name costs nothing here.
+    if (Math.abs(loose.length - normal.length) > 2) continue;
     const d = distance(loose, normal);
     if (d <= 2 && d < normal.length / 2 && (best === undefined || d < best.d)) best = { column, d };
   }

@@ -71,8 +71,10 @@ export const api = {
   usage: () => call<DashboardUsage>('GET', '/usage'),
   audit: (cursor?: string) => call<AuditPage>('GET', `/audit${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`),
   jobs: () => call<{ jobs: JobView[] }>('GET', '/jobs'),
-  uploadCsv: (file: File) => {
+  /** `timezone`: the IANA zone of zone-less times; sent before the file, as the server reads fields that precede it. */
+  uploadCsv: (file: File, timezone = '') => {
     const form = new FormData();
+    if (timezone.trim() !== '') form.append('timezone', timezone.trim());
     form.append('file', file, file.name);
     return call<JobReceipt>('POST', '/jobs/csv', form);
   },

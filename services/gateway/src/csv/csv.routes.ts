@@ -27,7 +27,18 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
           body: {
             type: 'object',
             required: ['file'],
-            properties: { file: { type: 'string', format: 'binary', description: 'The CSV file: UTF-8, header row, at most 50 MB and 10,000 rows.' } },
+            properties: {
+              delimiter: {
+                type: 'string',
+                enum: [',', ';', '\t', 'comma', 'semicolon', 'tab'],
+                description: 'Optional, before the file part: the delimiter; detected from the header when absent.',
+              },
+              timezone: {
+                type: 'string',
+                description: 'Optional, before the file part: the IANA time zone (e.g. Europe/Berlin) of timestamps written without a zone.',
+              },
+              file: { type: 'string', format: 'binary', description: 'The CSV file: UTF-8, header row, at most 50 MB and 10,000 rows.' },
+            },
           },
           response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 403, 409, 413, 415, 422, 429, 503, 504) },
         },

@@ -19,6 +19,7 @@ export function CsvUpload({ onStarted }: { onStarted: () => void }) {
   const [message, setMessage] = useState('');
   const [serverErrors, setServerErrors] = useState<string[]>([]);
   const [busy, setBusy] = useState(false);
+  const [timezone, setTimezone] = useState('');
 
   const choose = (e: ChangeEvent<HTMLInputElement>) => {
     const file = e.target.files?.[0];
@@ -33,6 +34,8 @@ export function CsvUpload({ onStarted }: { onStarted: () => void }) {
     // Only the first rows are read: a 50 MB file is not loaded into the page.
     Papa.parse<string[]>(file, {
       preview: PREVIEW_ROWS + 1,
+      // The delimiters the server detects; anything else would preview a file it refuses.
+      delimitersToGuess: [',', ';', '\t'],
       skipEmptyLines: 'greedy',
       complete: (result) => {
         const [header = [], ...rows] = result.data;
@@ -49,7 +52,7 @@ export function CsvUpload({ onStarted }: { onStarted: () => void }) {
     if (!preview || preview.problems.length > 0) return;
     setBusy(true);
     try {
-      const receipt = await api.uploadCsv(preview.file);
+      const receipt = await api.uploadCsv(preview.file, timezone);
       setMessage(`Job ${receipt.jobId} queued with ${receipt.totalEvents} rows.`);
       setPreview(null);
       form.reset();
@@ -66,10 +69,26 @@ export function CsvUpload({ onStarted }: { onStarted: () => void }) {
     <form className="upload" onSubmit={start} aria-labelledby="upload-title">
       <h2 id="upload-title">Upload a CSV</h2>
       <p className="hint" id="csv-help">
-        Columns: event_name, timestamp (ISO 8601), email and/or domain; other columns become properties. At most 10,000 rows and 50 MB.
+        Columns: event_name, timestamp, email and/or domain (case, spaces and underscores do not matter: “Event Name” is event_name); other columns become
+        properties. Comma, semicolon or tab separated. Timestamps: ISO 8601 with a zone, or epoch seconds or milliseconds. At most 10,000 rows and 50 MB.
       </p>
       <label htmlFor="csv-file">CSV file</label>{' '}
-      <input id="csv-file" name="file" type="file" accept=".csv,text/csv" onChange={choose} aria-describedby="csv-help" />
+      <input id="csv-file" name="file" type="file" accept=".csv,.tsv,text/csv,text/tab-separated-values" onChange={choose} aria-describedby="csv-help" />
+      <p>
+        <label htmlFor="csv-timezone">Time zone of times without one</label>{' '}
+        <input
+          id="csv-timezone"
+          name="timezone"
+          type="text"
+          placeholder={Intl.DateTimeFormat().resolvedOptions().timeZone}
+          value={timezone}
+          onChange={(e) => setTimezone(e.target.value)}
+          aria-describedby="csv-timezone-help"
+        />{' '}
+        <span className="hint" id="csv-timezone-help">
+          Only for times such as 2026-01-01 00:00:00 (no Z or offset), e.g. Europe/Berlin or UTC; without it such rows are rejected.
+        </span>
+      </p>
       {preview && preview.problems.length > 0 && (
         <ul className="error" role="alert" aria-label="Problems in the file">
           {preview.problems.map((p) => (
