@@ -177,13 +177,18 @@ describe('per-account ceilings', () => {
     expect(next.headers['ratelimit'], next.body).toMatch(/"account_requests";r=8;.*"account_events";r=0;/);
   });
 
-  it('answers a request no wait can make acceptable with its 400, not 429, when the ceilings are spent', async () => {
+  it('answers a request no wait can make acceptable with its 400, not 429, when both ceilings are spent', async () => {
     const { apiKey } = await gw.newAccount('pro');
     const url = urls[0] ?? '';
     const spent = await send(url, { apiKey, localAddress: address(7), body: events(100, 'spend') });
     expect(spent.status, spent.body).toBe(202);
     const busy = await send(url, { apiKey, localAddress: address(8), body: events(1, 'busy') });
     expect(busy.status, busy.body).toBe(429);
+    // And the requests ceiling: 12 reads at once against its bucket of 10.
+    const reads = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => send(url, { apiKey, localAddress: address(11 + i), method: 'GET', path: '/v1/usage' })),
+    );
+    expect(reads.filter((r) => r.status === 429).length, describeAnswers(reads)).toBeGreaterThan(0);
     const answers = [
       await send(url, { apiKey, localAddress: address(9), path: '/v1/events/bulk', body: events(10_001, 'too-many-bulk') }),
       await send(url, { apiKey, localAddress: address(10), body: events(101, 'too-many') }),
