@@ -25,7 +25,7 @@ beforeAll(async () => {
 afterAll(async () => {
   const keys = await redis.keys(`${prefix}*`);
   if (keys.length > 0) await redis.del(...keys);
-  await redis.close();
+  redis.disconnect();
 });
 
 describe('sync health store', () => {

@@ -49,7 +49,7 @@ describe('hourly series', () => {
   });
 
   it('fills every hour, oldest first, with 0 where nothing was counted', () => {
-    const byDay = new Map([
+    const byDay = new Map<string, Record<string, string>>([
       ['20261126', { '23:failed': '2', '22:synced': '9' }],
       ['20261127', { '01:synced': '5', '01:skipped': '1', '00:bogus': 'x' }],
     ]);
