@@ -71,7 +71,7 @@ export function SyncHealthPage() {
           <dd data-testid="synced-24h">{formatNumber(last24h.synced)}</dd>
         </div>
         <div>
-          <dt>Skipped (no rule matched)</dt>
+          <dt>Skipped (nothing to sync)</dt>
           <dd data-testid="skipped-24h">{formatNumber(last24h.skipped)}</dd>
         </div>
         <div>
