@@ -1,12 +1,5 @@
 import { type Component, createDeadLetterSink, type KafkaClient, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
-import {
-  type ControlPlaneReader,
-  type CredentialOpener,
-  createSyncHealthStore,
-  createSyncStateStore,
-  isSuspended,
-  type MappingReader,
-} from '@ingest/domain';
+import { type ControlPlaneReader, type CredentialOpener, createSyncHealthStore, createSyncStateStore, isSuspended, type MappingReader } from '@ingest/domain';
 import type { CreateAdapter } from './adapters/adapter.js';
 import { createCrmCallMetrics, instrumentAdapter } from './adapters/instrumented.adapter.js';
 import type { ParkingSettings } from './park/park.writer.js';
@@ -114,7 +107,12 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
     maxUnfinishedPerPartition: deps.maxUnfinishedPerPartition,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
-  const monitor = createSyncHealthMonitor({ store: healthStore, settings: deps.health ?? DEFAULT_SYNC_HEALTH_MONITOR, metrics: deps.metrics, logger: deps.logger });
+  const monitor = createSyncHealthMonitor({
+    store: healthStore,
+    settings: deps.health ?? DEFAULT_SYNC_HEALTH_MONITOR,
+    metrics: deps.metrics,
+    logger: deps.logger,
+  });
   const resumer = createParkResumer({ resumeParked: engine.resumeParked, settings: parking, metrics: syncMetrics, logger: deps.logger });
   return {
     name: consumer.name,

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { boundedReason, daysCovering, decodeSyncHealth, hourBucket, hourlySeries, isCredentialFailure, SYNC_HEALTH_REASON_MAX, totalsOf } from './sync-health.js';
+import {
+  boundedReason,
+  daysCovering,
+  decodeSyncHealth,
+  hourBucket,
+  hourlySeries,
+  isCredentialFailure,
+  SYNC_HEALTH_REASON_MAX,
+  totalsOf,
+} from './sync-health.js';
 
 const T = Date.UTC(2026, 10, 27, 1, 30, 0);
 

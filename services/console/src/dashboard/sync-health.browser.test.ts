@@ -98,7 +98,11 @@ async function pageShows(expected: { state: string; synced?: string; failed?: st
       };
       return Object.entries(expected).every(([k, v]) => (seen as Record<string, string>)[k] === v);
     },
-    { description: `the Sync health page showing ${JSON.stringify(expected)}; it showed ${JSON.stringify(seen)} (sink log: ${sink?.logFile})`, timeoutMs: 60_000, intervalMs: 500 },
+    {
+      description: `the Sync health page showing ${JSON.stringify(expected)}; it showed ${JSON.stringify(seen)} (sink log: ${sink?.logFile})`,
+      timeoutMs: 60_000,
+      intervalMs: 500,
+    },
   );
 }
 

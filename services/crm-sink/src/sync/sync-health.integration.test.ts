@@ -104,7 +104,13 @@ describe('sync health recorded by the crm-sink', () => {
     const seen = await waitFor(
       async () => {
         const text = await metrics.metrics();
-        if (sampleValue(text, 'ingest_crm_sync_stuck_accounts') !== 3) throw new Error(text.split('\n').filter((l) => l.includes('crm_sync_')).join('\n'));
+        if (sampleValue(text, 'ingest_crm_sync_stuck_accounts') !== 3)
+          throw new Error(
+            text
+              .split('\n')
+              .filter((l) => l.includes('crm_sync_'))
+              .join('\n'),
+          );
         return text;
       },
       { description: 'three stuck accounts in the metrics', timeoutMs: 10_000 },
