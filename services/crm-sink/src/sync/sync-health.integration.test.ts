@@ -40,8 +40,8 @@ beforeAll(async () => {
   });
   health = createSyncHealthStore({ redis: fx.redis, keyPrefix: fx.redisKeyPrefix });
   crm.failNext({ status: 400, times: 1000, token: tokens.acc_rejects });
-  // A Retry-After far beyond the hold (5 s in TEST_PARK): the account is parked at once.
-  crm.failNext({ status: 429, retryAfterSeconds: 600, times: 1000, token: tokens.acc_limited });
+  // A Retry-After beyond the hold (5 s in TEST_PARK): the account is parked at once, tried again after 6 s.
+  crm.failNext({ status: 429, retryAfterSeconds: 6, times: 1000, token: tokens.acc_limited });
   await fx.startSink(`crm-sink-health-${uniqueSuffix()}`, { metrics, health: { alertAfterMs: 1, maxAccounts: 2, pollMs: 200 } });
 });
 
@@ -122,6 +122,14 @@ describe('sync health recorded by the crm-sink', () => {
     expect(metricSum(seen, 'ingest_crm_sync_unhealthy_seconds')).toBeGreaterThan(0);
   });
 
+  it("says running again once the parked account's CRM takes writes, with its parked events counted as synced", async () => {
+    crm.clearFaults();
+    const back = await stateOf('acc_limited', 'running');
+    expect(back.current?.lastSuccessAtMs).toBeGreaterThan(0);
+    expect(back.current?.unhealthySinceMs).toBeUndefined();
+    expect(totals(back)).toEqual({ synced: 2, skipped: 0, failed: 0 });
+  });
+
   it('lets whoever finds the credential broken say so, and repaired', async () => {
     const recorder = createSyncHealthRecorder({ store: health, logger: testLogger() });
     await recorder.credentialBroken('acc_ok', 'the refresh token was revoked');
@@ -130,6 +138,9 @@ describe('sync health recorded by the crm-sink', () => {
     expect((await health.read('acc_ok', Date.now())).current?.state).toBe('running');
     // Repairing a credential does not hide another problem.
     await recorder.credentialRepaired('acc_rejects');
+    expect((await health.read('acc_rejects', Date.now())).current?.state).toBe('failing');
+    // Nor does an empty park.
+    await recorder.unparked('acc_rejects');
     expect((await health.read('acc_rejects', Date.now())).current?.state).toBe('failing');
   });
 });

@@ -14,6 +14,8 @@ export interface SyncHealthRecorder {
   flushed(accountId: string, result: { synced: number; failed: number; failure?: { code: string; reason: string } }): Promise<void>;
   /** The account's CRM is blocked: its events are parked and retried. */
   parked(accountId: string, blocked: Pick<AccountBlocked, 'why' | 'message'>): Promise<void>;
+  /** The account's park is empty again: `parked` becomes `running`; any other state is left (a flush sets it). */
+  unparked(accountId: string): Promise<void>;
   /**
    * The credential is broken (refused by the CRM, missing, unreadable, or its refresh failed).
    * For whoever finds out, e.g. the OAuth refresh: the state stays until a flush syncs again or
@@ -71,6 +73,7 @@ export function createSyncHealthRecorder(deps: { store: SyncHealthStore; logger:
           now(),
         ),
       ),
+    unparked: (accountId) => quietly(accountId, () => deps.store.change(accountId, { state: 'running', onlyFrom: 'parked' }, now())),
     credentialBroken: (accountId, reason) =>
       quietly(accountId, () => deps.store.change(accountId, { state: 'credential_broken', reason, failure: true }, now())),
     credentialRepaired: (accountId) => quietly(accountId, () => deps.store.change(accountId, { state: 'running', onlyFrom: 'credential_broken' }, now())),

@@ -391,6 +391,8 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     const chunk = await settings.store.peek(accountId, settings.resumeBatch);
     if (chunk.entries.length === 0) {
       await settings.store.remove(accountId, 0, 0);
+      // Drained without a flush saying so (e.g. the last parked events were all skipped): not parked any more.
+      await deps.health?.unparked(accountId);
       return false;
     }
     const cutoff = now() - settings.maxAgeMs;
