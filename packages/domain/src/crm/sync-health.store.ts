@@ -158,7 +158,12 @@ export function createSyncHealthStore(deps: { redis: Redis; keyPrefix?: string; 
       const pipeline = redis.pipeline();
       pipeline.hgetall(keys.state(accountId));
       for (const day of days) pipeline.hgetall(keys.day(accountId, day));
-      const results = (await pipeline.exec()) ?? [];
+      let results: [Error | null, unknown][];
+      try {
+        results = (await pipeline.exec()) ?? [];
+      } catch (err) {
+        throw unavailable('reading sync health failed', err);
+      }
       const failed = results.find(([err]) => err !== null);
       if (failed) throw unavailable('reading sync health failed', failed[0]);
       const [state, ...dayHashes] = results.map(([, value]) => (value ?? {}) as Record<string, string>);
