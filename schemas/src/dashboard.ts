@@ -39,9 +39,33 @@ export const DashboardUsage = Type.Object({
   daily: Type.Array(Type.Object({ day: Type.String(), events: Type.Integer() })),
 });
 
+const OutcomeCounts = { synced: Type.Integer(), skipped: Type.Integer(), failed: Type.Integer() };
+
+/** The account's CRM sync health (docs/dashboard.md, "Sync health"). */
+export const DashboardSyncHealth = Type.Object({
+  /** Null: the sink has not synced or failed anything for the account yet. */
+  current: Type.Union([
+    Type.Object({
+      state: Type.Union([Type.Literal('running'), Type.Literal('failing'), Type.Literal('parked'), Type.Literal('credential_broken')]),
+      reason: Type.Union([Type.String(), Type.Null()]),
+      since: Type.String(),
+      /** When the sync last stopped running without coming back; null while running. */
+      unhealthySince: Type.Union([Type.String(), Type.Null()]),
+      updatedAt: Type.String(),
+      lastSuccessAt: Type.Union([Type.String(), Type.Null()]),
+      lastFailureAt: Type.Union([Type.String(), Type.Null()]),
+    }),
+    Type.Null(),
+  ]),
+  last24h: Type.Object(OutcomeCounts),
+  /** The last 168 UTC hours, oldest first, every hour present (0 when none). */
+  hours: Type.Array(Type.Object({ hour: Type.String(), ...OutcomeCounts })),
+});
+
 export type SignInBody = Static<typeof SignInBody>;
 export type SessionView = Static<typeof SessionView>;
 export type DashboardKeyList = Static<typeof DashboardKeyList>;
 export type DashboardCreateKeyBody = Static<typeof DashboardCreateKeyBody>;
 export type DashboardKeyIdParams = Static<typeof DashboardKeyIdParams>;
 export type DashboardUsage = Static<typeof DashboardUsage>;
+export type DashboardSyncHealth = Static<typeof DashboardSyncHealth>;

@@ -26,6 +26,8 @@ export * from './crm/record-state.js';
 export * from './crm/record-state.reader.js';
 export * from './crm/request-planner.js';
 export * from './crm/salesforce.requests.js';
+export * from './crm/sync-health.js';
+export * from './crm/sync-health.store.js';
 export * from './crm/sync-state.store.js';
 export * from './crm/sync.preview.js';
 export * from './crm/webhook-signature.js';

@@ -66,6 +66,9 @@ export const METRIC_NAMES = {
   crmParkedAccounts: 'ingest_crm_parked_accounts',
   crmParkedEvents: 'ingest_crm_parked_events',
   crmSuspendedAccounts: 'ingest_crm_suspended_accounts',
+  crmSyncUnhealthyAccounts: 'ingest_crm_sync_unhealthy_accounts',
+  crmSyncStuckAccounts: 'ingest_crm_sync_stuck_accounts',
+  crmSyncUnhealthySeconds: 'ingest_crm_sync_unhealthy_seconds',
 } as const;
 
 /**

@@ -62,6 +62,15 @@ export const CrmSinkConfigSchema = Type.Object({
    * accident; it is its own setting now, with the same default.
    */
   CRM_RECORD_STATE_TTL_SECONDS: Type.Integer({ minimum: 3600, default: 35 * DAY_S }),
+  /**
+   * Sync health (docs/crm-sync.md): an account parked, failing or with a broken credential this
+   * long is stuck (ingest_crm_sync_stuck_accounts, the alert IngestCrmSyncAccountStuck).
+   */
+  CRM_HEALTH_ALERT_AFTER_MS: Type.Integer({ minimum: 60_000, default: 30 * 60_000 }),
+  /** Accounts listed by name in ingest_crm_sync_unhealthy_seconds (longest unhealthy first): the bound of its cardinality. */
+  CRM_HEALTH_METRICS_MAX_ACCOUNTS: Type.Integer({ minimum: 0, maximum: 200, default: 20 }),
+  /** How often each replica reads the accounts' health into its metrics. */
+  CRM_HEALTH_POLL_MS: Type.Integer({ minimum: 1_000, default: 15_000 }),
   /** HTTP timeouts of the CRM clients: connect, then each wait for headers or the next body bytes... */
   CRM_HTTP_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 5_000 }),
   CRM_HTTP_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000 }),

@@ -1,5 +1,5 @@
 import { type Component, createDeadLetterSink, type KafkaClient, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
-import { type ControlPlaneReader, type CredentialOpener, createSyncStateStore, isSuspended, type MappingReader } from '@ingest/domain';
+import { type ControlPlaneReader, type CredentialOpener, createSyncHealthStore, createSyncStateStore, isSuspended, type MappingReader } from '@ingest/domain';
 import type { CreateAdapter } from './adapters/adapter.js';
 import { createCrmCallMetrics, instrumentAdapter } from './adapters/instrumented.adapter.js';
 import type { ParkingSettings } from './park/park.writer.js';
@@ -10,6 +10,8 @@ import type { RetryPolicy } from './retry/crm-call.retry.js';
 import { createSharedTokenBuckets } from './rate/shared-token-bucket.js';
 import { createRecordStateStore } from './sync/record-state.store.js';
 import { createSinkConsumer } from './sync/sink.consumer.js';
+import { countingSyncStates, createSyncHealthRecorder } from './sync/sync-health.recorder.js';
+import { createSyncHealthMonitor, DEFAULT_SYNC_HEALTH_MONITOR, type SyncHealthMonitorSettings } from './sync/sync-health.monitor.js';
 import { createSyncEngine } from './sync/sync.engine.js';
 import { createSyncMetrics } from './sync/sync.metrics.js';
 
@@ -44,6 +46,8 @@ export interface CrmSinkDeps {
   park: ParkConfig;
   /** The control plane's accounts: a suspended account's sync is held (parked) until it is resumed. Absent: none is. */
   accounts?: Pick<ControlPlaneReader, 'accountById' | 'listAccounts'>;
+  /** The accounts' sync health metrics (docs/crm-sync.md, "Sync health"); defaults when absent. */
+  health?: SyncHealthMonitorSettings;
 }
 
 export type ParkConfig = Omit<ParkingSettings, 'store'> & { limits: ParkLimits };
@@ -60,6 +64,8 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
   const syncMetrics = createSyncMetrics(deps.metrics, accounts ? () => accounts.listAccounts().filter(isSuspended).length : undefined);
   const { limits, ...parkSettings } = deps.park;
   const parking: ParkingSettings = { ...parkSettings, store: createParkStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, limits }) };
+  const healthStore = createSyncHealthStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix });
+  const health = createSyncHealthRecorder({ store: healthStore, logger: deps.logger });
   const engine = createSyncEngine({
     mappings: deps.mappings,
     openCredential: deps.openCredential,
@@ -70,7 +76,8 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
       ledgerTtlSeconds: deps.ttl.ledgerSeconds,
       stateTtlSeconds: deps.ttl.recordStateSeconds,
     }),
-    syncStates: createSyncStateStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, ttlSeconds: deps.ttl.syncStateSeconds }),
+    syncStates: countingSyncStates(createSyncStateStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, ttlSeconds: deps.ttl.syncStateSeconds }), health),
+    health,
     deadLetters,
     logger: deps.logger,
     metrics: syncMetrics,
@@ -100,15 +107,23 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
     maxUnfinishedPerPartition: deps.maxUnfinishedPerPartition,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently,
   });
+  const monitor = createSyncHealthMonitor({
+    store: healthStore,
+    settings: deps.health ?? DEFAULT_SYNC_HEALTH_MONITOR,
+    metrics: deps.metrics,
+    logger: deps.logger,
+  });
   const resumer = createParkResumer({ resumeParked: engine.resumeParked, settings: parking, metrics: syncMetrics, logger: deps.logger });
   return {
     name: consumer.name,
     async start() {
       await consumer.start();
       await resumer.start();
+      await monitor.start();
     },
     async stop() {
       // The resumer first: it calls into the engine, which the consumer's stop ends.
+      await monitor.stop();
       await resumer.stop();
       await consumer.stop();
     },

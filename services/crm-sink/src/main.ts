@@ -80,6 +80,11 @@ await launchService({
         leaseMs: config.CRM_PARK_LEASE_MS,
       },
       partitionsConsumedConcurrently: config.CRM_SINK_PARTITIONS_CONCURRENCY,
+      health: {
+        alertAfterMs: config.CRM_HEALTH_ALERT_AFTER_MS,
+        maxAccounts: config.CRM_HEALTH_METRICS_MAX_ACCOUNTS,
+        pollMs: config.CRM_HEALTH_POLL_MS,
+      },
     });
     const lag = createLagCollector({ kafka, groupId: config.CRM_SINK_GROUP, topics: [topic('eventsUnique'), topic('crmReplay')], registry: metrics, logger });
     return {

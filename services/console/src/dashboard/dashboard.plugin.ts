@@ -5,6 +5,7 @@ import {
   type AuditReader,
   type ControlPlane,
   createRecordStateReader,
+  createSyncHealthStore,
   createSyncStateStore,
   type EventCheck,
   type JobStatusStore,
@@ -36,6 +37,7 @@ import { sessionRoutes } from './session.routes.js';
 import { createSignInThrottle } from './signin-throttle.js';
 import { createSessionStore } from './session.store.js';
 import { dashboardAllowanceRoutes } from './allowance.routes.js';
+import { dashboardSyncHealthRoutes } from './sync-health.routes.js';
 import { defaultWebDir } from './web-dir.js';
 import { webRoutes } from './web.routes.js';
 
@@ -153,6 +155,9 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           }),
         );
         await api.register(dashboardAuditRoutes({ reader: deps.audit.reader, limits }));
+        await api.register(
+          dashboardSyncHealthRoutes({ store: createSyncHealthStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }), limits, now: deps.now }),
+        );
         api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {
           throw new ProblemError('notFound', `No dashboard API route for ${request.method} ${request.url.split('?')[0]}.`);
         });

@@ -6,6 +6,7 @@ import { JobsPage } from './pages/JobsPage';
 import { KeysPage } from './pages/KeysPage';
 import { MappingsPage } from './pages/MappingsPage';
 import { SignInPage } from './pages/SignInPage';
+import { SyncHealthPage } from './pages/SyncHealthPage';
 import { UsagePage } from './pages/UsagePage';
 import type { SessionView } from './types.js';
 
@@ -15,6 +16,7 @@ const PAGES = [
   { path: 'usage', label: 'Usage' },
   { path: 'jobs', label: 'Jobs' },
   { path: 'mappings', label: 'CRM mapping' },
+  { path: 'sync-health', label: 'Sync health' },
   { path: 'events', label: 'Event debugger' },
   { path: 'activity', label: 'Activity' },
 ] as const;
@@ -97,6 +99,7 @@ export function App() {
         {page === 'usage' && <UsagePage />}
         {page === 'jobs' && <JobsPage />}
         {page === 'mappings' && <MappingsPage />}
+        {page === 'sync-health' && <SyncHealthPage />}
         {page === 'events' && <EventsPage />}
         {page === 'activity' && <ActivityPage />}
       </main>

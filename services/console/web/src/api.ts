@@ -1,6 +1,7 @@
 import type {
   AuditPage,
   CreatedApiKeyView,
+  DashboardSyncHealth,
   DashboardUsage,
   DeadLetterView,
   DebuggerEvent,
@@ -69,6 +70,7 @@ export const api = {
     call<CreatedApiKeyView>('POST', '/keys', { name, ...access }),
   revokeKey: (keyId: string) => call<KeyView>('POST', `/keys/${encodeURIComponent(keyId)}/revoke`),
   usage: () => call<DashboardUsage>('GET', '/usage'),
+  syncHealth: () => call<DashboardSyncHealth>('GET', '/sync-health'),
   audit: (cursor?: string) => call<AuditPage>('GET', `/audit${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`),
   jobs: () => call<{ jobs: JobView[] }>('GET', '/jobs'),
   /** `timezone`: the IANA zone of zone-less times; sent before the file, as the server reads fields that precede it. */

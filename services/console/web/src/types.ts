@@ -1,8 +1,18 @@
 // The dashboard API's shapes, derived from the JSON Schemas in schemas/ (type-only import:
 // nothing of TypeBox reaches the bundle).
-import type { ApiKeyView, AuditPage, BulkJobReceipt, CrmMapping, DashboardUsage, JobStatus, SessionView, StoredEvent } from '@ingest/schemas';
+import type {
+  ApiKeyView,
+  AuditPage,
+  BulkJobReceipt,
+  CrmMapping,
+  DashboardSyncHealth,
+  DashboardUsage,
+  JobStatus,
+  SessionView,
+  StoredEvent,
+} from '@ingest/schemas';
 
-export type { AuditPage, DashboardUsage, SessionView };
+export type { AuditPage, DashboardSyncHealth, DashboardUsage, SessionView };
 export type KeyView = ApiKeyView;
 export interface CreatedApiKeyView {
   apiKey: string;

@@ -20,6 +20,7 @@ import { AccountBlocked, type AccountCaller, createAccountCaller, type RetryPoli
 import { type AccountFlush, createCoalescer, type RecordBuffer } from './coalescer.js';
 import { executeFlush, type FlushEvent, type RecordFailure } from './flush.executor.js';
 import type { RecordStateStore } from './record-state.store.js';
+import type { SyncHealthRecorder } from './sync-health.recorder.js';
 import type { SyncMetrics } from './sync.metrics.js';
 
 /**
@@ -69,6 +70,8 @@ export interface SyncEngineDeps {
   deadLetters: DeadLetterSink;
   logger: Logger;
   metrics: SyncMetrics;
+  /** The accounts' sync health (states after flushes and parks); without it none is kept. */
+  health?: SyncHealthRecorder;
   coalesceWindowMs: number;
   coalesceMaxRecords: number;
   rate: RateLimit;
@@ -224,6 +227,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       const events = eventsOf([...flushes, coalescer.take(accountId)]);
       const delay = parkDelayMs(parking, blocked, 0);
       await chained(w, 'parkChain', () => parkEvents(parkDeps, accountId, events, { force: true, dueAtMs: now() + delay, reason: blocked.message }));
+      await deps.health?.parked(accountId, blocked);
       log.warn({ accountId, cause: blocked.why, parked: events.length, retryInMs: delay }, 'CRM account blocked: its events are parked');
     } finally {
       w.parking -= 1;
@@ -315,6 +319,8 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       if (!f) deps.metrics.lag.observe(Math.max(0, at - e.sink.record.receivedAtMs) / 1000);
       e.sink.finish();
     }
+    const firstFailure = failed[0]?.[1];
+    await deps.health?.flushed(accountId, { synced: outcomes.size - failed.length, failed: failed.length, ...(firstFailure ? { failure: firstFailure } : {}) });
     if (failed.length > 0)
       log.warn({ accountId, failed: failed.length, codes: [...new Set(failed.map(([, f]) => f.code))] }, 'CRM sync failed for some events; dead-lettered');
     return 'done';
@@ -360,6 +366,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
         // Held behind anything parked before; the resumer looks at the account again next poll.
         const dueAtMs = now() + parkDeps.settings.pollMs;
         await chained(w, 'parkChain', () => parkEvents(parkDeps, accountId, pendings, { force: true, dueAtMs, reason: 'account_suspended' }));
+        await deps.health?.parked(accountId, { why: 'suspended', message: 'the account is suspended' });
         return;
       }
       if (await chained(w, 'parkChain', () => parkEvents(parkDeps, accountId, pendings, { force: w.parking > 0 }))) return;
@@ -384,6 +391,8 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     const chunk = await settings.store.peek(accountId, settings.resumeBatch);
     if (chunk.entries.length === 0) {
       await settings.store.remove(accountId, 0, 0);
+      // Drained without a flush saying so (e.g. the last parked events were all skipped): not parked any more.
+      await deps.health?.unparked(accountId);
       return false;
     }
     const cutoff = now() - settings.maxAgeMs;
@@ -418,6 +427,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       if (outcome instanceof AccountBlocked) {
         const delay = parkDelayMs(settings, outcome, chunk.attempts + 1);
         await settings.store.reschedule(accountId, now() + delay, outcome.message);
+        await deps.health?.parked(accountId, outcome);
         log.warn({ accountId, cause: outcome.why, retryInMs: delay }, 'CRM account still blocked: its parked events wait');
         return false;
       }
