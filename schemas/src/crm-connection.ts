@@ -12,10 +12,16 @@ const AccountId = Type.String({ minLength: 1, maxLength: 100 });
 const CrmType = Type.Unsafe<(typeof CRM_TYPES)[number]>({ type: 'string', enum: [...CRM_TYPES] });
 const CrmObject = Type.Unsafe<(typeof CRM_OBJECTS)[number]>({ type: 'string', enum: [...CRM_OBJECTS] });
 
-export const ConnectionTestRequest = Type.Object({ accountId: AccountId, name: CredentialName }, { additionalProperties: false });
+/** The console's `updatedAt` of the credential: crm-sink waits briefly until its control plane holds that record, so a check right after a save or rotation tests the new secret. */
+const UpdatedAt = Type.Optional(Type.String({ minLength: 1, maxLength: 64 }));
+
+export const ConnectionTestRequest = Type.Object({ accountId: AccountId, name: CredentialName, updatedAt: UpdatedAt }, { additionalProperties: false });
 export type ConnectionTestRequest = Static<typeof ConnectionTestRequest>;
 
-export const PropertiesRequest = Type.Object({ accountId: AccountId, name: CredentialName, object: CrmObject }, { additionalProperties: false });
+export const PropertiesRequest = Type.Object(
+  { accountId: AccountId, name: CredentialName, object: CrmObject, updatedAt: UpdatedAt },
+  { additionalProperties: false },
+);
 export type PropertiesRequest = Static<typeof PropertiesRequest>;
 
 export const CONNECTION_OUTCOMES = ['connected', 'refused', 'unreachable', 'failed'] as const;
