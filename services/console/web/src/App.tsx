@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api } from './api.js';
 import { ActivityPage } from './pages/ActivityPage';
+import { ConnectionsPage } from './pages/ConnectionsPage';
 import { EventsPage } from './pages/EventsPage';
 import { JobsPage } from './pages/JobsPage';
 import { KeysPage } from './pages/KeysPage';
@@ -14,6 +15,7 @@ const PAGES = [
   { path: 'keys', label: 'API keys' },
   { path: 'usage', label: 'Usage' },
   { path: 'jobs', label: 'Jobs' },
+  { path: 'connections', label: 'CRM connections' },
   { path: 'mappings', label: 'CRM mapping' },
   { path: 'events', label: 'Event debugger' },
   { path: 'activity', label: 'Activity' },
@@ -96,6 +98,7 @@ export function App() {
         {page === 'keys' && <KeysPage />}
         {page === 'usage' && <UsagePage />}
         {page === 'jobs' && <JobsPage />}
+        {page === 'connections' && <ConnectionsPage />}
         {page === 'mappings' && <MappingsPage />}
         {page === 'events' && <EventsPage />}
         {page === 'activity' && <ActivityPage />}

@@ -1,6 +1,17 @@
 // The dashboard API's shapes, derived from the JSON Schemas in schemas/ (type-only import:
 // nothing of TypeBox reaches the bundle).
-import type { ApiKeyView, AuditPage, BulkJobReceipt, CrmMapping, DashboardUsage, JobStatus, SessionView, StoredEvent } from '@ingest/schemas';
+import type {
+  ApiKeyView,
+  AuditPage,
+  BulkJobReceipt,
+  ConnectionTestResult,
+  CrmCredentialView,
+  CrmMapping,
+  DashboardUsage,
+  JobStatus,
+  SessionView,
+  StoredEvent,
+} from '@ingest/schemas';
 
 export type { AuditPage, DashboardUsage, SessionView };
 export type KeyView = ApiKeyView;
@@ -45,3 +56,7 @@ export interface DeadLetterView {
   valueBytes: number;
   replayedFrom: string | null;
 }
+
+/** A CRM connection as the dashboard lists it: never its secret. */
+export type ConnectionView = CrmCredentialView & { usedByMapping: boolean };
+export type { ConnectionTestResult, CrmCredentialView };
