@@ -148,8 +148,8 @@ export function ConnectionsPage() {
         the sync service and never shown again.
       </p>
       {/* "Connect with OAuth" (HubSpot, Salesforce) goes here, above the manual form: it stores a connection like the form does. */}
+      <h2 id="add-connection-title">Add a connection</h2>
       <form className="inline" onSubmit={add} aria-labelledby="add-connection-title">
-        <h2 id="add-connection-title">Add a connection</h2>
         <label htmlFor="conn-name">Name</label>
         <input id="conn-name" name="name" required maxLength={64} pattern="[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}" placeholder="e.g. hubspot-main" />
         <label htmlFor="conn-type">CRM</label>
