@@ -343,7 +343,8 @@ describe('network policies', () => {
     expect(open('gateway').flatMap((r) => r.ports?.map((p) => p.port))).toEqual([Number(config.data.GATEWAY_PORT)]);
     expect(open('console').flatMap((r) => r.ports?.map((p) => p.port))).toEqual([Number(config.data.CONSOLE_PORT)]);
     // Beside Prometheus, crm-sink takes the console's pods on its connection channel's port, and nothing else.
-    const fromConsole = (r: Rule) => r.from?.every((f) => (f.podSelector as { matchLabels?: Record<string, string> } | undefined)?.matchLabels?.['app.kubernetes.io/name'] === 'console');
+    const fromConsole = (r: Rule) =>
+      r.from?.every((f) => (f.podSelector as { matchLabels?: Record<string, string> } | undefined)?.matchLabels?.['app.kubernetes.io/name'] === 'console');
     for (const app of ['processor', 'crm-sink']) {
       expect(open(app), app).toEqual([]);
       for (const r of rulesFor(app, 'ingress')) {

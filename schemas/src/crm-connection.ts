@@ -45,7 +45,7 @@ export type ConnectionTestResult = Static<typeof ConnectionTestResult>;
 
 /** One property of a CRM object, the same shape for every CRM (version 1 of CrmPropertyList). */
 export const CrmProperty = Type.Object({
-  name: Type.String({ description: "The API name a mapping writes to (HubSpot `name`, Salesforce field `name`)." }),
+  name: Type.String({ description: 'The API name a mapping writes to (HubSpot `name`, Salesforce field `name`).' }),
   label: Type.String(),
   type: Type.String({ description: "The CRM's own type name (HubSpot `type`, Salesforce field `type`)." }),
   readOnly: Type.Boolean({ description: 'The CRM refuses writes to it (HubSpot modificationMetadata.readOnlyValue, Salesforce not updateable).' }),

@@ -7,7 +7,15 @@ describe('CRM object properties, normalised', () => {
       results: [
         { name: 'email', label: 'Email', type: 'string', modificationMetadata: { readOnlyValue: false } },
         { name: 'hs_object_id', label: 'Record ID', type: 'number', modificationMetadata: { readOnlyValue: true } },
-        { name: 'lifecyclestage', label: 'Stage', type: 'enumeration', options: [{ value: 'lead', label: 'Lead' }, { value: 'old', label: 'Old', hidden: true }] },
+        {
+          name: 'lifecyclestage',
+          label: 'Stage',
+          type: 'enumeration',
+          options: [
+            { value: 'lead', label: 'Lead' },
+            { value: 'old', label: 'Old', hidden: true },
+          ],
+        },
         { name: 'secret_internal', hidden: true },
       ],
     });
@@ -29,7 +37,17 @@ describe('CRM object properties, normalised', () => {
       fields: [
         { name: 'Name', label: 'Account Name', type: 'string', createable: true, updateable: true },
         { name: 'Id', label: 'Account ID', type: 'id', createable: false, updateable: false },
-        { name: 'Rating', label: 'Rating', type: 'picklist', createable: true, updateable: true, picklistValues: [{ value: 'Hot', label: 'Hot', active: true }, { value: 'Cold', active: false }] },
+        {
+          name: 'Rating',
+          label: 'Rating',
+          type: 'picklist',
+          createable: true,
+          updateable: true,
+          picklistValues: [
+            { value: 'Hot', label: 'Hot', active: true },
+            { value: 'Cold', active: false },
+          ],
+        },
       ],
     });
     expect(list?.properties).toEqual([

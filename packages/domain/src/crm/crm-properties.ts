@@ -56,7 +56,10 @@ const text = (v: unknown): string => (typeof v === 'string' ? v.slice(0, PROPERT
 
 function options(raw: unknown, read: (o: Unknown) => { value: unknown; label: unknown; active: boolean }): { list?: CrmProperty['options']; cut: boolean } {
   if (!Array.isArray(raw) || raw.length === 0) return { cut: false };
-  const active = raw.filter(isObject).map(read).filter((o) => o.active && typeof o.value === 'string');
+  const active = raw
+    .filter(isObject)
+    .map(read)
+    .filter((o) => o.active && typeof o.value === 'string');
   const kept = active.slice(0, PROPERTY_LIST_BOUNDS.optionsPerProperty).map((o) => ({ value: text(o.value), label: text(o.label) || text(o.value) }));
   return { list: kept, cut: active.length > kept.length };
 }

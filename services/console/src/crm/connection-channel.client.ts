@@ -49,7 +49,12 @@ async function readBounded(response: Response, max: number): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-const PASSED_ON: Record<number, 'notFound' | 'conflict' | 'rateLimited' | 'crmRefused'> = { 404: 'notFound', 409: 'conflict', 429: 'rateLimited', 502: 'crmRefused' };
+const PASSED_ON: Record<number, 'notFound' | 'conflict' | 'rateLimited' | 'crmRefused'> = {
+  404: 'notFound',
+  409: 'conflict',
+  429: 'rateLimited',
+  502: 'crmRefused',
+};
 
 export function createConnectionChannel(options: ConnectionChannelOptions): ConnectionChannel {
   const doFetch = options.fetch ?? fetch;
@@ -72,7 +77,10 @@ export function createConnectionChannel(options: ConnectionChannelOptions): Conn
     } catch (err) {
       if (err instanceof ProblemError) throw err;
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
-      throw new ProblemError('unavailable', timedOut ? 'crm-sink did not answer the connection check in time; try again.' : 'crm-sink cannot be reached for connection checks; try again later.');
+      throw new ProblemError(
+        'unavailable',
+        timedOut ? 'crm-sink did not answer the connection check in time; try again.' : 'crm-sink cannot be reached for connection checks; try again later.',
+      );
     }
     let parsed: unknown;
     try {
@@ -82,10 +90,17 @@ export function createConnectionChannel(options: ConnectionChannelOptions): Conn
     }
     if (response.status === 200 && parsed !== undefined) return parsed as T;
     const kind = PASSED_ON[response.status];
-    const detail = typeof parsed === 'object' && parsed !== null && typeof (parsed as { detail?: unknown }).detail === 'string' ? (parsed as { detail: string }).detail : undefined;
+    const detail =
+      typeof parsed === 'object' && parsed !== null && typeof (parsed as { detail?: unknown }).detail === 'string'
+        ? (parsed as { detail: string }).detail
+        : undefined;
     if (kind && detail) {
       const retryAfter = response.headers.get('retry-after');
-      throw new ProblemError(kind, detail.slice(0, 600), kind === 'rateLimited' && retryAfter && /^\d+$/.test(retryAfter) ? { headers: { 'retry-after': retryAfter } } : {});
+      throw new ProblemError(
+        kind,
+        detail.slice(0, 600),
+        kind === 'rateLimited' && retryAfter && /^\d+$/.test(retryAfter) ? { headers: { 'retry-after': retryAfter } } : {},
+      );
     }
     // 401 (tokens differ between console and crm-sink) and anything else: the operator's to fix.
     throw new ProblemError('unavailable', `Connection checks are unavailable (crm-sink answered ${response.status}); the operator has been told in the log.`);

@@ -31,7 +31,13 @@ beforeAll(async () => {
     CRM_SINK_INTERNAL_URL: `http://127.0.0.1:${port}`,
     CRM_SINK_INTERNAL_TOKEN: TEST_CHANNEL_TOKEN,
   });
-  channel = await startConnectionChannel({ port, controlPlane: gw.controlPlane, redis: gw.redis, redisKeyPrefix: `conn-browser-${port}:`, outboundPolicy: FAKE_CRM_OUTBOUND });
+  channel = await startConnectionChannel({
+    port,
+    controlPlane: gw.controlPlane,
+    redis: gw.redis,
+    redisKeyPrefix: `conn-browser-${port}:`,
+    outboundPolicy: FAKE_CRM_OUTBOUND,
+  });
   const baseUrl = await gw.console.listen({ host: '127.0.0.1', port: 0 });
   const { account } = await gw.newAccount('pro');
   await gw.controlPlane.createOwner(account.id, email, await hashPassword(password));

@@ -5,7 +5,14 @@
  * every change audited, and "test connection" answered by crm-sink in plain words.
  */
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import { createGatewayFixture, type DashboardUser, type GatewayFixture, signedInOwner, startConnectionChannel, TEST_CHANNEL_TOKEN } from '@ingest/testkit/gateway';
+import {
+  createGatewayFixture,
+  type DashboardUser,
+  type GatewayFixture,
+  signedInOwner,
+  startConnectionChannel,
+  TEST_CHANNEL_TOKEN,
+} from '@ingest/testkit/gateway';
 import { freePort } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -27,7 +34,13 @@ beforeAll(async () => {
     CRM_SINK_INTERNAL_TOKEN: TEST_CHANNEL_TOKEN,
     CRM_SINK_INTERNAL_TIMEOUT_MS: '8000',
   });
-  channel = await startConnectionChannel({ port, controlPlane: gw.controlPlane, redis: gw.redis, redisKeyPrefix: `conn-${port}:`, outboundPolicy: FAKE_CRM_OUTBOUND });
+  channel = await startConnectionChannel({
+    port,
+    controlPlane: gw.controlPlane,
+    redis: gw.redis,
+    redisKeyPrefix: `conn-${port}:`,
+    outboundPolicy: FAKE_CRM_OUTBOUND,
+  });
   const setUp = async () => {
     const { account } = await gw.newAccount('pro');
     return { accountId: account.id, user: await signedInOwner(gw, account.id) };
@@ -46,7 +59,12 @@ const hubspot = (token: string) => ({ type: 'hubspot', accessToken: token, baseU
 
 describe('the Connections API', () => {
   it('adds a credential without ever showing its secret, tests it, rotates it and tests the new secret', async () => {
-    const added = await a.user.request({ method: 'POST', url: '/dashboard/api/connections', payload: { name: 'hs', credential: hubspot(GOOD) }, headers: json });
+    const added = await a.user.request({
+      method: 'POST',
+      url: '/dashboard/api/connections',
+      payload: { name: 'hs', credential: hubspot(GOOD) },
+      headers: json,
+    });
     expect(added.statusCode).toBe(201);
     expect(added.body).not.toContain(GOOD);
     expect(added.json()).toMatchObject({ name: 'hs', type: 'hubspot', baseUrl: crm.url });
@@ -91,11 +109,14 @@ describe('the Connections API', () => {
   });
 
   it('refuses writes without CSRF, an existing name, a refused address, and removing what the mapping uses', async () => {
-    const post = (payload: unknown, headers: Record<string, string | undefined> = {}) =>
+    const post = (payload: Record<string, unknown>, headers: Record<string, string | undefined> = {}) =>
       b.user.request({ method: 'POST', url: '/dashboard/api/connections', payload, headers: { ...json, ...headers } });
     expect((await post({ name: 'x', credential: hubspot(GOOD) }, { 'x-csrf-token': undefined })).statusCode).toBe(403);
     expect((await post({ name: 'meta', credential: { type: 'webhook', url: 'http://169.254.169.254/latest', secret: 's' } })).statusCode).toBe(400);
-    expect((await post({ name: 'hook', credential: { type: 'webhook', url: `${crm.url}/webhook/b`, secret: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0' } })).statusCode).toBe(201);
+    expect(
+      (await post({ name: 'hook', credential: { type: 'webhook', url: `${crm.url}/webhook/b`, secret: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0' } }))
+        .statusCode,
+    ).toBe(201);
     const again = await post({ name: 'hook', credential: hubspot(GOOD) });
     expect(again.statusCode).toBe(409);
 
@@ -105,7 +126,10 @@ describe('the Connections API', () => {
       rules: [{ id: 'r', when: { eventName: 'Signed Up' }, object: 'contact', actions: [{ op: 'set', field: 'plan', from: { property: 'plan' } }] }],
     };
     expect((await b.user.request({ method: 'PUT', url: '/dashboard/api/mapping', payload: mapping, headers: json })).statusCode).toBe(201);
-    expect((await b.user.request({ method: 'GET', url: '/dashboard/api/connections' })).json().connections[0]).toMatchObject({ name: 'hook', usedByMapping: true });
+    expect((await b.user.request({ method: 'GET', url: '/dashboard/api/connections' })).json().connections[0]).toMatchObject({
+      name: 'hook',
+      usedByMapping: true,
+    });
     const inUse = await b.user.request({ method: 'DELETE', url: '/dashboard/api/connections/hook' });
     expect(inUse.statusCode).toBe(409);
     expect(inUse.json().detail).toContain('mapping uses hook');

@@ -70,7 +70,8 @@ export function connectionsRoutes(deps: {
         const { account } = dashboardOf(request);
         const { name, credential } = request.body;
         // Adding never overwrites: replacing a secret is the explicit rotate (PUT).
-        if (cp.crmCredential(account.id, name)) throw new ProblemError('conflict', `A CRM connection named ${name} exists already; rotate its secret or pick another name.`);
+        if (cp.crmCredential(account.id, name))
+          throw new ProblemError('conflict', `A CRM connection named ${name} exists already; rotate its secret or pick another name.`);
         return reply.code(201).send(await storeCredential(writes, request, account.id, name, credential));
       },
     );
@@ -106,12 +107,19 @@ export function connectionsRoutes(deps: {
     app.post<{ Params: Static<typeof NameParams> }>(
       '/connections/:name/test',
       // Changes nothing: a suspended account may still check its connection.
-      { ...deps.limits.api, config: { ...deps.limits.api.config, allowedWhileSuspended: true }, schema: { hide: true, params: NameParams, response: { 200: ConnectionTestResult } } },
+      {
+        ...deps.limits.api,
+        config: { ...deps.limits.api.config, allowedWhileSuspended: true },
+        schema: { hide: true, params: NameParams, response: { 200: ConnectionTestResult } },
+      },
       async (request) => {
         const { account } = dashboardOf(request);
         const stored = existing(account.id, request.params.name);
         const result = await deps.channel.test({ accountId: account.id, name: stored.name, updatedAt: stored.updatedAt });
-        request.log.info({ accountId: account.id, credentialName: stored.name, outcome: result.outcome, status: result.status }, 'dashboard: connection tested');
+        request.log.info(
+          { accountId: account.id, credentialName: stored.name, outcome: result.outcome, status: result.status },
+          'dashboard: connection tested',
+        );
         return result;
       },
     );

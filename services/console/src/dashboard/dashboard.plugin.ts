@@ -160,7 +160,11 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           connectionsRoutes({
             controlPlane: deps.controlPlane,
             outbound: createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS }),
-            channel: createConnectionChannel({ url: config.CRM_SINK_INTERNAL_URL, token: config.CRM_SINK_INTERNAL_TOKEN, timeoutMs: config.CRM_SINK_INTERNAL_TIMEOUT_MS }),
+            channel: createConnectionChannel({
+              url: config.CRM_SINK_INTERNAL_URL,
+              token: config.CRM_SINK_INTERNAL_TOKEN,
+              timeoutMs: config.CRM_SINK_INTERNAL_TIMEOUT_MS,
+            }),
             limits,
             auditor: deps.audit.auditor,
           }),

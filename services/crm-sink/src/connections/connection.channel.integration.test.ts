@@ -32,7 +32,13 @@ async function channel(checksPerMinute = 60) {
     redis: fx.redis,
     redisKeyPrefix: fx.redisKeyPrefix,
     checksPerMinute,
-    http: { outboundPolicy: FAKE_CRM_OUTBOUND, headersTimeoutMs: TIMEOUT_MS, bodyTimeoutMs: TIMEOUT_MS, requestTimeoutMs: TIMEOUT_MS, maxResponseBytes: MAX_BYTES },
+    http: {
+      outboundPolicy: FAKE_CRM_OUTBOUND,
+      headersTimeoutMs: TIMEOUT_MS,
+      bodyTimeoutMs: TIMEOUT_MS,
+      requestTimeoutMs: TIMEOUT_MS,
+      maxResponseBytes: MAX_BYTES,
+    },
     logger: testLogger(),
   });
   await c.start();
@@ -59,7 +65,11 @@ beforeAll(async () => {
   await cp.putCrmCredential(accountA, 'hs-bad', { type: 'hubspot', accessToken: 'tok-revoked', baseUrl: crm.url });
   await cp.putCrmCredential(accountA, 'sf', { type: 'salesforce', accessToken: TOKEN, instanceUrl: crm.url });
   await cp.putCrmCredential(accountA, 'hook', { type: 'webhook', url: `${crm.url}/webhook/channel`, secret: FAKE_WEBHOOK_SECRET });
-  await cp.putCrmCredential(accountA, 'hook-wrong', { type: 'webhook', url: `${crm.url}/webhook/channel`, secret: 'whsec_d3Jvbmctc2VjcmV0LXdyb25nLXNlY3JldC0zMmJ5dGVz' });
+  await cp.putCrmCredential(accountA, 'hook-wrong', {
+    type: 'webhook',
+    url: `${crm.url}/webhook/channel`,
+    secret: 'whsec_d3Jvbmctc2VjcmV0LXdyb25nLXNlY3JldC0zMmJ5dGVz',
+  });
   call = await channel();
 }, 60_000);
 

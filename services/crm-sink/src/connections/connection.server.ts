@@ -103,7 +103,10 @@ export function createConnectionServer(deps: ConnectionServerDeps): Component & 
       const credential = await openFor(reply, request.body);
       if (!credential) return reply;
       const result = await deps.checks.test(credential);
-      log.info({ accountId: request.body.accountId, credentialName: request.body.name, crmType: credential.type, outcome: result.outcome, status: result.status }, 'connection test');
+      log.info(
+        { accountId: request.body.accountId, credentialName: request.body.name, crmType: credential.type, outcome: result.outcome, status: result.status },
+        'connection test',
+      );
       return result;
     },
   );
@@ -115,7 +118,10 @@ export function createConnectionServer(deps: ConnectionServerDeps): Component & 
       const credential = await openFor(reply, request.body);
       if (!credential) return reply;
       const answer = await deps.checks.properties(credential, request.body.object);
-      log.info({ accountId: request.body.accountId, credentialName: request.body.name, object: request.body.object, ok: 'list' in answer }, 'connection properties');
+      log.info(
+        { accountId: request.body.accountId, credentialName: request.body.name, object: request.body.object, ok: 'list' in answer },
+        'connection properties',
+      );
       if ('list' in answer) return answer.list;
       // The CRM's refusal is the answer, not a failure of the channel.
       return problem(reply, 502, 'Bad Gateway', answer.failure.message);

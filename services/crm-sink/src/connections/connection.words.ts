@@ -14,7 +14,7 @@ export type PlainAnswer = Pick<ConnectionTestResult, 'outcome' | 'message'> & { 
 const REFUSED: Record<CrmType, Record<number, string>> = {
   hubspot: {
     401: 'HubSpot refused the token (401): expired or revoked, or not a private-app token',
-    403: "HubSpot refused the token (403): the private app lacks a scope this needs (crm.objects.contacts, crm.objects.companies, crm.schemas.*.read)",
+    403: 'HubSpot refused the token (403): the private app lacks a scope this needs (crm.objects.contacts, crm.objects.companies, crm.schemas.*.read)',
   },
   salesforce: {
     401: 'Salesforce refused the access token (401): the session expired or was revoked',
@@ -48,11 +48,15 @@ export const inPlainWords = {
     const own = crmOwnWords(err);
     const withOwn = (text: string) => (own ? `${text}. ${name.replace(/^The w/, 'W')} said: ${own}` : `${text}.`);
     const status = err.status;
-    if (err.kind === 'forbidden') return { outcome: 'unreachable', message: `${err.message}. Change the URL; private, loopback and link-local addresses are never called.` };
+    if (err.kind === 'forbidden')
+      return { outcome: 'unreachable', message: `${err.message}. Change the URL; private, loopback and link-local addresses are never called.` };
     if (status === undefined || status === 0) {
       if (/over \d+ bytes/.test(err.message)) return { outcome: 'failed', message: `${err.message}.` };
       const timedOut = /timed out|ETIMEDOUT|UND_ERR_.*TIMEOUT/i.test(err.message);
-      return { outcome: 'unreachable', message: timedOut ? `${name} did not answer in time: ${err.message}.` : `${name} could not be reached: ${err.message}.` };
+      return {
+        outcome: 'unreachable',
+        message: timedOut ? `${name} did not answer in time: ${err.message}.` : `${name} could not be reached: ${err.message}.`,
+      };
     }
     if (status === 401 || status === 403) return { outcome: 'refused', status, message: withOwn(REFUSED[crm][status] as string) };
     if (/over \d+ bytes/.test(err.message)) return { outcome: 'failed', status, message: `${err.message}.` };
@@ -60,8 +64,10 @@ export const inPlainWords = {
       const wait = err.retryAfterMs !== undefined ? `; try again in ${Math.ceil(err.retryAfterMs / 1000)} s` : '';
       return { outcome: 'failed', status, message: withOwn(`${name} is rate-limiting this account (${status})${wait}`) };
     }
-    if (status >= 300 && status < 400) return { outcome: 'failed', status, message: `${name} answered a redirect (${status}), which is never followed: use the final URL.` };
-    if (status === 404) return { outcome: 'failed', status, message: withOwn(`${name} answered 404: check the URL${crm === 'salesforce' ? ' and the API version' : ''}`) };
+    if (status >= 300 && status < 400)
+      return { outcome: 'failed', status, message: `${name} answered a redirect (${status}), which is never followed: use the final URL.` };
+    if (status === 404)
+      return { outcome: 'failed', status, message: withOwn(`${name} answered 404: check the URL${crm === 'salesforce' ? ' and the API version' : ''}`) };
     if (status >= 500) return { outcome: 'failed', status, message: withOwn(`${name} had a server error (${status}); try again later`) };
     return { outcome: 'failed', status, message: withOwn(`${name} answered ${status}`) };
   },

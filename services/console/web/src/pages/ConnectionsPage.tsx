@@ -144,8 +144,8 @@ export function ConnectionsPage() {
     <section aria-labelledby="connections-title">
       <h1 id="connections-title">CRM connections</h1>
       <p>
-        The credentials the CRM sync writes with; your mapping names one as its <code>credentialsRef</code>. Secrets are write-only: they are encrypted for
-        the sync service and never shown again.
+        The credentials the CRM sync writes with; your mapping names one as its <code>credentialsRef</code>. Secrets are write-only: they are encrypted for the
+        sync service and never shown again.
       </p>
       {/* "Connect with OAuth" (HubSpot, Salesforce) goes here, above the manual form: it stores a connection like the form does. */}
       <h2 id="add-connection-title">Add a connection</h2>
@@ -235,7 +235,12 @@ export function ConnectionsPage() {
                     </td>
                     <td>{formatDate(c.updatedAt)}</td>
                     <td>
-                      <button type="button" onClick={() => test(c.name)} disabled={!checksAvailable || testing === c.name} aria-label={`Test connection ${c.name}`}>
+                      <button
+                        type="button"
+                        onClick={() => test(c.name)}
+                        disabled={!checksAvailable || testing === c.name}
+                        aria-label={`Test connection ${c.name}`}
+                      >
                         {testing === c.name ? 'Testing…' : 'Test'}
                       </button>{' '}
                       <button type="button" onClick={() => setRotating(c)} aria-label={`Rotate the secret of ${c.name}`}>
@@ -280,9 +285,7 @@ export function ConnectionsPage() {
       <dialog ref={removeDialog} aria-labelledby="remove-title" onClose={() => setRemoving(null)}>
         <h2 id="remove-title">Remove connection “{removing?.name}”?</h2>
         {removing?.usedByMapping ? (
-          <p>
-            Your current CRM mapping uses this connection, so it cannot be removed: point the mapping at another connection, or delete the mapping, first.
-          </p>
+          <p>Your current CRM mapping uses this connection, so it cannot be removed: point the mapping at another connection, or delete the mapping, first.</p>
         ) : (
           <p>The credential is deleted for good. A mapping saved later that names it will not sync until it is added again.</p>
         )}
