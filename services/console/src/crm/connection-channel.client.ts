@@ -103,7 +103,7 @@ export function createConnectionChannel(options: ConnectionChannelOptions): Conn
       );
     }
     // 401 (tokens differ between console and crm-sink) and anything else: the operator's to fix.
-    throw new ProblemError('unavailable', `Connection checks are unavailable (crm-sink answered ${response.status}); the operator has been told in the log.`);
+    throw new ProblemError('unavailable', `Connection checks are unavailable (crm-sink answered ${response.status}); try again later.`);
   }
 
   return {
