@@ -16,7 +16,6 @@ afterEach(async () => {
 /** A channel whose control plane shows `initial` and, after `switchAfterMs`, `later`: a crm-sink that has not yet read the console's write. */
 async function lagging(initial: StoredCrmCredential, later: StoredCrmCredential, switchAfterMs: number) {
   let current = initial;
-  setTimeout(() => (current = later), switchAfterMs).unref();
   const tested: string[] = [];
   const server = createConnectionServer({
     host: '127.0.0.1',
@@ -33,11 +32,12 @@ async function lagging(initial: StoredCrmCredential, later: StoredCrmCredential,
       properties: async () => ({ failure: { outcome: 'failed', message: 'unused' } }),
     },
     takeToken: () => async () => 0,
-    freshnessWaitMs: 2_000,
+    freshnessWaitMs: 4_000,
     logger: testLogger(),
   });
   await server.start();
   stop = () => server.stop();
+  setTimeout(() => (current = later), switchAfterMs).unref();
   const test = async (body: Record<string, unknown>) =>
     (await (
       await fetch(`http://127.0.0.1:${server.port}/internal/v1/connections/test`, {
@@ -51,13 +51,13 @@ async function lagging(initial: StoredCrmCredential, later: StoredCrmCredential,
 
 describe('the connection channel and a control plane that lags behind the console', () => {
   it('waits for the record the console stored (updatedAt) and tests its secret', async () => {
-    const { tested, test } = await lagging(stored('tok-old', '2026-11-27T10:00:00.000Z'), stored('tok-new', '2026-11-27T10:00:05.000Z'), 300);
+    const { tested, test } = await lagging(stored('tok-old', '2026-11-27T10:00:00.000Z'), stored('tok-new', '2026-11-27T10:00:05.000Z'), 1_000);
     expect((await test({ accountId: 'acc', name: 'hs', updatedAt: '2026-11-27T10:00:05.000Z' })).ok).toBe(true);
     expect(tested).toEqual(['tok-new']);
   });
 
   it('without updatedAt, tests what it holds at once', async () => {
-    const { tested, test } = await lagging(stored('tok-old', '2026-11-27T10:00:00.000Z'), stored('tok-new', '2026-11-27T10:00:05.000Z'), 300);
+    const { tested, test } = await lagging(stored('tok-old', '2026-11-27T10:00:00.000Z'), stored('tok-new', '2026-11-27T10:00:05.000Z'), 1_000);
     await test({ accountId: 'acc', name: 'hs' });
     expect(tested).toEqual(['tok-old']);
   });
