@@ -32,6 +32,16 @@ if [[ -z "${ADMIN_TOKEN:-}" ]]; then
 fi
 export ADMIN_TOKEN ADMIN_URL
 
+# The connection channel's token (docs/crm-sync.md, "Connection checks"), the same way: given to
+# the console and crm-sink only (not exported), so the dashboard's "Test connection" works locally.
+if [[ -z "${CRM_SINK_INTERNAL_TOKEN:-}" ]]; then
+  if [[ ! -s "$STACK_DIR/crm-sink-internal-token" ]]; then
+    mkdir -p "$STACK_DIR"
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$STACK_DIR/crm-sink-internal-token")
+  fi
+  CRM_SINK_INTERNAL_TOKEN=$(cat "$STACK_DIR/crm-sink-internal-token")
+fi
+
 service_pid() {
   local pidfile="$RUN_DIR/$1.pid"
   [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null && cat "$pidfile"
@@ -49,8 +59,8 @@ start_service() {
   local keys=()
   case $name in
     gateway) keys=("${GATEWAY_READER_ENV[@]}") ;;
-    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "${GATEWAY_READER_ENV[@]}") ;;
-    crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}") ;;
+    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN" "${GATEWAY_READER_ENV[@]}") ;;
+    crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN") ;;
   esac
   # setsid: the service gets its own process group, so stopping it stops tsx and node together.
   setsid nohup env "${keys[@]}" npx tsx "services/$name/src/main.ts" >>"$LOG_DIR/$name.log" 2>&1 &

@@ -64,8 +64,10 @@ describe('schema validation', () => {
         'HorizontalPodAutoscaler/gateway',
         'Job/ingest-setup',
         'Namespace/ingest',
+        'NetworkPolicy/console-egress-crm-sink-internal',
         'NetworkPolicy/console-ingress',
         'NetworkPolicy/crm-sink-egress-internet',
+        'NetworkPolicy/crm-sink-internal-from-console',
         'NetworkPolicy/default-deny',
         'NetworkPolicy/egress-infrastructure',
         'NetworkPolicy/gateway-ingress',
@@ -80,6 +82,7 @@ describe('schema validation', () => {
         'Service/console',
         'Service/console-metrics',
         'Service/gateway',
+        'Service/crm-sink-internal',
         'Service/crm-sink-metrics',
         'Service/gateway-metrics',
         'Service/processor-metrics',
@@ -205,6 +208,8 @@ describe('configuration', () => {
       'ADMIN_TOKEN_PREVIOUS',
       'CLICKHOUSE_PASSWORD',
       'CLICKHOUSE_READER_PASSWORD',
+      'CRM_SINK_INTERNAL_TOKEN',
+      'CRM_SINK_INTERNAL_TOKEN_PREVIOUS',
       'KAFKA_PASSWORD_ADMIN',
       'KAFKA_PASSWORD_CONSOLE',
       'KAFKA_PASSWORD_CRM_SINK',
@@ -215,8 +220,9 @@ describe('configuration', () => {
     ]);
     // ADMIN_TOKEN_PREVIOUS is empty outside a rotation (a placeholder there would be a valid
     // token); an empty KAFKA_SSL_CA means the system CAs.
-    const { ADMIN_TOKEN_PREVIOUS: previous, KAFKA_SSL_CA: ca, ...placeholders } = secretTemplate.stringData;
+    const { ADMIN_TOKEN_PREVIOUS: previous, CRM_SINK_INTERNAL_TOKEN_PREVIOUS: previousChannel, KAFKA_SSL_CA: ca, ...placeholders } = secretTemplate.stringData;
     expect(previous).toBe('');
+    expect(previousChannel).toBe('');
     expect(ca).toBe('');
     expect(Object.values(placeholders).every((v) => v.startsWith('REPLACE_ME'))).toBe(true);
     const refs = workloads.flatMap((w) =>
@@ -336,10 +342,15 @@ describe('network policies', () => {
     const open = (app: string) => rulesFor(app, 'ingress').filter((r) => !r.from || r.from.length === 0);
     expect(open('gateway').flatMap((r) => r.ports?.map((p) => p.port))).toEqual([Number(config.data.GATEWAY_PORT)]);
     expect(open('console').flatMap((r) => r.ports?.map((p) => p.port))).toEqual([Number(config.data.CONSOLE_PORT)]);
+    // Beside Prometheus, crm-sink takes the console's pods on its connection channel's port, and nothing else.
+    const fromConsole = (r: Rule) =>
+      r.from?.every((f) => (f.podSelector as { matchLabels?: Record<string, string> } | undefined)?.matchLabels?.['app.kubernetes.io/name'] === 'console');
     for (const app of ['processor', 'crm-sink']) {
       expect(open(app), app).toEqual([]);
-      for (const r of rulesFor(app, 'ingress'))
-        expect(r.from?.every((f) => f.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'] === 'monitoring')).toBe(true);
+      for (const r of rulesFor(app, 'ingress')) {
+        if (app === 'crm-sink' && fromConsole(r)) expect(r.ports?.map((p) => p.port)).toEqual([Number(config.data.CRM_SINK_INTERNAL_PORT)]);
+        else expect(r.from?.every((f) => f.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'] === 'monitoring')).toBe(true);
+      }
     }
     // The admin API's port is reachable by no rule.
     expect(policies.flatMap((p) => p.spec.ingress ?? []).flatMap((r) => r.ports?.map((x) => x.port) ?? [])).not.toContain(Number(config.data.ADMIN_PORT));

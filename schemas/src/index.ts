@@ -5,6 +5,7 @@ export * from './job-chunk.js';
 export * from './stored-event.js';
 export * from './mapping.js';
 export * from './crm-config.js';
+export * from './crm-connection.js';
 export * from './owners.js';
 export * from './dashboard.js';
 export * from './billing-ledger.js';

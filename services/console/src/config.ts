@@ -70,6 +70,16 @@ export const ConsoleConfigSchema = Type.Object({
   /** Sign-in attempts on all owners of one account per DASHBOARD_SIGNIN_WINDOW_SECONDS. */
   DASHBOARD_SIGNIN_LIMIT_PER_ACCOUNT: Type.Integer({ minimum: 1, default: 50 }),
   DASHBOARD_SIGNIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
+  /**
+   * The connection channel to crm-sink (docs/crm-sync.md, "Connection checks"): the Connections
+   * page's "Test connection" and CRM property reads, which only crm-sink can make (it alone opens
+   * credentials). The token is crm-sink's CRM_SINK_INTERNAL_TOKEN (at least 32 characters); empty:
+   * credentials can be stored but not tested.
+   */
+  CRM_SINK_INTERNAL_URL: Type.String({ default: 'http://127.0.0.1:3104', pattern: '^https?://[^\\s]+$' }),
+  CRM_SINK_INTERNAL_TOKEN: Type.String({ default: '', pattern: '^$|^\\S{32,}$' }),
+  /** How long the console waits for crm-sink's answer (its own CRM call is bounded by CRM_CONNECTION_CHECK_TIMEOUT_MS). */
+  CRM_SINK_INTERNAL_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 20_000 }),
   /** Built web app (vite output); empty: services/console/dist/web next to the code. */
   DASHBOARD_WEB_DIR: Type.String({ default: '' }),
 });

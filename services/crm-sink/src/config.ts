@@ -13,6 +13,21 @@ export const CrmSinkConfigSchema = Type.Object({
   ...CrmCredentialsPrivateKeysConfig,
   CRM_SINK_OPS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3102 }),
   CRM_SINK_OPS_HOST: Type.String({ default: '127.0.0.1' }),
+  /**
+   * The connection channel (docs/crm-sync.md, "Connection checks"): the console asks crm-sink to
+   * test a credential or read a CRM's object properties. Off while CRM_SINK_INTERNAL_TOKEN is empty.
+   */
+  CRM_SINK_INTERNAL_HOST: Type.String({ default: '127.0.0.1' }),
+  CRM_SINK_INTERNAL_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3104 }),
+  /** At least 32 characters (e.g. `openssl rand -hex 32`); the console holds the same value. */
+  CRM_SINK_INTERNAL_TOKEN: Type.String({ default: '', pattern: '^$|^\\S{32,}$' }),
+  /** During a rotation of the token: the previous one, still accepted. */
+  CRM_SINK_INTERNAL_TOKEN_PREVIOUS: Type.String({ default: '', pattern: '^$|^\\S{32,}$' }),
+  /** Connection checks (tests and property reads) per account per minute, shared by all replicas. */
+  CRM_CONNECTION_CHECKS_PER_MINUTE: Type.Integer({ minimum: 1, default: 10 }),
+  /** One check's CRM call: the whole call (connect to last byte), and the largest answer read. */
+  CRM_CONNECTION_CHECK_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 10_000 }),
+  CRM_CONNECTION_CHECK_MAX_RESPONSE_BYTES: Type.Integer({ minimum: 1024, default: 4 * 1024 * 1024 }),
   CRM_SINK_GROUP: Type.String({ minLength: 1, default: 'crm-sink' }),
   /** Partitions of events.unique and crm.replay handled at once per instance. */
   CRM_SINK_PARTITIONS_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),

@@ -1,6 +1,6 @@
 import { controlPlaneConditions, createControlPlane, createCredentialOpener, createOutboundPolicy, credentialKeyringFromConfig } from '@ingest/domain';
 import { createLagCollector, launchService, waitingFor } from '@ingest/platform';
-import { createAdapter, createCredentialsCheck, createCrmSink, loadCrmSinkConfig } from './index.js';
+import { createAdapter, createConnectionChannel, createCredentialsCheck, createCrmSink, loadCrmSinkConfig } from './index.js';
 
 const config = loadCrmSinkConfig();
 // Only crm-sink holds the private keys that open CRM credentials (docs/security.md).
@@ -27,12 +27,13 @@ await launchService({
       deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
     });
     const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
+    const openCredential = createCredentialOpener({ keyring, allowPlaintext });
     const sink = createCrmSink({
       kafka,
       producer,
       redis,
       mappings: controlPlane,
-      openCredential: createCredentialOpener({ keyring, allowPlaintext }),
+      openCredential,
       accounts: controlPlane,
       createAdapter: (credential) =>
         createAdapter(credential, {
@@ -87,9 +88,35 @@ await launchService({
       },
     });
     const lag = createLagCollector({ kafka, groupId: config.CRM_SINK_GROUP, topics: [topic('eventsUnique'), topic('crmReplay')], registry: metrics, logger });
+    // The console's "test connection" and property reads, answered here where credentials open (docs/crm-sync.md).
+    const channelTokens = [config.CRM_SINK_INTERNAL_TOKEN, config.CRM_SINK_INTERNAL_TOKEN_PREVIOUS].filter((t) => t !== '');
+    const channel =
+      config.CRM_SINK_INTERNAL_TOKEN === ''
+        ? []
+        : [
+            createConnectionChannel({
+              host: config.CRM_SINK_INTERNAL_HOST,
+              port: config.CRM_SINK_INTERNAL_PORT,
+              tokens: channelTokens,
+              credentials: controlPlane,
+              openCredential,
+              redis,
+              redisKeyPrefix: config.REDIS_KEY_PREFIX,
+              checksPerMinute: config.CRM_CONNECTION_CHECKS_PER_MINUTE,
+              http: {
+                connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
+                headersTimeoutMs: config.CRM_CONNECTION_CHECK_TIMEOUT_MS,
+                bodyTimeoutMs: config.CRM_CONNECTION_CHECK_TIMEOUT_MS,
+                requestTimeoutMs: config.CRM_CONNECTION_CHECK_TIMEOUT_MS,
+                maxResponseBytes: config.CRM_CONNECTION_CHECK_MAX_RESPONSE_BYTES,
+                outboundPolicy,
+              },
+              logger,
+            }),
+          ];
     return {
       // The control plane starts first: the sink must know the mappings before its first event.
-      components: [controlPlane, createCredentialsCheck({ credentials: controlPlane, keyring, allowPlaintext, logger }), sink, lag],
+      components: [controlPlane, createCredentialsCheck({ credentials: controlPlane, keyring, allowPlaintext, logger }), sink, lag, ...channel],
       waitingFor: () => waitingFor(controlPlaneConditions(controlPlane), [sink]),
     };
   },

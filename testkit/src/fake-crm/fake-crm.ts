@@ -3,6 +3,7 @@ import { createOutboundPolicy } from '@ingest/domain';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { registerFakeHubSpot } from './fake-hubspot.routes.js';
 import { registerFakeSalesforce } from './fake-salesforce.routes.js';
+import { registerFakeSchemaEndpoints } from './fake-schema.routes.js';
 import { registerFakeWebhook } from './fake-webhook.routes.js';
 import {
   type FailSpec,
@@ -70,7 +71,7 @@ export interface FakeCrm {
 const DEFAULT_RATE_LIMITS: Partial<Record<FakeCrmName, RateLimit>> = { hubspot: { max: 100, windowMs: 10_000 } };
 
 function crmOf(url: string): FakeCrmName | undefined {
-  if (url.startsWith('/crm/v3/')) return 'hubspot';
+  if (url.startsWith('/crm/v3/') || url.startsWith('/account-info/')) return 'hubspot';
   if (url.startsWith('/services/data/')) return 'salesforce';
   if (url.startsWith('/webhook/')) return 'webhook';
   return undefined;
@@ -165,6 +166,7 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
 
   registerFakeHubSpot(app, state);
   registerFakeSalesforce(app, state);
+  registerFakeSchemaEndpoints(app);
   registerFakeWebhook(app, state, options.webhookSecrets ?? [FAKE_WEBHOOK_SECRET], rawBodies);
 
   let url: string | undefined;

@@ -34,6 +34,8 @@ export function registerFakeWebhook(app: FastifyInstance, state: FakeCrmState, s
     const verification = verifyWebhookSignature([...secrets], typeof header === 'string' ? header : undefined, rawBody);
     if (!verification.ok) return reply.code(401).send({ error: verification.reason });
     const body = request.body as { type?: unknown; object?: unknown; records?: unknown; activities?: unknown };
+    // "Test connection" (docs/crm-sync.md): verified like any delivery, stored as nothing.
+    if (body.type === 'connection.test') return { received: 0, test: true };
     if (body.type === 'records.upsert' && (body.object === 'contact' || body.object === 'company') && Array.isArray(body.records)) {
       const store = state.store('webhook', body.object);
       for (const r of body.records as { key: string; properties: Record<string, unknown> }[]) {

@@ -59,6 +59,8 @@ export const PROBLEMS = {
   rateLimited: { status: 429, type: '/problems/rate-limited', title: 'Too many requests' },
   internal: { status: 500, type: '/problems/internal', title: 'Internal error' },
   unavailable: { status: 503, type: '/problems/unavailable', title: 'Temporarily unavailable' },
+  /** A call made to the account's CRM on its behalf (the dashboard's property reads) was refused or failed there; `detail` says how. */
+  crmRefused: { status: 502, type: '/problems/crm-refused', title: 'The CRM refused or failed the call' },
   /** Kafka took a write but gave no answer in time: it may be stored (never said as 503, which means "not written"). */
   outcomeUnknown: { status: 504, type: '/problems/outcome-unknown', title: 'Outcome unknown' },
 } as const;

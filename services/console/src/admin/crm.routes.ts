@@ -1,9 +1,7 @@
 import {
   CrmAccountParams,
-  type CrmCredentialBody,
   CrmCredentialBody as CrmCredentialBodySchema,
   CrmCredentialList,
-  type CrmCredentialView,
   CrmCredentialView as CrmCredentialViewSchema,
   CrmMapping,
   CredentialParams,
@@ -16,23 +14,14 @@ import {
   MappingVersionParams,
   StoredMappingView,
 } from '@ingest/schemas';
-import {
-  type ControlPlane,
-  createOutboundPolicy,
-  credentialUrls,
-  crmCredentialErrors,
-  type EventCheck,
-  type OutboundPolicy,
-  type RecordStateReader,
-  type StoredCrmCredential,
-} from '@ingest/domain';
+import { type ControlPlane, createOutboundPolicy, type EventCheck, type OutboundPolicy, type RecordStateReader } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
 import { type Auditor, ProblemError, problemResponses } from '@ingest/http';
+import { deleteCredential, storeCredential, toCredentialView } from './crm-credentials.handlers.js';
 import {
   bodyValidatedByHandler,
   deleteMapping,
   dryRunResult,
-  mapErrors,
   mappingVersion,
   mappingVersionSummaries,
   prepareDryRun,
@@ -74,7 +63,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
   return async (app) => {
     const cp = deps.controlPlane;
     const handlerValidatesBody = bodyValidatedByHandler();
-    const outbound = deps.outboundPolicy ?? createOutboundPolicy();
+    const credentialWrites = { controlPlane: cp, outbound: deps.outboundPolicy ?? createOutboundPolicy(), auditor: deps.auditor, who: 'admin' as const };
 
     app.put<{ Params: AccountParams; Headers: { 'if-match'?: string }; Body: unknown }>(
       '/accounts/:accountId/crm/mapping',
@@ -228,19 +217,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       },
       async (request) => {
         const { accountId, name } = request.params;
-        refuseOutboundUrls(outbound, name, request.body);
-        const previous = cp.crmCredential(accountId, name);
-        const stored = await mapErrors(() => cp.putCrmCredential(accountId, name, request.body as CrmCredentialBody));
-        request.log.info({ accountId, credentialName: name, crmType: stored.credential.type }, 'admin: crm credential stored');
-        // Views only: the secret fields never reach the audit log (the writer drops them by name as well).
-        await deps.auditor.record(request, {
-          action: 'crm_credential.put',
-          accountId,
-          target: name,
-          before: previous ? toCredentialView(previous) : null,
-          after: toCredentialView(stored),
-        });
-        return toCredentialView(stored);
+        return storeCredential(credentialWrites, request, accountId, name, request.body);
       },
     );
 
@@ -257,16 +234,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       async (request) => {
         const { accountId, name } = request.params;
         requireAccount(cp, accountId);
-        const previous = cp.crmCredential(accountId, name);
-        await mapErrors(() => cp.deleteCrmCredential(accountId, name));
-        request.log.info({ accountId, credentialName: name }, 'admin: crm credential deleted');
-        await deps.auditor.record(request, {
-          action: 'crm_credential.delete',
-          accountId,
-          target: name,
-          before: previous ? toCredentialView(previous) : null,
-          after: null,
-        });
+        await deleteCredential(credentialWrites, request, accountId, name);
         return { accountId, name, deleted: true as const };
       },
     );
@@ -288,43 +256,6 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
       },
     );
   };
-}
-
-/**
- * The outbound address policy when a credential is stored: a URL the sink would refuse to
- * connect to (plain http, loopback, private, link-local, ...) is a 400 now rather than a dead
- * letter later. Listed with the credential's other errors, so one answer names them all. The
- * sink checks again on every connect, on the resolved address (DNS rebinding).
- */
-function refuseOutboundUrls(policy: OutboundPolicy, name: string, body: unknown): void {
-  const refused = credentialUrls(body).flatMap(({ field, url }) => {
-    const check = policy.checkUrl(url);
-    return check.ok ? [] : [{ field, code: check.code, message: check.reason }];
-  });
-  if (refused.length === 0) return;
-  const errors = [...crmCredentialErrors(name, body).filter((e) => !refused.some((r) => r.field === e.field)), ...refused];
-  const first = refused[0] as { field: string; message: string };
-  throw new ProblemError('validation', `The credential's ${first.field.slice(1)} is refused by the outbound address policy: ${first.message}.`, {
-    errors: errors.map((e) => ({ ...e, field: e.field === '' ? '/' : e.field })),
-  });
-}
-
-/** Non-secret fields by allow-list, so a secret field added later stays hidden by default. */
-function toCredentialView(stored: StoredCrmCredential): CrmCredentialView {
-  const c = stored.credential;
-  const view: CrmCredentialView = { name: stored.name, type: c.type, updatedAt: stored.updatedAt };
-  if (c.type === 'hubspot' && c.baseUrl !== undefined) view.baseUrl = c.baseUrl;
-  if (c.type === 'salesforce') {
-    view.instanceUrl = c.instanceUrl;
-    if (c.apiVersion !== undefined) view.apiVersion = c.apiVersion;
-    if (c.contactExternalIdField !== undefined) view.contactExternalIdField = c.contactExternalIdField;
-    if (c.accountExternalIdField !== undefined) view.accountExternalIdField = c.accountExternalIdField;
-  }
-  if (c.type === 'webhook') {
-    view.url = c.url;
-    if (c.signsWithPreviousSecret === true) view.signsWithPreviousSecret = true;
-  }
-  return view;
 }
 
 function requireAccount(cp: ControlPlane, accountId: string): void {

@@ -4,6 +4,7 @@ import {
   type Allowance,
   type AuditReader,
   type ControlPlane,
+  createOutboundPolicy,
   createRecordStateReader,
   createSyncHealthStore,
   createSyncStateStore,
@@ -25,6 +26,8 @@ import {
   type UploadSlots,
 } from '@ingest/http';
 import { dashboardAuditRoutes } from './audit.routes.js';
+import { connectionsRoutes } from './connections.routes.js';
+import { createConnectionChannel } from '../crm/connection-channel.client.js';
 import type { ConsoleConfig } from '../config.js';
 import { deadLettersRoutes } from './dead-letter.routes.js';
 import { dashboardEventsRoutes } from './events.routes.js';
@@ -157,6 +160,17 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
         await api.register(dashboardAuditRoutes({ reader: deps.audit.reader, limits }));
         await api.register(
           dashboardSyncHealthRoutes({ store: createSyncHealthStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }), limits, now: deps.now }),
+          connectionsRoutes({
+            controlPlane: deps.controlPlane,
+            outbound: createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS }),
+            channel: createConnectionChannel({
+              url: config.CRM_SINK_INTERNAL_URL,
+              token: config.CRM_SINK_INTERNAL_TOKEN,
+              timeoutMs: config.CRM_SINK_INTERNAL_TIMEOUT_MS,
+            }),
+            limits,
+            auditor: deps.audit.auditor,
+          }),
         );
         api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {
           throw new ProblemError('notFound', `No dashboard API route for ${request.method} ${request.url.split('?')[0]}.`);

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api } from './api.js';
 import { ActivityPage } from './pages/ActivityPage';
+import { ConnectionsPage } from './pages/ConnectionsPage';
 import { EventsPage } from './pages/EventsPage';
 import { JobsPage } from './pages/JobsPage';
 import { KeysPage } from './pages/KeysPage';
@@ -15,6 +16,7 @@ const PAGES = [
   { path: 'keys', label: 'API keys' },
   { path: 'usage', label: 'Usage' },
   { path: 'jobs', label: 'Jobs' },
+  { path: 'connections', label: 'CRM connections' },
   { path: 'mappings', label: 'CRM mapping' },
   { path: 'sync-health', label: 'Sync health' },
   { path: 'events', label: 'Event debugger' },
@@ -98,6 +100,7 @@ export function App() {
         {page === 'keys' && <KeysPage />}
         {page === 'usage' && <UsagePage />}
         {page === 'jobs' && <JobsPage />}
+        {page === 'connections' && <ConnectionsPage />}
         {page === 'mappings' && <MappingsPage />}
         {page === 'sync-health' && <SyncHealthPage />}
         {page === 'events' && <EventsPage />}

@@ -1,5 +1,8 @@
 import type {
   AuditPage,
+  ConnectionTestResult,
+  ConnectionView,
+  CrmCredentialView,
   CreatedApiKeyView,
   DashboardSyncHealth,
   DashboardUsage,
@@ -100,5 +103,11 @@ export const api = {
   deadLetters: (refresh = false) => call<{ entries: DeadLetterView[]; truncated: boolean }>('GET', refresh ? '/deadletters?refresh=true' : '/deadletters'),
   replayDeadLetter: (letter: Pick<DeadLetterView, 'topic' | 'position'>) =>
     call<{ replayed: DeadLetterView; to: string }>('POST', '/deadletters/replay', { topic: letter.topic, position: letter.position }),
+  connections: () => call<{ connections: ConnectionView[]; checksAvailable: boolean }>('GET', '/connections'),
+  addConnection: (name: string, credential: unknown) => call<CrmCredentialView>('POST', '/connections', { name, credential }),
+  /** Replaces the whole credential: the same non-secret fields with a new secret. */
+  rotateConnection: (name: string, credential: unknown) => call<CrmCredentialView>('PUT', `/connections/${encodeURIComponent(name)}`, credential),
+  removeConnection: (name: string) => call<{ name: string; deleted: true }>('DELETE', `/connections/${encodeURIComponent(name)}`),
+  testConnection: (name: string) => call<ConnectionTestResult>('POST', `/connections/${encodeURIComponent(name)}/test`),
   dryRun: (event: unknown, mapping?: unknown) => call<DryRunView>('POST', '/mapping/dry-run', mapping === undefined ? { event } : { event, mapping }),
 };

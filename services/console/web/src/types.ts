@@ -4,6 +4,8 @@ import type {
   ApiKeyView,
   AuditPage,
   BulkJobReceipt,
+  ConnectionTestResult,
+  CrmCredentialView,
   CrmMapping,
   DashboardSyncHealth,
   DashboardUsage,
@@ -55,3 +57,7 @@ export interface DeadLetterView {
   valueBytes: number;
   replayedFrom: string | null;
 }
+
+/** A CRM connection as the dashboard lists it: never its secret. */
+export type ConnectionView = CrmCredentialView & { usedByMapping: boolean };
+export type { ConnectionTestResult, CrmCredentialView };

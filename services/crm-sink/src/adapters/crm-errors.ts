@@ -72,8 +72,10 @@ export function classifyNetworkError(crm: string, err: unknown, secrets: readonl
     refused.cause = err;
     return refused;
   }
-  const name = err instanceof Error ? err.name : 'Error';
-  const reason = code ?? (name === 'TimeoutError' || name === 'AbortError' ? 'request timed out' : err instanceof Error ? err.message : String(err));
+  const name = typeof err === 'object' && err !== null && 'name' in err ? String((err as { name: unknown }).name) : 'Error';
+  // The whole-call timeout is a DOMException whose numeric `code` (23) says nothing: name it.
+  const timedOut = name === 'TimeoutError' || name === 'AbortError';
+  const reason = timedOut ? 'request timed out' : (code ?? (err instanceof Error ? err.message : String(err)));
   const crmError = new CrmError('transient', safeMessage(`${crm} request failed: ${reason}`, secrets));
   crmError.cause = err;
   return crmError;

@@ -37,12 +37,18 @@ return wait
 
 export type TakeToken = () => Promise<number>;
 
-export function createSharedTokenBuckets(options: { redis: Redis; keyPrefix?: string; rate: RateLimit }): (accountId: string) => TakeToken {
+export function createSharedTokenBuckets(options: {
+  redis: Redis;
+  keyPrefix?: string;
+  rate: RateLimit;
+  /** Which budget: `crm:rate` (CRM calls) by default; the connection checks have their own. */
+  bucket?: string;
+}): (accountId: string) => TakeToken {
   const prefix = options.keyPrefix ?? '';
   // Idle buckets are full again after burst / rate seconds; keeping them longer holds nothing.
   const ttlMs = Math.ceil((options.rate.burst / options.rate.ratePerSecond) * 1000) + 60_000;
   return (accountId) => {
-    const key = `${prefix}crm:rate:{${encodeURIComponent(accountId)}}`;
+    const key = `${prefix}${options.bucket ?? 'crm:rate'}:{${encodeURIComponent(accountId)}}`;
     return async () => {
       try {
         return Number(await options.redis.eval(TAKE, 1, key, options.rate.ratePerSecond, options.rate.burst, ttlMs));
