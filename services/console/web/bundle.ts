@@ -3,7 +3,7 @@
  * and the size of what the first page load downloads: every script index.html references,
  * gzipped. Used by scripts/build.ts, scripts/start.sh (when the build is missing) and tests.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
@@ -19,8 +19,25 @@ export async function buildWeb(): Promise<void> {
   await build({ configFile: join(WEB_SOURCE_DIR, 'vite.config.ts'), logLevel: 'warn' });
 }
 
+/**
+ * Builds the web app when the build is missing or older than any of its sources (the app's
+ * files and the schemas it imports types and rules from): a build left by an earlier checkout
+ * would otherwise serve old pages to the browser tests.
+ */
 export async function ensureWebBuilt(): Promise<void> {
-  if (!existsSync(join(WEB_DIST_DIR, 'index.html'))) await buildWeb();
+  const built = join(WEB_DIST_DIR, 'index.html');
+  if (!existsSync(built) || statSync(built).mtimeMs < newestSourceMtimeMs()) await buildWeb();
+}
+
+function newestSourceMtimeMs(): number {
+  const sources = [WEB_SOURCE_DIR, join(consoleDir, '../../schemas/src')];
+  let newest = 0;
+  for (const dir of sources) {
+    for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+      if (entry.isFile()) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+    }
+  }
+  return newest;
 }
 
 export function firstLoadJsGzipBytes(distDir = WEB_DIST_DIR): { files: string[]; bytes: number } {
