@@ -50,8 +50,21 @@ export interface FailSpec {
   bodyBytes?: number;
 }
 
+/** How the fake Salesforce pages query results (`nextRecordsUrl`), as the real API does past its batch size. */
+export interface SalesforcePaging {
+  /** Records per page (Salesforce: 200 to 2,000; default 2,000). */
+  pageSize?: number;
+  /** Every page answers `done: false` with a fresh locator: an instance gone wrong. */
+  endless?: boolean;
+  /** Answer this `nextRecordsUrl` instead of a locator of this instance. */
+  nextRecordsUrl?: string;
+}
+
 export class FakeCrmState {
   readonly calls: FakeCall[] = [];
+  salesforcePaging: SalesforcePaging = {};
+  /** Query locators (the tail of `nextRecordsUrl`) to the records still to page through. */
+  readonly salesforceCursors = new Map<string, Record<string, unknown>[]>();
   private readonly stores = new Map<string, Map<string, FakeRecord>>();
   private faults: (FailSpec & { remaining: number })[] = [];
   private readonly windows = new Map<string, { startedAt: number; count: number }>();
@@ -102,6 +115,8 @@ export class FakeCrmState {
     this.stores.clear();
     this.faults = [];
     this.windows.clear();
+    this.salesforcePaging = {};
+    this.salesforceCursors.clear();
   }
 }
 

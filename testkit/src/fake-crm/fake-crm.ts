@@ -11,12 +11,13 @@ import {
   FakeCrmState,
   type FakeRecord,
   type RateLimit,
+  type SalesforcePaging,
   bearerToken,
   hubspotError,
   salesforceError,
 } from './fake-crm.state.js';
 
-export type { FailSpec, FakeCall, FakeCrmName, FakeRecord, RateLimit } from './fake-crm.state.js';
+export type { FailSpec, FakeCall, FakeCrmName, FakeRecord, RateLimit, SalesforcePaging } from './fake-crm.state.js';
 
 /**
  * A fake HubSpot + Salesforce + webhook receiver on 127.0.0.1 for tests over real HTTP. It checks
@@ -62,7 +63,9 @@ export interface FakeCrm {
   failNext(spec: FailSpec): void;
   /** Forgets the injected faults not used up yet (e.g. a CRM that was slow is fast again). */
   clearFaults(): void;
-  /** Forgets records, calls, faults and rate-limit windows. */
+  /** How Salesforce query results are paged from now on (until `reset`). */
+  salesforcePaging(paging: SalesforcePaging): void;
+  /** Forgets records, calls, faults, rate-limit windows and paging settings. */
   reset(): void;
   stop(): Promise<void>;
 }
@@ -181,6 +184,9 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
     records: (crm, object) => state.store(crm, object),
     failNext: (spec) => state.addFault(spec),
     clearFaults: () => state.clearFaults(),
+    salesforcePaging: (paging) => {
+      state.salesforcePaging = paging;
+    },
     reset: () => state.reset(),
     stop: () => app.close(),
   };

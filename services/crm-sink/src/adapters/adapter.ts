@@ -18,6 +18,10 @@ export interface CrmBatchResult {
  * hands adapters final values only (see RecordWrite), so writing the same record twice changes
  * nothing the second time. That is what makes a retried or replayed call safe.
  */
+/**
+ * Every method takes an optional `signal`: once it fires (the account's hold, the sink's
+ * shutdown) the adapter sends no further request and the one in flight is cut off.
+ */
 export interface CrmAdapter {
   readonly type: CrmType;
   /** Most records (or activities) one call may carry, e.g. 100 for HubSpot batch upsert. */
@@ -27,11 +31,11 @@ export interface CrmAdapter {
    * the first time it touches a record's increment/max/min/append field. Keys the CRM does not
    * know are absent from the map. A webhook has no readable state and returns an empty map.
    */
-  read(object: CrmObject, keys: string[], fields: string[]): Promise<Map<string, Record<string, PropertyValue>>>;
+  read(object: CrmObject, keys: string[], fields: string[], signal?: AbortSignal): Promise<Map<string, Record<string, PropertyValue>>>;
   /** Creates or updates records by key (at most maxBatchSize). Throws CrmError for whole-call failures. */
-  upsert(object: CrmObject, records: RecordWrite[]): Promise<CrmBatchResult>;
+  upsert(object: CrmObject, records: RecordWrite[], signal?: AbortSignal): Promise<CrmBatchResult>;
   /** Creates timeline records idempotently by `idempotencyKey` (at most maxBatchSize). */
-  createActivities(activities: ActivityWrite[]): Promise<CrmBatchResult>;
+  createActivities(activities: ActivityWrite[], signal?: AbortSignal): Promise<CrmBatchResult>;
 }
 
 export type CreateAdapter = (credential: CrmCredential) => CrmAdapter;

@@ -79,10 +79,14 @@ export function createHubSpotAdapter(
     defaultRetryAfterMs: HUBSPOT_DEFAULT_RETRY_AFTER_MS,
   });
 
-  async function upsertBatch(request: CrmRequest, object: CrmObject): Promise<{ failures: CrmRecordFailure[]; ids: Map<string, string> }> {
+  async function upsertBatch(
+    request: CrmRequest,
+    object: CrmObject,
+    signal?: AbortSignal,
+  ): Promise<{ failures: CrmRecordFailure[]; ids: Map<string, string> }> {
     const { idProperty } = HUBSPOT_OBJECTS[object];
     const keys = ((request.body as { inputs: { id: string }[] }).inputs ?? []).map((i) => i.id);
-    const response = asBatchResponse((await http.send(request)).body);
+    const response = asBatchResponse((await http.send(request, { signal })).body);
     const ids = new Map<string, string>();
     for (const r of response.results ?? []) {
       const key = r.properties?.[idProperty];
@@ -91,20 +95,20 @@ export function createHubSpotAdapter(
     return { failures: hubspotBatchFailures(keys, idProperty, response), ids };
   }
 
-  async function upsert(object: CrmObject, records: RecordWrite[]): Promise<CrmBatchResult> {
+  async function upsert(object: CrmObject, records: RecordWrite[], signal?: AbortSignal): Promise<CrmBatchResult> {
     assertBatchSize(CRM, records.length, HUBSPOT_MAX_BATCH_SIZE);
     const failures: CrmRecordFailure[] = [];
-    for (const request of buildHubSpotUpsertRequests(object, records)) failures.push(...(await upsertBatch(request, object)).failures);
+    for (const request of buildHubSpotUpsertRequests(object, records)) failures.push(...(await upsertBatch(request, object, signal)).failures);
     return { failures };
   }
 
-  async function read(object: CrmObject, keys: string[], fields: string[]): Promise<Map<string, Record<string, PropertyValue>>> {
+  async function read(object: CrmObject, keys: string[], fields: string[], signal?: AbortSignal): Promise<Map<string, Record<string, PropertyValue>>> {
     const { idProperty } = HUBSPOT_OBJECTS[object];
     const byLower = new Map(keys.map((k) => [k.toLowerCase(), k]));
     const found = new Map<string, Record<string, PropertyValue>>();
     for (const request of buildHubSpotReadRequests(object, keys, fields)) {
       // Keys HubSpot does not know come back as OBJECT_NOT_FOUND errors in a 207: simply absent.
-      const response = asBatchResponse((await http.send(request)).body);
+      const response = asBatchResponse((await http.send(request, { signal })).body);
       for (const r of response.results ?? []) {
         const key = byLower.get(r.properties?.[idProperty]?.toLowerCase() ?? '');
         if (key === undefined) continue;
@@ -121,28 +125,28 @@ export function createHubSpotAdapter(
    * a 429 and started over on every retry. Only a second 409 (another replica created one in
    * between) falls back to one request per remaining note, where a 409 means already applied.
    */
-  async function createNotes(request: CrmRequest): Promise<void> {
-    const first = await http.send(request, { accept: [409] });
+  async function createNotes(request: CrmRequest, signal?: AbortSignal): Promise<void> {
+    const first = await http.send(request, { accept: [409], signal });
     if (first.status !== 409) return;
     const inputs = (request.body as { inputs: { properties: Record<string, string> }[] }).inputs;
     const keyOf = (input: { properties: Record<string, string> }) => input.properties[HUBSPOT_ACTIVITY_KEY_PROPERTY] ?? '';
-    const existing = asBatchResponse((await http.send(buildHubSpotNoteKeyReadRequest(inputs.map(keyOf)))).body);
+    const existing = asBatchResponse((await http.send(buildHubSpotNoteKeyReadRequest(inputs.map(keyOf)), { signal })).body);
     const found = new Set((existing.results ?? []).map((r) => r.properties?.[HUBSPOT_ACTIVITY_KEY_PROPERTY]));
     const missing = inputs.filter((input) => !found.has(keyOf(input)));
     if (missing.length === 0) return;
-    const second = await http.send({ ...request, body: { inputs: missing } }, { accept: [409] });
+    const second = await http.send({ ...request, body: { inputs: missing } }, { accept: [409], signal });
     if (second.status !== 409) return;
-    for (const input of missing) await http.send({ ...request, body: { inputs: [input] } }, { accept: [409] });
+    for (const input of missing) await http.send({ ...request, body: { inputs: [input] } }, { accept: [409], signal });
   }
 
-  async function createActivities(activities: ActivityWrite[]): Promise<CrmBatchResult> {
+  async function createActivities(activities: ActivityWrite[], signal?: AbortSignal): Promise<CrmBatchResult> {
     assertBatchSize(CRM, activities.length, HUBSPOT_MAX_BATCH_SIZE);
     const unique = uniqueActivities(activities);
     const recordIds = new Map<string, string>();
     const recordFailures = new Map<string, string>();
     for (const request of buildHubSpotRecordIdRequests(unique)) {
       const object: CrmObject = request.path.includes('/contacts/') ? 'contact' : 'company';
-      const result = await upsertBatch(request, object);
+      const result = await upsertBatch(request, object, signal);
       for (const [k, id] of result.ids) recordIds.set(k, id);
       for (const f of result.failures) recordFailures.set(`${object}:${f.key.toLowerCase()}`, f.message);
     }
@@ -156,7 +160,7 @@ export function createHubSpotAdapter(
         ready.push(a);
       } else failures.push({ key: a.idempotencyKey, message: recordFailures.get(ref) ?? `HubSpot returned no id for ${a.object} ${a.key}` });
     }
-    for (const request of buildHubSpotNoteRequests(ready, recordIds)) await createNotes(request);
+    for (const request of buildHubSpotNoteRequests(ready, recordIds)) await createNotes(request, signal);
     return { failures };
   }
 

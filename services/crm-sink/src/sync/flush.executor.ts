@@ -76,11 +76,12 @@ export async function executeFlush<E extends FlushEvent>(
       const read = await guarded(
         () =>
           caller.call(
-            () =>
+            (callSignal) =>
               adapter.read(
                 object,
                 batch.map((r) => r.key),
                 fields,
+                callSignal,
               ),
             signal,
           ),
@@ -110,10 +111,11 @@ export async function executeFlush<E extends FlushEvent>(
       const result = await guarded(
         () =>
           caller.call(
-            () =>
+            (callSignal) =>
               adapter.upsert(
                 object,
                 batch.map((r) => writes.get(r) as RecordWrite),
+                callSignal,
               ),
             signal,
           ),
@@ -144,7 +146,15 @@ export async function executeFlush<E extends FlushEvent>(
       size,
     )) {
       const result = await guarded(
-        () => caller.call(() => adapter.createActivities(batch.map((a) => a.write)), signal),
+        () =>
+          caller.call(
+            (callSignal) =>
+              adapter.createActivities(
+                batch.map((a) => a.write),
+                callSignal,
+              ),
+            signal,
+          ),
         (f) => batch.forEach((a) => failures.set(a.rec, f)),
       );
       if (!result) continue;
