@@ -44,6 +44,8 @@ export interface FailSpec {
   /** Only requests with this token (= one account); default all. */
   token?: string;
   crm?: FakeCrmName;
+  /** Only requests whose path starts with this, e.g. one endpoint of a call that makes several requests. */
+  path?: string;
   /** Wait before answering: longer than a client's timeout simulates a hung CRM. */
   delayMs?: number;
   /** Answer 200 with a body of this many bytes (streamed, never held in memory): a CRM gone wrong. */
@@ -92,8 +94,14 @@ export class FakeCrmState {
   }
 
   /** The first fault that applies to this request, used up by one. */
-  takeFault(crm: FakeCrmName, token: string | undefined): FailSpec | undefined {
-    const fault = this.faults.find((f) => f.remaining > 0 && (f.crm === undefined || f.crm === crm) && (f.token === undefined || f.token === token));
+  takeFault(crm: FakeCrmName, token: string | undefined, path = ''): FailSpec | undefined {
+    const fault = this.faults.find(
+      (f) =>
+        f.remaining > 0 &&
+        (f.crm === undefined || f.crm === crm) &&
+        (f.token === undefined || f.token === token) &&
+        (f.path === undefined || path.startsWith(f.path)),
+    );
     if (fault) fault.remaining -= 1;
     return fault;
   }

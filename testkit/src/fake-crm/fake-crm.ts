@@ -73,7 +73,7 @@ export interface FakeCrm {
 const DEFAULT_RATE_LIMITS: Partial<Record<FakeCrmName, RateLimit>> = { hubspot: { max: 100, windowMs: 10_000 } };
 
 function crmOf(url: string): FakeCrmName | undefined {
-  if (url.startsWith('/crm/v3/')) return 'hubspot';
+  if (url.startsWith('/crm/v3/') || url.startsWith('/crm/v4/')) return 'hubspot';
   if (url.startsWith('/services/data/')) return 'salesforce';
   if (url.startsWith('/webhook/')) return 'webhook';
   return undefined;
@@ -153,7 +153,7 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
       options.onCall?.(call, 'answered');
     });
     options.onCall?.(call, 'received');
-    const fault = state.takeFault(crm, token);
+    const fault = state.takeFault(crm, token, request.url);
     if (fault?.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
     if (fault?.status) return sendError(reply, crm, fault.status, fault.retryAfter ?? fault.retryAfterSeconds);
     if (fault?.bodyBytes) return sendHugeBody(reply, fault.bodyBytes);

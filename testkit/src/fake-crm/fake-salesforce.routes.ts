@@ -8,6 +8,8 @@ import { parseSoqlInQuery } from './fake-soql.js';
  * paged through `nextRecordsUrl` query locators (`salesforcePaging`: page size, an endless
  * `done: false`, a foreign `nextRecordsUrl`). Records are kept per sObject, keyed by their
  * external id value.
+ * A Contact's `AccountId` must name an existing Account (INVALID_CROSS_REFERENCE_KEY otherwise)
+ * and is kept as its one association.
  * Differences from Salesforce: a locator can be read once and never expires; `totalSize` of an
  * endless query is what was paged so far.
  */
@@ -59,13 +61,25 @@ function save(state: FakeCrmState, sobject: string, externalIdField: string, rec
       associations.push(resolved.id);
     } else if (isObject(value) || Array.isArray(value)) {
       return refused('INVALID_FIELD', `Cannot deserialize value of field ${name}`, [name]);
+    } else if (sobject === 'Contact' && name === 'AccountId' && value !== null) {
+      // A lookup must name an existing record of its type.
+      if (![...state.store('salesforce', 'Account').values()].some((a) => a.id === value)) {
+        return refused('INVALID_CROSS_REFERENCE_KEY', `invalid cross reference id`, [name]);
+      }
+      fields[name] = value;
     } else fields[name] = value;
   }
   const store = state.store('salesforce', sobject);
   const existing = store.get(key);
   const stored = existing ?? { id: state.newId(), properties: {}, associations: [] };
   Object.assign(stored.properties, fields, { Id: stored.id });
-  stored.associations = [...new Set([...stored.associations, ...associations])];
+  // A Contact has one Account (AccountId replaces it); a Task keeps what it names.
+  stored.associations =
+    sobject === 'Contact' && 'AccountId' in fields
+      ? fields.AccountId === null
+        ? []
+        : [String(fields.AccountId)]
+      : [...new Set([...stored.associations, ...associations])];
   store.set(key, stored);
   return { id: stored.id, success: true, errors: [], created: !existing };
 }

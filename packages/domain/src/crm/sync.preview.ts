@@ -1,4 +1,5 @@
 import type { CrmType } from '../control-plane/types.js';
+import type { ContactCompanyLink } from './crm-links.js';
 import { type ActivityWrite, CrmError, type CrmObject, type CrmRequest } from './crm-writes.js';
 import { ledgerKey, type PlannedOperation } from './mapping.plan.js';
 import {
@@ -37,6 +38,8 @@ export type SyncPreviewNoteCode =
   | 'activity_already_created'
   /** HubSpot note associations name the record id the upsert before them returns. */
   | 'record_id_placeholder'
+  /** The contact-company link reads both records' ids first and links only when both exist; the ids are placeholders. */
+  | 'link_ids_looked_up'
   /** The adapter refuses the write before any call (e.g. a field that is no Salesforce API name): the sink dead-letters the event. */
   | 'record_refused'
   /** Webhook `sentAt` is the time of sending; the dry-run shows its own time. */
@@ -66,6 +69,8 @@ export interface SyncPreviewInput {
   operations: readonly PlannedOperation[];
   planner: CrmRequestPlanner;
   reader: RecordStateReader;
+  /** plannedLink's answer for the event: the contact-company link the sink makes after the records (crm-links.ts). */
+  link?: ContactCompanyLink;
 }
 
 const OBJECTS: readonly CrmObject[] = ['contact', 'company'];
@@ -190,6 +195,18 @@ export async function previewSync(input: SyncPreviewInput): Promise<SyncPreview>
           message: `the note is associated with the id HubSpot returns for ${object} ${key}, shown as a placeholder`,
         });
     }
+  }
+  // 5. The contact linked to its company, unless the sink dead-letters the event before.
+  const link = input.link;
+  const linkCalls = link && !notes.some((n) => n.code === 'record_refused') ? input.planner.link([link]) : [];
+  if (link && linkCalls.length > 0) {
+    calls.push(...linkCalls);
+    notes.push({
+      code: 'link_ids_looked_up',
+      object: 'contact',
+      key: link.email,
+      message: `contact ${link.email} is linked to company ${link.domain} once both exist in the CRM: their ids are read first (placeholders here); a company that does not exist yet is linked by a later event naming both`,
+    });
   }
   if (input.crmType === 'webhook' && calls.length > 0)
     notes.push({ code: 'sent_at_is_send_time', message: 'sentAt is set (and the payload signed) when the sink sends; shown with the time of the dry-run' });

@@ -1,7 +1,7 @@
-import type { ActivityWrite, CrmCredential, CrmObject, CrmType, PropertyValue, RecordWrite } from '@ingest/domain';
+import type { ActivityWrite, ContactCompanyLink, CrmCredential, CrmObject, CrmType, PropertyValue, RecordWrite } from '@ingest/domain';
 
 // The write types and CrmError live in @ingest/domain, beside the request builders the gateway's dry-run shares.
-export { type ActivityWrite, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite, CrmError } from '@ingest/domain';
+export { type ActivityWrite, type ContactCompanyLink, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite, CrmError } from '@ingest/domain';
 
 /** A record the CRM refused inside an otherwise successful batch call (e.g. HubSpot 207). */
 export interface CrmRecordFailure {
@@ -11,6 +11,13 @@ export interface CrmRecordFailure {
 
 export interface CrmBatchResult {
   failures: CrmRecordFailure[];
+}
+
+export interface CrmLinkResult {
+  /** Links the CRM refused; `key` is the contact's email. */
+  failures: CrmRecordFailure[];
+  /** Links not made because the contact or the company does not exist (yet): a later event naming both links them. */
+  missing: ContactCompanyLink[];
 }
 
 /**
@@ -36,6 +43,11 @@ export interface CrmAdapter {
   upsert(object: CrmObject, records: RecordWrite[], signal?: AbortSignal): Promise<CrmBatchResult>;
   /** Creates timeline records idempotently by `idempotencyKey` (at most maxBatchSize). */
   createActivities(activities: ActivityWrite[], signal?: AbortSignal): Promise<CrmBatchResult>;
+  /**
+   * Links contacts to companies (at most maxBatchSize), both found by key and neither created;
+   * linking again changes nothing. Absent where the CRM has no links (webhook).
+   */
+  link?(links: ContactCompanyLink[], signal?: AbortSignal): Promise<CrmLinkResult>;
 }
 
 export type CreateAdapter = (credential: CrmCredential) => CrmAdapter;

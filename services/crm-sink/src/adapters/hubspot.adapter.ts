@@ -1,5 +1,15 @@
 import type { CrmCredential } from '@ingest/domain';
-import type { ActivityWrite, CrmBatchResult, CrmAdapter, CrmObject, PropertyValue, CrmRecordFailure, RecordWrite } from './adapter.js';
+import type {
+  ActivityWrite,
+  ContactCompanyLink,
+  CrmBatchResult,
+  CrmAdapter,
+  CrmLinkResult,
+  CrmObject,
+  PropertyValue,
+  CrmRecordFailure,
+  RecordWrite,
+} from './adapter.js';
 import type { CrmErrorDetail } from './crm-errors.js';
 import { type AdapterHttpOptions, type CrmHttpClient, type CrmRequest, assertBatchSize, createCrmHttpClient, unexpectedResponse } from './http.client.js';
 import {
@@ -7,11 +17,14 @@ import {
   HUBSPOT_DEFAULT_BASE_URL,
   HUBSPOT_MAX_BATCH_SIZE,
   HUBSPOT_OBJECTS,
+  buildHubSpotAssociateRequests,
+  buildHubSpotLinkIdRequests,
   buildHubSpotNoteKeyReadRequest,
   buildHubSpotNoteRequests,
   buildHubSpotReadRequests,
   buildHubSpotRecordIdRequests,
   buildHubSpotUpsertRequests,
+  hubspotRecordRef,
   uniqueActivities,
 } from '@ingest/domain';
 
@@ -164,5 +177,42 @@ export function createHubSpotAdapter(
     return { failures };
   }
 
-  return { type: 'hubspot', maxBatchSize: HUBSPOT_MAX_BATCH_SIZE, read, upsert, createActivities, close: () => http.close() };
+  /**
+   * Reads both records' ids (contacts by email, companies by domain; nothing is created), then
+   * creates the default association of each pair found. HubSpot keeps one association per pair, so
+   * a retried or repeated link changes nothing. Pairs HubSpot does not confirm in `results` fail.
+   */
+  async function link(links: ContactCompanyLink[], signal?: AbortSignal): Promise<CrmLinkResult> {
+    assertBatchSize(CRM, links.length, HUBSPOT_MAX_BATCH_SIZE);
+    const ids = new Map<string, string>();
+    for (const request of buildHubSpotLinkIdRequests(links)) {
+      const object: CrmObject = request.path.includes('/contacts/') ? 'contact' : 'company';
+      const { idProperty } = HUBSPOT_OBJECTS[object];
+      // Keys HubSpot does not know come back as OBJECT_NOT_FOUND errors in a 207: simply absent.
+      const response = asBatchResponse((await http.send(request, { signal })).body);
+      for (const r of response.results ?? []) {
+        const key = r.properties?.[idProperty];
+        if (key && r.id) ids.set(hubspotRecordRef(object, key), r.id);
+      }
+    }
+    const found = (l: ContactCompanyLink) => ids.has(hubspotRecordRef('contact', l.email)) && ids.has(hubspotRecordRef('company', l.domain));
+    const ready = links.filter(found);
+    const failures: CrmRecordFailure[] = [];
+    for (const request of buildHubSpotAssociateRequests(ready, ids)) {
+      const inputs = (request.body as { inputs: { from: { id: string } }[] }).inputs;
+      const response = asBatchResponse((await http.send(request, { signal })).body);
+      // Association results name their pair as `from`/`to`, not as a record.
+      const results = (response.results ?? []) as { from?: { id?: unknown } }[];
+      const confirmed = new Set(results.map((r) => String(r.from?.id)));
+      const message = (response.errors ?? []).map((e) => (e.category && e.message ? `${e.category}: ${e.message}` : (e.message ?? ''))).join('; ');
+      for (const l of ready) {
+        const contactId = ids.get(hubspotRecordRef('contact', l.email)) as string;
+        if (inputs.some((i) => i.from.id === contactId) && !confirmed.has(contactId))
+          failures.push({ key: l.email, message: message || 'association not confirmed' });
+      }
+    }
+    return { failures, missing: links.filter((l) => !found(l)) };
+  }
+
+  return { type: 'hubspot', maxBatchSize: HUBSPOT_MAX_BATCH_SIZE, read, upsert, createActivities, link, close: () => http.close() };
 }

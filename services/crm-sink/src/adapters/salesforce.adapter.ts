@@ -1,7 +1,9 @@
 import type { CrmCredential } from '@ingest/domain';
 import {
   type ActivityWrite,
+  type ContactCompanyLink,
   type CrmBatchResult,
+  type CrmLinkResult,
   type CrmAdapter,
   CrmError,
   type CrmObject,
@@ -15,6 +17,7 @@ import {
   SALESFORCE_DEFAULT_FIELDS,
   SALESFORCE_MAX_BATCH_SIZE,
   buildSalesforceActivityRequests,
+  buildSalesforceLinkUpdateRequests,
   buildSalesforceReadRequests,
   buildSalesforceUpsertRequests,
   salesforceTarget,
@@ -141,5 +144,39 @@ export function createSalesforceAdapter(
     return { failures };
   }
 
-  return { type: 'salesforce', maxBatchSize: SALESFORCE_MAX_BATCH_SIZE, read, upsert, createActivities, close: () => http.close() };
+  /**
+   * Queries the Contacts by email and the Accounts by domain (nothing is created: Salesforce
+   * requires fields the sink may not have, e.g. an Account's Name), then sets each found Contact's
+   * `AccountId`, upserted by its external id. Setting the same Account again changes nothing.
+   */
+  async function link(links: ContactCompanyLink[], signal?: AbortSignal): Promise<CrmLinkResult> {
+    assertBatchSize(CRM, links.length, SALESFORCE_MAX_BATCH_SIZE);
+    const contacts = await read(
+      'contact',
+      links.map((l) => l.email),
+      [],
+      signal,
+    );
+    const accountIds = new Map<string, string>();
+    const accountField = target.externalIdField.company;
+    for (const request of buildSalesforceReadRequests(
+      target,
+      'company',
+      links.map((l) => l.domain),
+      [],
+    )) {
+      for (const r of await query(request, signal)) {
+        const domain = r[accountField];
+        if (typeof domain === 'string' && typeof r.Id === 'string') accountIds.set(domain, r.Id);
+      }
+    }
+    const found = (l: ContactCompanyLink) => contacts.has(l.email) && accountIds.has(l.domain);
+    const failures: CrmRecordFailure[] = [];
+    for (const request of buildSalesforceLinkUpdateRequests(target, links.filter(found), accountIds)) {
+      failures.push(...(await save(request, target.externalIdField.contact, signal)));
+    }
+    return { failures, missing: links.filter((l) => !found(l)) };
+  }
+
+  return { type: 'salesforce', maxBatchSize: SALESFORCE_MAX_BATCH_SIZE, read, upsert, createActivities, link, close: () => http.close() };
 }

@@ -1,5 +1,5 @@
-import { buildRecordWrite, crmFieldOf, deltaOf, ledgerKey, seedsFromCrm, setDeltaOf, setVersion, stateFieldsOf } from '@ingest/domain';
-import type { ActivityWrite, CrmAdapter, CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
+import { buildRecordWrite, crmFieldOf, deltaOf, ledgerKey, newestLinks, seedsFromCrm, setDeltaOf, setVersion, stateFieldsOf } from '@ingest/domain';
+import type { ActivityWrite, ContactCompanyLink, CrmAdapter, CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
 import { type AccountCaller, CrmCallFailed } from '../retry/crm-call.retry.js';
 import type { RecordBuffer } from './coalescer.js';
 import type { RecordStateStore } from './record-state.store.js';
@@ -16,6 +16,8 @@ export interface FlushEvent {
   eventId: string;
   /** The event's time: a set older than the one a field last took is not written. */
   timestampMs: number;
+  /** The contact-company link the event asks for (plannedLink), made after the records are written. */
+  link?: ContactCompanyLink;
 }
 
 export interface RecordFailure {
@@ -167,5 +169,42 @@ export async function executeFlush<E extends FlushEvent>(
       await store.markActivitiesDone(batch.filter((a) => !refused.has(a.write.idempotencyKey) && !refused.has(a.write.key)).map((a) => a.write.idempotencyKey));
     }
   }
+  await linkContacts(records, failures, deps);
   return failures;
+}
+
+/**
+ * 5. Contacts linked to companies, after both kinds of record were written (so a company created
+ * in this flush is found): one link per contact, the newest event's. A link whose events failed
+ * already is left to their replay. A failed link fails the records of the events that asked for
+ * it (dead-lettered, replayable: linking again changes nothing). A pair whose company does not
+ * exist yet is not an error: the first event naming both after the company exists links them.
+ */
+async function linkContacts<E extends FlushEvent>(
+  records: readonly RecordBuffer<E>[],
+  failures: Map<RecordBuffer<E>, RecordFailure>,
+  deps: FlushDeps,
+): Promise<void> {
+  const { adapter, caller, signal } = deps;
+  if (!adapter.link) return;
+  const asking = new Map<string, RecordBuffer<E>[]>();
+  const wanted: { link: ContactCompanyLink; timestampMs: number; eventId: string }[] = [];
+  for (const rec of records) {
+    for (const { event } of rec.ops) {
+      if (!event.link) continue;
+      const email = event.link.email.toLowerCase();
+      asking.set(email, [...new Set([...(asking.get(email) ?? []), rec])]);
+      wanted.push({ link: event.link, timestampMs: event.timestampMs, eventId: event.eventId });
+    }
+  }
+  const links = newestLinks(wanted).filter((l) => !(asking.get(l.email.toLowerCase()) ?? []).some((r) => failures.has(r)));
+  const fail = (email: string, f: RecordFailure) => (asking.get(email.toLowerCase()) ?? []).forEach((r) => failures.set(r, f));
+  for (const batch of chunks(links, Math.max(1, adapter.maxBatchSize))) {
+    const link = adapter.link.bind(adapter);
+    const result = await guarded(
+      () => caller.call((callSignal) => link(batch, callSignal), signal),
+      (f) => batch.forEach((l) => fail(l.email, f)),
+    );
+    for (const failure of result?.failures ?? []) fail(failure.key, { code: 'crm_record_rejected', reason: `linking to its company: ${failure.message}` });
+  }
 }

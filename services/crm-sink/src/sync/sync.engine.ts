@@ -8,6 +8,7 @@ import {
   type MappingReader,
   type PlannedOperation,
   planSync,
+  plannedLink,
   type SyncStateStore,
   type SyncStateUpdate,
 } from '@ingest/domain';
@@ -333,7 +334,8 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
         skipped.push({ event, update: { accountId, eventId, state: 'skipped', reason } });
         continue;
       }
-      planned.push({ pending: { accountId, eventId, timestampMs: event.record.timestampMs, sink: event, seq: seq++ }, ops });
+      const link = mapping ? plannedLink(mapping.mapping, event.record, ops.length) : undefined;
+      planned.push({ pending: { accountId, eventId, timestampMs: event.record.timestampMs, sink: event, seq: seq++, ...(link ? { link } : {}) }, ops });
     }
     return { skipped, planned };
   }
