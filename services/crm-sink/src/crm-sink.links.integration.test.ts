@@ -159,6 +159,24 @@ describe('contacts linked to companies', () => {
     expect(linkWrites.length).toBe(2);
   });
 
+  it('a company written later by an event that names no person links the contacts that waited for it (HubSpot and Salesforce)', async () => {
+    const suffix = uniqueSuffix().toLowerCase();
+    const domain = `${suffix}.io`;
+    const [ann, ben] = [`ann@${domain}`, `ben@${domain}`];
+    await synced([event(HUBSPOT, 'Logged In', ann, domain, 0), event(HUBSPOT, 'Logged In', ben, domain, 0), event(SALESFORCE, 'Logged In', ann, domain, 0)]);
+    expect(crm.records('hubspot', 'contacts').get(ann)?.associations).toEqual([]);
+
+    // The company's own event: a domain, no email.
+    await synced([fx.event(HUBSPOT, 'Upgraded', null, {}, 1, domain), fx.event(SALESFORCE, 'Upgraded', null, {}, 1, domain)]);
+    const company = crm.records('hubspot', 'companies').get(domain);
+    expect(company).toBeDefined();
+    for (const email of [ann, ben]) expect(crm.records('hubspot', 'contacts').get(email)?.associations, email).toEqual([company?.id]);
+    const account = crm.records('salesforce', 'Account').get(domain);
+    expect(crm.records('salesforce', 'Contact').get(ann)?.properties.AccountId).toBe(account?.id);
+    // Linked, so no longer waiting.
+    expect(await fx.redis.keys(`${fx.redisKeyPrefix}crm:links:*${encodeURIComponent(domain)}`)).toEqual([]);
+  });
+
   it('a mapping with links.contactCompany false links nothing', async () => {
     const suffix = uniqueSuffix().toLowerCase();
     const email = `dee@${suffix}.io`;

@@ -16,7 +16,7 @@ export interface CrmBatchResult {
 export interface CrmLinkResult {
   /** Links the CRM refused; `key` is the contact's email. */
   failures: CrmRecordFailure[];
-  /** Links not made because the contact or the company does not exist (yet): a later event naming both links them. */
+  /** Links not made because the company does not exist (yet) while the contact does: the sink links them once it writes the company. Links whose contact does not exist are dropped. */
   missing: ContactCompanyLink[];
 }
 

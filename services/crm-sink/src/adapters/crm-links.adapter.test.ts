@@ -23,10 +23,12 @@ beforeEach(() => crm.reset());
 const links = [
   { email: 'ada@acme.io', domain: 'acme.io' },
   { email: 'bo@nowhere.io', domain: 'nowhere.io' },
+  // No such contact: nothing to link, not waiting either.
+  { email: 'ghost@acme.io', domain: 'acme.io' },
 ];
 
 describe('linking contacts to companies', () => {
-  it('HubSpot: associates the pairs that both exist, creates nothing, and reports the others as missing', async () => {
+  it('HubSpot: associates the pairs that both exist, creates nothing, and reports those whose company is missing', async () => {
     await hubspot.upsert('contact', [
       { object: 'contact', key: 'ada@acme.io', properties: {} },
       { object: 'contact', key: 'bo@nowhere.io', properties: {} },
@@ -43,7 +45,7 @@ describe('linking contacts to companies', () => {
     expect(crm.records('hubspot', 'contacts').get('ada@acme.io')?.associations).toEqual([company?.id]);
   });
 
-  it('Salesforce: sets AccountId of the Contacts whose Account exists, creates nothing, and reports the others as missing', async () => {
+  it('Salesforce: sets AccountId of the Contacts whose Account exists, creates nothing, and reports those whose company is missing', async () => {
     await salesforce.upsert('contact', [
       { object: 'contact', key: 'ada@acme.io', properties: { LastName: 'Lovelace' } },
       { object: 'contact', key: 'bo@nowhere.io', properties: { LastName: 'Bo' } },

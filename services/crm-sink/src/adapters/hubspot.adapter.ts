@@ -211,7 +211,7 @@ export function createHubSpotAdapter(
           failures.push({ key: l.email, message: message || 'association not confirmed' });
       }
     }
-    return { failures, missing: links.filter((l) => !found(l)) };
+    return { failures, missing: links.filter((l) => ids.has(hubspotRecordRef('contact', l.email)) && !ids.has(hubspotRecordRef('company', l.domain))) };
   }
 
   return { type: 'hubspot', maxBatchSize: HUBSPOT_MAX_BATCH_SIZE, read, upsert, createActivities, link, close: () => http.close() };

@@ -175,7 +175,7 @@ export function createSalesforceAdapter(
     for (const request of buildSalesforceLinkUpdateRequests(target, links.filter(found), accountIds)) {
       failures.push(...(await save(request, target.externalIdField.contact, signal)));
     }
-    return { failures, missing: links.filter((l) => !found(l)) };
+    return { failures, missing: links.filter((l) => contacts.has(l.email) && !accountIds.has(l.domain)) };
   }
 
   return { type: 'salesforce', maxBatchSize: SALESFORCE_MAX_BATCH_SIZE, read, upsert, createActivities, link, close: () => http.close() };

@@ -2,6 +2,7 @@ import { buildRecordWrite, crmFieldOf, deltaOf, ledgerKey, newestLinks, seedsFro
 import type { ActivityWrite, ContactCompanyLink, CrmAdapter, CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
 import { type AccountCaller, CrmCallFailed } from '../retry/crm-call.retry.js';
 import type { RecordBuffer } from './coalescer.js';
+import type { PendingLinksStore } from './pending-links.store.js';
 import type { RecordStateStore } from './record-state.store.js';
 
 /**
@@ -30,6 +31,8 @@ export interface FlushDeps {
   caller: AccountCaller;
   store: RecordStateStore;
   signal: AbortSignal;
+  /** Links waiting for their company; without it a link whose company is missing waits for the next event naming both. */
+  pendingLinks?: PendingLinksStore;
 }
 
 const OBJECTS: readonly CrmObject[] = ['contact', 'company'];
@@ -169,23 +172,25 @@ export async function executeFlush<E extends FlushEvent>(
       await store.markActivitiesDone(batch.filter((a) => !refused.has(a.write.idempotencyKey) && !refused.has(a.write.key)).map((a) => a.write.idempotencyKey));
     }
   }
-  await linkContacts(records, failures, deps);
+  await linkContacts(accountId, records, failures, deps);
   return failures;
 }
 
 /**
  * 5. Contacts linked to companies, after both kinds of record were written (so a company created
- * in this flush is found): one link per contact, the newest event's. A link whose events failed
- * already is left to their replay. A failed link fails the records of the events that asked for
- * it (dead-lettered, replayable: linking again changes nothing). A pair whose company does not
- * exist yet is not an error: the first event naming both after the company exists links them.
+ * in this flush is found): one link per contact, the newest event's, plus the links that waited
+ * for a company written now (pending-links.store.ts). A link whose events failed already is left
+ * to their replay. A failed link fails the records of the events that asked for it (dead-lettered,
+ * replayable: linking again changes nothing); a waiting link that fails stays waiting. A link
+ * whose company does not exist yet waits for it.
  */
 async function linkContacts<E extends FlushEvent>(
+  accountId: string,
   records: readonly RecordBuffer<E>[],
   failures: Map<RecordBuffer<E>, RecordFailure>,
   deps: FlushDeps,
 ): Promise<void> {
-  const { adapter, caller, signal } = deps;
+  const { adapter, caller, signal, pendingLinks } = deps;
   if (!adapter.link) return;
   const asking = new Map<string, RecordBuffer<E>[]>();
   const wanted: { link: ContactCompanyLink; timestampMs: number; eventId: string }[] = [];
@@ -198,13 +203,22 @@ async function linkContacts<E extends FlushEvent>(
     }
   }
   const links = newestLinks(wanted).filter((l) => !(asking.get(l.email.toLowerCase()) ?? []).some((r) => failures.has(r)));
+  const written = records.filter((r) => r.object === 'company' && !failures.has(r)).map((r) => r.key);
+  // An event's own link is newer than one that waited: the waiting one is dropped.
+  const waiting = (pendingLinks ? await pendingLinks.waiting(accountId, written) : []).filter((l) => !asking.has(l.email.toLowerCase()));
   const fail = (email: string, f: RecordFailure) => (asking.get(email.toLowerCase()) ?? []).forEach((r) => failures.set(r, f));
-  for (const batch of chunks(links, Math.max(1, adapter.maxBatchSize))) {
+  for (const batch of chunks([...links, ...waiting], Math.max(1, adapter.maxBatchSize))) {
     const link = adapter.link.bind(adapter);
     const result = await guarded(
       () => caller.call((callSignal) => link(batch, callSignal), signal),
       (f) => batch.forEach((l) => fail(l.email, f)),
     );
-    for (const failure of result?.failures ?? []) fail(failure.key, { code: 'crm_record_rejected', reason: `linking to its company: ${failure.message}` });
+    if (!result) continue;
+    for (const failure of result.failures) fail(failure.key, { code: 'crm_record_rejected', reason: `linking to its company: ${failure.message}` });
+    await pendingLinks?.remove(
+      accountId,
+      waiting.filter((l) => batch.includes(l)),
+    );
+    await pendingLinks?.add(accountId, result.missing);
   }
 }
