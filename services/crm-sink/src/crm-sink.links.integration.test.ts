@@ -8,7 +8,7 @@
  * the contact, and not at all when the mapping turns links off.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import { type CrmCredential, syncStateKey } from '@ingest/domain';
+import { type CrmCredential, createRecordStateReader, planSync, plannedLink, previewSync, requestPlanner, syncStateKey } from '@ingest/domain';
 import { uniqueSuffix } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAKE_CRM_OUTBOUND, type FakeCall, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
@@ -166,8 +166,25 @@ describe('contacts linked to companies', () => {
     await synced([event(HUBSPOT, 'Logged In', ann, domain, 0), event(HUBSPOT, 'Logged In', ben, domain, 0), event(SALESFORCE, 'Logged In', ann, domain, 0)]);
     expect(crm.records('hubspot', 'contacts').get(ann)?.associations).toEqual([]);
 
-    // The company's own event: a domain, no email.
-    await synced([fx.event(HUBSPOT, 'Upgraded', null, {}, 1, domain), fx.event(SALESFORCE, 'Upgraded', null, {}, 1, domain)]);
+    // The company's own event: a domain, no email. The dry-run shows the waiting contacts' links too.
+    const upgrade = fx.event(HUBSPOT, 'Upgraded', null, {}, 1, domain);
+    const operations = planSync(mapping('hubspot'), upgrade);
+    const preview = await previewSync({
+      accountId: HUBSPOT,
+      eventId: upgrade.eventId,
+      timestampMs: upgrade.timestampMs,
+      crmType: 'hubspot',
+      operations,
+      planner: requestPlanner({ type: 'hubspot', accessToken: 'unused', baseUrl: crm.url }),
+      reader: createRecordStateReader({ redis: fx.redis, keyPrefix: fx.redisKeyPrefix }),
+    });
+    const from = crm.calls.length;
+    await synced([upgrade, fx.event(SALESFORCE, 'Upgraded', null, {}, 1, domain)]);
+    const sent = crm.calls.slice(from).filter((c) => c.token === token(HUBSPOT));
+    expect(sent.map((c) => c.path)).toEqual(preview.calls.map((c) => c.path));
+    expect(associated(sent.filter((c) => c.path === ASSOCIATE)).length).toBe(2);
+    expect(preview.notes.map((n) => n.code)).toEqual(['link_ids_looked_up']);
+    expect(plannedLink(mapping('hubspot'), upgrade, operations.length)).toBeUndefined();
     const company = crm.records('hubspot', 'companies').get(domain);
     expect(company).toBeDefined();
     for (const email of [ann, ben]) expect(crm.records('hubspot', 'contacts').get(email)?.associations, email).toEqual([company?.id]);

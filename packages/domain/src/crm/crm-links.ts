@@ -39,3 +39,21 @@ export function newestLinks(items: Iterable<{ link: ContactCompanyLink; timestam
   }
   return [...newest.values()].map((i) => i.link);
 }
+
+/**
+ * A contact waiting for its company, as a member of the (account, domain) set the sink keeps
+ * (crm-sink pending-links.store.ts writes, the dry-run reads): `{"v":1,"email":…}`. Readers keep
+ * what a newer writer adds and skip a member they cannot read.
+ */
+export function pendingLinkMember(email: string): string {
+  return JSON.stringify({ v: 1, email });
+}
+
+export function pendingLinkEmail(member: string): string | undefined {
+  try {
+    const parsed = JSON.parse(member) as { email?: unknown };
+    return typeof parsed.email === 'string' ? parsed.email : undefined;
+  } catch {
+    return undefined;
+  }
+}

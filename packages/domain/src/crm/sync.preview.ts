@@ -196,17 +196,24 @@ export async function previewSync(input: SyncPreviewInput): Promise<SyncPreview>
         });
     }
   }
-  // 5. The contact linked to its company, unless the sink dead-letters the event before.
-  const link = input.link;
-  const linkCalls = link && !notes.some((n) => n.code === 'record_refused') ? input.planner.link([link]) : [];
-  if (link && linkCalls.length > 0) {
-    calls.push(...linkCalls);
-    notes.push({
-      code: 'link_ids_looked_up',
-      object: 'contact',
-      key: link.email,
-      message: `contact ${link.email} is linked to company ${link.domain} once both exist in the CRM: their ids are read first (placeholders here); a company that does not exist yet is linked by a later event naming both`,
-    });
+  // 5. The event's contact linked to its company, and the contacts that waited for the company
+  // the event writes (the sink's flush.executor linkContacts), unless the sink dead-letters the event before.
+  if (!notes.some((n) => n.code === 'record_refused')) {
+    const own = input.link;
+    const companies = [...new Set(input.operations.filter((op) => op.object === 'company').map(recordKeyOf))];
+    const waiting = ((await reader.waitingLinks?.(accountId, companies)) ?? []).filter((l) => l.email.toLowerCase() !== own?.email.toLowerCase());
+    const links = [...(own ? [own] : []), ...waiting];
+    const linkCalls = links.length > 0 ? input.planner.link(links) : [];
+    if (linkCalls.length > 0) {
+      calls.push(...linkCalls);
+      const who = links.map((l) => `${l.email} → ${l.domain}`).join(', ');
+      notes.push({
+        code: 'link_ids_looked_up',
+        object: 'contact',
+        ...(own ? { key: own.email } : {}),
+        message: `contacts are linked to companies once both exist in the CRM (${who}): their ids are read first (placeholders here); a company that does not exist yet is waited for`,
+      });
+    }
   }
   if (input.crmType === 'webhook' && calls.length > 0)
     notes.push({ code: 'sent_at_is_send_time', message: 'sentAt is set (and the payload signed) when the sink sends; shown with the time of the dry-run' });

@@ -1,13 +1,13 @@
 import { AppError, type Redis } from '@ingest/platform';
-import { type ContactCompanyLink, withoutArguments } from '@ingest/domain';
+import { type ContactCompanyLink, createRecordStateReader, pendingLinkMember, recordStateKeys, withoutArguments } from '@ingest/domain';
 
 /**
  * Links waiting for their company (issue 25): a contact whose event named a domain the CRM has
  * no company for yet. When the sink writes that company later, even from an event that names no
- * person, it takes the waiting contacts and links them. One Redis set per (account, domain),
- * members `{"v":1,"email":…}` (readers keep what a newer writer adds and skip what they cannot
- * read), at most MAX_PENDING_LINKS_PER_COMPANY members, expiring with the ledger TTL after the
- * last addition. This module owns that format.
+ * person, it takes the waiting contacts and links them. One Redis set per (account, domain)
+ * (key and member format in @ingest/domain: recordStateKeys().pendingLinks, pendingLinkMember,
+ * which the dry-run reads too), at most MAX_PENDING_LINKS_PER_COMPANY members, expiring with the
+ * ledger TTL after the last addition.
  */
 export const MAX_PENDING_LINKS_PER_COMPANY = 1_000;
 
@@ -18,17 +18,6 @@ export interface PendingLinksStore {
   waiting(accountId: string, domains: readonly string[]): Promise<ContactCompanyLink[]>;
   /** Forgets these links (made, or refused for good). */
   remove(accountId: string, links: readonly ContactCompanyLink[]): Promise<void>;
-}
-
-const member = (email: string) => JSON.stringify({ v: 1, email });
-
-function emailOf(raw: string): string | undefined {
-  try {
-    const parsed = JSON.parse(raw) as { email?: unknown };
-    return typeof parsed.email === 'string' ? parsed.email : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 // KEYS[1]: the company's set. ARGV: cap, ttl s, members. Adds while under the cap; refreshes the TTL.
@@ -44,45 +33,32 @@ return redis.call('SCARD', KEYS[1])
 export function createPendingLinksStore(options: { redis: Redis; keyPrefix?: string; ttlSeconds: number; maxPerCompany?: number }): PendingLinksStore {
   const { redis } = options;
   const cap = options.maxPerCompany ?? MAX_PENDING_LINKS_PER_COMPANY;
-  const key = (accountId: string, domain: string) =>
-    `${options.keyPrefix ?? ''}crm:links:{${encodeURIComponent(accountId)}}:company:${encodeURIComponent(domain)}`;
+  const keys = recordStateKeys(options.keyPrefix);
+  const reader = createRecordStateReader({ redis, ...(options.keyPrefix === undefined ? {} : { keyPrefix: options.keyPrefix }) });
   const byDomain = (links: readonly ContactCompanyLink[]) => {
     const grouped = new Map<string, string[]>();
-    for (const l of links) grouped.set(l.domain, [...(grouped.get(l.domain) ?? []), member(l.email)]);
+    for (const l of links) grouped.set(l.domain, [...(grouped.get(l.domain) ?? []), pendingLinkMember(l.email)]);
     return grouped;
   };
 
-  async function run(pipeline: ReturnType<Redis['pipeline']>, what: string): Promise<[Error | null, unknown][]> {
+  async function run(pipeline: ReturnType<Redis['pipeline']>, what: string): Promise<void> {
     const results = (await withoutArguments(pipeline.exec())) ?? [];
     const failed = results.find(([err]) => err !== null);
     if (failed) throw new AppError('crm_state_unavailable', `${what} failed: ${failed[0]?.message ?? 'unknown'}`, { retryable: true });
-    return results;
   }
 
   return {
     async add(accountId, links) {
       if (links.length === 0) return;
       const pipeline = redis.pipeline();
-      for (const [domain, members] of byDomain(links)) pipeline.eval(ADD, 1, key(accountId, domain), cap, options.ttlSeconds, ...members);
+      for (const [domain, members] of byDomain(links)) pipeline.eval(ADD, 1, keys.pendingLinks(accountId, domain), cap, options.ttlSeconds, ...members);
       await run(pipeline, 'remembering links waiting for their company');
     },
-    async waiting(accountId, domains) {
-      const unique = [...new Set(domains)];
-      if (unique.length === 0) return [];
-      const pipeline = redis.pipeline();
-      for (const domain of unique) pipeline.smembers(key(accountId, domain));
-      const results = await run(pipeline, 'reading links waiting for their company');
-      return unique.flatMap((domain, i) =>
-        ((results[i]?.[1] as string[] | undefined) ?? []).flatMap((raw) => {
-          const email = emailOf(raw);
-          return email === undefined ? [] : [{ email, domain }];
-        }),
-      );
-    },
+    waiting: (accountId, domains) => (reader.waitingLinks as NonNullable<typeof reader.waitingLinks>)(accountId, domains),
     async remove(accountId, links) {
       if (links.length === 0) return;
       const pipeline = redis.pipeline();
-      for (const [domain, members] of byDomain(links)) pipeline.srem(key(accountId, domain), ...members);
+      for (const [domain, members] of byDomain(links)) pipeline.srem(keys.pendingLinks(accountId, domain), ...members);
       await run(pipeline, 'forgetting links');
     },
   };
