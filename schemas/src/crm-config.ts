@@ -220,6 +220,7 @@ export const DRY_RUN_NOTE_CODES = [
   'older_set_ignored',
   'activity_already_created',
   'record_id_placeholder',
+  'link_ids_looked_up',
   'record_refused',
   'sent_at_is_send_time',
   'credential_missing',

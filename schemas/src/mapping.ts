@@ -101,6 +101,19 @@ export const CrmMapping = Type.Object(
       credentialsRef: Type.String({ minLength: 1, maxLength: 256, description: 'The name of a stored credential, never the secret itself.' }),
     }),
     rules: Type.Array(MappingRule, { minItems: 1, maxItems: MAX_MAPPING_RULES }),
+    links: Type.Optional(
+      closed(
+        {
+          contactCompany: Type.Optional(
+            Type.Boolean({
+              description:
+                "Associate each contact with the company of its event's domain (HubSpot association, Salesforce Contact.AccountId). Default true; it applies only when the mapping has both contact and company rules.",
+            }),
+          ),
+        },
+        'Links between the records the mapping writes.',
+      ),
+    ),
   },
   { $id: 'CrmMapping', additionalProperties: false, description: 'How events of an account update its CRM.' },
 );

@@ -17,6 +17,7 @@ export * from './control-plane/crm-credential.js';
 export * from './control-plane/owner-password.js';
 export * from './control-plane/types.js';
 export * from './crm/crm-properties.js';
+export * from './crm/crm-links.js';
 export * from './crm/crm-writes.js';
 export * from './crm/hubspot.requests.js';
 export * from './crm/mapping.explain.js';

@@ -128,18 +128,25 @@ describe('dry-run output matches what the sink then does', () => {
       '/crm/v3/objects/notes/batch/create',
       '/crm/v3/objects/companies/batch/read',
       '/crm/v3/objects/companies/batch/upsert',
+      // The contact linked to its company: both ids read, then the association.
+      '/crm/v3/objects/contacts/batch/read',
+      '/crm/v3/objects/companies/batch/read',
+      '/crm/v4/associations/contacts/companies/batch/associate/default',
     ]);
     expect(await sinkCalls(signup.record, hubspot)).toEqual(withHubSpotIds(planned.calls));
 
     const page = sample(accountId, 'Page Viewed', { path: '/docs' });
     const pagePlan = await dryRun(accountId, page.input);
     expect(pagePlan.calls[0]?.body).toMatchObject({ inputs: [{ properties: { page_views: '2', pages: '/pricing;/docs' } }] });
-    expect(await sinkCalls(page.record, hubspot)).toEqual(pagePlan.calls);
+    expect(await sinkCalls(page.record, hubspot)).toEqual(withHubSpotIds(pagePlan.calls));
 
     const again = await dryRun(accountId, page.input);
-    expect(again.notes).toEqual([expect.objectContaining({ code: 'already_applied', ruleId: 'page', fields: ['page_views', 'last_seen_at', 'pages'] })]);
+    expect(again.notes).toEqual([
+      expect.objectContaining({ code: 'already_applied', ruleId: 'page', fields: ['page_views', 'last_seen_at', 'pages'] }),
+      expect.objectContaining({ code: 'link_ids_looked_up', object: 'contact', key: 'ada@dry.io' }),
+    ]);
     expect(again.calls).toEqual(pagePlan.calls);
-    expect(await sinkCalls(page.record, hubspot)).toEqual(again.calls);
+    expect(await sinkCalls(page.record, hubspot)).toEqual(withHubSpotIds(again.calls));
     expect(crm.records('hubspot', 'contacts').get('ada@dry.io')?.properties).toMatchObject({ page_views: '2' });
   });
 
@@ -192,7 +199,12 @@ describe('dry-run output matches what the sink then does', () => {
 
     const signup = sample(accountId, 'Signed Up', { plan: 'pro' });
     const planned = await dryRun(accountId, signup.input);
-    expect(planned.calls.map((c) => c.method)).toEqual(['GET', 'PATCH', 'PATCH', 'PATCH']);
-    expect(await sinkCalls(signup.record, salesforce)).toEqual(planned.calls);
+    // Contact read, Contact upsert, Task, Account upsert; then the link: Contact and Account queried, Contact.AccountId set.
+    expect(planned.calls.map((c) => c.method)).toEqual(['GET', 'PATCH', 'PATCH', 'PATCH', 'GET', 'GET', 'PATCH']);
+    const sent = await sinkCalls(signup.record, salesforce);
+    const sfAccountId = crm.records('salesforce', 'Account').get('dry.io')?.id;
+    expect(sfAccountId).toBeDefined();
+    expect(sent).toEqual(JSON.parse(JSON.stringify(planned.calls).replace('<id of company dry.io>', sfAccountId as string)));
+    expect(crm.records('salesforce', 'Contact').get('ada@dry.io')?.properties.AccountId).toBe(sfAccountId);
   });
 });

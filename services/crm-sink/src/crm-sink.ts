@@ -8,6 +8,7 @@ import { createParkStore, type ParkLimits } from './park/park.store.js';
 import type { RateLimit } from './rate/account-limiter.js';
 import type { RetryPolicy } from './retry/crm-call.retry.js';
 import { createSharedTokenBuckets } from './rate/shared-token-bucket.js';
+import { createPendingLinksStore } from './sync/pending-links.store.js';
 import { createRecordStateStore } from './sync/record-state.store.js';
 import { createSinkConsumer } from './sync/sink.consumer.js';
 import { countingSyncStates, createSyncHealthRecorder } from './sync/sync-health.recorder.js';
@@ -76,6 +77,7 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
       ledgerTtlSeconds: deps.ttl.ledgerSeconds,
       stateTtlSeconds: deps.ttl.recordStateSeconds,
     }),
+    pendingLinks: createPendingLinksStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, ttlSeconds: deps.ttl.ledgerSeconds }),
     syncStates: countingSyncStates(createSyncStateStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, ttlSeconds: deps.ttl.syncStateSeconds }), health),
     health,
     deadLetters,

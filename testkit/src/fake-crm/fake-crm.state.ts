@@ -44,14 +44,29 @@ export interface FailSpec {
   /** Only requests with this token (= one account); default all. */
   token?: string;
   crm?: FakeCrmName;
+  /** Only requests whose path starts with this, e.g. one endpoint of a call that makes several requests. */
+  path?: string;
   /** Wait before answering: longer than a client's timeout simulates a hung CRM. */
   delayMs?: number;
   /** Answer 200 with a body of this many bytes (streamed, never held in memory): a CRM gone wrong. */
   bodyBytes?: number;
 }
 
+/** How the fake Salesforce pages query results (`nextRecordsUrl`), as the real API does past its batch size. */
+export interface SalesforcePaging {
+  /** Records per page (Salesforce: 200 to 2,000; default 2,000). */
+  pageSize?: number;
+  /** Every page answers `done: false` with a fresh locator: an instance gone wrong. */
+  endless?: boolean;
+  /** Answer this `nextRecordsUrl` instead of a locator of this instance. */
+  nextRecordsUrl?: string;
+}
+
 export class FakeCrmState {
   readonly calls: FakeCall[] = [];
+  salesforcePaging: SalesforcePaging = {};
+  /** Query locators (the tail of `nextRecordsUrl`) to the records still to page through. */
+  readonly salesforceCursors = new Map<string, Record<string, unknown>[]>();
   private readonly stores = new Map<string, Map<string, FakeRecord>>();
   private faults: (FailSpec & { remaining: number })[] = [];
   private readonly windows = new Map<string, { startedAt: number; count: number }>();
@@ -79,8 +94,14 @@ export class FakeCrmState {
   }
 
   /** The first fault that applies to this request, used up by one. */
-  takeFault(crm: FakeCrmName, token: string | undefined): FailSpec | undefined {
-    const fault = this.faults.find((f) => f.remaining > 0 && (f.crm === undefined || f.crm === crm) && (f.token === undefined || f.token === token));
+  takeFault(crm: FakeCrmName, token: string | undefined, path = ''): FailSpec | undefined {
+    const fault = this.faults.find(
+      (f) =>
+        f.remaining > 0 &&
+        (f.crm === undefined || f.crm === crm) &&
+        (f.token === undefined || f.token === token) &&
+        (f.path === undefined || path.startsWith(f.path)),
+    );
     if (fault) fault.remaining -= 1;
     return fault;
   }
@@ -102,6 +123,8 @@ export class FakeCrmState {
     this.stores.clear();
     this.faults = [];
     this.windows.clear();
+    this.salesforcePaging = {};
+    this.salesforceCursors.clear();
   }
 }
 

@@ -12,12 +12,13 @@ import {
   FakeCrmState,
   type FakeRecord,
   type RateLimit,
+  type SalesforcePaging,
   bearerToken,
   hubspotError,
   salesforceError,
 } from './fake-crm.state.js';
 
-export type { FailSpec, FakeCall, FakeCrmName, FakeRecord, RateLimit } from './fake-crm.state.js';
+export type { FailSpec, FakeCall, FakeCrmName, FakeRecord, RateLimit, SalesforcePaging } from './fake-crm.state.js';
 
 /**
  * A fake HubSpot + Salesforce + webhook receiver on 127.0.0.1 for tests over real HTTP. It checks
@@ -63,7 +64,9 @@ export interface FakeCrm {
   failNext(spec: FailSpec): void;
   /** Forgets the injected faults not used up yet (e.g. a CRM that was slow is fast again). */
   clearFaults(): void;
-  /** Forgets records, calls, faults and rate-limit windows. */
+  /** How Salesforce query results are paged from now on (until `reset`). */
+  salesforcePaging(paging: SalesforcePaging): void;
+  /** Forgets records, calls, faults, rate-limit windows and paging settings. */
   reset(): void;
   stop(): Promise<void>;
 }
@@ -71,7 +74,7 @@ export interface FakeCrm {
 const DEFAULT_RATE_LIMITS: Partial<Record<FakeCrmName, RateLimit>> = { hubspot: { max: 100, windowMs: 10_000 } };
 
 function crmOf(url: string): FakeCrmName | undefined {
-  if (url.startsWith('/crm/v3/') || url.startsWith('/account-info/')) return 'hubspot';
+  if (url.startsWith('/crm/v3/') || url.startsWith('/crm/v4/') || url.startsWith('/account-info/')) return 'hubspot';
   if (url.startsWith('/services/data/')) return 'salesforce';
   if (url.startsWith('/webhook/')) return 'webhook';
   return undefined;
@@ -151,7 +154,7 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
       options.onCall?.(call, 'answered');
     });
     options.onCall?.(call, 'received');
-    const fault = state.takeFault(crm, token);
+    const fault = state.takeFault(crm, token, request.url);
     if (fault?.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
     if (fault?.status) return sendError(reply, crm, fault.status, fault.retryAfter ?? fault.retryAfterSeconds);
     if (fault?.bodyBytes) return sendHugeBody(reply, fault.bodyBytes);
@@ -183,6 +186,9 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
     records: (crm, object) => state.store(crm, object),
     failNext: (spec) => state.addFault(spec),
     clearFaults: () => state.clearFaults(),
+    salesforcePaging: (paging) => {
+      state.salesforcePaging = paging;
+    },
     reset: () => state.reset(),
     stop: () => app.close(),
   };

@@ -4,7 +4,14 @@ import { type FakeCrmState, type FakeRecord, hubspotError } from './fake-crm.sta
 /**
  * The HubSpot CRM v3 endpoints the adapter calls, with HubSpot's limits and error shapes:
  * batch upsert and read of contacts (by email) and companies (by domain), and batch create of
- * notes whose `ingest_activity_key` is a unique-value property (409 on a duplicate).
+ * notes whose `ingest_activity_key` is a unique-value property (409 on a duplicate); and the
+ * associations v4 batch create of default contact-to-company associations
+ * (`POST /crm/v4/associations/contacts/companies/batch/associate/default`), kept on both records'
+ * `associations` (one per pair, so repeating it changes nothing).
+ * Differences from HubSpot: associations v4 takes only contacts to companies here; its batch limit
+ * is 100 (HubSpot documents more); a pair naming an unknown record id is refused in a 207 with
+ * `context.ids` (HubSpot's exact error body for that case is not documented); no association is
+ * made primary (HubSpot may mark a contact's first company primary).
  */
 const MAX_INPUTS = 100;
 const OBJECTS: Record<string, { idProperty: string; label: string }> = {
@@ -48,7 +55,49 @@ function view(record: FakeRecord, properties?: readonly string[]): Record<string
   return { id: record.id, properties: { ...props, hs_object_id: record.id }, archived: false };
 }
 
+/** HubSpot's object type ids in association answers. */
+const OBJECT_TYPE_IDS: Record<string, string> = { contacts: '0-1', companies: '0-2' };
+/** HubSpot-defined contact-to-company association type (unlabeled). */
+const CONTACT_TO_COMPANY = 279;
+
+function findById(state: FakeCrmState, type: string, id: unknown): FakeRecord | undefined {
+  return [...state.store('hubspot', type).values()].find((r) => r.id === id);
+}
+
 export function registerFakeHubSpot(app: FastifyInstance, state: FakeCrmState): void {
+  app.post<{ Params: { from: string; to: string } }>('/crm/v4/associations/:from/:to/batch/associate/default', async (request, reply) => {
+    const { from, to } = request.params;
+    if (from !== 'contacts' || to !== 'companies') return invalid(reply, `The fake CRM associates only contacts to companies, not ${from} to ${to}`);
+    const inputs = inputsOf(request.body, reply);
+    if (!inputs) return reply;
+    const pairs = inputs as { from?: { id?: unknown }; to?: { id?: unknown } }[];
+    if (!pairs.every((p) => typeof p.from?.id === 'string' && typeof p.to?.id === 'string')) {
+      return invalid(reply, 'Invalid input JSON: every input needs `from.id` and `to.id`');
+    }
+    const results: Record<string, unknown>[] = [];
+    const unknown: string[] = [];
+    for (const pair of pairs) {
+      const contact = findById(state, 'contacts', pair.from?.id);
+      const company = findById(state, 'companies', pair.to?.id);
+      if (!contact || !company) {
+        unknown.push(String(contact ? pair.to?.id : pair.from?.id));
+        continue;
+      }
+      contact.associations = [...new Set([...contact.associations, company.id])];
+      company.associations = [...new Set([...company.associations, contact.id])];
+      results.push({
+        associationSpec: { associationCategory: 'HUBSPOT_DEFINED', associationTypeId: CONTACT_TO_COMPANY },
+        from: { id: contact.id },
+        to: { id: company.id },
+        fromObjectTypeId: OBJECT_TYPE_IDS[from],
+        toObjectTypeId: OBJECT_TYPE_IDS[to],
+      });
+    }
+    if (unknown.length === 0) return { status: 'COMPLETE', results };
+    const error = { status: 'error', category: 'VALIDATION_ERROR', message: `No object exists with the ids ${unknown.join(', ')}`, context: { ids: unknown } };
+    return reply.code(207).send({ status: 'COMPLETE', results, errors: [error], numErrors: 1 });
+  });
+
   /** Notes by their unique key property, as HubSpot reads any object by a unique-value property. */
   function readNotes(body: unknown, reply: FastifyReply): FastifyReply {
     const inputs = inputsOf(body, reply);

@@ -4,8 +4,14 @@ import { parseSoqlInQuery } from './fake-soql.js';
 
 /**
  * The Salesforce REST endpoints the adapter calls: sObject Collections upsert by external id
- * (at most 200 records, `allOrNone: false`, one save result per record) and the SOQL query.
- * Records are kept per sObject, keyed by their external id value.
+ * (at most 200 records, `allOrNone: false`, one save result per record) and the SOQL query,
+ * paged through `nextRecordsUrl` query locators (`salesforcePaging`: page size, an endless
+ * `done: false`, a foreign `nextRecordsUrl`). Records are kept per sObject, keyed by their
+ * external id value.
+ * A Contact's `AccountId` must name an existing Account (INVALID_CROSS_REFERENCE_KEY otherwise)
+ * and is kept as its one association.
+ * Differences from Salesforce: a locator can be read once and never expires; `totalSize` of an
+ * endless query is what was paged so far.
  */
 const MAX_RECORDS = 200;
 const SOBJECTS = new Set(['Contact', 'Account', 'Task']);
@@ -55,15 +61,40 @@ function save(state: FakeCrmState, sobject: string, externalIdField: string, rec
       associations.push(resolved.id);
     } else if (isObject(value) || Array.isArray(value)) {
       return refused('INVALID_FIELD', `Cannot deserialize value of field ${name}`, [name]);
+    } else if (sobject === 'Contact' && name === 'AccountId' && value !== null) {
+      // A lookup must name an existing record of its type.
+      if (![...state.store('salesforce', 'Account').values()].some((a) => a.id === value)) {
+        return refused('INVALID_CROSS_REFERENCE_KEY', `invalid cross reference id`, [name]);
+      }
+      fields[name] = value;
     } else fields[name] = value;
   }
   const store = state.store('salesforce', sobject);
   const existing = store.get(key);
   const stored = existing ?? { id: state.newId(), properties: {}, associations: [] };
   Object.assign(stored.properties, fields, { Id: stored.id });
-  stored.associations = [...new Set([...stored.associations, ...associations])];
+  // A Contact has one Account (AccountId replaces it); a Task keeps what it names.
+  stored.associations =
+    sobject === 'Contact' && 'AccountId' in fields
+      ? fields.AccountId === null
+        ? []
+        : [String(fields.AccountId)]
+      : [...new Set([...stored.associations, ...associations])];
   store.set(key, stored);
   return { id: stored.id, success: true, errors: [], created: !existing };
+}
+
+let locators = 0;
+
+/** One page of `records`: the rest is kept under a new locator, as Salesforce keeps a query cursor. */
+function page(state: FakeCrmState, version: string, records: Record<string, unknown>[], totalSize: number): Record<string, unknown> {
+  const { pageSize = 2000, endless = false, nextRecordsUrl } = state.salesforcePaging;
+  const head = records.slice(0, pageSize);
+  const rest = records.slice(pageSize);
+  if (rest.length === 0 && !endless) return { totalSize, done: true, records: head };
+  const locator = `01gFAKE${String(++locators).padStart(8, '0')}-${totalSize - rest.length}`;
+  state.salesforceCursors.set(locator, rest);
+  return { totalSize, done: false, nextRecordsUrl: nextRecordsUrl ?? `/services/data/${version}/query/${locator}`, records: head };
 }
 
 function badRequest(reply: FastifyReply, errorCode: string, message: string): FastifyReply {
@@ -100,6 +131,14 @@ export function registerFakeSalesforce(app: FastifyInstance, state: FakeCrmState
         attributes: { type: parsed.sobject, url: `/services/data/${request.params.version}/sobjects/${parsed.sobject}/${r.id}` },
         ...Object.fromEntries(parsed.fields.map((f) => [f, f === 'Id' ? r.id : (r.properties[f] ?? null)])),
       }));
-    return { totalSize: records.length, done: true, records };
+    return page(state, request.params.version, records, records.length);
+  });
+
+  // The rest of a query, by the locator a previous page named; an unknown locator is Salesforce's INVALID_QUERY_LOCATOR.
+  app.get<{ Params: { version: string; locator: string } }>('/services/data/:version/query/:locator', async (request, reply) => {
+    const rest = state.salesforceCursors.get(request.params.locator);
+    if (!rest) return badRequest(reply, 'INVALID_QUERY_LOCATOR', 'invalid query locator');
+    state.salesforceCursors.delete(request.params.locator);
+    return page(state, request.params.version, rest, Number(request.params.locator.split('-')[1] ?? 0) + rest.length);
   });
 }

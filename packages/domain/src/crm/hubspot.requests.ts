@@ -1,3 +1,4 @@
+import type { ContactCompanyLink } from './crm-links.js';
 import { type ActivityWrite, type CrmObject, type CrmRequest, type PropertyValue, type RecordWrite, chunk } from './crm-writes.js';
 
 /**
@@ -110,4 +111,42 @@ export function buildHubSpotNoteKeyReadRequest(idempotencyKeys: readonly string[
 /** Every call `createActivities` makes, in order (dry-run). */
 export function buildHubSpotActivityRequests(activities: readonly ActivityWrite[]): CrmRequest[] {
   return [...buildHubSpotRecordIdRequests(activities), ...buildHubSpotNoteRequests(activities)];
+}
+
+/** HubSpot associations v4: the default (unlabeled) contact-to-company association, created in batches; repeating one changes nothing. */
+export const HUBSPOT_CONTACT_COMPANY_ASSOCIATE_PATH = '/crm/v4/associations/contacts/companies/batch/associate/default';
+
+/** `recordIds` keys for link lookups: `${object}:${lowercased key}` (HubSpot keeps emails and domains in lower case). */
+export function hubspotRecordRef(object: CrmObject, key: string): string {
+  return `${object}:${key.toLowerCase()}`;
+}
+
+/** The ids a link needs: contacts by email and companies by domain, read (never created: a missing one is linked later). */
+export function buildHubSpotLinkIdRequests(links: readonly ContactCompanyLink[]): CrmRequest[] {
+  return [
+    ...buildHubSpotReadRequests(
+      'contact',
+      links.map((l) => l.email),
+      [],
+    ),
+    ...buildHubSpotReadRequests(
+      'company',
+      links.map((l) => l.domain),
+      [],
+    ),
+  ];
+}
+
+/** `recordIds` as `hubspotRecordRef` names them; a dry-run passes none and shows placeholders. */
+export function buildHubSpotAssociateRequests(links: readonly ContactCompanyLink[], recordIds: ReadonlyMap<string, string> = new Map()): CrmRequest[] {
+  const inputs = links.map((l) => ({
+    from: { id: recordIds.get(hubspotRecordRef('contact', l.email)) ?? recordIdPlaceholder('contact', l.email) },
+    to: { id: recordIds.get(hubspotRecordRef('company', l.domain)) ?? recordIdPlaceholder('company', l.domain) },
+  }));
+  return chunk(inputs, HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({ method: 'POST', path: HUBSPOT_CONTACT_COMPANY_ASSOCIATE_PATH, body: { inputs: batch } }));
+}
+
+/** Every call `link` makes when both records exist, in order (dry-run). */
+export function buildHubSpotLinkRequests(links: readonly ContactCompanyLink[]): CrmRequest[] {
+  return [...buildHubSpotLinkIdRequests(links), ...buildHubSpotAssociateRequests(links)];
 }

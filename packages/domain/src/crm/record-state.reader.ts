@@ -1,5 +1,6 @@
 import { AppError } from '@ingest/platform';
 import type { Redis } from '@ingest/platform';
+import { type ContactCompanyLink, pendingLinkEmail } from './crm-links.js';
 import type { CrmObject } from './crm-writes.js';
 import type { RecordState } from './record-state.js';
 
@@ -15,6 +16,8 @@ export interface RecordStateKeys {
   ledger(ledgerKey: string): string;
   /** Per (account, eventId, rule): set once the event-rule's activity was created. */
   activity(ledgerKey: string): string;
+  /** Per (account, domain): a set of the contacts waiting for that company to be linked to it (crm-links.ts). */
+  pendingLinks(accountId: string, domain: string): string;
 }
 
 /**
@@ -32,6 +35,7 @@ export function recordStateKeys(keyPrefix = ''): RecordStateKeys {
     state: (accountId, object, key) => `${keyPrefix}crm:state:{${encodeURIComponent(accountId)}}:${object}:${encodeURIComponent(key)}`,
     ledger: (ledgerKey) => `${keyPrefix}${accountTagged(ledgerKey)}`,
     activity: (ledgerKey) => `${keyPrefix}${accountTagged(ledgerKey)}:activity`,
+    pendingLinks: (accountId, domain) => `${keyPrefix}crm:links:{${encodeURIComponent(accountId)}}:company:${encodeURIComponent(domain)}`,
   };
 }
 
@@ -44,6 +48,8 @@ export interface RecordStateReader {
   applied(ledgerKeys: readonly string[]): Promise<Set<string>>;
   /** The ledger keys whose activity was created already. */
   activitiesDone(ledgerKeys: readonly string[]): Promise<Set<string>>;
+  /** The contacts waiting for these companies, to be linked when the sink writes them. */
+  waitingLinks?(accountId: string, domains: readonly string[]): Promise<ContactCompanyLink[]>;
 }
 
 export function createRecordStateReader(options: { redis: Redis; keyPrefix?: string }): RecordStateReader {
@@ -71,6 +77,21 @@ export function createRecordStateReader(options: { redis: Redis; keyPrefix?: str
     values,
     applied: (ledgerKeys) => existing(ledgerKeys, keys.ledger),
     activitiesDone: (ledgerKeys) => existing(ledgerKeys, keys.activity),
+    async waitingLinks(accountId, domains) {
+      const unique = [...new Set(domains)];
+      if (unique.length === 0) return [];
+      const pipeline = redis.pipeline();
+      for (const domain of unique) pipeline.smembers(keys.pendingLinks(accountId, domain));
+      const results = (await withoutArguments(pipeline.exec())) ?? [];
+      const failed = results.find(([err]) => err !== null);
+      if (failed) throw new AppError('crm_state_unavailable', `crm record state unavailable: ${failed[0]?.message ?? 'unknown'}`, { retryable: true });
+      return unique.flatMap((domain, i) =>
+        ((results[i]?.[1] as string[] | undefined) ?? []).flatMap((member) => {
+          const email = pendingLinkEmail(member);
+          return email === undefined ? [] : [{ email, domain }];
+        }),
+      );
+    },
   };
 }
 

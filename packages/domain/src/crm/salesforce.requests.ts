@@ -1,4 +1,6 @@
 import type { CrmCredential } from '../control-plane/types.js';
+import type { ContactCompanyLink } from './crm-links.js';
+import { recordIdPlaceholder } from './hubspot.requests.js';
 import { type ActivityWrite, CrmError, type CrmObject, type CrmRequest, type RecordWrite, chunk } from './crm-writes.js';
 
 /**
@@ -112,4 +114,42 @@ export function buildSalesforceActivityRequests(target: SalesforceTarget, activi
     });
   }
   return chunk([...tasks.values()], SALESFORCE_MAX_BATCH_SIZE).map((batch) => upsertRequest(target, 'Task', SALESFORCE_DEFAULT_FIELDS.activity, batch));
+}
+
+/** The Ids a link needs: Contacts by email, Accounts by domain (queried, never created: a missing Account is linked later). */
+export function buildSalesforceLinkIdRequests(target: SalesforceTarget, links: readonly ContactCompanyLink[]): CrmRequest[] {
+  return [
+    ...buildSalesforceReadRequests(
+      target,
+      'contact',
+      links.map((l) => l.email),
+      [],
+    ),
+    ...buildSalesforceReadRequests(
+      target,
+      'company',
+      links.map((l) => l.domain),
+      [],
+    ),
+  ];
+}
+
+/**
+ * Each Contact's `AccountId`, upserted by its external id: setting the same Account again changes
+ * nothing. `accountIds` maps a domain to its Account Id; a dry-run passes none and shows placeholders.
+ */
+export function buildSalesforceLinkUpdateRequests(
+  target: SalesforceTarget,
+  links: readonly ContactCompanyLink[],
+  accountIds: ReadonlyMap<string, string> = new Map(),
+): CrmRequest[] {
+  const field = target.externalIdField.contact;
+  const records = new Map<string, Record<string, unknown>>();
+  for (const l of links) records.set(l.email, { [field]: l.email, AccountId: accountIds.get(l.domain) ?? recordIdPlaceholder('company', l.domain) });
+  return chunk([...records.values()], SALESFORCE_MAX_BATCH_SIZE).map((batch) => upsertRequest(target, 'Contact', field, batch));
+}
+
+/** Every call `link` makes when both records exist, in order (dry-run). */
+export function buildSalesforceLinkRequests(target: SalesforceTarget, links: readonly ContactCompanyLink[]): CrmRequest[] {
+  return [...buildSalesforceLinkIdRequests(target, links), ...buildSalesforceLinkUpdateRequests(target, links)];
 }

@@ -1,4 +1,5 @@
 import type { CrmType } from '../control-plane/types.js';
+import type { ContactCompanyLink } from './crm-links.js';
 import { type ActivityWrite, CrmError, type CrmObject, type CrmRequest } from './crm-writes.js';
 import { ledgerKey, type PlannedOperation } from './mapping.plan.js';
 import {
@@ -37,6 +38,8 @@ export type SyncPreviewNoteCode =
   | 'activity_already_created'
   /** HubSpot note associations name the record id the upsert before them returns. */
   | 'record_id_placeholder'
+  /** The contact-company link reads both records' ids first and links only when both exist; the ids are placeholders. */
+  | 'link_ids_looked_up'
   /** The adapter refuses the write before any call (e.g. a field that is no Salesforce API name): the sink dead-letters the event. */
   | 'record_refused'
   /** Webhook `sentAt` is the time of sending; the dry-run shows its own time. */
@@ -66,6 +69,8 @@ export interface SyncPreviewInput {
   operations: readonly PlannedOperation[];
   planner: CrmRequestPlanner;
   reader: RecordStateReader;
+  /** plannedLink's answer for the event: the contact-company link the sink makes after the records (crm-links.ts). */
+  link?: ContactCompanyLink;
 }
 
 const OBJECTS: readonly CrmObject[] = ['contact', 'company'];
@@ -189,6 +194,25 @@ export async function previewSync(input: SyncPreviewInput): Promise<SyncPreview>
           key,
           message: `the note is associated with the id HubSpot returns for ${object} ${key}, shown as a placeholder`,
         });
+    }
+  }
+  // 5. The event's contact linked to its company, and the contacts that waited for the company
+  // the event writes (the sink's flush.executor linkContacts), unless the sink dead-letters the event before.
+  if (!notes.some((n) => n.code === 'record_refused')) {
+    const own = input.link;
+    const companies = [...new Set(input.operations.filter((op) => op.object === 'company').map(recordKeyOf))];
+    const waiting = ((await reader.waitingLinks?.(accountId, companies)) ?? []).filter((l) => l.email.toLowerCase() !== own?.email.toLowerCase());
+    const links = [...(own ? [own] : []), ...waiting];
+    const linkCalls = links.length > 0 ? input.planner.link(links) : [];
+    if (linkCalls.length > 0) {
+      calls.push(...linkCalls);
+      const who = links.map((l) => `${l.email} → ${l.domain}`).join(', ');
+      notes.push({
+        code: 'link_ids_looked_up',
+        object: 'contact',
+        ...(own ? { key: own.email } : {}),
+        message: `contacts are linked to companies once both exist in the CRM (${who}): their ids are read first (placeholders here); a company that does not exist yet is waited for`,
+      });
     }
   }
   if (input.crmType === 'webhook' && calls.length > 0)

@@ -137,8 +137,24 @@ describe('CRM dry-run', () => {
         path: '/hub/crm/v3/objects/companies/batch/upsert',
         body: { inputs: [{ id: 'example.com', idProperty: 'domain', properties: { active: 'true' } }] },
       },
+      // The contact linked to its company (the mapping has rules for both): ids read, then the association.
+      {
+        method: 'POST',
+        path: '/hub/crm/v3/objects/contacts/batch/read',
+        body: { idProperty: 'email', properties: ['email'], inputs: [{ id: 'ada@example.com' }] },
+      },
+      {
+        method: 'POST',
+        path: '/hub/crm/v3/objects/companies/batch/read',
+        body: { idProperty: 'domain', properties: ['domain'], inputs: [{ id: 'example.com' }] },
+      },
+      {
+        method: 'POST',
+        path: '/hub/crm/v4/associations/contacts/companies/batch/associate/default',
+        body: { inputs: [{ from: { id: '<id of contact ada@example.com>' }, to: { id: '<id of company example.com>' } }] },
+      },
     ]);
-    expect(body.notes.map((n) => n.code)).toEqual(['crm_values_assumed_empty', 'record_id_placeholder']);
+    expect(body.notes.map((n) => n.code)).toEqual(['crm_values_assumed_empty', 'record_id_placeholder', 'link_ids_looked_up']);
     expect(res.body).not.toContain('pat-secret-never-shown');
     // Nothing written: the state is as it was, no ledger or activity mark.
     expect(await crm.stack.redis.hgetall(stateKey)).toEqual(before);
@@ -164,7 +180,13 @@ describe('CRM dry-run', () => {
     const res = await crm.app.inject({ method: 'POST', url: `${base(accountId)}/mapping/dry-run`, headers: auth, payload: { event: sample } });
     expect(res.statusCode).toBe(200);
     const body = res.json() as { calls: { path: string; body: unknown }[]; notes: { code: string; ruleId?: string; fields?: string[] }[] };
-    expect(body.calls.map((c) => c.path)).toEqual(['/crm/v3/objects/contacts/batch/upsert', '/crm/v3/objects/companies/batch/upsert']);
+    expect(body.calls.map((c) => c.path)).toEqual([
+      '/crm/v3/objects/contacts/batch/upsert',
+      '/crm/v3/objects/companies/batch/upsert',
+      '/crm/v3/objects/contacts/batch/read',
+      '/crm/v3/objects/companies/batch/read',
+      '/crm/v4/associations/contacts/companies/batch/associate/default',
+    ]);
     expect(body.calls[0]?.body).toEqual({
       inputs: [
         { id: 'ada@example.com', idProperty: 'email', properties: { plan: 'pro', first_plan: 'pro', signups: '5', last_seen_at: at, events: 'Signed Up' } },
@@ -173,6 +195,8 @@ describe('CRM dry-run', () => {
     expect(body.notes).toEqual([
       expect.objectContaining({ code: 'already_applied', ruleId: 'signup', fields: ['signups', 'last_seen_at', 'events', 'first_plan'] }),
       expect.objectContaining({ code: 'activity_already_created', ruleId: 'signup' }),
+      // Linking again changes nothing, so it is shown (and made) every time.
+      expect.objectContaining({ code: 'link_ids_looked_up', key: 'ada@example.com' }),
     ]);
   });
 

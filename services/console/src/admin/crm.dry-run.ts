@@ -6,6 +6,7 @@ import {
   HUBSPOT_DEFAULT_BASE_URL,
   type MappingReader,
   planSync,
+  plannedLink,
   previewSync,
   type RecordStateReader,
   requestPlanner,
@@ -31,6 +32,8 @@ export interface DryRunInput {
 }
 
 /** Placeholders with no secret: the builders read only non-secret settings (API version, external id fields). */
+const linkOf = (link: ReturnType<typeof plannedLink>) => (link ? { link } : {});
+
 function defaultCredential(type: CrmMapping['crm']['type']): CrmCredential {
   switch (type) {
     case 'hubspot':
@@ -81,6 +84,7 @@ export async function dryRun(input: DryRunInput): Promise<DryRunResult> {
     operations,
     planner: requestPlanner(credential, () => new Date(input.now())),
     reader: input.reader,
+    ...linkOf(plannedLink(mapping, record, operations.length)),
   });
   const baseUrl = baseUrlOf(credential);
   return {

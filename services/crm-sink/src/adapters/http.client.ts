@@ -70,6 +70,11 @@ export interface SendOptions {
   /** Raw body and extra headers, for a body that must be sent byte-exact (the signed webhook). */
   rawBody?: string;
   headers?: Record<string, string>;
+  /**
+   * Ends the call early: the account's hold and the sink's shutdown fire it (crm-call.retry.ts), so
+   * a call the sink has given up on stops sending and reading instead of running to its timeout.
+   */
+  signal?: AbortSignal;
 }
 
 export interface CrmHttpClient {
@@ -143,12 +148,16 @@ export function createCrmHttpClient(options: CrmHttpOptions): CrmHttpClient {
     try {
       // The same target the dry-run shows (an empty path is the base URL itself, query included).
       const path = requestTarget(options.baseUrl, request.path);
-      const signal = AbortSignal.timeout(requestTimeoutMs);
+      sendOptions.signal?.throwIfAborted();
+      const timeout = AbortSignal.timeout(requestTimeoutMs);
+      const signal = sendOptions.signal ? AbortSignal.any([sendOptions.signal, timeout]) : timeout;
       const response = await pool.request({ method: request.method, path, headers, body: body ?? null, signal });
       status = response.statusCode;
       retryAfter = response.headers['retry-after'];
       text = await readCapped(response.body, maxResponseBytes, response.headers['content-length']);
     } catch (err) {
+      // Given up by the caller (hold, shutdown): its reason, not a network failure to retry.
+      if (sendOptions.signal?.aborted) throw sendOptions.signal.reason;
       if (err instanceof ResponseTooLarge)
         throw new CrmError('transient', `${options.crm} answered ${status} with a body over ${maxResponseBytes} bytes; not read`, status);
       throw classifyNetworkError(options.crm, err, options.secrets);

@@ -1,5 +1,15 @@
 import type { CrmCredential } from '@ingest/domain';
-import type { ActivityWrite, CrmBatchResult, CrmAdapter, CrmObject, PropertyValue, CrmRecordFailure, RecordWrite } from './adapter.js';
+import type {
+  ActivityWrite,
+  ContactCompanyLink,
+  CrmBatchResult,
+  CrmAdapter,
+  CrmLinkResult,
+  CrmObject,
+  PropertyValue,
+  CrmRecordFailure,
+  RecordWrite,
+} from './adapter.js';
 import type { CrmErrorDetail } from './crm-errors.js';
 import { type AdapterHttpOptions, type CrmHttpClient, type CrmRequest, assertBatchSize, createCrmHttpClient, unexpectedResponse } from './http.client.js';
 import {
@@ -7,11 +17,14 @@ import {
   HUBSPOT_DEFAULT_BASE_URL,
   HUBSPOT_MAX_BATCH_SIZE,
   HUBSPOT_OBJECTS,
+  buildHubSpotAssociateRequests,
+  buildHubSpotLinkIdRequests,
   buildHubSpotNoteKeyReadRequest,
   buildHubSpotNoteRequests,
   buildHubSpotReadRequests,
   buildHubSpotRecordIdRequests,
   buildHubSpotUpsertRequests,
+  hubspotRecordRef,
   uniqueActivities,
 } from '@ingest/domain';
 
@@ -79,10 +92,14 @@ export function createHubSpotAdapter(
     defaultRetryAfterMs: HUBSPOT_DEFAULT_RETRY_AFTER_MS,
   });
 
-  async function upsertBatch(request: CrmRequest, object: CrmObject): Promise<{ failures: CrmRecordFailure[]; ids: Map<string, string> }> {
+  async function upsertBatch(
+    request: CrmRequest,
+    object: CrmObject,
+    signal?: AbortSignal,
+  ): Promise<{ failures: CrmRecordFailure[]; ids: Map<string, string> }> {
     const { idProperty } = HUBSPOT_OBJECTS[object];
     const keys = ((request.body as { inputs: { id: string }[] }).inputs ?? []).map((i) => i.id);
-    const response = asBatchResponse((await http.send(request)).body);
+    const response = asBatchResponse((await http.send(request, { signal })).body);
     const ids = new Map<string, string>();
     for (const r of response.results ?? []) {
       const key = r.properties?.[idProperty];
@@ -91,20 +108,20 @@ export function createHubSpotAdapter(
     return { failures: hubspotBatchFailures(keys, idProperty, response), ids };
   }
 
-  async function upsert(object: CrmObject, records: RecordWrite[]): Promise<CrmBatchResult> {
+  async function upsert(object: CrmObject, records: RecordWrite[], signal?: AbortSignal): Promise<CrmBatchResult> {
     assertBatchSize(CRM, records.length, HUBSPOT_MAX_BATCH_SIZE);
     const failures: CrmRecordFailure[] = [];
-    for (const request of buildHubSpotUpsertRequests(object, records)) failures.push(...(await upsertBatch(request, object)).failures);
+    for (const request of buildHubSpotUpsertRequests(object, records)) failures.push(...(await upsertBatch(request, object, signal)).failures);
     return { failures };
   }
 
-  async function read(object: CrmObject, keys: string[], fields: string[]): Promise<Map<string, Record<string, PropertyValue>>> {
+  async function read(object: CrmObject, keys: string[], fields: string[], signal?: AbortSignal): Promise<Map<string, Record<string, PropertyValue>>> {
     const { idProperty } = HUBSPOT_OBJECTS[object];
     const byLower = new Map(keys.map((k) => [k.toLowerCase(), k]));
     const found = new Map<string, Record<string, PropertyValue>>();
     for (const request of buildHubSpotReadRequests(object, keys, fields)) {
       // Keys HubSpot does not know come back as OBJECT_NOT_FOUND errors in a 207: simply absent.
-      const response = asBatchResponse((await http.send(request)).body);
+      const response = asBatchResponse((await http.send(request, { signal })).body);
       for (const r of response.results ?? []) {
         const key = byLower.get(r.properties?.[idProperty]?.toLowerCase() ?? '');
         if (key === undefined) continue;
@@ -121,28 +138,28 @@ export function createHubSpotAdapter(
    * a 429 and started over on every retry. Only a second 409 (another replica created one in
    * between) falls back to one request per remaining note, where a 409 means already applied.
    */
-  async function createNotes(request: CrmRequest): Promise<void> {
-    const first = await http.send(request, { accept: [409] });
+  async function createNotes(request: CrmRequest, signal?: AbortSignal): Promise<void> {
+    const first = await http.send(request, { accept: [409], signal });
     if (first.status !== 409) return;
     const inputs = (request.body as { inputs: { properties: Record<string, string> }[] }).inputs;
     const keyOf = (input: { properties: Record<string, string> }) => input.properties[HUBSPOT_ACTIVITY_KEY_PROPERTY] ?? '';
-    const existing = asBatchResponse((await http.send(buildHubSpotNoteKeyReadRequest(inputs.map(keyOf)))).body);
+    const existing = asBatchResponse((await http.send(buildHubSpotNoteKeyReadRequest(inputs.map(keyOf)), { signal })).body);
     const found = new Set((existing.results ?? []).map((r) => r.properties?.[HUBSPOT_ACTIVITY_KEY_PROPERTY]));
     const missing = inputs.filter((input) => !found.has(keyOf(input)));
     if (missing.length === 0) return;
-    const second = await http.send({ ...request, body: { inputs: missing } }, { accept: [409] });
+    const second = await http.send({ ...request, body: { inputs: missing } }, { accept: [409], signal });
     if (second.status !== 409) return;
-    for (const input of missing) await http.send({ ...request, body: { inputs: [input] } }, { accept: [409] });
+    for (const input of missing) await http.send({ ...request, body: { inputs: [input] } }, { accept: [409], signal });
   }
 
-  async function createActivities(activities: ActivityWrite[]): Promise<CrmBatchResult> {
+  async function createActivities(activities: ActivityWrite[], signal?: AbortSignal): Promise<CrmBatchResult> {
     assertBatchSize(CRM, activities.length, HUBSPOT_MAX_BATCH_SIZE);
     const unique = uniqueActivities(activities);
     const recordIds = new Map<string, string>();
     const recordFailures = new Map<string, string>();
     for (const request of buildHubSpotRecordIdRequests(unique)) {
       const object: CrmObject = request.path.includes('/contacts/') ? 'contact' : 'company';
-      const result = await upsertBatch(request, object);
+      const result = await upsertBatch(request, object, signal);
       for (const [k, id] of result.ids) recordIds.set(k, id);
       for (const f of result.failures) recordFailures.set(`${object}:${f.key.toLowerCase()}`, f.message);
     }
@@ -156,9 +173,46 @@ export function createHubSpotAdapter(
         ready.push(a);
       } else failures.push({ key: a.idempotencyKey, message: recordFailures.get(ref) ?? `HubSpot returned no id for ${a.object} ${a.key}` });
     }
-    for (const request of buildHubSpotNoteRequests(ready, recordIds)) await createNotes(request);
+    for (const request of buildHubSpotNoteRequests(ready, recordIds)) await createNotes(request, signal);
     return { failures };
   }
 
-  return { type: 'hubspot', maxBatchSize: HUBSPOT_MAX_BATCH_SIZE, read, upsert, createActivities, close: () => http.close() };
+  /**
+   * Reads both records' ids (contacts by email, companies by domain; nothing is created), then
+   * creates the default association of each pair found. HubSpot keeps one association per pair, so
+   * a retried or repeated link changes nothing. Pairs HubSpot does not confirm in `results` fail.
+   */
+  async function link(links: ContactCompanyLink[], signal?: AbortSignal): Promise<CrmLinkResult> {
+    assertBatchSize(CRM, links.length, HUBSPOT_MAX_BATCH_SIZE);
+    const ids = new Map<string, string>();
+    for (const request of buildHubSpotLinkIdRequests(links)) {
+      const object: CrmObject = request.path.includes('/contacts/') ? 'contact' : 'company';
+      const { idProperty } = HUBSPOT_OBJECTS[object];
+      // Keys HubSpot does not know come back as OBJECT_NOT_FOUND errors in a 207: simply absent.
+      const response = asBatchResponse((await http.send(request, { signal })).body);
+      for (const r of response.results ?? []) {
+        const key = r.properties?.[idProperty];
+        if (key && r.id) ids.set(hubspotRecordRef(object, key), r.id);
+      }
+    }
+    const found = (l: ContactCompanyLink) => ids.has(hubspotRecordRef('contact', l.email)) && ids.has(hubspotRecordRef('company', l.domain));
+    const ready = links.filter(found);
+    const failures: CrmRecordFailure[] = [];
+    for (const request of buildHubSpotAssociateRequests(ready, ids)) {
+      const inputs = (request.body as { inputs: { from: { id: string } }[] }).inputs;
+      const response = asBatchResponse((await http.send(request, { signal })).body);
+      // Association results name their pair as `from`/`to`, not as a record.
+      const results = (response.results ?? []) as { from?: { id?: unknown } }[];
+      const confirmed = new Set(results.map((r) => String(r.from?.id)));
+      const message = (response.errors ?? []).map((e) => (e.category && e.message ? `${e.category}: ${e.message}` : (e.message ?? ''))).join('; ');
+      for (const l of ready) {
+        const contactId = ids.get(hubspotRecordRef('contact', l.email)) as string;
+        if (inputs.some((i) => i.from.id === contactId) && !confirmed.has(contactId))
+          failures.push({ key: l.email, message: message || 'association not confirmed' });
+      }
+    }
+    return { failures, missing: links.filter((l) => ids.has(hubspotRecordRef('contact', l.email)) && !ids.has(hubspotRecordRef('company', l.domain))) };
+  }
+
+  return { type: 'hubspot', maxBatchSize: HUBSPOT_MAX_BATCH_SIZE, read, upsert, createActivities, link, close: () => http.close() };
 }

@@ -8,7 +8,7 @@ export interface CrmCallMetrics {
   duration: Histogram<'adapter' | 'operation'>;
 }
 
-const OPERATIONS = ['read', 'upsert', 'activities'] as const;
+const OPERATIONS = ['read', 'upsert', 'activities', 'link'] as const;
 
 export function createCrmCallMetrics(registry: Registry): CrmCallMetrics {
   const metrics: CrmCallMetrics = {
@@ -54,9 +54,10 @@ export function instrumentAdapter(adapter: CrmAdapter, metrics: CrmCallMetrics):
   return {
     type: adapter.type,
     maxBatchSize: adapter.maxBatchSize,
-    read: (object, keys, fields) => timed('read', () => adapter.read(object, keys, fields)),
-    upsert: (object, records) => timed('upsert', () => adapter.upsert(object, records)),
-    createActivities: (activities) => timed('activities', () => adapter.createActivities(activities)),
+    read: (object, keys, fields, signal) => timed('read', () => adapter.read(object, keys, fields, signal)),
+    upsert: (object, records, signal) => timed('upsert', () => adapter.upsert(object, records, signal)),
+    createActivities: (activities, signal) => timed('activities', () => adapter.createActivities(activities, signal)),
+    ...(adapter.link ? { link: (links, signal) => timed('link', () => (adapter.link as NonNullable<CrmAdapter['link']>)(links, signal)) } : {}),
     // Keeps the wrapped adapter's connection pool closable.
     ...('close' in adapter && typeof adapter.close === 'function' ? { close: () => (adapter.close as () => Promise<void>)() } : {}),
   };

@@ -52,7 +52,7 @@ export function createWebhookAdapter(
   }
 
   /** Signed over the exact bytes sent, at send time, so a retry carries a fresh timestamp. */
-  async function deliver(build: (sentAt: string) => CrmRequest): Promise<void> {
+  async function deliver(build: (sentAt: string) => CrmRequest, signal?: AbortSignal): Promise<void> {
     // The content without its send time identifies a delivery across retries.
     const { key, delivery } = deliveryFor(JSON.stringify(build('').body), new Date().toISOString());
     const request = build(delivery.sentAt);
@@ -62,7 +62,7 @@ export function createWebhookAdapter(
       [WEBHOOK_SIGNATURE_HEADER.toLowerCase()]: signWebhook(secrets, rawBody),
     };
     try {
-      await http.send(request, { rawBody, headers });
+      await http.send(request, { rawBody, headers, signal });
       pending.delete(key);
     } catch (err) {
       const retried = err instanceof CrmError && (err.kind === 'transient' || err.kind === 'rate_limited');
@@ -71,17 +71,17 @@ export function createWebhookAdapter(
     }
   }
 
-  async function upsert(object: CrmObject, records: RecordWrite[]): Promise<CrmBatchResult> {
+  async function upsert(object: CrmObject, records: RecordWrite[], signal?: AbortSignal): Promise<CrmBatchResult> {
     assertBatchSize(CRM, records.length, WEBHOOK_MAX_BATCH_SIZE);
     const count = buildWebhookUpsertRequests(object, records, '').length;
-    for (let i = 0; i < count; i++) await deliver((sentAt) => buildWebhookUpsertRequests(object, records, sentAt)[i] as CrmRequest);
+    for (let i = 0; i < count; i++) await deliver((sentAt) => buildWebhookUpsertRequests(object, records, sentAt)[i] as CrmRequest, signal);
     return { failures: [] };
   }
 
-  async function createActivities(activities: ActivityWrite[]): Promise<CrmBatchResult> {
+  async function createActivities(activities: ActivityWrite[], signal?: AbortSignal): Promise<CrmBatchResult> {
     assertBatchSize(CRM, activities.length, WEBHOOK_MAX_BATCH_SIZE);
     const count = buildWebhookActivityRequests(activities, '').length;
-    for (let i = 0; i < count; i++) await deliver((sentAt) => buildWebhookActivityRequests(activities, sentAt)[i] as CrmRequest);
+    for (let i = 0; i < count; i++) await deliver((sentAt) => buildWebhookActivityRequests(activities, sentAt)[i] as CrmRequest, signal);
     return { failures: [] };
   }
 

@@ -68,6 +68,29 @@ describe('CRM call retry', () => {
     expect((err as Error).name).toBe('AbortError');
   });
 
+  it('hands the call the shutdown signal: a call in flight when the sink stops is aborted, not retried or dead-lettered', async () => {
+    for (const withHold of [false, true]) {
+      const abort = new AbortController();
+      const l = withHold
+        ? caller({ retry, hold: { holdMs: 60_000, maxRetryAfterMs: 60_000 }, events: { onRetry: () => undefined, onPause: () => undefined } })
+        : limiter();
+      let calls = 0;
+      const pending = l.call(
+        (signal) =>
+          new Promise<string>((_, reject) => {
+            calls += 1;
+            // As the HTTP client does: the signal's reason, once it fires.
+            signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+          }),
+        abort.signal,
+      );
+      const stopping = new Error('stopping');
+      setTimeout(() => abort.abort(stopping), 20);
+      expect(await pending.catch((e: unknown) => e)).toBe(stopping);
+      expect(calls).toBe(1);
+    }
+  });
+
   describe('with a hold (parking)', () => {
     const hold = { holdMs: 200, maxRetryAfterMs: 60_000 };
     const held = (retryPolicy = retry) => caller({ retry: retryPolicy, hold, events: { onRetry: () => undefined, onPause: () => undefined } });

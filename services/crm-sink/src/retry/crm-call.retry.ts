@@ -60,22 +60,33 @@ export interface RetryEvents {
 }
 
 export interface AccountCaller {
-  /** Runs `call` within the account's rate limit, retrying per policy; throws CrmCallFailed, AccountBlocked or the abort. */
-  call<T>(call: () => Promise<T>, signal: AbortSignal): Promise<T>;
+  /**
+   * Runs `call` within the account's rate limit, retrying per policy; throws CrmCallFailed,
+   * AccountBlocked or the abort. Each attempt gets its own signal, fired when the hold gives up on
+   * it or `signal` (shutdown) fires: adapters pass it to every request, so an abandoned call ends.
+   */
+  call<T>(call: (signal: AbortSignal) => Promise<T>, signal: AbortSignal): Promise<T>;
 }
 
 const DEFAULT_RETRY_AFTER_MS = 1_000;
 
 /**
- * The call's result, or AccountBlocked('hanging') once it has run for `holdMs`: the call goes on
- * in the background (bounded by the HTTP client's whole-call timeout) and its outcome is dropped;
- * the flush it belonged to is parked and redone later, which the ledger makes safe.
+ * The call's result, or AccountBlocked('hanging') once it has run for `holdMs`: the call's signal
+ * fires then, so it sends no further request (a Salesforce query paging on) and the one in flight
+ * is cut off; its outcome is dropped. The flush it belonged to is parked and redone later, which
+ * the ledger makes safe.
  */
-function withinHold<T>(pending: Promise<T>, holdMs: number): Promise<T> {
+function withinHold<T>(call: (signal: AbortSignal) => Promise<T>, holdMs: number, shutdown: AbortSignal): Promise<T> {
+  const attempt = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new AccountBlocked('hanging', 0, `a CRM call did not answer within ${holdMs} ms`)), holdMs);
+    timer = setTimeout(() => {
+      const blocked = new AccountBlocked('hanging', 0, `a CRM call did not answer within ${holdMs} ms`);
+      attempt.abort(blocked);
+      reject(blocked);
+    }, holdMs);
   });
+  const pending = call(AbortSignal.any([shutdown, attempt.signal]));
   pending.catch(() => undefined);
   return Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
 }
@@ -104,9 +115,11 @@ export function createAccountCaller(options: {
       for (;;) {
         await acquire(signal);
         try {
-          return await (hold ? withinHold(call(), hold.holdMs) : call());
+          return await (hold ? withinHold(call, hold.holdMs, signal) : call(signal));
         } catch (err) {
           if (err instanceof AccountBlocked) throw err;
+          // Stopping: the abort, not a CRM failure to retry or dead-letter.
+          if (signal.aborted) throw signal.reason;
           const e = err instanceof CrmError ? err : new CrmError('transient', err instanceof Error ? err.message : String(err));
           if (e.kind === 'permanent') throw new CrmCallFailed('crm_permanent', e.message);
           if (e.kind === 'auth') throw new CrmCallFailed('crm_auth', e.message);

@@ -1,7 +1,8 @@
-import { buildRecordWrite, crmFieldOf, deltaOf, ledgerKey, seedsFromCrm, setDeltaOf, setVersion, stateFieldsOf } from '@ingest/domain';
-import type { ActivityWrite, CrmAdapter, CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
+import { buildRecordWrite, crmFieldOf, deltaOf, ledgerKey, newestLinks, seedsFromCrm, setDeltaOf, setVersion, stateFieldsOf } from '@ingest/domain';
+import type { ActivityWrite, ContactCompanyLink, CrmAdapter, CrmObject, PropertyValue, RecordWrite } from '../adapters/adapter.js';
 import { type AccountCaller, CrmCallFailed } from '../retry/crm-call.retry.js';
 import type { RecordBuffer } from './coalescer.js';
+import type { PendingLinksStore } from './pending-links.store.js';
 import type { RecordStateStore } from './record-state.store.js';
 
 /**
@@ -16,6 +17,8 @@ export interface FlushEvent {
   eventId: string;
   /** The event's time: a set older than the one a field last took is not written. */
   timestampMs: number;
+  /** The contact-company link the event asks for (plannedLink), made after the records are written. */
+  link?: ContactCompanyLink;
 }
 
 export interface RecordFailure {
@@ -28,6 +31,8 @@ export interface FlushDeps {
   caller: AccountCaller;
   store: RecordStateStore;
   signal: AbortSignal;
+  /** Links waiting for their company; without it a link whose company is missing waits for the next event naming both. */
+  pendingLinks?: PendingLinksStore;
 }
 
 const OBJECTS: readonly CrmObject[] = ['contact', 'company'];
@@ -76,11 +81,12 @@ export async function executeFlush<E extends FlushEvent>(
       const read = await guarded(
         () =>
           caller.call(
-            () =>
+            (callSignal) =>
               adapter.read(
                 object,
                 batch.map((r) => r.key),
                 fields,
+                callSignal,
               ),
             signal,
           ),
@@ -110,10 +116,11 @@ export async function executeFlush<E extends FlushEvent>(
       const result = await guarded(
         () =>
           caller.call(
-            () =>
+            (callSignal) =>
               adapter.upsert(
                 object,
                 batch.map((r) => writes.get(r) as RecordWrite),
+                callSignal,
               ),
             signal,
           ),
@@ -144,7 +151,15 @@ export async function executeFlush<E extends FlushEvent>(
       size,
     )) {
       const result = await guarded(
-        () => caller.call(() => adapter.createActivities(batch.map((a) => a.write)), signal),
+        () =>
+          caller.call(
+            (callSignal) =>
+              adapter.createActivities(
+                batch.map((a) => a.write),
+                callSignal,
+              ),
+            signal,
+          ),
         (f) => batch.forEach((a) => failures.set(a.rec, f)),
       );
       if (!result) continue;
@@ -157,5 +172,53 @@ export async function executeFlush<E extends FlushEvent>(
       await store.markActivitiesDone(batch.filter((a) => !refused.has(a.write.idempotencyKey) && !refused.has(a.write.key)).map((a) => a.write.idempotencyKey));
     }
   }
+  await linkContacts(accountId, records, failures, deps);
   return failures;
+}
+
+/**
+ * 5. Contacts linked to companies, after both kinds of record were written (so a company created
+ * in this flush is found): one link per contact, the newest event's, plus the links that waited
+ * for a company written now (pending-links.store.ts). A link whose events failed already is left
+ * to their replay. A failed link fails the records of the events that asked for it (dead-lettered,
+ * replayable: linking again changes nothing); a waiting link that fails stays waiting. A link
+ * whose company does not exist yet waits for it.
+ */
+async function linkContacts<E extends FlushEvent>(
+  accountId: string,
+  records: readonly RecordBuffer<E>[],
+  failures: Map<RecordBuffer<E>, RecordFailure>,
+  deps: FlushDeps,
+): Promise<void> {
+  const { adapter, caller, signal, pendingLinks } = deps;
+  if (!adapter.link) return;
+  const asking = new Map<string, RecordBuffer<E>[]>();
+  const wanted: { link: ContactCompanyLink; timestampMs: number; eventId: string }[] = [];
+  for (const rec of records) {
+    for (const { event } of rec.ops) {
+      if (!event.link) continue;
+      const email = event.link.email.toLowerCase();
+      asking.set(email, [...new Set([...(asking.get(email) ?? []), rec])]);
+      wanted.push({ link: event.link, timestampMs: event.timestampMs, eventId: event.eventId });
+    }
+  }
+  const links = newestLinks(wanted).filter((l) => !(asking.get(l.email.toLowerCase()) ?? []).some((r) => failures.has(r)));
+  const written = records.filter((r) => r.object === 'company' && !failures.has(r)).map((r) => r.key);
+  // An event's own link is newer than one that waited: the waiting one is dropped.
+  const waiting = (pendingLinks ? await pendingLinks.waiting(accountId, written) : []).filter((l) => !asking.has(l.email.toLowerCase()));
+  const fail = (email: string, f: RecordFailure) => (asking.get(email.toLowerCase()) ?? []).forEach((r) => failures.set(r, f));
+  for (const batch of chunks([...links, ...waiting], Math.max(1, adapter.maxBatchSize))) {
+    const link = adapter.link.bind(adapter);
+    const result = await guarded(
+      () => caller.call((callSignal) => link(batch, callSignal), signal),
+      (f) => batch.forEach((l) => fail(l.email, f)),
+    );
+    if (!result) continue;
+    for (const failure of result.failures) fail(failure.key, { code: 'crm_record_rejected', reason: `linking to its company: ${failure.message}` });
+    await pendingLinks?.remove(
+      accountId,
+      waiting.filter((l) => batch.includes(l)),
+    );
+    await pendingLinks?.add(accountId, result.missing);
+  }
 }

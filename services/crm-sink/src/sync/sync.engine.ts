@@ -8,6 +8,7 @@ import {
   type MappingReader,
   type PlannedOperation,
   planSync,
+  plannedLink,
   type SyncStateStore,
   type SyncStateUpdate,
 } from '@ingest/domain';
@@ -19,6 +20,7 @@ import { infraRetryDelayMs } from '../retry/backoff.js';
 import { AccountBlocked, type AccountCaller, createAccountCaller, type RetryPolicy } from '../retry/crm-call.retry.js';
 import { type AccountFlush, createCoalescer, type RecordBuffer } from './coalescer.js';
 import { executeFlush, type FlushEvent, type RecordFailure } from './flush.executor.js';
+import type { PendingLinksStore } from './pending-links.store.js';
 import type { RecordStateStore } from './record-state.store.js';
 import type { SyncHealthRecorder } from './sync-health.recorder.js';
 import type { SyncMetrics } from './sync.metrics.js';
@@ -66,6 +68,8 @@ export interface SyncEngineDeps {
   openCredential: CredentialOpener;
   createAdapter: CreateAdapter;
   store: RecordStateStore;
+  /** Links waiting for their company (pending-links.store.ts). */
+  pendingLinks?: PendingLinksStore;
   syncStates: SyncStateStore;
   deadLetters: DeadLetterSink;
   logger: Logger;
@@ -293,7 +297,13 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       failures =
         'code' in adapter
           ? new Map(flush.records.map((r) => [r, adapter]))
-          : await executeFlush(accountId, flush.records, { adapter, caller: w.caller, store: deps.store, signal: abort.signal });
+          : await executeFlush(accountId, flush.records, {
+              adapter,
+              caller: w.caller,
+              store: deps.store,
+              signal: abort.signal,
+              ...(deps.pendingLinks ? { pendingLinks: deps.pendingLinks } : {}),
+            });
     } catch (err) {
       if (err instanceof AccountBlocked) return err;
       throw err;
@@ -339,7 +349,8 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
         skipped.push({ event, update: { accountId, eventId, state: 'skipped', reason } });
         continue;
       }
-      planned.push({ pending: { accountId, eventId, timestampMs: event.record.timestampMs, sink: event, seq: seq++ }, ops });
+      const link = mapping ? plannedLink(mapping.mapping, event.record, ops.length) : undefined;
+      planned.push({ pending: { accountId, eventId, timestampMs: event.record.timestampMs, sink: event, seq: seq++, ...(link ? { link } : {}) }, ops });
     }
     return { skipped, planned };
   }
