@@ -32,6 +32,16 @@ if [[ -z "${ADMIN_TOKEN:-}" ]]; then
 fi
 export ADMIN_TOKEN ADMIN_URL
 
+# The seen-id memory's HMAC key (docs/security.md), the same for the gateway and the console:
+# generated once like the admin token, given to those two only. Production sets it from a secret.
+if [[ -z "${SEEN_IDS_HMAC_KEY:-}" ]]; then
+  if [[ ! -s "$STACK_DIR/seen-ids-key" ]]; then
+    mkdir -p "$STACK_DIR"
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$STACK_DIR/seen-ids-key")
+  fi
+  SEEN_IDS_HMAC_KEY=$(cat "$STACK_DIR/seen-ids-key")
+fi
+
 service_pid() {
   local pidfile="$RUN_DIR/$1.pid"
   [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null && cat "$pidfile"
@@ -48,8 +58,8 @@ start_service() {
   # and the console read ClickHouse as the read-only user.
   local keys=()
   case $name in
-    gateway) keys=("${GATEWAY_READER_ENV[@]}") ;;
-    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "${GATEWAY_READER_ENV[@]}") ;;
+    gateway) keys=("SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
+    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
     crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}") ;;
   esac
   # setsid: the service gets its own process group, so stopping it stops tsx and node together.

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { type Account, PLAN_LIMITS } from '../control-plane/types.js';
 import { AppError } from '@ingest/platform';
 import type { UsageResponse } from '@ingest/schemas';
@@ -82,6 +83,12 @@ export interface AllowanceDeps {
   now?: () => number;
   /** Namespace of the Redis keys (REDIS_KEY_PREFIX); lets environments and tests share a server. */
   keyPrefix?: string;
+  /**
+   * The seen-id memory's HMAC key (seenIdsKey of seen-ids.ts), the same on every replica that
+   * counts events. Absent: a random key of this instance (enough for one that never reserves
+   * events, such as the processor's); two instances that must share the memory pass the same key.
+   */
+  seenIdsKey?: Buffer;
 }
 
 /** Counters outlive their month by far: the ledger closes a period from ClickHouse, not from them. */
@@ -96,6 +103,7 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
   const { redis } = deps;
   const prefix = deps.keyPrefix ?? '';
   const now = deps.now ?? Date.now;
+  const seenKey = deps.seenIdsKey ?? randomBytes(32);
 
   function toState(account: Account, used: number, period: AllowancePeriod): AllowanceState {
     const limit = PLAN_LIMITS[account.plan];
@@ -113,7 +121,7 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
       bucket,
       current: `${shardPrefix}${bucket}:`,
       previous: checkPrevious ? `${shardPrefix}${bucket - 1}:` : '',
-      members: eventIds.map((id) => (id === '' ? '' : seenMember(id, shards))),
+      members: eventIds.map((id) => (id === '' ? '' : seenMember(seenKey, id, shards))),
     };
   }
 
