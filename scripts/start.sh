@@ -131,7 +131,7 @@ Running:
   Redis       $REDIS_URL
   gateway     $GATEWAY_URL   (API; OpenAPI at /v1/openapi.json, docs at /docs)
   console     $CONSOLE_URL/dashboard/   (dashboard)
-  console     admin $ADMIN_URL  (admin API, loopback only; OpenAPI at /admin/v1/openapi.json, docs at /admin/docs)
+  console     admin $ADMIN_URL  (admin API, loopback only; OpenAPI at /admin/v1/openapi.json, with the admin token)
 SUMMARY
 for entry in "${SERVICES[@]}"; do printf '  %-11s ops http://127.0.0.1:%s  (/healthz /readyz /metrics)\n' "${entry%%:*}" "${entry##*:}"; done
 cat <<DEMO
