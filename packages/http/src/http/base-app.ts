@@ -114,5 +114,7 @@ export async function registerOpenApi(
     await app.register(swaggerUi, { routePrefix: document.uiPrefix, staticCSP: DOCS_CSP });
   }
   const guard = document.guard;
-  app.get(document.jsonPath, { schema: { hide: true }, ...(guard ? { onRequest: async (request: FastifyRequest) => guard(request) } : {}) }, async () => app.swagger());
+  app.get(document.jsonPath, { schema: { hide: true }, ...(guard ? { onRequest: async (request: FastifyRequest) => guard(request) } : {}) }, async () =>
+    app.swagger(),
+  );
 }

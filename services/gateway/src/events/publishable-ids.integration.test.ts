@@ -91,19 +91,26 @@ describe('eventIds sent through a publishable key', () => {
 
   it('are found by the id the browser sent when no secret key sent it', async () => {
     const { accountId, secret, publishable } = await accountWithKeys();
-    expect((await call(publishable, 'POST', '/v1/events', { events: [{ eventName: 'Viewed', eventId: 'view-9', domain: 'example.com' }] })).statusCode).toBe(202);
+    expect((await call(publishable, 'POST', '/v1/events', { events: [{ eventName: 'Viewed', eventId: 'view-9', domain: 'example.com' }] })).statusCode).toBe(
+      202,
+    );
     await storedIds(accountId, 1);
     expect((await call(secret, 'GET', '/v1/events/view-9')).json()).toMatchObject({ eventId: 'pk:view-9', eventName: 'Viewed' });
   }, 60_000);
 
-  it('share the secret keys\' space when the account says so: the same id is then one event', async () => {
+  it("share the secret keys' space when the account says so: the same id is then one event", async () => {
     const { accountId, secret, publishable } = await accountWithKeys();
     const set = await admin('PUT', `/accounts/${accountId}/publishable-event-ids`, { mode: 'shared' });
     expect(set.statusCode, set.body).toBe(200);
     expect(set.json()).toMatchObject({ publishableEventIds: 'shared' });
-    await waitFor(() => gw.controlPlane.accountById(accountId)?.publishableEventIds === 'shared', { description: 'the setting in the control plane', timeoutMs: 10_000 });
+    await waitFor(() => gw.controlPlane.accountById(accountId)?.publishableEventIds === 'shared', {
+      description: 'the setting in the control plane',
+      timeoutMs: 10_000,
+    });
 
-    expect((await call(publishable, 'POST', '/v1/events', { events: [{ eventName: 'Signed Up', eventId: 'user-7', domain: 'example.com' }] })).statusCode).toBe(202);
+    expect((await call(publishable, 'POST', '/v1/events', { events: [{ eventName: 'Signed Up', eventId: 'user-7', domain: 'example.com' }] })).statusCode).toBe(
+      202,
+    );
     expect((await call(secret, 'POST', '/v1/events', { events: [{ eventName: 'Signed Up', eventId: 'user-7', domain: 'example.com' }] })).statusCode).toBe(202);
     // A later event of the secret key: once it is stored, both user-7 copies have passed dedupe.
     expect((await call(secret, 'POST', '/v1/events', { events: [{ eventName: 'Marker', eventId: 'zz-marker', domain: 'example.com' }] })).statusCode).toBe(202);
@@ -129,7 +136,7 @@ describe('eventIds sent through a publishable key', () => {
 });
 
 describe('Idempotency-Key and publishable keys', () => {
-  it('a copied publishable key cannot claim a key first: its bulk request is refused and the server\'s own request creates its job', async () => {
+  it("a copied publishable key cannot claim a key first: its bulk request is refused and the server's own request creates its job", async () => {
     const { secret, publishable } = await accountWithKeys();
     const body = { events: [{ eventName: 'Imported', eventId: 'imp-1', domain: 'example.com' }] };
     const stolen = await call(publishable, 'POST', '/v1/events/bulk', body, { 'idempotency-key': 'nightly-2026-11-27' });
@@ -137,7 +144,13 @@ describe('Idempotency-Key and publishable keys', () => {
     expect(stolen.json()).toMatchObject({ type: '/problems/forbidden', code: 'publishable_key' });
 
     // The attacker's body differs from the server's: had the key been claimed, this would be a 422.
-    const first = await call(secret, 'POST', '/v1/events/bulk', { events: [{ eventName: 'Imported', eventId: 'imp-2', domain: 'example.com' }] }, { 'idempotency-key': 'nightly-2026-11-27' });
+    const first = await call(
+      secret,
+      'POST',
+      '/v1/events/bulk',
+      { events: [{ eventName: 'Imported', eventId: 'imp-2', domain: 'example.com' }] },
+      { 'idempotency-key': 'nightly-2026-11-27' },
+    );
     expect(first.statusCode, first.body).toBe(202);
     expect(first.headers['idempotent-replayed']).toBeUndefined();
   });
