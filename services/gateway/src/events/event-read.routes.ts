@@ -43,7 +43,7 @@ export function eventReadRoutes(deps: { store: EventStore; syncStates: SyncState
         schema: {
           summary: 'Read back a stored event',
           description:
-            'The event as stored, with its CRM sync state. Own account only. Readable once the pipeline has stored it, normally seconds after the 202: a 404 right after sending is normal. An id sent through a publishable key is stored as `pk:` + the id: asked for by the id, the secret keys\' event of that id is answered, else the publishable one (its `eventId` says which).',
+            "The event as stored, with its CRM sync state. Own account only. Readable once the pipeline has stored it, normally seconds after the 202: a 404 right after sending is normal. An id sent through a publishable key is stored as `pk:` + the id: asked for by the id, the secret keys' event of that id is answered, else the publishable one (its `eventId` says which).",
           tags: ['events'],
           params: EventIdParams,
           response,
