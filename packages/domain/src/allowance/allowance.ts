@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { type Account, PLAN_LIMITS } from '../control-plane/types.js';
 import { AppError } from '@ingest/platform';
 import type { UsageResponse } from '@ingest/schemas';
@@ -85,10 +84,10 @@ export interface AllowanceDeps {
   keyPrefix?: string;
   /**
    * The seen-id memory's HMAC key (seenIdsKey of seen-ids.ts), the same on every replica that
-   * counts events. Absent: a random key of this instance (enough for one that never reserves
-   * events, such as the processor's); two instances that must share the memory pass the same key.
+   * counts events: instances with different keys do not see each other's ids (a restart with
+   * another key forgets them all). Required, so that no builder gets a per-instance key by accident.
    */
-  seenIdsKey?: Buffer;
+  seenIdsKey: Buffer;
 }
 
 /** Counters outlive their month by far: the ledger closes a period from ClickHouse, not from them. */
@@ -103,7 +102,7 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
   const { redis } = deps;
   const prefix = deps.keyPrefix ?? '';
   const now = deps.now ?? Date.now;
-  const seenKey = deps.seenIdsKey ?? randomBytes(32);
+  const seenKey = deps.seenIdsKey;
 
   function toState(account: Account, used: number, period: AllowancePeriod): AllowanceState {
     const limit = PLAN_LIMITS[account.plan];

@@ -10,6 +10,7 @@ import {
   createOutboundPolicy,
   createRecordStateReader,
   type OutboundPolicy,
+  seenIdsKey,
 } from '@ingest/domain';
 import type { FastifyInstance } from 'fastify';
 import { type BaseAppDeps, createAuditor, createBaseApp, registerNoStore, registerOpenApi } from '@ingest/http';
@@ -59,7 +60,13 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
   });
   // The sink's key prefix is the same REDIS_KEY_PREFIX, so the dry-run reads the state the sink applies events to.
   const recordStates = createRecordStateReader({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
-  const allowance = createAllowance({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX, ...(deps.now ? { now: deps.now } : {}) });
+  // Plan changes and the ledger read counters only; the key is the console's all the same.
+  const allowance = createAllowance({
+    redis: deps.redis,
+    keyPrefix: config.REDIS_KEY_PREFIX,
+    seenIdsKey: seenIdsKey(config).key,
+    ...(deps.now ? { now: deps.now } : {}),
+  });
   const ledger = {
     writer: createLedgerWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'billingLedger')),
     reader: createLedgerReader(deps.ch),
