@@ -77,7 +77,7 @@ check console CONSOLE_OPS_PORT
 curl -sf "http://127.0.0.1:$api_port/dashboard/" | grep -q '<div id="root">' || { echo "console bundle does not serve the dashboard web app"; exit 1; }
 echo "console bundle: dashboard web app served"
 # The admin API answers on its own listener only.
-curl -sf "http://127.0.0.1:$admin_port/admin/v1/openapi.json" | grep -q '"/admin/v1/accounts"' || { echo "console bundle: no admin API on ADMIN_PORT"; exit 1; }
+curl -sf -H "Authorization: Bearer $ADMIN_TOKEN" "http://127.0.0.1:$admin_port/admin/v1/openapi.json" | grep -q '"/admin/v1/accounts"' || { echo "console bundle: no admin API on ADMIN_PORT"; exit 1; }
 [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$api_port/admin/v1/accounts") == 404 ]] || { echo "console bundle: the admin API answers on the dashboard's port"; exit 1; }
 echo "console bundle: admin API on its own listener"
 check processor PROCESSOR_OPS_PORT

@@ -42,6 +42,16 @@ if [[ -z "${CRM_SINK_INTERNAL_TOKEN:-}" ]]; then
   CRM_SINK_INTERNAL_TOKEN=$(cat "$STACK_DIR/crm-sink-internal-token")
 fi
 
+# The seen-id memory's HMAC key (docs/security.md), the same for the gateway and the console:
+# generated once like the admin token, given to those two only. Production sets it from a secret.
+if [[ -z "${SEEN_IDS_HMAC_KEY:-}" ]]; then
+  if [[ ! -s "$STACK_DIR/seen-ids-key" ]]; then
+    mkdir -p "$STACK_DIR"
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$STACK_DIR/seen-ids-key")
+  fi
+  SEEN_IDS_HMAC_KEY=$(cat "$STACK_DIR/seen-ids-key")
+fi
+
 service_pid() {
   local pidfile="$RUN_DIR/$1.pid"
   [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null && cat "$pidfile"
@@ -61,6 +71,11 @@ start_service() {
     gateway) keys=("${GATEWAY_READER_ENV[@]}") ;;
     console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN" "${GATEWAY_READER_ENV[@]}") ;;
     crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN") ;;
+fi
+
+    gateway) keys=("SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
+    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
+    crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}") ;;
   esac
   # setsid: the service gets its own process group, so stopping it stops tsx and node together.
   setsid nohup env "${keys[@]}" npx tsx "services/$name/src/main.ts" >>"$LOG_DIR/$name.log" 2>&1 &
@@ -131,7 +146,7 @@ Running:
   Redis       $REDIS_URL
   gateway     $GATEWAY_URL   (API; OpenAPI at /v1/openapi.json, docs at /docs)
   console     $CONSOLE_URL/dashboard/   (dashboard)
-  console     admin $ADMIN_URL  (admin API, loopback only; OpenAPI at /admin/v1/openapi.json, docs at /admin/docs)
+  console     admin $ADMIN_URL  (admin API, loopback only; OpenAPI at /admin/v1/openapi.json, with the admin token)
 SUMMARY
 for entry in "${SERVICES[@]}"; do printf '  %-11s ops http://127.0.0.1:%s  (/healthz /readyz /metrics)\n' "${entry%%:*}" "${entry##*:}"; done
 cat <<DEMO

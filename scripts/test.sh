@@ -88,7 +88,7 @@ bash scripts/check-bundles.sh
 
 begin "docker-compose config" "docker-compose.yml is valid (docker-compose config)"
 ensure_apt_tool docker-compose docker-compose
-ADMIN_TOKEN=compose-check REDIS_PASSWORD=compose-check docker-compose -f docker-compose.yml config -q
+ADMIN_TOKEN=compose-check SEEN_IDS_HMAC_KEY=compose-check REDIS_PASSWORD=compose-check docker-compose -f docker-compose.yml config -q
 
 begin "Prometheus, Grafana, Kubernetes files" "Prometheus alerts, Grafana dashboards, Kubernetes manifests (promtool, schemas)"
 ensure_apt_tool promtool prometheus

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { type Account, createAllowance, PLAN_LIMITS, allowanceKeys, allowancePeriod, SEEN_BUCKET_MS } from '@ingest/domain';
 import { type Redis } from '@ingest/platform';
 import { wholeIdReservation } from './allowance-baseline.js';
@@ -61,7 +61,7 @@ export async function runAllowancePhase(options: { redis: Redis; prefix: string;
   const baseline = await measure('baseline (whole ids)', baselinePrefix, wholeIdReservation(redis, baselinePrefix, 'acc_bench', Number.MAX_SAFE_INTEGER));
   const currentPrefix = `${options.prefix}allowance-current:`;
   let clock = start;
-  const allowance = createAllowance({ redis, keyPrefix: currentPrefix, now: () => clock });
+  const allowance = createAllowance({ redis, keyPrefix: currentPrefix, now: () => clock, seenIdsKey: randomBytes(32) });
   const account: Account = { id: 'acc_bench', name: 'bench', plan, createdAt: '', updatedAt: '' };
   const counter = allowanceKeys(account.id, allowancePeriod(start).id, currentPrefix).counter;
   let counted = 0;

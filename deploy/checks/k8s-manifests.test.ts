@@ -217,6 +217,7 @@ describe('configuration', () => {
       'KAFKA_PASSWORD_PROCESSOR',
       'KAFKA_SSL_CA',
       'REDIS_URL',
+      'SEEN_IDS_HMAC_KEY',
     ]);
     // ADMIN_TOKEN_PREVIOUS is empty outside a rotation (a placeholder there would be a valid
     // token); an empty KAFKA_SSL_CA means the system CAs.
@@ -236,6 +237,9 @@ describe('configuration', () => {
     // Only the console holds the admin token.
     const holders = workloads.filter((w) => w.spec.template.spec.containers.some((c) => c.env?.some((e) => e.name === 'ADMIN_TOKEN')));
     expect(holders.map((w) => w.metadata.name)).toEqual(['console']);
+    // The seen-id key: the gateway and the console, the two that count events, and no other.
+    const counters = workloads.filter((w) => w.spec.template.spec.containers.some((c) => c.env?.some((e) => e.name === 'SEEN_IDS_HMAC_KEY')));
+    expect(counters.map((w) => w.metadata.name).sort()).toEqual(['console', 'gateway']);
   });
 
   it('each deployable has its own Kafka principal over TLS with SCRAM, its password from the Secret; setup creates their ACLs', () => {

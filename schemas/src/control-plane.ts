@@ -38,6 +38,15 @@ export const ApiKeyTypeSchema = Type.Unsafe<(typeof API_KEY_TYPE_IDS)[number]>({
 export const SUSPENSION_REASON_MAX = 500;
 const Origin = Type.String({ minLength: 1, maxLength: 200, description: 'scheme://host[:port], e.g. https://app.example.com' });
 const Origins = Type.Array(Origin, { maxItems: 20 });
+/** Whether an eventId sent through a publishable key shares the secret keys' dedupe space (docs/security.md); absent: separate. */
+export const PUBLISHABLE_EVENT_ID_MODES = ['separate', 'shared'] as const;
+const PublishableEventIds = Type.Union(
+  PUBLISHABLE_EVENT_ID_MODES.map((m) => Type.Literal(m)),
+  {
+    description:
+      'separate (default): an eventId sent through a publishable key is its own event, apart from the same id sent through a secret key; shared: one event, for accounts that send the same ids from browser and server on purpose',
+  },
+);
 
 export const AccountSchema = Type.Object({
   id: Id,
@@ -52,6 +61,7 @@ export const AccountSchema = Type.Object({
     }),
   ),
   allowedOrigins: Type.Optional(Origins),
+  publishableEventIds: Type.Optional(PublishableEventIds),
 });
 
 const apiKeyPublicProperties = {
@@ -107,6 +117,7 @@ export const AllowedOriginsBody = Type.Object(
   { origins: Type.Array(Origin, { maxItems: 20, description: 'Browser origins publishable keys may send from; [] removes all' }) },
   { additionalProperties: false },
 );
+export const PublishableEventIdsBody = Type.Object({ mode: PublishableEventIds }, { additionalProperties: false });
 export const AccountList = Type.Object({ accounts: Type.Array(AccountViewSchema) }, { additionalProperties: false });
 export const ApiKeyList = Type.Object({ keys: Type.Array(ApiKeyViewSchema) }, { additionalProperties: false });
 export const CreatedApiKey = Type.Object(
@@ -127,5 +138,7 @@ export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
 export type SuspendAccountBody = Static<typeof SuspendAccountBody>;
 export type ResumeAccountBody = Static<typeof ResumeAccountBody>;
 export type AllowedOriginsBody = Static<typeof AllowedOriginsBody>;
+export type PublishableEventIdsBody = Static<typeof PublishableEventIdsBody>;
+export type PublishableEventIdMode = (typeof PUBLISHABLE_EVENT_ID_MODES)[number];
 export type AccountIdParams = Static<typeof AccountIdParams>;
 export type ApiKeyIdParams = Static<typeof ApiKeyIdParams>;

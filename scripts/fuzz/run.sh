@@ -204,7 +204,7 @@ echo "fuzz account $(value FUZZ_ACCOUNT_ID) (plan growth), admin target $(value 
 # The served documents, plus the CSV upload's request body while the gateway leaves it out
 # (scripts/fuzz/document.py says so when it adds it). The public one must not list the admin API.
 curl -sf --max-time 10 -H "X-Forwarded-For: $FUZZ_CLIENT_ADDRESS" "$api_url/v1/openapi.json" -o "$RUN_DIR/openapi.json"
-curl -sf --max-time 10 -H "X-Forwarded-For: $FUZZ_CLIENT_ADDRESS" "$admin_url/admin/v1/openapi.json" -o "$RUN_DIR/openapi-admin.json"
+curl -sf --max-time 10 -H "X-Forwarded-For: $FUZZ_CLIENT_ADDRESS" -H "Authorization: Bearer $ADMIN_TOKEN" "$admin_url/admin/v1/openapi.json" -o "$RUN_DIR/openapi-admin.json"
 if grep -q '/admin/v1' "$RUN_DIR/openapi.json"; then
   echo "FAIL: the public OpenAPI document ($api_url/v1/openapi.json) lists admin paths" >&2
   exit 1

@@ -22,6 +22,9 @@ export interface IntegrationEnv {
   redisUrl: string;
 }
 
+/** The seen-id memory's key every service a test starts shares (SEEN_IDS_HMAC_KEY), as replicas of one deployment do. */
+export const TEST_SEEN_IDS_KEY = 'test-seen-ids-hmac-key-0123456789abcdef';
+
 export const INTEGRATION_ENV_HINT =
   'integration tests need KAFKA_BROKERS, CLICKHOUSE_URL and REDIS_URL: run `npm test` (it starts the local stack), or `bash scripts/stack.sh up` and export the variables it prints, or run a Docker engine so the tests can start containers';
 

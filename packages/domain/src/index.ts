@@ -39,6 +39,7 @@ export * from './events/event.metrics.js';
 export * from './events/event-record.decode.js';
 export * from './events/events-table.js';
 export * from './events/identity.js';
+export * from './events/publishable-ids.js';
 export * from './events/raw-event-message.js';
 export * from './events/timestamp.js';
 export * from './events/validate-event.js';

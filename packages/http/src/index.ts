@@ -17,6 +17,7 @@ export * from './http/http-server.js';
 export * from './http/http.config.js';
 export * from './http/json-body.js';
 export * from './http/problem.js';
+export * from './http/security-headers.js';
 export * from './http/time-slicer.js';
 export * from './http/timeouts.js';
 export * from './jobs/chunking.js';

@@ -8,6 +8,7 @@ import {
   createAuditWriter,
   createEventValidator,
   type JobStatusStore,
+  seenIdsKey,
 } from '@ingest/domain';
 import {
   createAuditor,
@@ -53,7 +54,7 @@ export async function buildConsoleApp(deps: ConsoleDeps): Promise<FastifyInstanc
   await app.register(
     dashboardPlugin({
       ...deps,
-      allowance: createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX }),
+      allowance: createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX, seenIdsKey: seenIdsKey(config).key }),
       keyLastUsed: createKeyLastUsedStore({ redis: deps.redis, logger: deps.logger, keyPrefix: config.REDIS_KEY_PREFIX, now }),
       // CSV uploads take the public API's path: the same job writer, idempotency and metrics.
       jobs: createJobWriter({ producer: deps.producer, chunksTopic: topicName(topicPrefix, 'jobChunks'), statusStore: deps.jobStatus, now }),

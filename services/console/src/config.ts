@@ -1,5 +1,5 @@
 import { AppError, ClickHouseConfig, CommonConfig, ControlPlaneConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
-import { CrmCredentialsPublicKeyConfig, CrmOutboundConfig, MIN_ADMIN_TOKEN_BYTES } from '@ingest/domain';
+import { CrmCredentialsPublicKeyConfig, CrmOutboundConfig, MIN_ADMIN_TOKEN_BYTES, SeenIdsConfig, seenIdsKey } from '@ingest/domain';
 import { checkHttpListenerConfig, HttpListenerConfig, UploadSlotsConfig } from '@ingest/http';
 import { type Static, Type } from '@sinclair/typebox';
 
@@ -23,6 +23,8 @@ export const ConsoleConfigSchema = Type.Object({
   ...HttpListenerConfig,
   /** The dashboard's CSV uploads: slots per account and per client address on one console replica. */
   ...UploadSlotsConfig,
+  /** The seen-id memory's key (issue 26): test events and CSV uploads count like the gateway's. */
+  ...SeenIdsConfig,
   /** The dashboard (pages, assets, /dashboard/api). */
   CONSOLE_HOST: Type.String({ default: '127.0.0.1' }),
   CONSOLE_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3003 }),
@@ -89,6 +91,7 @@ export type ConsoleConfig = Static<typeof ConsoleConfigSchema>;
 export function loadConsoleConfig(env?: Record<string, string | undefined>): ConsoleConfig {
   const config = loadConfig(ConsoleConfigSchema, env);
   checkHttpListenerConfig(config);
+  seenIdsKey(config);
   for (const name of ['ADMIN_TOKEN', 'ADMIN_TOKEN_PREVIOUS'] as const) {
     const bytes = Buffer.byteLength(config[name], 'utf8');
     if (bytes > 0 && bytes < MIN_ADMIN_TOKEN_BYTES) {

@@ -1,5 +1,5 @@
 import { createClickHouseFromConfig, launchService, waitingFor } from '@ingest/platform';
-import { controlPlaneConditions, createControlPlane, createJobStatusStore, credentialSealerFromConfig } from '@ingest/domain';
+import { controlPlaneConditions, createControlPlane, createJobStatusStore, credentialSealerFromConfig, SEEN_IDS_KEY_GENERATED_WARNING } from '@ingest/domain';
 import { httpServerComponent } from '@ingest/http';
 import { buildAdminApp, buildConsoleApp, loadConsoleConfig } from './index.js';
 
@@ -14,6 +14,7 @@ await launchService({
   // Fail fast: a request that needs Redis while it is away is answered 503 at once.
   redisFailFast: true,
   async build({ logger, metrics, kafka, producer, redis, topic }) {
+    if (config.SEEN_IDS_HMAC_KEY === '') logger.warn(SEEN_IDS_KEY_GENERATED_WARNING);
     const controlPlane = createControlPlane({
       kafka,
       producer,

@@ -1,5 +1,13 @@
 import { type ClickHouse, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
-import { type ControlPlane, createAllowance, createEventValidator, createSyncStateStore, type JobStatusStore, type AccountJobsReader } from '@ingest/domain';
+import {
+  type ControlPlane,
+  createAllowance,
+  createEventValidator,
+  createSyncStateStore,
+  type JobStatusStore,
+  type AccountJobsReader,
+  seenIdsKey,
+} from '@ingest/domain';
 import type { FastifyInstance } from 'fastify';
 import {
   createBaseApp,
@@ -55,7 +63,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     uiPrefix: '/docs',
   });
   const validate = createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS });
-  const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX });
+  const allowance = createAllowance({ redis: deps.redis, now, keyPrefix: config.REDIS_KEY_PREFIX, seenIdsKey: seenIdsKey(config).key });
 
   const ingestMetrics = createIngestMetrics(deps.metrics);
   const jobs = createJobWriter({ producer: deps.producer, chunksTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'jobChunks'), statusStore: deps.jobStatus, now });

@@ -34,6 +34,12 @@ describe('GATEWAY_ROLE, deprecated: the gateway serves the ingestion API only', 
     expect(() => loadGatewayConfig({ GATEWAY_ROLE: 'console' })).toThrow(/GATEWAY_ROLE=console .*the console service now \(SERVICE=console/);
     expect(() => loadGatewayConfig({ GATEWAY_ROLE: 'admin' })).toThrow(/GATEWAY_ROLE/);
   });
+
+  it('refuses a SEEN_IDS_HMAC_KEY shorter than 32 bytes, naming the variable; empty is allowed (a random key per process)', () => {
+    expect(() => loadGatewayConfig({ SEEN_IDS_HMAC_KEY: 'too-short' })).toThrow(/SEEN_IDS_HMAC_KEY must be at least 32 bytes/);
+    expect(loadGatewayConfig({ SEEN_IDS_HMAC_KEY: 'k'.repeat(32) }).SEEN_IDS_HMAC_KEY).toBe('k'.repeat(32));
+    expect(loadGatewayConfig({}).SEEN_IDS_HMAC_KEY).toBe('');
+  });
 });
 
 describe('per-account ceilings configuration', () => {

@@ -1,3 +1,4 @@
+import { SeenIdsConfig, seenIdsKey } from '@ingest/domain';
 import { AppError, ClickHouseConfig, CommonConfig, ControlPlaneConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
 import { checkHttpListenerConfig, HttpListenerConfig, UploadSlotsConfig } from '@ingest/http';
 import { type Static, Type } from '@sinclair/typebox';
@@ -21,6 +22,8 @@ export const GatewayConfigSchema = Type.Object({
   ...RedisConfig,
   ...HttpListenerConfig,
   ...UploadSlotsConfig,
+  /** The seen-id memory's key (issue 26): the same on every gateway and console. */
+  ...SeenIdsConfig,
   GATEWAY_ROLE: Type.Union(
     GATEWAY_ROLES.map((r) => Type.Literal(r)),
     { default: 'ingest', description: 'deprecated: the gateway serves the ingestion API only' },
@@ -61,6 +64,7 @@ export function loadGatewayConfig(env?: Record<string, string | undefined>): Gat
   }
   checkHttpListenerConfig(config);
   checkAccountRateLimits(accountRateLimitsOf(config));
+  seenIdsKey(config);
   return config;
 }
 

@@ -1,5 +1,5 @@
 import { createClickHouseFromConfig, launchService, waitingFor } from '@ingest/platform';
-import { controlPlaneConditions, createControlPlane, createJobStatusStore } from '@ingest/domain';
+import { controlPlaneConditions, createControlPlane, createJobStatusStore, SEEN_IDS_KEY_GENERATED_WARNING } from '@ingest/domain';
 import { httpServerComponent } from '@ingest/http';
 import { buildApp, gatewayDeprecations, loadGatewayConfig } from './index.js';
 
@@ -15,6 +15,7 @@ await launchService({
   redisFailFast: true,
   async build({ logger, metrics, kafka, producer, redis, topic }) {
     for (const note of gatewayDeprecations(config)) logger.warn(note);
+    if (config.SEEN_IDS_HMAC_KEY === '') logger.warn(SEEN_IDS_KEY_GENERATED_WARNING);
     const controlPlane = createControlPlane({
       kafka,
       producer,

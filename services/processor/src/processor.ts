@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   type ClickHouse,
   type Component,
@@ -90,7 +91,9 @@ function createDedupe(deps: ProcessorDeps, deadLetterTopic: string): Component {
 
 function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
   const now = deps.now ?? Date.now;
-  const allowance = createAllowance({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, now });
+  // The processor settles jobs and reads counters; it never reserves event ids, so its seen-ids
+  // key is never used: a random one keeps the shared key out of its configuration.
+  const allowance = createAllowance({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, now, seenIdsKey: randomBytes(32) });
   return createJobRunner({
     kafka: deps.kafka,
     producer: deps.producer,

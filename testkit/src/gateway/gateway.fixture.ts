@@ -31,6 +31,7 @@ import {
   type TestClickHouse,
   type TestKafka,
   testCredentialKeys,
+  TEST_SEEN_IDS_KEY,
   testLogger,
   uniqueSuffix,
   useFixture,
@@ -92,6 +93,7 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     CLICKHOUSE_URL: integration.clickhouseUrl,
     KAFKA_TOPIC_PREFIX: kafka.prefix,
     ADMIN_TOKEN,
+    SEEN_IDS_HMAC_KEY: TEST_SEEN_IDS_KEY,
     ...env,
   };
   const config = loadGatewayConfig(baseEnv);

@@ -9,6 +9,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { REPO_ROOT } from '@ingest/platform';
+import { TEST_SEEN_IDS_KEY } from '../env.js';
 import { metricSum } from '../metrics-text.js';
 import { assertProjectNode } from '../node-runtime.js';
 import { waitFor } from '../wait.js';
@@ -87,7 +88,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], {
       cwd: REPO_ROOT,
       stdio: ['ignore', fd, fd],
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...options.env },
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', SEEN_IDS_HMAC_KEY: TEST_SEEN_IDS_KEY, ...options.env },
       detached: options.detached ?? false,
     });
   } finally {

@@ -12,6 +12,7 @@ import { createAllowance } from './allowance.js';
 
 const account: Account = { id: 'acc_persist', name: 'p', plan: 'growth', createdAt: '', updatedAt: '' };
 const AT = Date.UTC(2026, 10, 12, 10, 7);
+const KEY = Buffer.from('allowance-persistence-test-key-0123456789');
 let own: OwnRedis;
 const clients: Redis[] = [];
 
@@ -41,7 +42,7 @@ const ids = (n: number) => Array.from({ length: n }, (_, i) => `evt-${i}`);
 describe('allowance persistence (append-only file)', () => {
   it('persists the counter but not the memory of seen ids: after a restart a retry is counted again', async () => {
     const redis = connect();
-    const allowance = createAllowance({ redis, now: () => AT });
+    const allowance = createAllowance({ redis, now: () => AT, seenIdsKey: KEY });
     const before = await aofSize(redis);
     const first = await allowance.reserveEvents(account, ids(2_000), AT);
     expect(first.decisions.every((d) => d === 'counted')).toBe(true);
@@ -54,7 +55,8 @@ describe('allowance persistence (append-only file)', () => {
 
     await own.stop();
     await own.start();
-    const restarted = createAllowance({ redis: connect(), now: () => AT });
+    // The same key: what is lost is Redis's memory, not the key's.
+    const restarted = createAllowance({ redis: connect(), now: () => AT, seenIdsKey: KEY });
     expect((await restarted.state(account)).used).toBe(2_000);
     // Forgotten with the restart: counted once more, until the allowance reconciler corrects it.
     const afterRestart = await restarted.reserveEvents(account, ids(10), AT + 2_000);

@@ -82,6 +82,12 @@ export interface AllowanceDeps {
   now?: () => number;
   /** Namespace of the Redis keys (REDIS_KEY_PREFIX); lets environments and tests share a server. */
   keyPrefix?: string;
+  /**
+   * The seen-id memory's HMAC key (seenIdsKey of seen-ids.ts), the same on every replica that
+   * counts events: instances with different keys do not see each other's ids (a restart with
+   * another key forgets them all). Required, so that no builder gets a per-instance key by accident.
+   */
+  seenIdsKey: Buffer;
 }
 
 /** Counters outlive their month by far: the ledger closes a period from ClickHouse, not from them. */
@@ -96,6 +102,7 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
   const { redis } = deps;
   const prefix = deps.keyPrefix ?? '';
   const now = deps.now ?? Date.now;
+  const seenKey = deps.seenIdsKey;
 
   function toState(account: Account, used: number, period: AllowancePeriod): AllowanceState {
     const limit = PLAN_LIMITS[account.plan];
@@ -113,7 +120,7 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
       bucket,
       current: `${shardPrefix}${bucket}:`,
       previous: checkPrevious ? `${shardPrefix}${bucket - 1}:` : '',
-      members: eventIds.map((id) => (id === '' ? '' : seenMember(id, shards))),
+      members: eventIds.map((id) => (id === '' ? '' : seenMember(seenKey, id, shards))),
     };
   }
 

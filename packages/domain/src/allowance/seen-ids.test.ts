@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { MAX_SEEN_SHARDS, SEEN_BUCKET_MS, SEEN_OVERLAP_MS, seenBucket, seenMember, seenShards } from './seen-ids.js';
+import { MAX_SEEN_SHARDS, SEEN_BUCKET_MS, SEEN_OVERLAP_MS, seenBucket, seenIdsKey, seenMember, seenShards } from './seen-ids.js';
+
+const KEY = Buffer.from('seen-ids-unit-test-key-0123456789abcdef');
 
 describe('seen ids', () => {
   it('sizes shards from the monthly limit so a shard stays an intset (≤ 512) even around a month boundary', () => {
@@ -13,21 +16,21 @@ describe('seen ids', () => {
   it('makes a member the script can file by its leading digits: the shard, then 14 digits', () => {
     for (const shards of [1, 8, 4_096, MAX_SEEN_SHARDS]) {
       for (let i = 0; i < 2_000; i++) {
-        const member = seenMember(`event-${i}`, shards);
+        const member = seenMember(KEY, `event-${i}`, shards);
         expect(BigInt(member)).toBeLessThan(2n ** 63n);
         expect(BigInt(member)).toBeGreaterThanOrEqual(0n);
         const shard = member.length > 14 ? Number(member.slice(0, -14)) : 0;
         expect(shard).toBeLessThan(shards);
-        expect(seenMember(`event-${i}`, shards)).toBe(member);
+        expect(seenMember(KEY, `event-${i}`, shards)).toBe(member);
       }
     }
-    expect(seenMember('a', 4_096)).not.toBe(seenMember('b', 4_096));
+    expect(seenMember(KEY, 'a', 4_096)).not.toBe(seenMember(KEY, 'b', 4_096));
   });
 
   it('spreads ids evenly over the shards', () => {
     const counts = new Map<string, number>();
     for (let i = 0; i < 40_000; i++) {
-      const m = seenMember(`id-${i}`, 64);
+      const m = seenMember(KEY, `id-${i}`, 64);
       const shard = m.length > 14 ? m.slice(0, -14) : '';
       counts.set(shard, (counts.get(shard) ?? 0) + 1);
     }
@@ -41,5 +44,47 @@ describe('seen ids', () => {
     expect(seenBucket(start + SEEN_OVERLAP_MS - 1)).toEqual({ bucket: 1000, checkPrevious: true });
     expect(seenBucket(start + SEEN_OVERLAP_MS)).toEqual({ bucket: 1000, checkPrevious: false });
     expect(seenBucket(start + SEEN_BUCKET_MS - 1)).toEqual({ bucket: 1000, checkPrevious: false });
+  });
+
+  it('depends on the key: another key gives every id another member, and another shard for most', () => {
+    const other = Buffer.from('another-seen-ids-key-0123456789abcdefgh');
+    let sameShard = 0;
+    for (let i = 0; i < 1_000; i++) {
+      const a = seenMember(KEY, `id-${i}`, 64);
+      const b = seenMember(other, `id-${i}`, 64);
+      expect(b).not.toBe(a);
+      if ((a.length > 14 ? a.slice(0, -14) : '') === (b.length > 14 ? b.slice(0, -14) : '')) sameShard++;
+    }
+    // 1 in 64 by chance.
+    expect(sameShard).toBeLessThan(50);
+  });
+
+  it('regression (issue 26): ids precomputed to share a member under the old unkeyed MD5 no longer share one', () => {
+    // Found offline with a birthday search over 2^25 ids: each pair has the same MD5 mod 10^14,
+    // the member of the old scheme (one shard). Sent in one batch, the second of each pair was
+    // taken for a repeat of the first and left uncounted until the reconciler's next round.
+    const oldMember = (id: string) => (createHash('md5').update(id).digest().readBigUInt64BE(0) % 10n ** 14n).toString();
+    const pairs = [
+      ['evt-3259621', 'evt-3421198'],
+      ['evt-3892316', 'evt-9348557'],
+      ['evt-4912780', 'evt-17258146'],
+      ['evt-7495197', 'evt-13692926'],
+      ['evt-9073987', 'evt-28873479'],
+      ['evt-9987731', 'evt-27492452'],
+    ] as const;
+    for (const [a, b] of pairs) {
+      expect(oldMember(a), `${a} and ${b} under MD5`).toBe(oldMember(b));
+      expect(seenMember(KEY, a, 1), `${a} and ${b} under the keyed hash`).not.toBe(seenMember(KEY, b, 1));
+    }
+  });
+
+  it('takes SEEN_IDS_HMAC_KEY as its bytes, refuses one under 32 bytes naming it, and makes a random one when it is empty', () => {
+    expect(seenIdsKey({ SEEN_IDS_HMAC_KEY: 'k'.repeat(64) })).toEqual({ key: Buffer.from('k'.repeat(64)), generated: false });
+    expect(() => seenIdsKey({ SEEN_IDS_HMAC_KEY: 'short' })).toThrow(/SEEN_IDS_HMAC_KEY must be at least 32 bytes \(it has 5\)/);
+    const a = seenIdsKey({ SEEN_IDS_HMAC_KEY: '' });
+    const b = seenIdsKey({ SEEN_IDS_HMAC_KEY: '' });
+    expect(a.generated).toBe(true);
+    expect(a.key).toHaveLength(32);
+    expect(a.key.equals(b.key)).toBe(false);
   });
 });

@@ -1,9 +1,12 @@
-import { createHash } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { AppError } from '@ingest/platform';
+import { type TProperties, Type } from '@sinclair/typebox';
 
 /**
  * How the allowance remembers the event ids it counted, so that a client's retry is free.
  *
- * Memory: an id is kept as a 64-bit integer derived from its MD5, a member of a Redis set.
+ * Memory: an id is kept as a 64-bit integer derived from its keyed hash (HMAC-SHA256 with
+ * SEEN_IDS_HMAC_KEY, below), a member of a Redis set.
  * Small sets of integers are Redis "intsets": a sorted array of 8-byte integers with no
  * per-member allocation. Measured on Redis 7.0 (500,000 ids): 9.9 bytes per id, against 89 for
  * the whole ids (36-character UUIDs) in one set and 64-69 for 8-byte binary members in one set.
@@ -12,13 +15,21 @@ import { createHash } from 'node:crypto';
  * its monthly limit counted, so at most limit/128 ids land in a shard on average (about twice
  * that around a month boundary).
  *
- * The integer is shard * 10^14 + (MD5 mod 10^14): the script takes the shard as the digits
+ * The integer is shard * 10^14 + (HMAC mod 10^14): the script takes the shard as the digits
  * before the last 14 (a substring) instead of a second argument per id or arithmetic and number
  * formatting in Lua. Measured (Redis 7.0, 100 ids per request): a second argument per id cost
  * 1.70 s of Redis CPU per 1 M ids, division and formatting 1.85, the substring 1.44, against
  * 2.2-2.4 for the whole ids. Two ids of one shard share a value with odds of n²/(2·10^14) for n
  * ids in the shard at once: about 2·10^-4 over all shards for 20 M ids remembered at once. The
  * second would be taken for a repeat and not counted until the reconciler counts it.
+ *
+ * Keyed, not a plain digest (issue 26): with MD5 anyone could compute colliding pairs of ids
+ * offline (46 bits is a birthday search of about 2^23 ids per pair) and send batches in which
+ * every second event is taken for a repeat of the first and left uncounted until the
+ * reconciler's next round. With a secret key the member of an id cannot be computed outside the
+ * service, so such pairs cannot be prepared; chance collisions keep the odds above. Every
+ * replica that counts (gateways, consoles) must hold the same key, or a retry through another
+ * replica is counted again until the reconciler corrects it (docs/security.md, rotation).
  *
  * Time: ids are remembered per 15-minute bucket. An id is looked up with one SADD in the current
  * bucket (its answer says new or seen); during a bucket's first 5 minutes an id new there is
@@ -34,7 +45,7 @@ export const SEEN_OVERLAP_MS = 5 * 60 * 1000;
 export const MAX_SEEN_SHARDS = 65_536;
 const IDS_PER_SHARD = 128;
 
-/** A member is shard * 10^14 + (the id's MD5 mod 10^14): its decimal digits before the last 14 are its shard. */
+/** A member is shard * 10^14 + (the id's HMAC mod 10^14): its decimal digits before the last 14 are its shard. */
 const SHARD_UNIT = 10n ** 14n;
 
 /** Shards per bucket for an account with this monthly limit: a power of two, 1 to 65,536. */
@@ -47,12 +58,46 @@ export function seenShards(monthlyLimit: number): number {
 /**
  * The id as a set member: a decimal integer below 2^63 (an intset member) whose digits before
  * the last 14 are its shard ('' for shard 0), so the script takes the shard as a substring.
+ * `key` is the seen-ids key (seenIdsKey): without it nobody can tell which ids share a member.
  */
-export function seenMember(eventId: string, shards: number): string {
-  const digest = createHash('md5').update(eventId).digest();
+export function seenMember(key: Buffer, eventId: string, shards: number): string {
+  const digest = createHmac('sha256', key).update(eventId).digest();
   const shard = BigInt(digest.readUInt32BE(8) % shards);
   return (shard * SHARD_UNIT + (digest.readBigUInt64BE(0) % SHARD_UNIT)).toString();
 }
+
+/** A seen-ids key is at least this long: 256 bits, like the other secrets of the service. */
+export const MIN_SEEN_IDS_KEY_BYTES = 32;
+
+/**
+ * The key of the seen-id memory, for every service that counts events against the allowance
+ * (the gateway, the console's test events and CSV uploads). The same on every replica; secret
+ * (a Kubernetes Secret, never logged). Empty: a random key per process (see seenIdsKey).
+ */
+export const SeenIdsConfig = {
+  SEEN_IDS_HMAC_KEY: Type.String({ default: '' }),
+} satisfies TProperties;
+
+/**
+ * The key as bytes (the setting's UTF-8 bytes: `openssl rand -hex 32` gives 64), or a random one
+ * when the setting is empty: still unpredictable, but each process then remembers ids apart, so
+ * `generated` tells main.ts to warn.
+ */
+export function seenIdsKey(config: { SEEN_IDS_HMAC_KEY: string }, random: (size: number) => Buffer = randomBytes): { key: Buffer; generated: boolean } {
+  if (config.SEEN_IDS_HMAC_KEY === '') return { key: random(32), generated: true };
+  const key = Buffer.from(config.SEEN_IDS_HMAC_KEY, 'utf8');
+  if (key.length < MIN_SEEN_IDS_KEY_BYTES) {
+    throw new AppError(
+      'invalid_config',
+      `invalid configuration: SEEN_IDS_HMAC_KEY must be at least ${MIN_SEEN_IDS_KEY_BYTES} bytes (it has ${key.length}); e.g. openssl rand -hex 32`,
+    );
+  }
+  return { key, generated: false };
+}
+
+/** What main.ts logs when SEEN_IDS_HMAC_KEY is empty. */
+export const SEEN_IDS_KEY_GENERATED_WARNING =
+  'SEEN_IDS_HMAC_KEY is empty: this process remembers counted event ids under a random key of its own, so a retry through another replica is counted again until the usage reconciler corrects it; set the same key on every gateway and console (docs/security.md)';
 
 export function seenBucket(atMs: number): { bucket: number; checkPrevious: boolean } {
   const bucket = Math.floor(atMs / SEEN_BUCKET_MS);

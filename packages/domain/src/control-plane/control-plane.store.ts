@@ -439,6 +439,16 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       return updated;
     },
 
+    async setPublishableEventIds(accountId, mode) {
+      await barrier('catch up before the write');
+      const current = account(accountId);
+      const { publishableEventIds: _previous, ...rest } = current;
+      const updated: Account = { ...rest, ...(mode === 'shared' ? { publishableEventIds: 'shared' as const } : {}), updatedAt: now().toISOString() };
+      await write(accountsTopic, accountId, updated);
+      log.info({ accountId, mode }, 'publishable event ids set');
+      return updated;
+    },
+
     async createOwner(accountId, email, passwordHash) {
       const normalised = normaliseOwnerEmail(email);
       if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(normalised) || normalised.length > 254)

@@ -1,4 +1,4 @@
-import type { CRM_TYPES, CrmMapping } from '@ingest/schemas';
+import type { CRM_TYPES, CrmMapping, PublishableEventIdMode } from '@ingest/schemas';
 import type { Component } from '@ingest/platform';
 import type { AdminDirectory } from './admins.js';
 import type { CredentialKeyring, CredentialSealer, CrmSecrets, SealedSecrets } from './credential-seal.js';
@@ -25,6 +25,11 @@ export interface Account {
   suspension?: AccountSuspension;
   /** Browser origins its publishable keys may send events from (CORS); absent: none. */
   allowedOrigins?: string[];
+  /**
+   * Whether eventIds sent through its publishable keys share the secret keys' dedupe space
+   * (publishable-ids.ts); absent: `separate`.
+   */
+  publishableEventIds?: PublishableEventIdMode;
 }
 
 export interface AccountSuspension {
@@ -100,6 +105,8 @@ export interface ControlPlaneWriter {
   resumeAccount(accountId: string): Promise<Account>;
   /** Browser origins (`https://app.example.com`) for publishable keys; an empty list removes them all. */
   setAllowedOrigins(accountId: string, origins: readonly string[]): Promise<Account>;
+  /** `separate` (the default, stored as absent) or `shared`: see publishable-ids.ts. */
+  setPublishableEventIds(accountId: string, mode: PublishableEventIdMode): Promise<Account>;
   /** `passwordHash` from hashPassword(); an email already taken is refused (owner_exists). */
   createOwner(accountId: string, email: string, passwordHash: string): Promise<Owner>;
   /** A tombstone: the owner can no longer sign in and their sessions end. `owner_not_found` otherwise. */

@@ -3,7 +3,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { type Logger, METRIC_NAMES, type Redis, type Registry, sharedCounter } from '@ingest/platform';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { type HttpListenerSettings, parseTrustProxy } from './http.config.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerHttpMetrics } from './http.metrics.js';
@@ -11,6 +11,7 @@ import { registerJsonBodyParser } from './json-body.js';
 import { rateLimitStore } from '../limits/rate-limit.store.js';
 import { setRateLimitFields } from '../limits/rate-limit-fields.js';
 import { ProblemError } from './problem.js';
+import { DOCS_CSP, registerHsts } from './security-headers.js';
 import { registerEarlyRefusalDrain } from './early-refusal.js';
 import { createTimeoutCounter, type HttpTimeouts, registerBodyIdleTimeout, timeoutServerOptions } from './timeouts.js';
 
@@ -55,6 +56,7 @@ export async function createBaseApp(deps: BaseAppDeps, options: { rateLimitNames
     reply.header('x-request-id', request.id);
     setRateLimitFields(reply);
   });
+  registerHsts(app, config.GATEWAY_HSTS_MAX_AGE_SECONDS);
   registerHttpMetrics(app, deps.metrics);
   registerBodyIdleTimeout(app, timeouts, timeoutCounter);
   registerEarlyRefusalDrain(app);
@@ -80,10 +82,22 @@ export async function createBaseApp(deps: BaseAppDeps, options: { rateLimitNames
   return app;
 }
 
-/** The OpenAPI document of the routes registered after this on `app`, served as JSON at `jsonPath`, browsable at `uiPrefix`. */
+/**
+ * The OpenAPI document of the routes registered after this on `app`, served as JSON at `jsonPath`
+ * and, with `uiPrefix`, browsable there under its own Content-Security-Policy (DOCS_CSP). `guard`
+ * runs before the document is sent (the admin API's token): a document behind a guard has no UI,
+ * since a browser cannot send the token when the UI fetches it.
+ */
 export async function registerOpenApi(
   app: FastifyInstance,
-  document: { title: string; description: string; securityDescription: string; jsonPath: string; uiPrefix: string },
+  document: {
+    title: string;
+    description: string;
+    securityDescription: string;
+    jsonPath: string;
+    uiPrefix?: string;
+    guard?: (request: FastifyRequest) => Promise<void> | void;
+  },
 ): Promise<void> {
   await app.register(swagger, {
     // Components named after the schemas' $id (EventsReceipt, ProblemDetails...) instead of def-N.
@@ -95,6 +109,12 @@ export async function registerOpenApi(
       security: [{ apiKey: [] }],
     },
   });
-  await app.register(swaggerUi, { routePrefix: document.uiPrefix });
-  app.get(document.jsonPath, { schema: { hide: true } }, async () => app.swagger());
+  if (document.uiPrefix !== undefined && document.guard === undefined) {
+    // Its own policy on every page and asset of the UI (the plugin's onSend hook is scoped to them).
+    await app.register(swaggerUi, { routePrefix: document.uiPrefix, staticCSP: DOCS_CSP });
+  }
+  const guard = document.guard;
+  app.get(document.jsonPath, { schema: { hide: true }, ...(guard ? { onRequest: async (request: FastifyRequest) => guard(request) } : {}) }, async () =>
+    app.swagger(),
+  );
 }

@@ -35,6 +35,11 @@ export const HttpListenerConfig = {
   GATEWAY_BODY_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 500, default: 15_000 }),
   /** An idle kept-alive connection is closed after this (above the usual 60 s of load balancers). */
   GATEWAY_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1_000, default: 72_000 }),
+  /**
+   * `Strict-Transport-Security: max-age=…` on answers to requests that came over TLS (at the
+   * service, or at a proxy trusted by GATEWAY_TRUST_PROXY that sets X-Forwarded-Proto); 0: never.
+   */
+  GATEWAY_HSTS_MAX_AGE_SECONDS: Type.Integer({ minimum: 0, default: 31_536_000 }),
 };
 
 /**

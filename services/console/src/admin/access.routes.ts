@@ -1,4 +1,4 @@
-import { AccountIdParams, AccountViewSchema, AllowedOriginsBody, ResumeAccountBody, SuspendAccountBody } from '@ingest/schemas';
+import { AccountIdParams, AccountViewSchema, AllowedOriginsBody, PublishableEventIdsBody, ResumeAccountBody, SuspendAccountBody } from '@ingest/schemas';
 import type { ControlPlane } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
 import { type Auditor, problemResponses } from '@ingest/http';
@@ -100,6 +100,34 @@ export function accessRoutes(deps: { controlPlane: ControlPlane; auditor: Audito
           before: { allowedOrigins: before },
           after: { allowedOrigins: account.allowedOrigins ?? [] },
         });
+        return account;
+      },
+    );
+
+    app.put<{ Params: AccountIdParams; Body: PublishableEventIdsBody }>(
+      '/accounts/:accountId/publishable-event-ids',
+      {
+        schema: {
+          summary: "Whether eventIds sent through publishable keys share the secret keys' dedupe space: separate (default) or shared",
+          tags,
+          params: AccountIdParams,
+          body: PublishableEventIdsBody,
+          response: { 200: AccountViewSchema, ...problems(400, 401, 404, 503) },
+        },
+      },
+      async (request) => {
+        const before = cp.accountById(request.params.accountId)?.publishableEventIds ?? 'separate';
+        const account = await map(() => cp.setPublishableEventIds(request.params.accountId, request.body.mode));
+        const after = account.publishableEventIds ?? 'separate';
+        request.log.info({ accountId: account.id, mode: after }, 'admin: publishable event ids set');
+        if (before !== after) {
+          await deps.auditor.record(request, {
+            action: 'account.publishable_ids_set',
+            accountId: account.id,
+            before: { publishableEventIds: before },
+            after: { publishableEventIds: after },
+          });
+        }
         return account;
       },
     );

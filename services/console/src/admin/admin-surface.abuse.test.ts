@@ -28,8 +28,8 @@ afterAll(async () => {
 
 const adminHeaders = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
 
-async function paths(url: string): Promise<string[]> {
-  const res = await fetch(url, { headers: { 'x-forwarded-for': randomClientIp() } });
+async function paths(url: string, headers: Record<string, string> = {}): Promise<string[]> {
+  const res = await fetch(url, { headers: { 'x-forwarded-for': randomClientIp(), ...headers } });
   expect(res.status, url).toBe(200);
   return Object.keys(((await res.json()) as { paths: Record<string, unknown> }).paths);
 }
@@ -57,7 +57,7 @@ describe('admin surface', () => {
   });
 
   it('is served with its own document on the admin listener, which serves nothing public', async () => {
-    const listed = await paths(`${adminUrl}${ADMIN_OPENAPI_PATH}`);
+    const listed = await paths(`${adminUrl}${ADMIN_OPENAPI_PATH}`, { authorization: `Bearer ${ADMIN_TOKEN}` });
     expect(listed.length).toBeGreaterThanOrEqual(12);
     expect(listed.every((p) => p.startsWith('/admin/v1/'))).toBe(true);
     expect(listed).toEqual(expect.arrayContaining(['/admin/v1/accounts', '/admin/v1/accounts/{accountId}/keys']));
@@ -75,5 +75,19 @@ describe('admin surface', () => {
 
   it('listens on loopback port 3200 unless told otherwise', () => {
     expect(loadConsoleConfig({})).toMatchObject({ ADMIN_HOST: '127.0.0.1', ADMIN_PORT: 3200 });
+  });
+
+  it('serves its OpenAPI document to admins only (issue 26): 401 without the token or with a wrong one, and no browsable UI', async () => {
+    for (const headers of [{}, { authorization: 'Bearer not-the-admin-token-0123456789abcdef' }]) {
+      const refused = await fetch(`${adminUrl}${ADMIN_OPENAPI_PATH}`, { headers: { 'x-forwarded-for': randomClientIp(), ...headers } });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('content-type')).toContain('application/problem+json');
+      expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="admin"');
+      expect(await refused.text()).not.toContain('/admin/v1/accounts');
+    }
+    for (const ui of ['/admin/docs', '/admin/docs/', '/admin/docs/json']) {
+      const res = await fetch(`${adminUrl}${ui}`, { headers: { 'x-forwarded-for': randomClientIp(), authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect(res.status, ui).toBe(404);
+    }
   });
 });

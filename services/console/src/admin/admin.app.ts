@@ -10,10 +10,12 @@ import {
   createOutboundPolicy,
   createRecordStateReader,
   type OutboundPolicy,
+  seenIdsKey,
 } from '@ingest/domain';
 import type { FastifyInstance } from 'fastify';
-import { type BaseAppDeps, createAuditor, createBaseApp, registerOpenApi } from '@ingest/http';
+import { type BaseAppDeps, createAuditor, createBaseApp, registerNoStore, registerOpenApi } from '@ingest/http';
 import type { ConsoleConfig } from '../config.js';
+import { createAdminAuth, requireAdmin } from './admin-auth.js';
 import { adminRoutes } from './admin.routes.js';
 
 export interface AdminAppDeps extends Omit<BaseAppDeps, 'config'> {
@@ -36,23 +38,35 @@ export const ADMIN_OPENAPI_PATH = '/admin/v1/openapi.json';
  * its own, for its own listener (ADMIN_HOST/ADMIN_PORT, loopback by default). The public
  * listener has no admin route and its OpenAPI document lists none, so the 12 admin paths are
  * neither reachable nor advertised from the internet. Its document is at
- * /admin/v1/openapi.json, browsable at /admin/docs. With ADMIN_TOKEN empty it has no route.
+ * /admin/v1/openapi.json, for admins only (the same token as the API; issue 26: the document is
+ * a map of what a stolen token could do), and has no browsable UI (a browser could not send the
+ * token). With ADMIN_TOKEN empty it has no route. Every answer is `Cache-Control: no-store`:
+ * new API keys and admin credentials are in them.
  * It also serves the billing ledger (/admin/v1/billing/ledger) and records plan changes in it,
  * and writes every state change to the audit log (/admin/v1/audit reads it).
  */
 export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance> {
   const { config } = deps;
   const app = await createBaseApp(deps, { rateLimitNamespace: 'ratelimit-admin:' });
+  registerNoStore(app);
+  const authenticate = createAdminAuth({ tokens: { current: config.ADMIN_TOKEN, previous: config.ADMIN_TOKEN_PREVIOUS }, directory: deps.controlPlane });
   await registerOpenApi(app, {
     title: 'Event ingestion admin API',
     description: 'Accounts, plans, API keys, dashboard owners, CRM mappings and credentials. Operators only.',
     securityDescription: 'an admin token: the gateway ADMIN_TOKEN, or a named admin credential (adm_...)',
     jsonPath: ADMIN_OPENAPI_PATH,
-    uiPrefix: '/admin/docs',
+    // An onRequest hook of the route: after the rate limiter, so token guesses are limited too.
+    guard: (request) => requireAdmin(request, authenticate),
   });
   // The sink's key prefix is the same REDIS_KEY_PREFIX, so the dry-run reads the state the sink applies events to.
   const recordStates = createRecordStateReader({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
-  const allowance = createAllowance({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX, ...(deps.now ? { now: deps.now } : {}) });
+  // Plan changes and the ledger read counters only; the key is the console's all the same.
+  const allowance = createAllowance({
+    redis: deps.redis,
+    keyPrefix: config.REDIS_KEY_PREFIX,
+    seenIdsKey: seenIdsKey(config).key,
+    ...(deps.now ? { now: deps.now } : {}),
+  });
   const ledger = {
     writer: createLedgerWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'billingLedger')),
     reader: createLedgerReader(deps.ch),

@@ -21,6 +21,7 @@ import {
   type JobWriter,
   type KeyLastUsedStore,
   ProblemError,
+  registerNoStore,
   type TimeSlicer,
   uploadSlotHooks,
   type UploadSlots,
@@ -98,6 +99,8 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           await guard(request, reply);
           return payload;
         });
+        // Answers carry the CSRF token, new API keys and account data: never cached (issue 26).
+        registerNoStore(api);
         await api.register(
           sessionRoutes({
             controlPlane: deps.controlPlane,

@@ -26,7 +26,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The scope an API key needs for this /v1 route; every /v1 route must declare one (app.ts checks). */
     apiScope?: ApiKeyScope;
-    /** Publishable keys may call this route (the ingest routes); default no. */
+    /** Publishable keys may call this route (POST /v1/events only: never a job, never a read); default no. */
     publishableKeys?: boolean;
   }
 }
@@ -70,7 +70,7 @@ export function authorize(auth: AuthContext, route: { apiScope?: ApiKeyScope; pu
   }
   if (auth.keyType !== 'publishable') return;
   if (!route.publishableKeys) {
-    throw new ProblemError('forbidden', 'Publishable keys can only send events (POST /v1/events, /v1/events/bulk, /v1/backfill/csv).', {
+    throw new ProblemError('forbidden', 'Publishable keys can only send events (POST /v1/events); bulk and CSV jobs need a secret key from your server.', {
       extensions: { code: 'publishable_key' },
     });
   }

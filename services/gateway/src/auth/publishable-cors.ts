@@ -3,7 +3,7 @@ import type { ControlPlaneReader } from '@ingest/domain';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 /** The routes a publishable key may call from a browser; everything else has no CORS at all. */
-export const BROWSER_INGEST_PATHS: ReadonlySet<string> = new Set(['/v1/events', '/v1/events/bulk', '/v1/backfill/csv']);
+export const BROWSER_INGEST_PATHS: ReadonlySet<string> = new Set(['/v1/events']);
 /** Browsers cache a preflight this long (Chromium caps it at 2 h); preflights count against the per-address rate limit. */
 export const PREFLIGHT_MAX_AGE_S = 600;
 
@@ -36,7 +36,7 @@ export async function registerPublishableCors(app: FastifyInstance, controlPlane
       callback(null, {
         origin: allowed ? origin : false,
         methods: ['POST'],
-        allowedHeaders: ['authorization', 'content-type', 'idempotency-key'],
+        allowedHeaders: ['authorization', 'content-type'],
         exposedHeaders: [
           'x-request-id',
           'ratelimit-limit',

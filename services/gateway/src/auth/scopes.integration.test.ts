@@ -16,7 +16,7 @@ const keys = new Map<string, string>();
 interface RouteCase {
   name: string;
   scope: ApiKeyScope;
-  /** Publishable keys may call it (the ingest routes). */
+  /** Publishable keys may call it (POST /v1/events only: never a job). */
   publishable: boolean;
   /** The route's own answer to a key that may call it. */
   allowedStatus: number;
@@ -35,14 +35,14 @@ const ROUTES: RouteCase[] = [
   {
     name: 'POST /v1/events/bulk',
     scope: 'events:write',
-    publishable: true,
+    publishable: false,
     allowedStatus: 202,
     request: () => ({ method: 'POST', url: '/v1/events/bulk', payload: { events: [event()] } }),
   },
   {
     name: 'POST /v1/backfill/csv',
     scope: 'events:write',
-    publishable: true,
+    publishable: false,
     allowedStatus: 202,
     request: () => {
       const { body, contentType } = csvMultipart('event_name,timestamp,email\nscope_test,2024-01-01T00:00:00Z,ada@example.com\n');

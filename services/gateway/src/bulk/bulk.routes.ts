@@ -49,7 +49,8 @@ export function bulkRoutes(deps: BulkRouteDeps): FastifyPluginAsync {
       {
         ...deps.uploadSlots,
         bodyLimit: 16 * 1024 * 1024,
-        config: { apiScope: 'events:write', publishableKeys: true },
+        // Never publishable keys: a copied browser key must not start jobs (docs/security.md).
+        config: { apiScope: 'events:write' },
         validatorCompiler: envelopeValidator(BulkEventsEnvelope),
         schema: {
           summary: 'Queue up to 10,000 events as a background job',

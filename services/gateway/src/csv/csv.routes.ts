@@ -16,7 +16,8 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
       '/backfill/csv',
       {
         ...deps.uploadSlots,
-        config: { apiScope: 'events:write', publishableKeys: true },
+        // Never publishable keys: a copied browser key must not start jobs (docs/security.md).
+        config: { apiScope: 'events:write' },
         validatorCompiler: () => () => true,
         schema: {
           summary: 'Upload a CSV file of historical events as a background job',

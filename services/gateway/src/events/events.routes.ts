@@ -1,5 +1,14 @@
 import { type EventRecord, EventsEnvelope, EventsReceipt, EventsRequest } from '@ingest/schemas';
-import { type Allowance, boundErrors, type EventCheck, rawEventMessage, toEventRecord } from '@ingest/domain';
+import {
+  type Allowance,
+  boundErrors,
+  type EventCheck,
+  MAX_PUBLISHABLE_EVENT_ID_LENGTH,
+  namespacedEventId,
+  rawEventMessage,
+  separatesPublishableIds,
+  toEventRecord,
+} from '@ingest/domain';
 import { AppError, isRetryable, type Producer } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
 import { type FieldError, type IngestMetrics, ProblemError, problemResponses, allowanceExhausted } from '@ingest/http';
@@ -41,18 +50,31 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
         },
       },
       async (request, reply) => {
-        const { account } = authOf(request);
+        const { account, keyType } = authOf(request);
+        // Ids a publishable key supplies live in their own namespace (publishable-ids.ts): stored,
+        // deduplicated and counted as `pk:` + the id; the receipt answers the id as sent.
+        const namespaced = keyType === 'publishable' && separatesPublishableIds(account);
         const receivedAtMs = deps.now();
         const errors: FieldError[] = [];
-        const valid: { index: number; record: EventRecord; generatedId: boolean }[] = [];
+        const valid: { index: number; record: EventRecord; generatedId: boolean; sentId: string }[] = [];
 
         request.body.events.forEach((input, index) => {
           const check = deps.validate(input, receivedAtMs);
-          if (check.ok) {
+          if (check.ok && namespaced && !check.event.generatedId && check.event.eventId.length > MAX_PUBLISHABLE_EVENT_ID_LENGTH) {
+            errors.push({
+              index,
+              eventId: check.event.eventId,
+              field: `/events/${index}/eventId`,
+              code: 'too_long',
+              message: `an eventId sent with a publishable key is at most ${MAX_PUBLISHABLE_EVENT_ID_LENGTH} characters`,
+            });
+          } else if (check.ok) {
+            const storedId = namespacedEventId(check.event.eventId, namespaced && !check.event.generatedId);
             valid.push({
               index,
               generatedId: check.event.generatedId,
-              record: toEventRecord(check.event, { accountId: account.id, receivedAtMs, source: 'api', jobId: null }),
+              sentId: check.event.eventId,
+              record: toEventRecord({ ...check.event, eventId: storedId }, { accountId: account.id, receivedAtMs, source: 'api', jobId: null }),
             });
           } else {
             for (const e of check.errors) {
@@ -88,7 +110,7 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
           if (decisions[i] === 'over') {
             errors.push({
               index: v.index,
-              eventId: v.record.eventId,
+              eventId: v.sentId,
               field: `/events/${v.index}`,
               code: 'quota_exceeded',
               message: 'the monthly allowance is used up',
@@ -108,7 +130,7 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
           // ones can be retried without a copy.
           if (err instanceof AppError && err.code === 'kafka_outcome_unknown') {
             throw new ProblemError('outcomeUnknown', 'Kafka did not answer in time; the events may have been stored. Retry with these eventIds.', {
-              extensions: { eventIds: accepted.map((v) => v.record.eventId) },
+              extensions: { eventIds: accepted.map((v) => v.sentId) },
               cause: err,
             });
           }
@@ -133,7 +155,7 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
           accepted: accepted.length,
           rejected: request.body.events.length - accepted.length,
           requestId: String(request.id),
-          eventIds: accepted.map((v) => v.record.eventId),
+          eventIds: accepted.map((v) => v.sentId),
           // The first 100 errors (with errorsTotal when there were more), like every errors[].
           ...(errors.length > 0 ? boundErrors(errors) : {}),
         });

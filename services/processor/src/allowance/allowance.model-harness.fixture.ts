@@ -1,8 +1,10 @@
 import { type Account, type Allowance, createAllowance, createAllowanceReconciler, type EventDecision, allowancePeriod } from '@ingest/domain';
 import { createMetricsRegistry, type Redis } from '@ingest/platform';
-import { testLogger } from '@ingest/testkit';
+import { TEST_SEEN_IDS_KEY, testLogger } from '@ingest/testkit';
 import { AccountModel, type IdSpec, type JobItem, type Op } from './allowance.model.fixture.js';
 import { createAllowanceReconcileTask } from './reconcile.task.js';
+
+const SEEN_KEY = Buffer.from(TEST_SEEN_IDS_KEY);
 
 const HOUR = 3_600_000;
 
@@ -46,7 +48,8 @@ export class AllowanceModelHarness {
   /** New instances, as after a restart: nothing is kept in memory between operations anyway. */
   private build(): void {
     const now = () => this.clock;
-    this.allowance = createAllowance({ redis: this.redis, keyPrefix: this.keyPrefix, now });
+    // The same key after every restart, as the replicas of a deployment share SEEN_IDS_HMAC_KEY.
+    this.allowance = createAllowance({ redis: this.redis, keyPrefix: this.keyPrefix, now, seenIdsKey: SEEN_KEY });
     this.reconciler = createAllowanceReconcileTask({
       counts: {
         exactByAccount: async (fromMs, toMs) => new Map(this.accounts.map((a, i) => [a.id, this.models[i]?.storedIn(fromMs, toMs) ?? 0])),

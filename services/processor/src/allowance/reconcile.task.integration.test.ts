@@ -13,6 +13,7 @@ import {
   sampleValue,
   type TestClickHouse,
   type TestKafka,
+  TEST_SEEN_IDS_KEY,
   testLogger,
   uniqueSuffix,
 } from '@ingest/testkit';
@@ -94,14 +95,17 @@ describe('allowance reconciler', () => {
     const ghost = account();
     const twoHoursAgo = NOW - 2 * HOUR;
     // A bulk job of 6 counted two hours ago, of which 5 are unique (e1 comes twice).
-    const allowanceThen = createAllowance({ redis, keyPrefix, now: () => twoHoursAgo });
+    const allowanceThen = createAllowance({ redis, keyPrefix, now: () => twoHoursAgo, seenIdsKey: Buffer.from(TEST_SEEN_IDS_KEY) });
     await allowanceThen.reserveJob(a, 'job-a', 6, twoHoursAgo);
     await producer.send(
       kafka.topic('eventsRaw'),
       ['e1', 'e2', 'e3', 'e4', 'e5', 'e1'].map((id) => ({ key: `${a.id}:${id}`, value: JSON.stringify(record(a.id, id, twoHoursAgo)) })),
     );
     // Two events counted ten minutes ago: after T, they stay as counted.
-    await createAllowance({ redis, keyPrefix, now: () => NOW - 10 * 60_000 }).reserveEvents(a, ['late-1', 'late-2']);
+    await createAllowance({ redis, keyPrefix, now: () => NOW - 10 * 60_000, seenIdsKey: Buffer.from(TEST_SEEN_IDS_KEY) }).reserveEvents(a, [
+      'late-1',
+      'late-2',
+    ]);
     // An account whose counted events never arrived (e.g. a job that failed validation).
     await allowanceThen.reserveJob(ghost, 'job-ghost', 3, twoHoursAgo);
     expect(Number(await redis.get(allowanceKeys(a.id, period.id, keyPrefix).counter))).toBe(8);

@@ -120,6 +120,7 @@ describe('audit log', () => {
     { action: 'mapping.delete', run: () => admin('DELETE', `/accounts/${accountId}/crm/mapping`) },
     { action: 'crm_credential.delete', run: () => admin('DELETE', `/accounts/${accountId}/crm/credentials/hub`) },
     { action: 'account.origins_set', run: () => admin('PUT', `/accounts/${accountId}/allowed-origins`, { origins: ['https://app.example.com'] }) },
+    { action: 'account.publishable_ids_set', run: () => admin('PUT', `/accounts/${accountId}/publishable-event-ids`, { mode: 'shared' }) },
     {
       action: 'admin.create',
       run: async () => {

@@ -15,6 +15,7 @@ describe('admin CLI access commands', () => {
       { kind: 'origins set', accountId: 'acc_1', origins: ['https://a.example', 'http://localhost:5173'] },
     ],
     [['origins', 'set', 'acc_1'], { kind: 'origins set', accountId: 'acc_1', origins: [] }],
+    [['publishable-ids', 'set', 'acc_1', 'shared'], { kind: 'publishable-ids set', accountId: 'acc_1', mode: 'shared' }],
   ])('parses %j', (argv, command) => {
     expect(parseInvocation(argv)).toEqual({ command, json: false });
   });
@@ -26,6 +27,8 @@ describe('admin CLI access commands', () => {
     [['accounts', 'suspend', 'acc_1', '--reason', '  '], /needs --reason/],
     [['accounts', 'resume', 'acc_1', '--scopes', 'x'], /--scopes does not apply/],
     [['origins', 'set'], /takes <accountId>/],
+    [['publishable-ids', 'set', 'acc_1', 'both'], /takes <accountId> separate\|shared/],
+    [['publishable-ids', 'set', 'acc_1'], /takes <accountId> separate\|shared|<mode>/],
   ])('refuses %j', (argv, message) => {
     expect(() => parseInvocation(argv)).toThrow(UsageError);
     expect(() => parseInvocation(argv)).toThrow(message);
@@ -43,6 +46,11 @@ describe('admin CLI access commands', () => {
       body: { reason: 'fraud' },
     });
     expect(requestFor({ kind: 'accounts resume', accountId: 'acc_1' })).toEqual({ method: 'POST', path: '/admin/v1/accounts/acc_1/resume', body: {} });
+    expect(requestFor({ kind: 'publishable-ids set', accountId: 'acc_1', mode: 'separate' })).toEqual({
+      method: 'PUT',
+      path: '/admin/v1/accounts/acc_1/publishable-event-ids',
+      body: { mode: 'separate' },
+    });
     expect(requestFor({ kind: 'origins set', accountId: 'acc_1', origins: [] })).toEqual({
       method: 'PUT',
       path: '/admin/v1/accounts/acc_1/allowed-origins',
@@ -76,6 +84,10 @@ describe('admin CLI access commands', () => {
     expect(formatSuccess({ kind: 'accounts show', accountId: 'acc_1' }, account)).toContain(
       '  status:  suspended since t: fraud\n  origins: https://a.example\n',
     );
+    expect(formatSuccess({ kind: 'publishable-ids set', accountId: 'acc_1', mode: 'shared' }, { ...account, publishableEventIds: 'shared' })).toContain(
+      "share the secret keys' space",
+    );
+    expect(formatSuccess({ kind: 'publishable-ids set', accountId: 'acc_1', mode: 'separate' }, account)).toContain('a namespace of their own');
     expect(formatSuccess({ kind: 'origins set', accountId: 'acc_1', origins: [] }, { ...account, allowedOrigins: undefined })).toBe(
       'account acc_1 allows no browser origins\n',
     );

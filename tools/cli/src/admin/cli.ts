@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { text as readAll } from 'node:stream/consumers';
-import { API_KEY_SCOPE_IDS, API_KEY_TYPE_IDS, PLAN_IDS, type PlanId } from '@ingest/schemas';
+import { API_KEY_SCOPE_IDS, API_KEY_TYPE_IDS, PLAN_IDS, type PlanId, PUBLISHABLE_EVENT_ID_MODES, type PublishableEventIdMode } from '@ingest/schemas';
 import { CRM_ENV_USAGE, CRM_USAGE, type CrmCommand, crmRequestFor, type Flag, InputError, isCrmCommand, loadBody, parseCrmCommand } from './crm-commands.js';
 import { ADMINS_USAGE, type AdminsCommand, adminsRequestFor, isAdminsCommand, parseAdminsCommand, parseAuditCommand } from './admins-commands.js';
 import { formatProblem, formatSuccess } from './format.js';
@@ -21,6 +21,7 @@ export type CoreCommand =
   | { kind: 'accounts resume'; accountId: string; reason?: string }
   /** An empty list removes every origin. */
   | { kind: 'origins set'; accountId: string; origins: string[] }
+  | { kind: 'publishable-ids set'; accountId: string; mode: PublishableEventIdMode }
   | { kind: 'keys list'; accountId: string }
   | { kind: 'keys revoke'; accountId: string; keyId: string }
   /** `password` is filled by runCli from OWNER_PASSWORD or stdin; absent: the API generates one. */
@@ -47,6 +48,8 @@ commands:
                                                            jobs stopped, CRM sync held (reason kept, not shown to callers)
   accounts resume <accountId> [--reason <text>]            lift a suspension
   origins set <accountId> [<origin> ...]                   browser origins for publishable keys (none: remove all)
+  publishable-ids set <accountId> separate|shared          eventIds of publishable keys: their own namespace
+                                                           (separate, the default) or the secret keys' (shared)
   plan set <accountId> <plan>                              change an account's plan
   keys create <accountId> [--name <name>] [--scopes <list>] [--type secret|publishable]
                                                            create an API key (shown once); scopes, comma-separated:
@@ -148,6 +151,14 @@ export function parseInvocation(argv: readonly string[]): Invocation {
       const [accountId = '', ...origins] = rest;
       if (accountId.trim() === '') throw new UsageError('"origins set" takes <accountId> [<origin> ...]');
       return { command: { kind: 'origins set', accountId, origins }, json };
+    }
+    case 'publishable-ids set': {
+      allow();
+      const [accountId = '', mode = ''] = args(['accountId', 'mode']);
+      if (!(PUBLISHABLE_EVENT_ID_MODES as readonly string[]).includes(mode)) {
+        throw new UsageError(`"publishable-ids set" takes <accountId> ${PUBLISHABLE_EVENT_ID_MODES.join('|')}`);
+      }
+      return { command: { kind: 'publishable-ids set', accountId, mode: mode as PublishableEventIdMode }, json };
     }
     case 'keys list': {
       allow();
@@ -286,6 +297,8 @@ export function requestFor(command: CoreCommand): ApiRequest {
       return { method: 'POST', path: `${account(command.accountId)}/resume`, body: command.reason !== undefined ? { reason: command.reason } : {} };
     case 'origins set':
       return { method: 'PUT', path: `${account(command.accountId)}/allowed-origins`, body: { origins: command.origins } };
+    case 'publishable-ids set':
+      return { method: 'PUT', path: `${account(command.accountId)}/publishable-event-ids`, body: { mode: command.mode } };
     case 'keys list':
       return { method: 'GET', path: `${account(command.accountId)}/keys` };
     case 'keys revoke':

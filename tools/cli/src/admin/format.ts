@@ -13,6 +13,7 @@ interface AccountOut {
   updatedAt: string;
   suspension?: { reason: string; suspendedAt: string };
   allowedOrigins?: string[];
+  publishableEventIds?: string;
 }
 
 interface KeyOut {
@@ -51,6 +52,12 @@ export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body:
       return origins.length === 0
         ? `account ${account.id} allows no browser origins\n`
         : `account ${account.id} allows browser origins:\n${origins.map((o) => `  ${o}\n`).join('')}`;
+    }
+    case 'publishable-ids set': {
+      const account = body as AccountOut;
+      return account.publishableEventIds === 'shared'
+        ? `account ${account.id}: eventIds of publishable keys share the secret keys' space\n`
+        : `account ${account.id}: eventIds of publishable keys are a namespace of their own (pk:)\n`;
     }
     case 'plan set': {
       const account = body as AccountOut;
