@@ -7,3 +7,4 @@ export * from './multipart.js';
 export * from './neighbour.js';
 export * from './raw-client.js';
 export * from './keep-alive.js';
+export * from './compression.js';

@@ -5,7 +5,9 @@ import { type Account, type Allowance } from '@ingest/domain';
 import { AppError, isRetryable } from '@ingest/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IngestMetrics } from '../events/ingest.metrics.js';
+import { BoundedDecoder } from '../http/content-encoding.js';
 import { ProblemError } from '../http/problem.js';
+import { decodedMultipartRequest } from '../http/request-decoding.js';
 import type { IdempotencyStore } from '../jobs/idempotency.store.js';
 import { idempotencyKeyOf, refusedClaim, replayed } from '../jobs/idempotent-job.js';
 import type { JobWriter } from '../jobs/job-writer.js';
@@ -79,10 +81,11 @@ export async function handleCsvUpload(
   }
 
   const part = await filePart(request);
+  const file = decodedFile(part);
   const digest = createHash('sha256');
   if (earlier?.state === 'done') {
     try {
-      for await (const bytes of part.file) digest.update(bytes as Buffer);
+      for await (const bytes of file) digest.update(bytes as Buffer);
     } catch (err) {
       throw part.file.truncated ? tooLarge() : malformedUpload(err);
     }
@@ -92,7 +95,7 @@ export async function handleCsvUpload(
   }
 
   let streamError: unknown;
-  part.file.on('error', (err) => {
+  file.on('error', (err) => {
     streamError = err;
   });
   const job = deps.jobs.open(account, 'csv');
@@ -100,7 +103,7 @@ export async function handleCsvUpload(
   let claimed = false;
   let outcomeUnknown: ProblemError | undefined;
   try {
-    const result = await readCsvEvents(part.file, {
+    const result = await readCsvEvents(file, {
       accountId: account.id,
       maxRows: MAX_EVENTS_PER_BULK,
       chunkSize: JOB_CHUNK_SIZE,
@@ -185,7 +188,8 @@ export async function handleCsvUpload(
 async function filePart(request: FastifyRequest): Promise<FilePart> {
   let part: Awaited<ReturnType<FastifyRequest['file']>>;
   try {
-    part = await request.file();
+    // A whole body sent with Content-Encoding is parsed decompressed, bounded like the file.
+    part = await decodedMultipartRequest(request, MAX_CSV_BYTES + MULTIPART_OVERHEAD_BYTES).file();
   } catch (err) {
     throw malformedUpload(err);
   }
@@ -199,6 +203,20 @@ async function filePart(request: FastifyRequest): Promise<FilePart> {
     });
   }
   return part;
+}
+
+/**
+ * The file's bytes as CSV: a gzip-compressed file (`.csv.gz`, a gzip media type, or simply the
+ * gzip signature 1f 8b, which no UTF-8 text starts with) is inflated on the way, its decompressed
+ * bytes bounded by MAX_CSV_BYTES like an uncompressed file's (413 past it, while inflating). A file
+ * named or typed gzip that is not gzip is a 400. The digest (Idempotency-Key) is of the CSV bytes.
+ */
+function decodedFile(part: FilePart): BoundedDecoder {
+  const declared = /\.gz$/i.test(part.filename ?? '') || /^application\/(x-)?gzip$/i.test(part.mimetype ?? '');
+  const decoder = new BoundedDecoder({ coding: 'sniff-gzip', limitBytes: MAX_CSV_BYTES, subject: 'the file', requireCoded: declared });
+  part.file.on('error', (err) => decoder.destroy(err));
+  part.file.pipe(decoder);
+  return decoder;
 }
 
 function tooLarge(): ProblemError {

@@ -1,0 +1,62 @@
+import type { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyRequest, preParsingAsyncHookHandler, RouteOptions } from 'fastify';
+import { BoundedDecoder, type ContentCoding, parseContentEncoding } from './content-encoding.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The request's Content-Encoding when its body is multipart: the multipart parser reads the
+     * raw request itself (not fastify's payload stream), so the upload handler decodes it
+     * (decodedMultipartRequest).
+     */
+    multipartCoding?: ContentCoding;
+  }
+}
+
+/**
+ * Compressed request bodies (`Content-Encoding: gzip | deflate | br | zstd`) on every route of
+ * `app`, present and later: each route gets a preParsing hook, after its own and its scopes'
+ * (authentication, upload slots), so an unauthenticated request never makes us inflate anything,
+ * that swaps the body stream for a BoundedDecoder limited to the route's bodyLimit, counted on the
+ * decompressed bytes. An unknown coding is a 415 before any byte is read.
+ */
+export function registerRequestDecoding(app: FastifyInstance): void {
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const own = route.preParsing === undefined ? [] : Array.isArray(route.preParsing) ? route.preParsing : [route.preParsing];
+    route.preParsing = [...own, decodeRequestBody];
+  });
+}
+
+const decodeRequestBody: preParsingAsyncHookHandler = async (request, _reply, payload) => {
+  const coding = parseContentEncoding(request.headers['content-encoding']);
+  if (coding === undefined) return payload;
+  if (isMultipart(request)) {
+    request.multipartCoding = coding;
+    return payload;
+  }
+  const decoder = new BoundedDecoder({ coding, limitBytes: request.routeOptions.bodyLimit ?? 1024 * 1024, subject: 'the body' });
+  payload.pipe(decoder);
+  return decoder;
+};
+
+function isMultipart(request: FastifyRequest): boolean {
+  return String(request.headers['content-type'] ?? '')
+    .toLowerCase()
+    .startsWith('multipart/');
+}
+
+/**
+ * A view of `request` whose raw body is the decoded one, for the multipart parser (which reads
+ * `request.raw`): busboy parses the decompressed stream, and `limitBytes` bounds it whole. The
+ * real request (headers, socket, early refusal) is untouched.
+ */
+export function decodedMultipartRequest(request: FastifyRequest, limitBytes: number): FastifyRequest {
+  const coding = request.multipartCoding;
+  if (coding === undefined) return request;
+  const decoder = new BoundedDecoder({ coding, limitBytes, subject: 'the body' });
+  const raw = request.raw;
+  raw.pipe(decoder);
+  // busboy reads the boundary from the headers of what it parses.
+  const decodedRaw = Object.assign(decoder as Readable, { headers: raw.headers });
+  return Object.create(request, { raw: { value: decodedRaw } }) as FastifyRequest;
+}
