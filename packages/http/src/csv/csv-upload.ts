@@ -17,6 +17,11 @@ import type { TimeSlicer } from '../http/time-slicer.js';
 import { readCsvEvents } from './csv-reader.js';
 
 export const MAX_CSV_BYTES = 50 * 1000 * 1000;
+/**
+ * A compressed upload is refused once past 8 MiB decoded at more than 250 times its compressed
+ * size: reading 50 MB of a bomb's zeros through the CSV reader would take about a second of CPU.
+ */
+const CSV_RATIO_GUARD = { ratio: 250, afterBytes: 8 * 1024 * 1024 };
 /** Room for the multipart framing around the file: boundaries, part headers, the form fields. */
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
@@ -189,7 +194,7 @@ async function filePart(request: FastifyRequest): Promise<FilePart> {
   let part: Awaited<ReturnType<FastifyRequest['file']>>;
   try {
     // A whole body sent with Content-Encoding is parsed decompressed, bounded like the file.
-    part = await decodedMultipartRequest(request, MAX_CSV_BYTES + MULTIPART_OVERHEAD_BYTES).file();
+    part = await decodedMultipartRequest(request, MAX_CSV_BYTES + MULTIPART_OVERHEAD_BYTES, CSV_RATIO_GUARD).file();
   } catch (err) {
     throw malformedUpload(err);
   }
@@ -213,7 +218,13 @@ async function filePart(request: FastifyRequest): Promise<FilePart> {
  */
 function decodedFile(part: FilePart): BoundedDecoder {
   const declared = /\.gz$/i.test(part.filename ?? '') || /^application\/(x-)?gzip$/i.test(part.mimetype ?? '');
-  const decoder = new BoundedDecoder({ coding: 'sniff-gzip', limitBytes: MAX_CSV_BYTES, subject: 'the file', requireCoded: declared });
+  const decoder = new BoundedDecoder({
+    coding: 'sniff-gzip',
+    limitBytes: MAX_CSV_BYTES,
+    subject: 'the file',
+    requireCoded: declared,
+    maxRatio: CSV_RATIO_GUARD,
+  });
   part.file.on('error', (err) => decoder.destroy(err));
   part.file.pipe(decoder);
   return decoder;

@@ -119,6 +119,21 @@ describe('BoundedDecoder', () => {
     expect(decoder.decodedLength).toBeLessThanOrEqual(LIMIT + 128 * 1024);
   });
 
+  it('refuses data past afterBytes that decodes to more than maxRatio times its size, and lets real data through', async () => {
+    const guard = { ratio: 250, afterBytes: 8 * 1024 * 1024 };
+    const bomb = await drain(
+      new BoundedDecoder({ coding: 'gzip', limitBytes: 50_000_000, subject: 'the file', maxRatio: guard }),
+      compressionBomb('gzip', 50_000_000),
+    );
+    expect((bomb.error as ProblemError).detail).toBe(
+      'The file decompresses to more than 250 times its compressed size (Content-Encoding: gzip); send it uncompressed or less compressed.',
+    );
+    const rows = Array.from({ length: 200_000 }, (_, i) => `signup,2026-01-01T00:00:00Z,user${i}@example.com`).join('\n');
+    const real = await drain(new BoundedDecoder({ coding: 'gzip', limitBytes: 50_000_000, subject: 'the file', maxRatio: guard }), compress('gzip', rows));
+    expect(real.error).toBeUndefined();
+    expect(real.out.length).toBeGreaterThan(guard.afterBytes);
+  });
+
   it('sniffs a gzip file and passes anything else through (sniff-gzip)', async () => {
     const csv = 'event_name,timestamp,email\nsignup,2026-01-01T00:00:00Z,a@b.io\n';
     expect((await drain(new BoundedDecoder({ coding: 'sniff-gzip', limitBytes: LIMIT, subject: 'the file' }), compress('gzip', csv))).out.toString()).toBe(csv);

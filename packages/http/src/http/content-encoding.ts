@@ -54,6 +54,13 @@ export interface DecoderOptions {
   subject: string;
   /** The 400 says so when the data is not of this coding (a `.csv.gz` file name that is not gzip). */
   requireCoded?: boolean;
+  /**
+   * The ratio guard, for limits so large that reading up to them takes long (a 50 MB CSV): once
+   * more than `afterBytes` are decoded, data that decodes to more than `ratio` times its coded size
+   * is refused with 413. Real data stays far below (CSV and JSON events compress 10 to 100 times);
+   * a bomb of zeros is around 1,000 (gzip) to 100,000 (zstd).
+   */
+  maxRatio?: { ratio: number; afterBytes: number };
 }
 
 const GZIP_MAGIC = [0x1f, 0x8b] as const;
@@ -173,6 +180,17 @@ export class BoundedDecoder extends Duplex {
   private emitDecoded(out: Buffer): void {
     if (this.destroyed) return;
     this.decodedLength += out.length;
+    const guard = this.options.maxRatio;
+    if (guard && !this.passThrough && this.decodedLength > guard.afterBytes && this.decodedLength > guard.ratio * this.consumedCodedBytes()) {
+      this.destroy(
+        new ProblemError(
+          'payloadTooLarge',
+          `${capitalise(this.options.subject)} decompresses to more than ${guard.ratio} times its compressed size (Content-Encoding: ${this.effective}); send it uncompressed or less compressed.`,
+          { extensions: { maxRatio: guard.ratio, encoding: this.effective } },
+        ),
+      );
+      return;
+    }
     if (this.decodedLength > this.options.limitBytes) {
       this.destroy(
         new ProblemError(
@@ -184,6 +202,11 @@ export class BoundedDecoder extends Duplex {
       return;
     }
     if (!this.push(out)) this.decoder?.pause();
+  }
+
+  /** What the decoder engine has taken in (zlib's bytesWritten): bytes still queued before it do not count toward the ratio. */
+  private consumedCodedBytes(): number {
+    return (this.decoder as unknown as { bytesWritten?: number } | undefined)?.bytesWritten ?? this.receivedEncodedLength;
   }
 
   private corrupt(reason: string): ProblemError {

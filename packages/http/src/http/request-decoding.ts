@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest, preParsingAsyncHookHandler, RouteOptions } from 'fastify';
-import { BoundedDecoder, type ContentCoding, parseContentEncoding } from './content-encoding.js';
+import { BoundedDecoder, type ContentCoding, type DecoderOptions, parseContentEncoding, SUPPORTED_CONTENT_CODINGS } from './content-encoding.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -18,13 +18,36 @@ declare module 'fastify' {
  * `app`, present and later: each route gets a preParsing hook, after its own and its scopes'
  * (authentication, upload slots), so an unauthenticated request never makes us inflate anything,
  * that swaps the body stream for a BoundedDecoder limited to the route's bodyLimit, counted on the
- * decompressed bytes. An unknown coding is a 415 before any byte is read.
+ * decompressed bytes. An unknown coding is a 415 before any byte is read. Routes that take a body
+ * document the `Content-Encoding` header in the OpenAPI document.
  */
 export function registerRequestDecoding(app: FastifyInstance): void {
   app.addHook('onRoute', (route: RouteOptions) => {
     const own = route.preParsing === undefined ? [] : Array.isArray(route.preParsing) ? route.preParsing : [route.preParsing];
     route.preParsing = [...own, decodeRequestBody];
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (route.schema !== undefined && methods.some((m) => BODY_METHODS.has(m))) {
+      route.schema = { ...route.schema, headers: withContentEncodingHeader(route.schema.headers) };
+    }
   });
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/**
+ * The Content-Encoding request header, for OpenAPI. Not enforced by the schema (the preParsing
+ * hook answers an unknown coding with 415 before validation).
+ */
+export const contentEncodingHeaderSchema = {
+  type: 'string',
+  description: `The body's compression, one of ${SUPPORTED_CONTENT_CODINGS.join(', ')} (or identity). Limits count the decompressed bytes; an unknown coding is answered 415, data that is not of the coding 400.`,
+  examples: ['gzip'],
+} as const;
+
+function withContentEncodingHeader(headers: unknown): unknown {
+  const base = (headers ?? { type: 'object', properties: {} }) as { type?: unknown; properties?: Record<string, unknown> };
+  if (base.type !== 'object') return headers;
+  return { ...base, properties: { ...base.properties, 'content-encoding': contentEncodingHeaderSchema } };
 }
 
 const decodeRequestBody: preParsingAsyncHookHandler = async (request, _reply, payload) => {
@@ -50,10 +73,10 @@ function isMultipart(request: FastifyRequest): boolean {
  * `request.raw`): busboy parses the decompressed stream, and `limitBytes` bounds it whole. The
  * real request (headers, socket, early refusal) is untouched.
  */
-export function decodedMultipartRequest(request: FastifyRequest, limitBytes: number): FastifyRequest {
+export function decodedMultipartRequest(request: FastifyRequest, limitBytes: number, maxRatio?: DecoderOptions['maxRatio']): FastifyRequest {
   const coding = request.multipartCoding;
   if (coding === undefined) return request;
-  const decoder = new BoundedDecoder({ coding, limitBytes, subject: 'the body' });
+  const decoder = new BoundedDecoder({ coding, limitBytes, subject: 'the body', maxRatio });
   const raw = request.raw;
   raw.pipe(decoder);
   // busboy reads the boundary from the headers of what it parses.
