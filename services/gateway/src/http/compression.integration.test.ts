@@ -90,6 +90,15 @@ describe('compressed request bodies', () => {
     expect((peak - before) / 1024 / 1024, `rss grew from ${before} to ${peak} bytes`).toBeLessThan(200);
   });
 
+  it('answers a 300 MB gzip bomb on /v1/events (1 MiB) with 413 within a second', async () => {
+    const bomb = compressionBomb('gzip', 300 * 1024 * 1024);
+    const answer = await post('/v1/events', bomb, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    console.log(`events bomb: ${answer.status} in ${answer.ms.toFixed(0)} ms`);
+    expect(answer.status).toBe(413);
+    expect(answer.json).toMatchObject({ limitBytes: 1024 * 1024, encoding: 'gzip' });
+    expect(answer.ms).toBeLessThan(1_000);
+  });
+
   it('answers data that is not of its declared coding with 400 naming the coding, and an unknown coding with 415', async () => {
     const lying = await post('/v1/events', Buffer.from(JSON.stringify({ events: eventsOf(1, tag()) })), {
       'content-type': 'application/json',
