@@ -5,6 +5,8 @@ import { csvHeaderProblems } from '../csv-header-check.js';
 
 const PREVIEW_ROWS = 5;
 const MAX_BYTES = 50 * 1000 * 1000;
+/** Of a gzip-compressed file, only this much is inflated for the preview (the server inflates the rest). */
+const GZIP_PREVIEW_BYTES = 256 * 1024;
 
 interface Preview {
   file: File;
@@ -30,17 +32,19 @@ export function CsvUpload({ onStarted }: { onStarted: () => void }) {
       setPreview({ file, header: [], rows: [], problems: ['The file is larger than 50 MB.'] });
       return;
     }
+    const fail = (err: Error) => setPreview({ file, header: [], rows: [], problems: [`The file could not be read: ${err.message}`] });
+    const show = (result: Papa.ParseResult<string[]>) => {
+      const [header = [], ...rows] = result.data;
+      if (header[0]) header[0] = header[0].replace(/^\uFEFF/, '');
+      setPreview({ file, header, rows, problems: header.length === 0 ? ['The file is empty.'] : csvHeaderProblems(header) });
+    };
     // Only the first rows are read: a 50 MB file is not loaded into the page.
-    Papa.parse<string[]>(file, {
-      preview: PREVIEW_ROWS + 1,
-      skipEmptyLines: 'greedy',
-      complete: (result) => {
-        const [header = [], ...rows] = result.data;
-        if (header[0]) header[0] = header[0].replace(/^\uFEFF/, '');
-        setPreview({ file, header, rows, problems: header.length === 0 ? ['The file is empty.'] : csvHeaderProblems(header) });
-      },
-      error: (err) => setPreview({ file, header: [], rows: [], problems: [`The file could not be read: ${err.message}`] }),
-    });
+    const options = { preview: PREVIEW_ROWS + 1, skipEmptyLines: 'greedy' as const };
+    if (/\.gz$/i.test(file.name)) {
+      gunzipHead(file, GZIP_PREVIEW_BYTES).then((text) => show(Papa.parse<string[]>(text, options)), fail);
+      return;
+    }
+    Papa.parse<string[]>(file, { ...options, complete: show, error: fail });
   };
 
   const start = async (e: FormEvent<HTMLFormElement>) => {
@@ -66,10 +70,11 @@ export function CsvUpload({ onStarted }: { onStarted: () => void }) {
     <form className="upload" onSubmit={start} aria-labelledby="upload-title">
       <h2 id="upload-title">Upload a CSV</h2>
       <p className="hint" id="csv-help">
-        Columns: event_name, timestamp (ISO 8601), email and/or domain; other columns become properties. At most 10,000 rows and 50 MB.
+        Columns: event_name, timestamp (ISO 8601), email and/or domain; other columns become properties. At most 10,000 rows and 50 MB (uncompressed); a
+        gzip-compressed .csv.gz is fine.
       </p>
       <label htmlFor="csv-file">CSV file</label>{' '}
-      <input id="csv-file" name="file" type="file" accept=".csv,text/csv" onChange={choose} aria-describedby="csv-help" />
+      <input id="csv-file" name="file" type="file" accept=".csv,.csv.gz,text/csv,application/gzip" onChange={choose} aria-describedby="csv-help" />
       {preview && preview.problems.length > 0 && (
         <ul className="error" role="alert" aria-label="Problems in the file">
           {preview.problems.map((p) => (
@@ -121,4 +126,24 @@ export function CsvUpload({ onStarted }: { onStarted: () => void }) {
       )}
     </form>
   );
+}
+
+/** The first `maxBytes` of a gzip file, inflated by the browser (the rows the preview needs). */
+async function gunzipHead(file: File, maxBytes: number): Promise<string> {
+  const reader = file.stream().pipeThrough(new DecompressionStream('gzip')).getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  let size = 0;
+  try {
+    while (size < maxBytes) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      size += value.length;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  // A row cut at maxBytes is not shown: only whole lines are previewed.
+  return size >= maxBytes ? text.slice(0, text.lastIndexOf('\n') + 1) : text;
 }
