@@ -47,11 +47,14 @@ function compress(coding: Coding, body: Buffer): Buffer {
   return zlib.zstdCompressSync(body);
 }
 
+/** As the gateway's decoders are made (content-encoding.ts): 64 KiB output chunks. */
+const DECODER_OPTIONS = { chunkSize: 64 * 1024 };
+
 function decoder(coding: Coding): NodeJS.ReadWriteStream {
-  if (coding === 'gzip') return zlib.createGunzip();
-  if (coding === 'deflate') return zlib.createInflate();
-  if (coding === 'br') return zlib.createBrotliDecompress();
-  return zlib.createZstdDecompress();
+  if (coding === 'gzip') return zlib.createGunzip(DECODER_OPTIONS);
+  if (coding === 'deflate') return zlib.createInflate(DECODER_OPTIONS);
+  if (coding === 'br') return zlib.createBrotliDecompress(DECODER_OPTIONS);
+  return zlib.createZstdDecompress(DECODER_OPTIONS);
 }
 
 interface Figure {

@@ -18,10 +18,10 @@ import { readCsvEvents } from './csv-reader.js';
 
 export const MAX_CSV_BYTES = 50 * 1000 * 1000;
 /**
- * A compressed upload is refused once past 8 MiB decoded at more than 250 times its compressed
+ * A compressed upload is refused once past 2 MiB decoded at more than 250 times its compressed
  * size: reading 50 MB of a bomb's zeros through the CSV reader would take about a second of CPU.
  */
-const CSV_RATIO_GUARD = { ratio: 250, afterBytes: 8 * 1024 * 1024 };
+const CSV_RATIO_GUARD = { ratio: 250, afterBytes: 2 * 1024 * 1024 };
 /** Room for the multipart framing around the file: boundaries, part headers, the form fields. */
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 

@@ -66,6 +66,12 @@ export interface DecoderOptions {
 const GZIP_MAGIC = [0x1f, 0x8b] as const;
 
 /**
+ * Each output chunk is one trip to the thread pool and back to the event loop: 64 KiB (zlib's
+ * default is 16 KiB) makes a 16 MiB body 256 trips instead of 1,024, for 48 KiB more per decoder.
+ */
+const DECODER_OPTIONS = { chunkSize: 64 * 1024 };
+
+/**
  * A writable/readable pair that decodes what is written into it, never letting more than
  * `limitBytes` decoded bytes out: past that it fails with a 413 at once and stops the decoder, so
  * a bomb (a few hundred KB inflating to GBs of zeros) costs no more than inflating the limit. The
@@ -161,19 +167,18 @@ export class BoundedDecoder extends Duplex {
   }
 
   private createDecoder(head: Buffer): Transform {
-    // Stop at the end of the first member: bytes after it are an error, not a second body.
     switch (this.options.coding) {
       case 'gzip':
       case 'sniff-gzip':
-        return zlib.createGunzip();
+        return zlib.createGunzip(DECODER_OPTIONS);
       case 'deflate':
         // HTTP's "deflate" is the zlib format (RFC 1950), but some clients send raw deflate
         // (RFC 1951): a zlib header is a CMF/FLG pair whose 16-bit value is a multiple of 31.
-        return isZlibHeader(head) ? zlib.createInflate() : zlib.createInflateRaw();
+        return isZlibHeader(head) ? zlib.createInflate(DECODER_OPTIONS) : zlib.createInflateRaw(DECODER_OPTIONS);
       case 'br':
-        return zlib.createBrotliDecompress();
+        return zlib.createBrotliDecompress(DECODER_OPTIONS);
       case 'zstd':
-        return (zlib as unknown as { createZstdDecompress(): Transform }).createZstdDecompress();
+        return (zlib as unknown as { createZstdDecompress(options: object): Transform }).createZstdDecompress(DECODER_OPTIONS);
     }
   }
 

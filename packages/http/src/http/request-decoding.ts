@@ -58,9 +58,23 @@ const decodeRequestBody: preParsingAsyncHookHandler = async (request, _reply, pa
     return payload;
   }
   const decoder = new BoundedDecoder({ coding, limitBytes: request.routeOptions.bodyLimit ?? 1024 * 1024, subject: 'the body' });
-  payload.pipe(decoder);
+  decodeFrom(payload, decoder);
   return decoder;
 };
+
+/**
+ * Pipes the request into the decoder, and fails the decoder when the request fails: the body-idle
+ * timeout (timeouts.ts) fails the request stream with its 408 so that the body's reader answers
+ * it (an upload aborts its job first), and a client that goes away must end the reading too.
+ */
+function decodeFrom(source: NodeJS.ReadableStream, decoder: BoundedDecoder): void {
+  source.on('error', (err: Error) => decoder.destroy(err));
+  source.once('close', () => {
+    if (!(source as Readable).readableEnded)
+      decoder.destroy(Object.assign(new Error('the client closed the connection before the body ended'), { code: 'ECONNRESET' }));
+  });
+  source.pipe(decoder);
+}
 
 function isMultipart(request: FastifyRequest): boolean {
   return String(request.headers['content-type'] ?? '')
@@ -78,7 +92,7 @@ export function decodedMultipartRequest(request: FastifyRequest, limitBytes: num
   if (coding === undefined) return request;
   const decoder = new BoundedDecoder({ coding, limitBytes, subject: 'the body', maxRatio });
   const raw = request.raw;
-  raw.pipe(decoder);
+  decodeFrom(raw, decoder);
   // busboy reads the boundary from the headers of what it parses.
   const decodedRaw = Object.assign(decoder as Readable, { headers: raw.headers });
   return Object.create(request, { raw: { value: decodedRaw } }) as FastifyRequest;
