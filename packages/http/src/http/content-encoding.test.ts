@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { waitFor } from '@ingest/testkit';
 import { compress, compressionBomb, type TestCoding } from '@ingest/testkit/gateway';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +19,7 @@ beforeAll(async () => {
   registerRequestDecoding(app);
   registerErrorHandling(app);
   app.post('/echo', { bodyLimit: LIMIT }, async (request) => ({ received: request.body }));
+  app.get('/ping', async () => ({ ok: true }));
   await app.ready();
 });
 
@@ -50,6 +53,11 @@ describe('compressed request bodies', () => {
     const res = await post(body, header);
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toEqual({ received: events });
+  });
+
+  it('ignores the header on a request without a body', async () => {
+    const res = await app.inject({ method: 'GET', url: '/ping', headers: { 'content-encoding': 'compress' } });
+    expect(res.statusCode, res.body).toBe(200);
   });
 
   it('reads identity and an empty header as uncompressed', async () => {
@@ -142,6 +150,24 @@ describe('BoundedDecoder', () => {
     expect((lying.error as ProblemError).detail).toBe(
       'The file is not valid gzip data (Content-Encoding: gzip): the data does not start with the gzip signature (1f 8b).',
     );
+  });
+
+  it.each([
+    ['passes through', 'sniff-gzip' as const, (b: Buffer) => b],
+    ['decodes', 'gzip' as const, (b: Buffer) => compress('gzip', b)],
+  ])('holds back its writer while nobody reads (%s): it never buffers the body', async (_name, coding, encode) => {
+    // Random bytes: incompressible, so the coded stream is as large as the decoded one.
+    const chunks = Array.from({ length: 160 }, () => encode(randomBytes(64 * 1024)));
+    const source = Readable.from(chunks);
+    const decoder = new BoundedDecoder({ coding, limitBytes: 50_000_000, subject: 'the file' });
+    source.pipe(decoder);
+    // Nobody reads the decoder: once the pipe has stopped, little has been taken from the source.
+    await waitFor(() => source.readableFlowing === false && decoder.writableNeedDrain, { description: 'the pipe paused by backpressure', timeoutMs: 3_000 });
+    expect(decoder.readableLength).toBeLessThanOrEqual(256 * 1024);
+    expect(decoder.decodedLength).toBeLessThan(2 * 1024 * 1024);
+    let read = 0;
+    for await (const chunk of decoder) read += (chunk as Buffer).length;
+    expect(read).toBe(160 * 64 * 1024);
   });
 
   it('parses the Content-Encoding header', () => {

@@ -91,6 +91,8 @@ export class BoundedDecoder extends Duplex {
   private head: Buffer = Buffer.alloc(0);
   private decided = false;
   private passThrough = false;
+  /** Passing through: the write waiting for the reader to want more (backpressure without a decoder). */
+  private waitingWrite: (() => void) | undefined;
   private effective: string;
 
   constructor(private readonly options: DecoderOptions) {
@@ -131,6 +133,9 @@ export class BoundedDecoder extends Duplex {
 
   override _read(): void {
     this.decoder?.resume();
+    const waiting = this.waitingWrite;
+    this.waitingWrite = undefined;
+    waiting?.();
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
@@ -140,8 +145,9 @@ export class BoundedDecoder extends Duplex {
 
   private forward(chunk: Buffer, callback: (error?: Error | null) => void): void {
     if (this.passThrough) {
-      this.emitDecoded(chunk);
-      return callback();
+      if (this.emitDecoded(chunk)) callback();
+      else this.waitingWrite = () => callback();
+      return;
     }
     const decoder = this.decoder as Transform;
     if (decoder.write(chunk)) callback();
@@ -182,8 +188,9 @@ export class BoundedDecoder extends Duplex {
     }
   }
 
-  private emitDecoded(out: Buffer): void {
-    if (this.destroyed) return;
+  /** False when the reader has enough for now (or the stream failed). */
+  private emitDecoded(out: Buffer): boolean {
+    if (this.destroyed) return false;
     this.decodedLength += out.length;
     const guard = this.options.maxRatio;
     if (guard && !this.passThrough && this.decodedLength > guard.afterBytes && this.decodedLength > guard.ratio * this.consumedCodedBytes()) {
@@ -194,7 +201,7 @@ export class BoundedDecoder extends Duplex {
           { extensions: { maxRatio: guard.ratio, encoding: this.effective } },
         ),
       );
-      return;
+      return false;
     }
     if (this.decodedLength > this.options.limitBytes) {
       this.destroy(
@@ -204,9 +211,11 @@ export class BoundedDecoder extends Duplex {
           { extensions: { limitBytes: this.options.limitBytes, encoding: this.effective } },
         ),
       );
-      return;
+      return false;
     }
-    if (!this.push(out)) this.decoder?.pause();
+    const more = this.push(out);
+    if (!more) this.decoder?.pause();
+    return more;
   }
 
   /** What the decoder engine has taken in (zlib's bytesWritten): bytes still queued before it do not count toward the ratio. */

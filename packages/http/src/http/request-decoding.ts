@@ -51,6 +51,8 @@ function withContentEncodingHeader(headers: unknown): unknown {
 }
 
 const decodeRequestBody: preParsingAsyncHookHandler = async (request, _reply, payload) => {
+  // A request without a body (a GET that carries the header anyway) has nothing to decode.
+  if (!hasBody(request)) return payload;
   const coding = parseContentEncoding(request.headers['content-encoding']);
   if (coding === undefined) return payload;
   if (isMultipart(request)) {
@@ -74,6 +76,11 @@ function decodeFrom(source: NodeJS.ReadableStream, decoder: BoundedDecoder): voi
       decoder.destroy(Object.assign(new Error('the client closed the connection before the body ended'), { code: 'ECONNRESET' }));
   });
   source.pipe(decoder);
+}
+
+function hasBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 function isMultipart(request: FastifyRequest): boolean {

@@ -27,7 +27,7 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
           body: {
             type: 'object',
             required: ['file'],
-            properties: { file: { type: 'string', format: 'binary', description: 'The CSV file: UTF-8, header row, at most 50 MB and 10,000 rows.' } },
+            properties: { file: { type: 'string', format: 'binary', description: 'The CSV file, UTF-8 or .csv.gz: header row, ≤ 50 MB and 10,000 rows.' } },
           },
           response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 403, 409, 413, 415, 422, 429, 503, 504) },
         },
