@@ -8,3 +8,4 @@ export * from './neighbour.js';
 export * from './raw-client.js';
 export * from './keep-alive.js';
 export * from './connection-channel.fixture.js';
+export * from './compression.js';

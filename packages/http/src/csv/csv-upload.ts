@@ -5,7 +5,9 @@ import { type Account, type Allowance } from '@ingest/domain';
 import { AppError, isRetryable } from '@ingest/platform';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IngestMetrics } from '../events/ingest.metrics.js';
+import { BoundedDecoder } from '../http/content-encoding.js';
 import { ProblemError } from '../http/problem.js';
+import { decodedMultipartRequest } from '../http/request-decoding.js';
 import type { IdempotencyStore } from '../jobs/idempotency.store.js';
 import { idempotencyKeyOf, refusedClaim, replayed } from '../jobs/idempotent-job.js';
 import type { JobWriter } from '../jobs/job-writer.js';
@@ -16,6 +18,11 @@ import { csvFormOptions } from './csv-form-fields.js';
 import { readCsvEvents } from './csv-reader.js';
 
 export const MAX_CSV_BYTES = 50 * 1000 * 1000;
+/**
+ * A compressed upload is refused once past 2 MiB decoded at more than 250 times its compressed
+ * size: reading 50 MB of a bomb's zeros through the CSV reader would take about a second of CPU.
+ */
+const CSV_RATIO_GUARD = { ratio: 250, afterBytes: 2 * 1024 * 1024 };
 /** Room for the multipart framing around the file: boundaries, part headers, the form fields. */
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
@@ -81,12 +88,13 @@ export async function handleCsvUpload(
 
   const part = await filePart(request);
   const form = csvFormOptions(part.fields);
+  const file = decodedFile(part);
   const digest = createHash('sha256');
   // The fields change what the bytes mean: a key reused with other fields is another request.
   if (form.delimiter || form.timezone) digest.update(`delimiter=${form.delimiter?.name ?? ''}\ntimezone=${form.timezone ?? ''}\n`);
   if (earlier?.state === 'done') {
     try {
-      for await (const bytes of part.file) digest.update(bytes as Buffer);
+      for await (const bytes of file) digest.update(bytes as Buffer);
     } catch (err) {
       throw part.file.truncated ? tooLarge() : malformedUpload(err);
     }
@@ -96,7 +104,7 @@ export async function handleCsvUpload(
   }
 
   let streamError: unknown;
-  part.file.on('error', (err) => {
+  file.on('error', (err) => {
     streamError = err;
   });
   const job = deps.jobs.open(account, 'csv');
@@ -104,7 +112,7 @@ export async function handleCsvUpload(
   let claimed = false;
   let outcomeUnknown: ProblemError | undefined;
   try {
-    const result = await readCsvEvents(part.file, {
+    const result = await readCsvEvents(file, {
       accountId: account.id,
       maxRows: MAX_EVENTS_PER_BULK,
       chunkSize: JOB_CHUNK_SIZE,
@@ -190,7 +198,8 @@ export async function handleCsvUpload(
 async function filePart(request: FastifyRequest): Promise<FilePart> {
   let part: Awaited<ReturnType<FastifyRequest['file']>>;
   try {
-    part = await request.file();
+    // A whole body sent with Content-Encoding is parsed decompressed, bounded like the file.
+    part = await decodedMultipartRequest(request, MAX_CSV_BYTES + MULTIPART_OVERHEAD_BYTES, CSV_RATIO_GUARD).file();
   } catch (err) {
     throw malformedUpload(err);
   }
@@ -204,6 +213,26 @@ async function filePart(request: FastifyRequest): Promise<FilePart> {
     });
   }
   return part;
+}
+
+/**
+ * The file's bytes as CSV: a gzip-compressed file (`.csv.gz`, a gzip media type, or simply the
+ * gzip signature 1f 8b, which no UTF-8 text starts with) is inflated on the way, its decompressed
+ * bytes bounded by MAX_CSV_BYTES like an uncompressed file's (413 past it, while inflating). A file
+ * named or typed gzip that is not gzip is a 400. The digest (Idempotency-Key) is of the CSV bytes.
+ */
+function decodedFile(part: FilePart): BoundedDecoder {
+  const declared = /\.gz$/i.test(part.filename ?? '') || /^application\/(x-)?gzip$/i.test(part.mimetype ?? '');
+  const decoder = new BoundedDecoder({
+    coding: 'sniff-gzip',
+    limitBytes: MAX_CSV_BYTES,
+    subject: 'the file',
+    requireCoded: declared,
+    maxRatio: CSV_RATIO_GUARD,
+  });
+  part.file.on('error', (err) => decoder.destroy(err));
+  part.file.pipe(decoder);
+  return decoder;
 }
 
 function tooLarge(): ProblemError {

@@ -8,6 +8,7 @@ import { type HttpListenerSettings, parseTrustProxy } from './http.config.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerHttpMetrics } from './http.metrics.js';
 import { registerJsonBodyParser } from './json-body.js';
+import { registerRequestDecoding } from './request-decoding.js';
 import { rateLimitStore } from '../limits/rate-limit.store.js';
 import { setRateLimitFields } from '../limits/rate-limit-fields.js';
 import { ProblemError } from './problem.js';
@@ -24,7 +25,8 @@ export interface BaseAppDeps {
 
 /**
  * What every HTTP listener has, the gateway's public API and the console's dashboard and admin API alike: the
- * timeouts of slow clients, request ids, RED metrics, the JSON body parser, the per-address
+ * timeouts of slow clients, request ids, RED metrics, the JSON body parser, compressed request
+ * bodies (request-decoding.ts), the per-address
  * rate limit (in Redis, under its own `rateLimitNamespace`), the RateLimit-Policy / RateLimit
  * fields of every limit that applied, problem+json errors, and connections that survive an early
  * refusal (early-refusal.ts).
@@ -61,6 +63,7 @@ export async function createBaseApp(deps: BaseAppDeps, options: { rateLimitNames
   registerBodyIdleTimeout(app, timeouts, timeoutCounter);
   registerEarlyRefusalDrain(app);
   registerJsonBodyParser(app);
+  registerRequestDecoding(app);
 
   const rateLimitRefusals = sharedCounter(deps.metrics, { name: METRIC_NAMES.rateLimitRefusals, help: 'Requests refused with 429', labelNames: [] });
   await app.register(rateLimit, {

@@ -8,6 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { type Component } from '@ingest/platform';
 import { hashPassword } from '@ingest/domain';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
@@ -200,6 +201,13 @@ describe('dashboard in a browser', () => {
     await expect.poll(() => page.getByRole('alert', { name: 'Problems in the file' }).textContent()).toContain('no timestamp column');
     expect(await page.getByRole('button', { name: 'Start job' }).isDisabled()).toBe(true);
     await screenshot(page, 'jobs-bad-header');
+
+    // A gzip-compressed file is previewed from its inflated first rows (issue 27, item 2).
+    const zipped = join(dir, `zipped-${uniqueSuffix()}.csv.gz`);
+    writeFileSync(zipped, gzipSync('event_name,timestamp,email\nSigned Up,2026-01-05T10:00:00Z,zip@example.com\n'));
+    await page.getByLabel('CSV file').setInputFiles(zipped);
+    await page.getByRole('table', { name: /First rows of zipped-/ }).waitFor();
+    expect(await page.getByRole('cell', { name: 'zip@example.com' }).count()).toBe(1);
 
     const good = join(dir, `good-${uniqueSuffix()}.csv`);
     writeFileSync(

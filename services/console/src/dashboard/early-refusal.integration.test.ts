@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  compressionBomb,
   createGatewayFixture,
   csvMultipart,
   DASHBOARD_HOST,
@@ -39,8 +40,8 @@ function dashboard(signedIn: boolean): Record<string, string> {
   return signedIn ? { ...base, cookie: user.cookie, 'x-csrf-token': user.csrfToken } : base;
 }
 
-function csvUpload(content: Buffer, signedIn = true): SentRequest {
-  const { body, contentType } = csvMultipart(content);
+function csvUpload(content: Buffer, signedIn = true, filename = 'events.csv'): SentRequest {
+  const { body, contentType } = csvMultipart(content, 'file', filename);
   return { method: 'POST', path: '/dashboard/api/jobs/csv', headers: { ...dashboard(signedIn), 'content-type': contentType }, body };
 }
 
@@ -53,6 +54,12 @@ const cases: { name: string; status: number; request: () => SentRequest }[] = [
     request: () => csvUpload(Buffer.concat([Buffer.from(`event_name,timestamp,email${','.repeat(199_997)}\n`), rows(50_000)])),
   },
   { name: 'dashboard CSV: no session (401)', status: 401, request: () => csvUpload(rows(50_000), false) },
+  // The upload handler is the gateway's: a gzip file is inflated, bounded (issue 27, item 2).
+  {
+    name: 'dashboard CSV: a .csv.gz bomb of 300 MB (413)',
+    status: 413,
+    request: () => csvUpload(compressionBomb('gzip', 300 * 1024 * 1024), true, 'events.csv.gz'),
+  },
   {
     name: 'dashboard CRM dry-run (a test event): a body over 256 KiB (413)',
     status: 413,

@@ -38,7 +38,11 @@ export function csvRoutes(deps: CsvRouteDeps): FastifyPluginAsync {
                 type: 'string',
                 description: 'Optional, before the file part: the IANA time zone (e.g. Europe/Berlin) of timestamps written without a zone.',
               },
-              file: { type: 'string', format: 'binary', description: 'The CSV file: UTF-8, header row, at most 50 MB and 10,000 rows.' },
+              file: {
+                type: 'string',
+                format: 'binary',
+                description: 'The CSV file, UTF-8 or .csv.gz: header row, at most 50 MB (decompressed) and 10,000 rows.',
+              },
             },
           },
           response: { 202: BulkJobReceipt, ...problemResponses(400, 401, 402, 403, 409, 413, 415, 422, 429, 503, 504) },

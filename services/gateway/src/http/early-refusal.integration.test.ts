@@ -8,7 +8,7 @@
  * `Connection: close`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, csvMultipart, type GatewayFixture, refusalThenNext, type SentRequest } from '@ingest/testkit/gateway';
+import { compressionBomb, createGatewayFixture, csvMultipart, type GatewayFixture, refusalThenNext, type SentRequest } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 let baseUrl: string;
@@ -25,8 +25,8 @@ afterAll(async () => {
   await gw?.close();
 });
 
-function csvUpload(content: Buffer, key: string | null = apiKey): SentRequest {
-  const { body, contentType } = csvMultipart(content);
+function csvUpload(content: Buffer, key: string | null = apiKey, filename = 'events.csv'): SentRequest {
+  const { body, contentType } = csvMultipart(content, 'file', filename);
   return {
     method: 'POST',
     path: '/v1/backfill/csv',
@@ -35,8 +35,17 @@ function csvUpload(content: Buffer, key: string | null = apiKey): SentRequest {
   };
 }
 
-function json(path: string, body: Buffer, key: string | null = apiKey): SentRequest {
-  return { method: 'POST', path, headers: { 'content-type': 'application/json', ...(key === null ? {} : { authorization: `Bearer ${key}` }) }, body };
+function json(path: string, body: Buffer, key: string | null = apiKey, encoding?: string): SentRequest {
+  return {
+    method: 'POST',
+    path,
+    headers: {
+      'content-type': 'application/json',
+      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
+      ...(encoding === undefined ? {} : { 'content-encoding': encoding }),
+    },
+    body,
+  };
 }
 
 const rows = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => `e,2026-01-01T00:00:00Z,u${i}@b.io\n`).join(''));
@@ -57,6 +66,10 @@ const cases: { name: string; status: number; request: () => SentRequest }[] = [
   { name: 'bulk: a body over 16 MiB (413)', status: 413, request: () => json('/v1/events/bulk', Buffer.alloc(17 * 1024 * 1024, ' ')) },
   { name: 'events: no API key (401)', status: 401, request: () => json('/v1/events', Buffer.alloc(512 * 1024, ' '), null) },
   { name: 'events: a body over 1 MiB (413)', status: 413, request: () => json('/v1/events', Buffer.alloc(2 * 1024 * 1024, ' ')) },
+  // Refused while inflating, the rest of the compressed body unread (issue 27, item 1).
+  { name: 'events: a gzip bomb of 300 MB (413)', status: 413, request: () => json('/v1/events', compressionBomb('gzip', 300 * 1024 * 1024), apiKey, 'gzip') },
+  { name: 'bulk: 512 KB that say gzip and are not (400)', status: 400, request: () => json('/v1/events/bulk', Buffer.alloc(512 * 1024, ' '), apiKey, 'gzip') },
+  { name: 'CSV: a .csv.gz bomb of 300 MB (413)', status: 413, request: () => csvUpload(compressionBomb('gzip', 300 * 1024 * 1024), apiKey, 'events.csv.gz') },
 ];
 
 describe('an early refusal never wedges the keep-alive connection', () => {

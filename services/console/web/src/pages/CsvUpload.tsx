@@ -5,6 +5,8 @@ import { csvHeaderProblems } from '../csv-header-check.js';
 
 const PREVIEW_ROWS = 5;
 const MAX_BYTES = 50 * 1000 * 1000;
+/** Of a gzip-compressed file, only this much is inflated for the preview (the server inflates the rest). */
+const GZIP_PREVIEW_BYTES = 256 * 1024;
 
 interface Preview {
   file: File;
@@ -31,19 +33,20 @@ export function CsvUpload({ onStarted }: { onStarted: () => void }) {
       setPreview({ file, header: [], rows: [], problems: ['The file is larger than 50 MB.'] });
       return;
     }
+    const fail = (err: Error) => setPreview({ file, header: [], rows: [], problems: [`The file could not be read: ${err.message}`] });
+    const show = (result: Papa.ParseResult<string[]>) => {
+      const [header = [], ...rows] = result.data;
+      if (header[0]) header[0] = header[0].replace(/^\uFEFF/, '');
+      setPreview({ file, header, rows, problems: header.length === 0 ? ['The file is empty.'] : csvHeaderProblems(header) });
+    };
     // Only the first rows are read: a 50 MB file is not loaded into the page.
-    Papa.parse<string[]>(file, {
-      preview: PREVIEW_ROWS + 1,
-      // The delimiters the server detects; anything else would preview a file it refuses.
-      delimitersToGuess: [',', ';', '\t'],
-      skipEmptyLines: 'greedy',
-      complete: (result) => {
-        const [header = [], ...rows] = result.data;
-        if (header[0]) header[0] = header[0].replace(/^\uFEFF/, '');
-        setPreview({ file, header, rows, problems: header.length === 0 ? ['The file is empty.'] : csvHeaderProblems(header) });
-      },
-      error: (err) => setPreview({ file, header: [], rows: [], problems: [`The file could not be read: ${err.message}`] }),
-    });
+    // delimitersToGuess: the delimiters the server detects; anything else would preview a file it refuses.
+    const options = { preview: PREVIEW_ROWS + 1, delimitersToGuess: [',', ';', '\t'], skipEmptyLines: 'greedy' as const };
+    if (/\.gz$/i.test(file.name)) {
+      gunzipHead(file, GZIP_PREVIEW_BYTES).then((text) => show(Papa.parse<string[]>(text, options)), fail);
+      return;
+    }
+    Papa.parse<string[]>(file, { ...options, complete: show, error: fail });
   };
 
   const start = async (e: FormEvent<HTMLFormElement>) => {
@@ -70,10 +73,18 @@ export function CsvUpload({ onStarted }: { onStarted: () => void }) {
       <h2 id="upload-title">Upload a CSV</h2>
       <p className="hint" id="csv-help">
         Columns: event_name, timestamp, email and/or domain (case, spaces and underscores do not matter: “Event Name” is event_name); other columns become
-        properties. Comma, semicolon or tab separated. Timestamps: ISO 8601 with a zone, or epoch seconds or milliseconds. At most 10,000 rows and 50 MB.
+        properties. Comma, semicolon or tab separated. Timestamps: ISO 8601 with a zone, or epoch seconds or milliseconds. At most 10,000 rows and 50 MB
+        (uncompressed); a gzip-compressed .csv.gz is fine.
       </p>
       <label htmlFor="csv-file">CSV file</label>{' '}
-      <input id="csv-file" name="file" type="file" accept=".csv,.tsv,text/csv,text/tab-separated-values" onChange={choose} aria-describedby="csv-help" />
+      <input
+        id="csv-file"
+        name="file"
+        type="file"
+        accept=".csv,.tsv,.csv.gz,.tsv.gz,text/csv,text/tab-separated-values,application/gzip"
+        onChange={choose}
+        aria-describedby="csv-help"
+      />
       <p>
         <label htmlFor="csv-timezone">Time zone of times without one</label>{' '}
         <input
@@ -140,4 +151,24 @@ export function CsvUpload({ onStarted }: { onStarted: () => void }) {
       )}
     </form>
   );
+}
+
+/** The first `maxBytes` of a gzip file, inflated by the browser (the rows the preview needs). */
+async function gunzipHead(file: File, maxBytes: number): Promise<string> {
+  const reader = file.stream().pipeThrough(new DecompressionStream('gzip')).getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  let size = 0;
+  try {
+    while (size < maxBytes) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      size += value.length;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  // A row cut at maxBytes is not shown: only whole lines are previewed.
+  return size >= maxBytes ? text.slice(0, text.lastIndexOf('\n') + 1) : text;
 }
