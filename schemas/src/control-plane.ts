@@ -52,6 +52,8 @@ export const AccountSchema = Type.Object({
     }),
   ),
   allowedOrigins: Type.Optional(Origins),
+  /** Every owner must sign in with a second factor (TOTP); absent: false. */
+  requireOwnerTotp: Type.Optional(Type.Boolean()),
 });
 
 const apiKeyPublicProperties = {

@@ -93,6 +93,7 @@ export const createAccountDecoder = () =>
     updatedAt: a.updatedAt,
     ...(a.suspension !== undefined ? { suspension: { reason: a.suspension.reason, suspendedAt: a.suspension.suspendedAt } } : {}),
     ...(a.allowedOrigins !== undefined ? { allowedOrigins: [...a.allowedOrigins] } : {}),
+    ...(a.requireOwnerTotp === true ? { requireOwnerTotp: true } : {}),
   }));
 
 export const createApiKeyDecoder = () =>
