@@ -49,7 +49,11 @@ start_service() {
   local keys=()
   case $name in
     gateway) keys=("${GATEWAY_READER_ENV[@]}") ;;
-    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "${GATEWAY_READER_ENV[@]}") ;;
+    console)
+      # The console's own secret key (seals owners' TOTP secrets, signs device cookies), made once.
+      [[ -s $STACK_DIR/dashboard-secret.key ]] || (umask 077 && openssl rand -base64 32 >"$STACK_DIR/dashboard-secret.key")
+      keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "DASHBOARD_SECRET_KEYS_FILE=${DASHBOARD_SECRET_KEYS_FILE:-$STACK_DIR/dashboard-secret.key}" "${GATEWAY_READER_ENV[@]}")
+      ;;
     crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}") ;;
   esac
   # setsid: the service gets its own process group, so stopping it stops tsx and node together.

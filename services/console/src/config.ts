@@ -70,6 +70,19 @@ export const ConsoleConfigSchema = Type.Object({
   /** Sign-in attempts on all owners of one account per DASHBOARD_SIGNIN_WINDOW_SECONDS. */
   DASHBOARD_SIGNIN_LIMIT_PER_ACCOUNT: Type.Integer({ minimum: 1, default: 50 }),
   DASHBOARD_SIGNIN_WINDOW_SECONDS: Type.Integer({ minimum: 1, default: 15 * 60 }),
+  /**
+   * Password hashes (scrypt, 128 MiB each) in progress at once in this process; sign-ins beyond
+   * are answered 503 with Retry-After at once, never queued.
+   */
+  DASHBOARD_PASSWORD_HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
+  /**
+   * Console secret keys (base64, 32 bytes or more; comma-separated, the first one is current):
+   * they seal owners' TOTP secrets and sign known-device cookies. Empty: owners cannot enrol a
+   * second factor, and known-device cookies use a per-process key (forgotten at restart).
+   */
+  DASHBOARD_SECRET_KEYS: Type.String({ default: '' }),
+  /** The same, read from a file (a mounted Secret); wins over DASHBOARD_SECRET_KEYS. */
+  DASHBOARD_SECRET_KEYS_FILE: Type.String({ default: '' }),
   /** Built web app (vite output); empty: services/console/dist/web next to the code. */
   DASHBOARD_WEB_DIR: Type.String({ default: '' }),
 });

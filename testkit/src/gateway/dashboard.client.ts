@@ -16,6 +16,8 @@ export interface DashboardUser {
   accountId: string;
   cookie: string;
   csrfToken: string;
+  /** The known-device cookie the sign-in set (`ingest_device=...`), for sign-ins from "the same browser". */
+  deviceCookie: string;
   /** A request with the session cookie, this dashboard's Origin and (unless overridden) the CSRF token. */
   request(options: Omit<InjectOptions, 'headers'> & { headers?: Record<string, string | undefined> }): Promise<LightMyRequestResponse>;
 }
@@ -27,14 +29,27 @@ export async function createOwner(gw: GatewayFixture, accountId: string): Promis
   return { email, password };
 }
 
-export function signInRequest(app: FastifyInstance, email: string, password: string, remoteAddress = randomClientIp()) {
+export function signInRequest(
+  app: FastifyInstance,
+  email: string,
+  password: string,
+  remoteAddress = randomClientIp(),
+  extra: { totpCode?: string; recoveryCode?: string; cookie?: string } = {},
+) {
+  const { cookie, ...codes } = extra;
   return app.inject({
     method: 'POST',
     url: '/dashboard/api/session',
-    headers: { host: DASHBOARD_HOST, origin: DASHBOARD_ORIGIN, 'content-type': 'application/json' },
-    payload: { email, password },
+    headers: { host: DASHBOARD_HOST, origin: DASHBOARD_ORIGIN, 'content-type': 'application/json', ...(cookie ? { cookie } : {}) },
+    payload: { email, password, ...codes },
     remoteAddress,
   });
+}
+
+export function deviceCookieOf(response: LightMyRequestResponse): string {
+  const cookie = response.cookies.find((c) => c.name === 'ingest_device');
+  if (!cookie) throw new Error(`no device cookie in the sign-in response (${response.statusCode})`);
+  return `${cookie.name}=${cookie.value}`;
 }
 
 export function sessionCookieOf(response: LightMyRequestResponse): string {
@@ -48,6 +63,7 @@ export async function signedInOwner(gw: GatewayFixture, accountId: string): Prom
   const response = await signInRequest(gw.console, email, password);
   if (response.statusCode !== 200) throw new Error(`sign-in failed: ${response.statusCode} ${response.body}`);
   const cookie = sessionCookieOf(response);
+  const deviceCookie = deviceCookieOf(response);
   const csrfToken = (response.json() as { csrfToken: string }).csrfToken;
   const remoteAddress = randomClientIp();
   return {
@@ -56,6 +72,7 @@ export async function signedInOwner(gw: GatewayFixture, accountId: string): Prom
     accountId,
     cookie,
     csrfToken,
+    deviceCookie,
     request: (options) => {
       // A header given as undefined is left out (e.g. a request without Origin).
       const merged = { host: DASHBOARD_HOST, origin: DASHBOARD_ORIGIN, cookie, 'x-csrf-token': csrfToken, ...options.headers };
