@@ -3,6 +3,11 @@
 import type { ApiKeyView, AuditPage, BulkJobReceipt, CrmMapping, DashboardUsage, JobStatus, SessionView, StoredEvent } from '@ingest/schemas';
 
 export type { AuditPage, DashboardUsage, SessionView };
+export interface TotpStatus {
+  enabled: boolean;
+  recoveryCodesLeft: number;
+  accountRequiresTotp: boolean;
+}
 export type KeyView = ApiKeyView;
 export interface CreatedApiKeyView {
   apiKey: string;
