@@ -77,13 +77,20 @@ export function sealTotpSecret(secret: string, ownerId: string, key: OwnerSecret
   const cipher = createCipheriv('aes-256-gcm', key.key, iv);
   cipher.setAAD(aad(ownerId));
   const ciphertext = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-  return { alg: TOTP_SEAL_ALGORITHM, kid: key.kid, iv: iv.toString('base64'), ciphertext: ciphertext.toString('base64'), tag: cipher.getAuthTag().toString('base64') };
+  return {
+    alg: TOTP_SEAL_ALGORITHM,
+    kid: key.kid,
+    iv: iv.toString('base64'),
+    ciphertext: ciphertext.toString('base64'),
+    tag: cipher.getAuthTag().toString('base64'),
+  };
 }
 
 /** Throws AppError `owner_totp_unreadable` (unknown key, tampered or moved record). */
 export function openTotpSecret(sealed: SealedTotpSecret, ownerId: string, keys: readonly OwnerSecretKey[]): string {
   const key = keys.find((k) => k.kid === sealed.kid);
-  if (sealed.alg !== TOTP_SEAL_ALGORITHM || !key) throw new AppError('owner_totp_unreadable', `the second factor is sealed with key ${sealed.kid}, which is not configured`);
+  if (sealed.alg !== TOTP_SEAL_ALGORITHM || !key)
+    throw new AppError('owner_totp_unreadable', `the second factor is sealed with key ${sealed.kid}, which is not configured`);
   try {
     const decipher = createDecipheriv('aes-256-gcm', key.key, Buffer.from(sealed.iv, 'base64'));
     decipher.setAAD(aad(ownerId));
@@ -106,7 +113,9 @@ export function newRecoveryCodes(count = RECOVERY_CODE_COUNT): string[] {
 
 /** Case and dashes do not matter when typed. */
 export function recoveryCodeHash(code: string): string {
-  return createHash('sha256').update(code.toLowerCase().replace(/[^0-9a-z]/g, '')).digest('hex');
+  return createHash('sha256')
+    .update(code.toLowerCase().replace(/[^0-9a-z]/g, ''))
+    .digest('hex');
 }
 
 /** The stored hash the code matches, or undefined (constant-time per comparison). */

@@ -20,18 +20,20 @@ export interface KnownDevices {
 
 /** `macKeys[0]` signs; every key verifies (rotation). */
 export function createKnownDevices(macKeys: readonly Buffer[]): KnownDevices {
+  const [signingKey] = macKeys;
+  if (!signingKey) throw new Error('known devices need at least one key');
   const mac = (key: Buffer, body: string) => createHmac('sha256', key).update(body).digest();
   return {
     issue(ownerId, deviceId) {
       const body = `v1.${ownerId}.${deviceId ?? randomBytes(16).toString('base64url')}`;
-      return `${body}.${mac(macKeys[0]!, body).toString('base64url')}`;
+      return `${body}.${mac(signingKey, body).toString('base64url')}`;
     },
     deviceOf(cookie, ownerId) {
       if (!cookie || cookie.length > 256) return undefined;
       const parts = cookie.split('.');
       if (parts.length !== 4 || parts[0] !== 'v1' || parts[1] !== ownerId) return undefined;
       const body = parts.slice(0, 3).join('.');
-      const given = Buffer.from(parts[3]!, 'base64url');
+      const given = Buffer.from(parts[3] ?? '', 'base64url');
       const ok = macKeys.some((key) => {
         const expected = mac(key, body);
         return given.length === expected.length && timingSafeEqual(given, expected);

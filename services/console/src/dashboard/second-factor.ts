@@ -33,7 +33,13 @@ export interface SecondFactor {
 const PENDING_SECONDS = 600;
 const USED_STEP_SECONDS = 120;
 
-export function createSecondFactor(deps: { redis: Redis; keyPrefix: string; keys: OwnerSecretKey[]; controlPlane: ControlPlane; now: () => number }): SecondFactor {
+export function createSecondFactor(deps: {
+  redis: Redis;
+  keyPrefix: string;
+  keys: OwnerSecretKey[];
+  controlPlane: ControlPlane;
+  now: () => number;
+}): SecondFactor {
   const key = (what: string, ownerId: string) => `${deps.keyPrefix}dashboard:2fa:${what}:${ownerId}`;
 
   function open(sealed: SealedTotpSecret, ownerId: string): string {
@@ -76,7 +82,9 @@ export function createSecondFactor(deps: { redis: Redis; keyPrefix: string; keys
       return owner.totp !== undefined && (await totpOnce(owner, open(owner.totp.sealed, owner.id), code));
     },
     async startEnrolment(owner, secret) {
-      const sealed = sealTotpSecret(secret, owner.id, deps.keys[0]!);
+      const [current] = deps.keys;
+      if (!current) throw new ProblemError('unavailable', 'Second factors are not available: no console key is configured.');
+      const sealed = sealTotpSecret(secret, owner.id, current);
       await withRedis('second factor', deps.redis.set(key('pending', owner.id), JSON.stringify(sealed), 'EX', PENDING_SECONDS));
     },
     async confirmEnrolment(owner, code) {

@@ -64,7 +64,9 @@ export function sessionRoutes(deps: SessionRoutesDeps): FastifyPluginAsync {
         }
         const second = await deps.secondFactor.check(owner, request.body);
         if (second === 'missing') {
-          throw new ProblemError('secondFactorRequired', 'Enter the code from your authenticator app (or a recovery code).', { extensions: { secondFactor: 'totp' } });
+          throw new ProblemError('secondFactorRequired', 'Enter the code from your authenticator app (or a recovery code).', {
+            extensions: { secondFactor: 'totp' },
+          });
         }
         if (second === 'wrong') {
           request.log.warn({ dashboard: 'second factor wrong', ownerId: owner.id, knownDevice: deviceId !== undefined }, 'dashboard sign-in refused');

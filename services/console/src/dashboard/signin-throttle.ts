@@ -58,7 +58,10 @@ export function createSignInThrottle(deps: SignInThrottleDeps): SignInThrottle {
       } else {
         const byEmail = await count(emailKey, deps.perEmail);
         const byAccount = accountId ? await count(`account:${accountId}`, deps.perAccount) : undefined;
-        counts = [{ which: 'email', max: deps.perEmail, ...byEmail }, ...(byAccount ? [{ which: 'account' as const, max: deps.perAccount, ...byAccount }] : [])];
+        counts = [
+          { which: 'email', max: deps.perEmail, ...byEmail },
+          ...(byAccount ? [{ which: 'account' as const, max: deps.perAccount, ...byAccount }] : []),
+        ];
       }
     } catch (err) {
       throw new ProblemError('unavailable', SIGN_IN_UNAVAILABLE, { headers: { 'retry-after': '60' }, cause: err });

@@ -1,10 +1,4 @@
-import {
-  AccountSecurityBody,
-  TotpCodeBody,
-  TotpEnrolmentView,
-  TotpRecoveryCodesView,
-  TotpStatusView,
-} from '@ingest/schemas';
+import { AccountSecurityBody, TotpCodeBody, TotpEnrolmentView, TotpRecoveryCodesView, TotpStatusView } from '@ingest/schemas';
 import { type ControlPlane, newRecoveryCodes, newTotpSecret, type Owner, recoveryCodeHash, totpUri } from '@ingest/domain';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { type Auditor, ProblemError } from '@ingest/http';
@@ -87,7 +81,12 @@ export function totpRoutes(deps: TotpRoutesDeps): FastifyPluginAsync {
         }
         if (!(await deps.secondFactor.verifyCurrent(owner, request.body.code))) throw new ProblemError('validation', 'The code is wrong or was used already.');
         await deps.controlPlane.updateOwnerCredentials(owner.accountId, owner.email, { totp: null });
-        await deps.auditor.record(request, { action: 'owner.totp_remove', accountId: owner.accountId, target: owner.id, before: { enabledAt: owner.totp.enabledAt } });
+        await deps.auditor.record(request, {
+          action: 'owner.totp_remove',
+          accountId: owner.accountId,
+          target: owner.id,
+          before: { enabledAt: owner.totp.enabledAt },
+        });
         return reply.code(204).send();
       },
     );
@@ -109,7 +108,11 @@ export function totpRoutes(deps: TotpRoutesDeps): FastifyPluginAsync {
           before: { requireOwnerTotp: account.requireOwnerTotp === true },
           after: { requireOwnerTotp: updated.requireOwnerTotp === true },
         });
-        return { enabled: owner.totp !== undefined, recoveryCodesLeft: owner.totp?.recoveryCodeHashes.length ?? 0, accountRequiresTotp: updated.requireOwnerTotp === true };
+        return {
+          enabled: owner.totp !== undefined,
+          recoveryCodesLeft: owner.totp?.recoveryCodeHashes.length ?? 0,
+          accountRequiresTotp: updated.requireOwnerTotp === true,
+        };
       },
     );
   };
