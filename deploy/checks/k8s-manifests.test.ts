@@ -191,6 +191,7 @@ describe('configuration', () => {
       'CLICKHOUSE_MIGRATIONS_DIR',
       'CRM_CREDENTIALS_PUBLIC_KEY',
       'CRM_CREDENTIALS_PRIVATE_KEYS',
+      'DASHBOARD_SECRET_KEYS_FILE',
       'GATEWAY_ROLE',
     ]);
     const set = new Set([...Object.keys(config.data), ...Object.keys(secretTemplate.stringData)]);
@@ -205,6 +206,7 @@ describe('configuration', () => {
       'ADMIN_TOKEN_PREVIOUS',
       'CLICKHOUSE_PASSWORD',
       'CLICKHOUSE_READER_PASSWORD',
+      'DASHBOARD_SECRET_KEYS',
       'KAFKA_PASSWORD_ADMIN',
       'KAFKA_PASSWORD_CONSOLE',
       'KAFKA_PASSWORD_CRM_SINK',
