@@ -6,7 +6,7 @@
  * counted by the same throttle, codes work once, recovery codes work once), its secret never in
  * clear in the owner record, and an account's requirement of it.
  */
-import { createOwner, type DashboardUser, deviceCookieOf, randomClientIp, signedInOwner, signInRequest, useGatewayFixture } from '@ingest/testkit/gateway';
+import { ADMIN_TOKEN, createOwner, type DashboardUser, deviceCookieOf, randomClientIp, signedInOwner, signInRequest, useGatewayFixture } from '@ingest/testkit/gateway';
 import { hashPassword, OWNER_PASSWORD_COST } from '@ingest/domain';
 import { generate } from 'otplib';
 import { describe, expect, it } from 'vitest';
@@ -139,6 +139,21 @@ describe('owner sign-in defences', () => {
     expect(gw.controlPlane.ownerByEmail(owner.email)?.totp?.recoveryCodeHashes).toHaveLength(9);
     const status = await owner.request({ method: 'GET', url: '/dashboard/api/totp' });
     expect(status.json()).toMatchObject({ enabled: true, recoveryCodesLeft: 9 });
+  });
+
+  it('an admin removes the second factor of an owner who lost it; the password alone signs in again', async () => {
+    const { account } = await gw.newAccount('free');
+    const owner = await signedInOwner(gw, account.id);
+    await enrol(owner);
+    const removed = await gw.admin.inject({
+      method: 'POST',
+      url: `/admin/v1/accounts/${account.id}/owners/${encodeURIComponent(owner.email)}/remove-second-factor`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(removed.statusCode, removed.body).toBe(200);
+    expect(gw.controlPlane.ownerByEmail(owner.email)?.totp).toBeUndefined();
+    const signIn = await signInRequest(gw.console, owner.email, owner.password, randomClientIp(), { cookie: owner.deviceCookie });
+    expect(signIn.statusCode, signIn.body).toBe(200);
   });
 
   it("an account's requirement: only an owner with a second factor sets it; owners without one may only enrol", async () => {
