@@ -6,7 +6,16 @@
  * counted by the same throttle, codes work once, recovery codes work once), its secret never in
  * clear in the owner record, and an account's requirement of it.
  */
-import { ADMIN_TOKEN, createOwner, type DashboardUser, deviceCookieOf, randomClientIp, signedInOwner, signInRequest, useGatewayFixture } from '@ingest/testkit/gateway';
+import {
+  ADMIN_TOKEN,
+  createOwner,
+  type DashboardUser,
+  deviceCookieOf,
+  randomClientIp,
+  signedInOwner,
+  signInRequest,
+  useGatewayFixture,
+} from '@ingest/testkit/gateway';
 import { hashPassword, OWNER_PASSWORD_COST } from '@ingest/domain';
 import { generate } from 'otplib';
 import { describe, expect, it } from 'vitest';
