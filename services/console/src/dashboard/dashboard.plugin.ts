@@ -94,6 +94,13 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           .map((o) => o.trim())
           .filter(Boolean);
         const guard = createSessionGuard({ sessions, controlPlane: deps.controlPlane, allowedOrigins });
+        const throttle = createSignInThrottle({
+          redis: deps.redis,
+          keyPrefix: config.REDIS_KEY_PREFIX,
+          perEmail: config.DASHBOARD_SIGNIN_LIMIT_PER_EMAIL,
+          perAccount: config.DASHBOARD_SIGNIN_LIMIT_PER_ACCOUNT,
+          windowMs: config.DASHBOARD_SIGNIN_WINDOW_SECONDS * 1000,
+        });
         const secretKeys = consoleSecretKeysFromConfig(config);
         const secondFactor = createSecondFactor({
           redis: deps.redis,
@@ -113,13 +120,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             cookieSecure: config.DASHBOARD_COOKIE_SECURE,
             maxSeconds: config.DASHBOARD_SESSION_MAX_SECONDS,
             limits,
-            throttle: createSignInThrottle({
-              redis: deps.redis,
-              keyPrefix: config.REDIS_KEY_PREFIX,
-              perEmail: config.DASHBOARD_SIGNIN_LIMIT_PER_EMAIL,
-              perAccount: config.DASHBOARD_SIGNIN_LIMIT_PER_ACCOUNT,
-              windowMs: config.DASHBOARD_SIGNIN_WINDOW_SECONDS * 1000,
-            }),
+            throttle,
             hashGate: createPasswordHashGate(config.DASHBOARD_PASSWORD_HASH_CONCURRENCY),
             devices: createKnownDevices(secretKeys.keys.map((k) => k.macKey)),
             secondFactor,
@@ -129,6 +130,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           totpRoutes({
             controlPlane: deps.controlPlane,
             secondFactor,
+            throttle,
             keysConfigured: secretKeys.configured,
             issuer: 'Ingest',
             limits,

@@ -5,10 +5,13 @@ import { type Auditor, ProblemError } from '@ingest/http';
 import { dashboardOf } from './session.guard.js';
 import type { RouteLimits } from './route-options.js';
 import type { SecondFactor } from './second-factor.js';
+import type { SignInThrottle } from './signin-throttle.js';
 
 export interface TotpRoutesDeps {
   controlPlane: ControlPlane;
   secondFactor: SecondFactor;
+  /** Codes given to turn the factor off count on the sign-in throttle: a stolen session cannot guess its way to removing it. */
+  throttle: SignInThrottle;
   /** False without DASHBOARD_SECRET_KEYS: enrolment is refused (nothing to seal the secret with). */
   keysConfigured: boolean;
   issuer: string;
@@ -79,6 +82,7 @@ export function totpRoutes(deps: TotpRoutesDeps): FastifyPluginAsync {
         if (dashboardOf(request).account.requireOwnerTotp) {
           throw new ProblemError('conflict', 'This account requires a second factor; turn the requirement off first.');
         }
+        await deps.throttle(owner.email, owner.accountId);
         if (!(await deps.secondFactor.verifyCurrent(owner, request.body.code))) throw new ProblemError('validation', 'The code is wrong or was used already.');
         await deps.controlPlane.updateOwnerCredentials(owner.accountId, owner.email, { totp: null });
         await deps.auditor.record(request, {
