@@ -21,7 +21,7 @@ export function SignInPage({ onSignedIn }: { onSignedIn: (s: SessionView) => voi
     setBusy(true);
     setError('');
     try {
-      onSignedIn(await api.signIn(given.email, given.password, credentials ? (useRecovery ? { recoveryCode: code } : { totpCode: code }) : {}));
+      onSignedIn(await signInRetryingWhileBusy(given.email, given.password, credentials ? (useRecovery ? { recoveryCode: code } : { totpCode: code }) : {}));
     } catch (err) {
       if (!credentials && err instanceof ApiError && err.extensions.type === '/problems/second-factor-required') {
         setCredentials(given);
@@ -73,4 +73,17 @@ export function SignInPage({ onSignedIn }: { onSignedIn: (s: SessionView) => voi
       </form>
     </main>
   );
+}
+
+/** The console answers 503 (Retry-After: 1) while its password hashes are all busy: try again a few times. */
+async function signInRetryingWhileBusy(email: string, password: string, codes: { totpCode?: string; recoveryCode?: string }): Promise<SessionView> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await api.signIn(email, password, codes);
+    } catch (err) {
+      const busy = err instanceof ApiError && err.status === 503 && err.extensions.limit === 'concurrent password hashes';
+      if (!busy || attempt >= 3) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
 }
