@@ -68,14 +68,19 @@ start_service() {
   # and the console read ClickHouse as the read-only user.
   local keys=()
   case $name in
-    gateway) keys=("${GATEWAY_READER_ENV[@]}") ;;
-    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN" "${GATEWAY_READER_ENV[@]}") ;;
-    crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN") ;;
-fi
-
     gateway) keys=("SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
-    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
-    crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}") ;;
+    console)
+      # The console's own secret key (seals owners' TOTP secrets, signs device cookies), made once.
+      [[ -s $STACK_DIR/dashboard-secret.key ]] || (umask 077 && openssl rand -base64 32 >"$STACK_DIR/dashboard-secret.key")
+      keys=(
+        "CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}"
+        "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN"
+        "SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY"
+        "DASHBOARD_SECRET_KEYS_FILE=${DASHBOARD_SECRET_KEYS_FILE:-$STACK_DIR/dashboard-secret.key}"
+        "${GATEWAY_READER_ENV[@]}"
+      )
+      ;;
+    crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN") ;;
   esac
   # setsid: the service gets its own process group, so stopping it stops tsx and node together.
   setsid nohup env "${keys[@]}" npx tsx "services/$name/src/main.ts" >>"$LOG_DIR/$name.log" 2>&1 &

@@ -194,6 +194,7 @@ describe('configuration', () => {
       'CLICKHOUSE_MIGRATIONS_DIR',
       'CRM_CREDENTIALS_PUBLIC_KEY',
       'CRM_CREDENTIALS_PRIVATE_KEYS',
+      'DASHBOARD_SECRET_KEYS_FILE',
       'GATEWAY_ROLE',
     ]);
     const set = new Set([...Object.keys(config.data), ...Object.keys(secretTemplate.stringData)]);
@@ -210,6 +211,7 @@ describe('configuration', () => {
       'CLICKHOUSE_READER_PASSWORD',
       'CRM_SINK_INTERNAL_TOKEN',
       'CRM_SINK_INTERNAL_TOKEN_PREVIOUS',
+      'DASHBOARD_SECRET_KEYS',
       'KAFKA_PASSWORD_ADMIN',
       'KAFKA_PASSWORD_CONSOLE',
       'KAFKA_PASSWORD_CRM_SINK',

@@ -62,6 +62,8 @@ export const AccountSchema = Type.Object({
   ),
   allowedOrigins: Type.Optional(Origins),
   publishableEventIds: Type.Optional(PublishableEventIds),
+  /** Every owner must sign in with a second factor (TOTP); absent: false. */
+  requireOwnerTotp: Type.Optional(Type.Boolean()),
 });
 
 const apiKeyPublicProperties = {

@@ -6,7 +6,14 @@ import { ApiKeyScopeSchema, ApiKeyTypeSchema, ApiKeyViewSchema, NAME_MAX_LENGTH 
  * Not part of the public v1 contract: hidden from the OpenAPI document.
  */
 export const SignInBody = Type.Object(
-  { email: Type.String({ minLength: 1, maxLength: 254 }), password: Type.String({ minLength: 1, maxLength: 256 }) },
+  {
+    email: Type.String({ minLength: 1, maxLength: 254 }),
+    password: Type.String({ minLength: 1, maxLength: 256 }),
+    /** The authenticator app's current code, for an owner with a second factor. */
+    totpCode: Type.Optional(Type.String({ maxLength: 16 })),
+    /** Instead of totpCode: one of the owner's recovery codes (each works once). */
+    recoveryCode: Type.Optional(Type.String({ maxLength: 32 })),
+  },
   { additionalProperties: false },
 );
 
@@ -15,7 +22,25 @@ export const SessionView = Type.Object({
   account: Type.Object({ id: Type.String(), name: Type.String(), plan: Type.String() }),
   /** Send back as X-CSRF-Token on every state-changing request. */
   csrfToken: Type.String(),
+  /** The account requires a second factor and this owner has none yet: only enrolment is open. */
+  secondFactorSetupRequired: Type.Optional(Type.Boolean()),
 });
+
+/** The owner's second factor as the dashboard shows it (never the secret once enabled). */
+export const TotpStatusView = Type.Object({
+  enabled: Type.Boolean(),
+  recoveryCodesLeft: Type.Integer(),
+  accountRequiresTotp: Type.Boolean(),
+});
+export const TotpEnrolmentView = Type.Object({
+  /** Base32, for typing into an authenticator app; shown only during enrolment. */
+  secret: Type.String(),
+  /** otpauth:// URI (the QR code encodes it). */
+  uri: Type.String(),
+});
+export const TotpCodeBody = Type.Object({ code: Type.String({ minLength: 1, maxLength: 16 }) }, { additionalProperties: false });
+export const TotpRecoveryCodesView = Type.Object({ recoveryCodes: Type.Array(Type.String()) });
+export const AccountSecurityBody = Type.Object({ requireOwnerTotp: Type.Boolean() }, { additionalProperties: false });
 
 export const DashboardKeyList = Type.Object({ keys: Type.Array(ApiKeyViewSchema) });
 export const DashboardCreateKeyBody = Type.Object(
@@ -64,6 +89,8 @@ export const DashboardSyncHealth = Type.Object({
 
 export type SignInBody = Static<typeof SignInBody>;
 export type SessionView = Static<typeof SessionView>;
+export type TotpCodeBody = Static<typeof TotpCodeBody>;
+export type AccountSecurityBody = Static<typeof AccountSecurityBody>;
 export type DashboardKeyList = Static<typeof DashboardKeyList>;
 export type DashboardCreateKeyBody = Static<typeof DashboardCreateKeyBody>;
 export type DashboardKeyIdParams = Static<typeof DashboardKeyIdParams>;

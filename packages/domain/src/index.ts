@@ -15,6 +15,7 @@ export * from './control-plane/credential-seal.js';
 export * from './control-plane/credential-keys.config.js';
 export * from './control-plane/crm-credential.js';
 export * from './control-plane/owner-password.js';
+export * from './control-plane/owner-totp.js';
 export * from './control-plane/types.js';
 export * from './crm/crm-properties.js';
 export * from './crm/crm-links.js';

@@ -82,6 +82,19 @@ export const ConsoleConfigSchema = Type.Object({
   CRM_SINK_INTERNAL_TOKEN: Type.String({ default: '', pattern: '^$|^\\S{32,}$' }),
   /** How long the console waits for crm-sink's answer (its own CRM call is bounded by CRM_CONNECTION_CHECK_TIMEOUT_MS). */
   CRM_SINK_INTERNAL_TIMEOUT_MS: Type.Integer({ minimum: 100, default: 20_000 }),
+  /**
+   * Password hashes (scrypt, 128 MiB each) in progress at once in this process; sign-ins beyond
+   * are answered 503 with Retry-After at once, never queued.
+   */
+  DASHBOARD_PASSWORD_HASH_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
+  /**
+   * Console secret keys (base64, 32 bytes or more; comma-separated, the first one is current):
+   * they seal owners' TOTP secrets and sign known-device cookies. Empty: owners cannot enrol a
+   * second factor, and known-device cookies use a per-process key (forgotten at restart).
+   */
+  DASHBOARD_SECRET_KEYS: Type.String({ default: '' }),
+  /** The same, read from a file (a mounted Secret); wins over DASHBOARD_SECRET_KEYS. */
+  DASHBOARD_SECRET_KEYS_FILE: Type.String({ default: '' }),
   /** Built web app (vite output); empty: services/console/dist/web next to the code. */
   DASHBOARD_WEB_DIR: Type.String({ default: '' }),
 });

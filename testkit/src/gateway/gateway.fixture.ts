@@ -9,6 +9,7 @@
  * give it (`ingest_reader`, readonly = 1), never as the tests' user: a query that user may not
  * run fails here as it fails for users. Tests insert rows through `clickhouse.ch`.
  */
+import { randomBytes } from 'node:crypto';
 import type { EventRecord, JobMessage } from '@ingest/schemas';
 import { type Account, API_KEY_SCOPES, type ControlPlane, createControlPlane, createJobStatusStore, type Plan } from '@ingest/domain';
 import {
@@ -94,6 +95,8 @@ export async function createGatewayFixture(env: Record<string, string> = {}, opt
     KAFKA_TOPIC_PREFIX: kafka.prefix,
     ADMIN_TOKEN,
     SEEN_IDS_HMAC_KEY: TEST_SEEN_IDS_KEY,
+    // As the stack's start script does: owners can enrol a second factor.
+    DASHBOARD_SECRET_KEYS: randomBytes(32).toString('base64'),
     ...env,
   };
   const config = loadGatewayConfig(baseEnv);

@@ -94,6 +94,7 @@ export const createAccountDecoder = () =>
     ...(a.suspension !== undefined ? { suspension: { reason: a.suspension.reason, suspendedAt: a.suspension.suspendedAt } } : {}),
     ...(a.allowedOrigins !== undefined ? { allowedOrigins: [...a.allowedOrigins] } : {}),
     ...(a.publishableEventIds !== undefined ? { publishableEventIds: a.publishableEventIds } : {}),
+    ...(a.requireOwnerTotp === true ? { requireOwnerTotp: true } : {}),
   }));
 
 export const createApiKeyDecoder = () =>

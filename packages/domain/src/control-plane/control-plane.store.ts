@@ -479,6 +479,26 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       log.info({ accountId, ownerId: current.id }, 'owner password reset');
       return updated;
     },
+
+    // No passwordChangedAt: the owner's other sessions stay (nothing about who knows what changed).
+    async updateOwnerCredentials(accountId, email, change) {
+      const current = await ownerOf(accountId, email);
+      const { totp: _previous, ...rest } = current;
+      const totp = change.totp === undefined ? current.totp : (change.totp ?? undefined);
+      const updated: Owner = { ...rest, ...(change.passwordHash ? { passwordHash: change.passwordHash } : {}), ...(totp ? { totp } : {}) };
+      await write(ownersTopic, current.email, updated);
+      log.info({ accountId, ownerId: current.id, rehashed: change.passwordHash !== undefined, totp: totp !== undefined }, 'owner credentials updated');
+      return updated;
+    },
+
+    async setRequireOwnerTotp(accountId, required) {
+      await barrier('catch up before the write');
+      const { requireOwnerTotp: _previous, ...rest } = account(accountId);
+      const updated: Account = { ...rest, ...(required ? { requireOwnerTotp: true } : {}), updatedAt: now().toISOString() };
+      await write(accountsTopic, accountId, updated);
+      log.info({ accountId, requireOwnerTotp: required }, 'owner second factor requirement set');
+      return updated;
+    },
   };
 }
 

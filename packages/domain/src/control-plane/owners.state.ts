@@ -1,5 +1,6 @@
 import { compileValidator } from '@ingest/schemas';
 import type { DecodedKeyedRecord } from './keyed-record.decode.js';
+import type { OwnerTotp } from './owner-totp.js';
 import type { Owner } from './types.js';
 
 /**
@@ -42,6 +43,25 @@ const OwnerWireSchema = {
     passwordHash: { type: 'string', minLength: 1, maxLength: 512 },
     createdAt: { type: 'string', minLength: 1, maxLength: 64 },
     passwordChangedAt: { type: 'string', minLength: 1, maxLength: 64 },
+    totp: {
+      type: 'object',
+      required: ['sealed', 'enabledAt', 'recoveryCodeHashes'],
+      properties: {
+        sealed: {
+          type: 'object',
+          required: ['alg', 'kid', 'iv', 'ciphertext', 'tag'],
+          properties: {
+            alg: { type: 'string', maxLength: 32 },
+            kid: { type: 'string', maxLength: 64 },
+            iv: { type: 'string', maxLength: 64 },
+            ciphertext: { type: 'string', maxLength: 256 },
+            tag: { type: 'string', maxLength: 64 },
+          },
+        },
+        enabledAt: { type: 'string', minLength: 1, maxLength: 64 },
+        recoveryCodeHashes: { type: 'array', maxItems: 32, items: { type: 'string', maxLength: 128 } },
+      },
+    },
   },
 } as const;
 
@@ -70,7 +90,14 @@ export function createOwnerDecoder(): (key: Buffer | null, value: Buffer | null)
         passwordHash: o.passwordHash,
         createdAt: o.createdAt,
         ...(o.passwordChangedAt ? { passwordChangedAt: o.passwordChangedAt } : {}),
+        ...(o.totp ? { totp: pickTotp(o.totp) } : {}),
       }),
     };
   };
+}
+
+/** Only the known fields: a newer writer's additions are dropped, not carried in state. */
+function pickTotp(t: OwnerTotp): OwnerTotp {
+  const { alg, kid, iv, ciphertext, tag } = t.sealed;
+  return { sealed: { alg, kid, iv, ciphertext, tag }, enabledAt: t.enabledAt, recoveryCodeHashes: [...t.recoveryCodeHashes] };
 }

@@ -2,6 +2,7 @@ import type { CRM_TYPES, CrmMapping, PublishableEventIdMode } from '@ingest/sche
 import type { Component } from '@ingest/platform';
 import type { AdminDirectory } from './admins.js';
 import type { CredentialKeyring, CredentialSealer, CrmSecrets, SealedSecrets } from './credential-seal.js';
+import type { OwnerTotp } from './owner-totp.js';
 
 /**
  * The control plane: accounts, plans, API keys, CRM mapping versions and CRM credentials. Durable
@@ -30,6 +31,8 @@ export interface Account {
    * (publishable-ids.ts); absent: `separate`.
    */
   publishableEventIds?: PublishableEventIdMode;
+  /** Every owner must have a second factor (owner-totp.ts); absent: not required. */
+  requireOwnerTotp?: boolean;
 }
 
 export interface AccountSuspension {
@@ -66,6 +69,8 @@ export interface Owner {
   createdAt: string;
   /** Set by an admin's password reset: sessions signed in before it end. */
   passwordChangedAt?: string;
+  /** The second factor, sealed (owner-totp.ts); absent: password only. */
+  totp?: OwnerTotp;
 }
 
 /** The scopes an API key may carry, and the two key types (access-control.ts says what each allows). */
@@ -113,6 +118,12 @@ export interface ControlPlaneWriter {
   removeOwner(accountId: string, email: string): Promise<Owner>;
   /** Replaces the password hash; sessions signed in before end. `owner_not_found` otherwise. */
   resetOwnerPassword(accountId: string, email: string, passwordHash: string): Promise<Owner>;
+  /**
+   * The owner's own changes that keep their sessions: a stronger hash of the same password (at
+   * sign-in), the second factor set (`null` removes it) or a recovery code used up.
+   */
+  updateOwnerCredentials(accountId: string, email: string, change: { passwordHash?: string; totp?: OwnerTotp | null }): Promise<Owner>;
+  setRequireOwnerTotp(accountId: string, required: boolean): Promise<Account>;
 }
 
 export interface ControlPlane

@@ -43,6 +43,9 @@ export const PROBLEMS = {
   quotaExceeded: { status: 402, type: '/problems/quota-exceeded', title: 'Monthly event allowance exhausted' },
   notSignedIn: { status: 401, type: '/problems/not-signed-in', title: 'Not signed in' },
   signInFailed: { status: 401, type: '/problems/sign-in-failed', title: 'Email or password is wrong' },
+  secondFactorRequired: { status: 401, type: '/problems/second-factor-required', title: 'A second factor is required' },
+  secondFactorFailed: { status: 401, type: '/problems/second-factor-failed', title: 'The second factor is wrong' },
+  secondFactorSetupRequired: { status: 403, type: '/problems/second-factor-setup-required', title: 'Set up a second factor first' },
   forbidden: { status: 403, type: '/problems/forbidden', title: 'Not allowed' },
   /** The key is valid but lacks the route's scope (extension `scope` names it). */
   missingScope: { status: 403, type: '/problems/missing-scope', title: 'The API key lacks the scope this route needs' },

@@ -101,6 +101,28 @@ export function ownersRoutes(deps: { controlPlane: ControlPlane; auditor: Audito
         return { owner: toView(owner), ...(generated ? { password: generated } : {}) };
       },
     );
+
+    // An owner who lost both the authenticator and the recovery codes: the admin, having checked
+    // who is asking, removes the second factor; the owner signs in with the password and enrols again.
+    app.post<{ Params: OwnerParams }>(
+      '/accounts/:accountId/owners/:email/remove-second-factor',
+      {
+        schema: {
+          summary: "Remove a dashboard owner's second factor (TOTP and recovery codes)",
+          tags,
+          params: OwnerParams,
+          response: { 200: CreatedOwner, ...problems(401, 404, 503) },
+        },
+      },
+      async (request) => {
+        const owner = await cp
+          .updateOwnerCredentials(request.params.accountId, request.params.email, { totp: null })
+          .catch((err: unknown) => Promise.reject(toProblem(err)));
+        request.log.info({ accountId: owner.accountId, ownerId: owner.id }, 'admin: owner second factor removed');
+        await deps.auditor.record(request, { action: 'owner.totp_remove', accountId: owner.accountId, target: owner.email, after: { secondFactor: false } });
+        return { owner: toView(owner) };
+      },
+    );
   };
 }
 

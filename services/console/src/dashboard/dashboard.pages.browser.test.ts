@@ -3,10 +3,12 @@
  * processor (dedupe, storage), Kafka, Redis and ClickHouse: an owner edits a mapping with an
  * error, sees the server's message next to the editor and jumps to it, fixes and saves it,
  * compares versions, dry-runs a sample event; sends events with an API key and watches them
- * arrive in the debugger, filters them and opens one.
+ * arrive in the debugger, filters them and opens one; enrols an authenticator app on the
+ * Security page and signs in again with password and code.
  */
 import { type Component, toDeadLetterMessage } from '@ingest/platform';
 import { hashPassword } from '@ingest/domain';
+import { generate } from 'otplib';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -282,5 +284,33 @@ describe('dead letters on the event debugger page', () => {
       .first()
       .waitFor();
     await screenshot(page, 'activity');
+  });
+});
+
+describe('two-step sign-in', () => {
+  it('enrols an authenticator app on the Security page, then signs in with password and code', async () => {
+    await page.getByRole('link', { name: 'Security' }).click();
+    await page.getByRole('heading', { name: 'Security' }).waitFor();
+    await page.getByRole('button', { name: 'Set up an authenticator app' }).click();
+    const secret = (await page.getByTestId('totp-secret').textContent()) ?? '';
+    expect(secret).toMatch(/^[A-Z2-7]{16,}$/);
+    expect(await page.getByRole('img', { name: 'QR code for your authenticator app' }).getAttribute('src')).toMatch(/^data:image\/png;base64,/);
+    // The app's code, computed here with the same library the server verifies with.
+    await page.getByLabel('Code shown by the app').fill(await generate({ secret }));
+    await page.getByRole('button', { name: 'Turn on' }).click();
+    await expect.poll(() => page.getByTestId('recovery-codes').getByRole('listitem').count()).toBe(10);
+    await expect.poll(() => page.getByTestId('totp-status').textContent()).toContain('Recovery codes left: 10');
+    await screenshot(page, 'security-totp-on');
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    // The enrolment spent the current step's code; the next step's is within the tolerance.
+    await page.getByLabel('Authentication code').fill(await generate({ secret, epoch: Date.now() / 1000 + 30 }));
+    await page.getByRole('button', { name: 'Verify' }).click();
+    // Signed in again: the shell is back, on the page the owner was on.
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    expect(await page.getByTestId('totp-status').textContent()).toContain('On:');
   });
 });

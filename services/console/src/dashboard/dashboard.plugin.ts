@@ -39,6 +39,11 @@ import { routeLimits } from './route-options.js';
 import { createSessionGuard, dashboardOf } from './session.guard.js';
 import { sessionRoutes } from './session.routes.js';
 import { createSignInThrottle } from './signin-throttle.js';
+import { createKnownDevices } from './known-device.js';
+import { consoleSecretKeysFromConfig } from './owner-secret-keys.js';
+import { createPasswordHashGate } from './password-hash.gate.js';
+import { createSecondFactor } from './second-factor.js';
+import { totpRoutes } from './totp.routes.js';
 import { createSessionStore } from './session.store.js';
 import { dashboardAllowanceRoutes } from './allowance.routes.js';
 import { dashboardSyncHealthRoutes } from './sync-health.routes.js';
@@ -95,6 +100,21 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           .map((o) => o.trim())
           .filter(Boolean);
         const guard = createSessionGuard({ sessions, controlPlane: deps.controlPlane, allowedOrigins });
+        const throttle = createSignInThrottle({
+          redis: deps.redis,
+          keyPrefix: config.REDIS_KEY_PREFIX,
+          perEmail: config.DASHBOARD_SIGNIN_LIMIT_PER_EMAIL,
+          perAccount: config.DASHBOARD_SIGNIN_LIMIT_PER_ACCOUNT,
+          windowMs: config.DASHBOARD_SIGNIN_WINDOW_SECONDS * 1000,
+        });
+        const secretKeys = consoleSecretKeysFromConfig(config);
+        const secondFactor = createSecondFactor({
+          redis: deps.redis,
+          keyPrefix: config.REDIS_KEY_PREFIX,
+          keys: secretKeys.keys,
+          controlPlane: deps.controlPlane,
+          now: deps.now,
+        });
         api.addHook('preParsing', async (request, reply, payload) => {
           await guard(request, reply);
           return payload;
@@ -108,13 +128,22 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             cookieSecure: config.DASHBOARD_COOKIE_SECURE,
             maxSeconds: config.DASHBOARD_SESSION_MAX_SECONDS,
             limits,
-            throttle: createSignInThrottle({
-              redis: deps.redis,
-              keyPrefix: config.REDIS_KEY_PREFIX,
-              perEmail: config.DASHBOARD_SIGNIN_LIMIT_PER_EMAIL,
-              perAccount: config.DASHBOARD_SIGNIN_LIMIT_PER_ACCOUNT,
-              windowMs: config.DASHBOARD_SIGNIN_WINDOW_SECONDS * 1000,
-            }),
+            throttle,
+            hashGate: createPasswordHashGate(config.DASHBOARD_PASSWORD_HASH_CONCURRENCY),
+            devices: createKnownDevices(secretKeys.keys.map((k) => k.macKey)),
+            secondFactor,
+          }),
+        );
+        await api.register(
+          totpRoutes({
+            controlPlane: deps.controlPlane,
+            secondFactor,
+            throttle,
+            keysConfigured: secretKeys.configured,
+            issuer: 'Ingest',
+            limits,
+            auditor: deps.audit.auditor,
+            now: deps.now,
           }),
         );
         await api.register(keysRoutes({ controlPlane: deps.controlPlane, keyLastUsed: deps.keyLastUsed, limits, auditor: deps.audit.auditor }));

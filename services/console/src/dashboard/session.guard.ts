@@ -10,6 +10,8 @@ export interface DashboardContext {
   session: Session;
   token: string;
   account: Account;
+  /** The account requires a second factor and this owner has none: only enrolment is open. */
+  setupSecondFactor: boolean;
 }
 
 declare module 'fastify' {
@@ -21,6 +23,8 @@ declare module 'fastify' {
     dashboardPublic?: boolean;
     /** A state-changing dashboard route that a suspended account may still call (sign-out, dry-runs). */
     allowedWhileSuspended?: boolean;
+    /** Open to an owner whose account requires a second factor they have not set up (enrolment, session, sign-out). */
+    allowedWithoutSecondFactor?: boolean;
   }
 }
 
@@ -47,12 +51,15 @@ export function createSessionGuard(deps: { sessions: SessionStore; controlPlane:
     const current = owner && session && owner.id === session.ownerId && owner.accountId === session.accountId && !signedInBeforeReset(owner, session);
     const account = current ? deps.controlPlane.accountById(owner.accountId) : undefined;
     if (token && session && account) {
-      request.dashboard = { session, token, account };
+      request.dashboard = { session, token, account, setupSecondFactor: account.requireOwnerTotp === true && owner?.totp === undefined };
     }
     if (request.routeOptions.config.dashboardPublic) return;
     if (!request.dashboard) throw new ProblemError('notSignedIn', 'Sign in to the dashboard first (the session is missing or has expired).');
     if (stateChanging && !csrfTokenMatches(request.dashboard.session, request.headers[CSRF_HEADER])) {
       throw new ProblemError('forbidden', 'The X-CSRF-Token header is missing or wrong; reload the page.');
+    }
+    if (request.dashboard.setupSecondFactor && !request.routeOptions.config.allowedWithoutSecondFactor) {
+      throw new ProblemError('secondFactorSetupRequired', 'This account requires a second factor: set up an authenticator app on the Security page first.');
     }
     // A suspended account's owners may look, not change: no new keys (which would undo the
     // suspension), no mapping changes, no uploads, no replays.

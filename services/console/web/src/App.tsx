@@ -6,6 +6,7 @@ import { EventsPage } from './pages/EventsPage';
 import { JobsPage } from './pages/JobsPage';
 import { KeysPage } from './pages/KeysPage';
 import { MappingsPage } from './pages/MappingsPage';
+import { SecurityPage } from './pages/SecurityPage';
 import { SignInPage } from './pages/SignInPage';
 import { SyncHealthPage } from './pages/SyncHealthPage';
 import { UsagePage } from './pages/UsagePage';
@@ -21,6 +22,7 @@ const PAGES = [
   { path: 'sync-health', label: 'Sync health' },
   { path: 'events', label: 'Event debugger' },
   { path: 'activity', label: 'Activity' },
+  { path: 'security', label: 'Security' },
 ] as const;
 
 function currentPage(): string {
@@ -57,6 +59,18 @@ export function App() {
     await api.signOut().catch(() => undefined);
     setSession(null);
   };
+
+  // The account requires a second factor this owner lacks: the server opens only enrolment.
+  if (session.secondFactorSetupRequired) {
+    return (
+      <main id="main" className="signin">
+        <SecurityPage onChanged={() => void api.session().then((s) => s && setSession(s))} />
+        <button type="button" className="link" onClick={signOut}>
+          Sign out
+        </button>
+      </main>
+    );
+  }
 
   return (
     <div className="shell">
@@ -105,6 +119,7 @@ export function App() {
         {page === 'sync-health' && <SyncHealthPage />}
         {page === 'events' && <EventsPage />}
         {page === 'activity' && <ActivityPage />}
+        {page === 'security' && <SecurityPage />}
       </main>
     </div>
   );

@@ -16,6 +16,7 @@ import type {
   MappingVersionView,
   SessionView,
   StoredMappingView,
+  TotpStatus,
 } from './types.js';
 
 /** A problem+json answer of the dashboard API, with its fields for messages next to inputs. */
@@ -62,12 +63,18 @@ export const api = {
       throw err;
     }
   },
-  async signIn(email: string, password: string): Promise<SessionView> {
-    const s = await call<SessionView>('POST', '/session', { email, password });
+  /** `codes`: the second step of an owner with a second factor (the server said second-factor-required). */
+  async signIn(email: string, password: string, codes: { totpCode?: string; recoveryCode?: string } = {}): Promise<SessionView> {
+    const s = await call<SessionView>('POST', '/session', { email, password, ...codes });
     csrfToken = s.csrfToken;
     return s;
   },
   signOut: () => call<void>('DELETE', '/session'),
+  totp: () => call<TotpStatus>('GET', '/totp'),
+  startTotp: () => call<{ secret: string; uri: string }>('POST', '/totp/enrolment'),
+  confirmTotp: (code: string) => call<{ recoveryCodes: string[] }>('POST', '/totp/enrolment/confirm', { code }),
+  removeTotp: (code: string) => call<void>('POST', '/totp/remove', { code }),
+  setRequireTotp: (requireOwnerTotp: boolean) => call<TotpStatus>('PUT', '/account/security', { requireOwnerTotp }),
   keys: () => call<{ keys: KeyView[] }>('GET', '/keys'),
   createKey: (name: string, access: { scopes?: string[]; type?: 'secret' | 'publishable' } = {}) =>
     call<CreatedApiKeyView>('POST', '/keys', { name, ...access }),

@@ -15,6 +15,11 @@ import type {
 } from '@ingest/schemas';
 
 export type { AuditPage, DashboardSyncHealth, DashboardUsage, SessionView };
+export interface TotpStatus {
+  enabled: boolean;
+  recoveryCodesLeft: number;
+  accountRequiresTotp: boolean;
+}
 export type KeyView = ApiKeyView;
 export interface CreatedApiKeyView {
   apiKey: string;

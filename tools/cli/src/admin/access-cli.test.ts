@@ -109,6 +109,11 @@ describe('admin CLI commands for named admins, the audit log and owners (issue 1
       { method: 'DELETE', path: '/admin/v1/accounts/acc_1/owners/a%40b.io' },
     ],
     [
+      ['owners', 'remove-second-factor', 'acc_1', 'a@b.io'],
+      { kind: 'owners remove-second-factor', accountId: 'acc_1', email: 'a@b.io' },
+      { method: 'POST', path: '/admin/v1/accounts/acc_1/owners/a%40b.io/remove-second-factor' },
+    ],
+    [
       ['owners', 'reset-password', 'acc_1', 'a@b.io'],
       { kind: 'owners reset-password', accountId: 'acc_1', email: 'a@b.io', passwordStdin: false },
       { method: 'POST', path: '/admin/v1/accounts/acc_1/owners/a%40b.io/reset-password', body: {} },

@@ -12,6 +12,7 @@ export type AdminsCommand =
   | { kind: 'admins revoke'; credentialId: string }
   | { kind: 'audit'; accountId?: string; actor?: string; action?: string; from?: string; to?: string; limit?: string; cursor?: string }
   | { kind: 'owners remove'; accountId: string; email: string }
+  | { kind: 'owners remove-second-factor'; accountId: string; email: string }
   /** `password` is filled by runCli from OWNER_PASSWORD or stdin; absent: the API generates one. */
   | { kind: 'owners reset-password'; accountId: string; email: string; passwordStdin: boolean; password?: string };
 
@@ -21,6 +22,7 @@ const KINDS: ReadonlySet<string> = new Set<AdminsCommand['kind']>([
   'admins revoke',
   'audit',
   'owners remove',
+  'owners remove-second-factor',
   'owners reset-password',
 ]);
 
@@ -32,6 +34,8 @@ export const ADMINS_USAGE = `  owners remove <accountId> <email>                
   owners reset-password <accountId> <email> [--password-stdin]
                                                            set an owner's password (OWNER_PASSWORD, stdin, or
                                                            generated and shown once); their sessions end
+  owners remove-second-factor <accountId> <email>          remove an owner's authenticator app and recovery
+                                                           codes (they lost both); they enrol again
   admins list                                              admin credentials: name, role, prefix (role admin)
   admins create <name> --role operator|admin               a new admin credential; its token is shown once. A
                                                            second one for the same name rotates its token
@@ -82,6 +86,11 @@ export function parseAdminsCommand(group: string, action: string, ctx: AdminsPar
       const [accountId = '', email = ''] = ctx.args(['accountId', 'email']);
       return { kind: 'owners remove', accountId, email };
     }
+    case 'owners remove-second-factor': {
+      ctx.allow();
+      const [accountId = '', email = ''] = ctx.args(['accountId', 'email']);
+      return { kind: 'owners remove-second-factor', accountId, email };
+    }
     case 'owners reset-password': {
       ctx.allow('password-stdin');
       const [accountId = '', email = ''] = ctx.args(['accountId', 'email']);
@@ -124,6 +133,8 @@ export function adminsRequestFor(command: AdminsCommand): { method: 'GET' | 'POS
       return { method: 'POST', path: `/admin/v1/admins/${encodeURIComponent(command.credentialId)}/revoke` };
     case 'owners remove':
       return { method: 'DELETE', path: owner(command.accountId, command.email) };
+    case 'owners remove-second-factor':
+      return { method: 'POST', path: `${owner(command.accountId, command.email)}/remove-second-factor` };
     case 'owners reset-password':
       return {
         method: 'POST',
@@ -191,6 +202,10 @@ export function formatAdminsSuccess(command: AdminsCommand, body: unknown, table
     case 'owners remove': {
       const { owner } = body as { owner: { email: string; accountId: string } };
       return `removed dashboard owner ${owner.email} of account ${owner.accountId}\n`;
+    }
+    case 'owners remove-second-factor': {
+      const { owner } = body as { owner: { email: string } };
+      return `removed the second factor of ${owner.email}; they sign in with their password and can enrol again\n`;
     }
     case 'owners reset-password': {
       const { owner, password } = body as { owner: { email: string }; password?: string };
