@@ -162,7 +162,7 @@ Try it:
   curl -s $GATEWAY_URL/v1/events -H 'Authorization: Bearer $DEMO_API_KEY' -H 'Content-Type: application/json' \\
     -d '{"events":[{"eventName":"Signed Up","email":"ada@example.com"}]}'
   curl -s '$CLICKHOUSE_URL/?query=SELECT+event_name,email+FROM+${CLICKHOUSE_DATABASE:-ingest}.events_dedup+FORMAT+PrettyCompact'
-Dashboard (API keys, usage, jobs, CRM mapping, event debugger):
+Dashboard (API keys, usage, jobs, CRM mapping and connections, sync health, event debugger, two-step sign-in):
   $CONSOLE_URL/dashboard/
   email    $DEMO_OWNER_EMAIL
   password $DEMO_OWNER_PASSWORD

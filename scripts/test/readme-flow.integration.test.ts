@@ -52,6 +52,9 @@ const PAGE_DATA: Record<string, string[]> = {
   mappings: ['/mapping', '/mapping/versions'],
   events: ['/events', '/deadletters'],
   activity: ['/audit'],
+  connections: ['/connections'],
+  'sync-health': ['/sync-health'],
+  security: ['/totp'],
 };
 let env: NodeJS.ProcessEnv = {};
 let printed: Printout | undefined;
