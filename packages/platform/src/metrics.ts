@@ -66,6 +66,9 @@ export const METRIC_NAMES = {
   crmParkedAccounts: 'ingest_crm_parked_accounts',
   crmParkedEvents: 'ingest_crm_parked_events',
   crmSuspendedAccounts: 'ingest_crm_suspended_accounts',
+  crmOAuthRefreshes: 'ingest_crm_oauth_refreshes_total',
+  crmCredentialsBroken: 'ingest_crm_credentials_broken',
+  crmOAuthRevocations: 'ingest_crm_oauth_revocations_total',
 } as const;
 
 /**

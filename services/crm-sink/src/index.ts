@@ -8,3 +8,4 @@ export { createAdapter } from './adapters/index.js';
 export { type CrmSinkConfig, CrmSinkConfigSchema, loadCrmSinkConfig } from './config.js';
 export { createCredentialsCheck } from './credentials.check.js';
 export { createCrmSink, type CrmSinkDeps } from './crm-sink.js';
+export { createTokenHttp } from './oauth/token-http.js';

@@ -1,11 +1,19 @@
-import { controlPlaneConditions, createControlPlane, createCredentialOpener, createOutboundPolicy, credentialKeyringFromConfig } from '@ingest/domain';
+import {
+  controlPlaneConditions,
+  createControlPlane,
+  createCredentialOpener,
+  createOutboundPolicy,
+  credentialKeyringFromConfig,
+  oauthAppsFromConfig,
+} from '@ingest/domain';
 import { createLagCollector, launchService, waitingFor } from '@ingest/platform';
-import { createAdapter, createCredentialsCheck, createCrmSink, loadCrmSinkConfig } from './index.js';
+import { createAdapter, createCredentialsCheck, createCrmSink, createTokenHttp, loadCrmSinkConfig } from './index.js';
 
 const config = loadCrmSinkConfig();
 // Only crm-sink holds the private keys that open CRM credentials (docs/security.md).
 const keyring = credentialKeyringFromConfig(config);
 const allowPlaintext = config.CRM_CREDENTIALS_ALLOW_PLAINTEXT;
+const oauthApps = oauthAppsFromConfig(config);
 await launchService({
   service: 'crm-sink',
   config,
@@ -27,6 +35,7 @@ await launchService({
       deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
     });
     const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
+    const tokenHttp = createTokenHttp({ policy: outboundPolicy, timeoutMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS, connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS });
     const sink = createCrmSink({
       kafka,
       producer,
@@ -34,8 +43,18 @@ await launchService({
       mappings: controlPlane,
       openCredential: createCredentialOpener({ keyring, allowPlaintext }),
       accounts: controlPlane,
-      createAdapter: (credential) =>
+      oauth: {
+        apps: oauthApps,
+        keyring,
+        send: tokenHttp.send,
+        // The lease outlives a token call, so a second refresh with the same refresh token cannot start.
+        leaseMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS + 5_000,
+        waitMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS + 2_000,
+        revokePollMs: config.CRM_OAUTH_REVOKE_POLL_MS,
+      },
+      createAdapter: (credential, bearer) =>
         createAdapter(credential, {
+          ...(bearer ? { bearer } : {}),
           connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
           headersTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
           bodyTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,

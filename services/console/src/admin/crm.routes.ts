@@ -18,6 +18,7 @@ import {
 } from '@ingest/schemas';
 import {
   type ControlPlane,
+  type CrmCredential,
   createOutboundPolicy,
   credentialUrls,
   crmCredentialErrors,
@@ -230,7 +231,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
         const { accountId, name } = request.params;
         refuseOutboundUrls(outbound, name, request.body);
         const previous = cp.crmCredential(accountId, name);
-        const stored = await mapErrors(() => cp.putCrmCredential(accountId, name, request.body as CrmCredentialBody));
+        const stored = await mapErrors(() => cp.putCrmCredential(accountId, name, request.body as CrmCredentialBody as CrmCredential));
         request.log.info({ accountId, credentialName: name, crmType: stored.credential.type }, 'admin: crm credential stored');
         // Views only: the secret fields never reach the audit log (the writer drops them by name as well).
         await deps.auditor.record(request, {
@@ -323,6 +324,11 @@ function toCredentialView(stored: StoredCrmCredential): CrmCredentialView {
   if (c.type === 'webhook') {
     view.url = c.url;
     if (c.signsWithPreviousSecret === true) view.signsWithPreviousSecret = true;
+  }
+  if (c.type !== 'webhook' && c.auth) {
+    // Only the clear settings of `auth`; its tokens and keys are sealed and never shown.
+    const { v: _v, connectionId: _c, ...shown } = c.auth as typeof c.auth & { connectionId?: string };
+    view.auth = shown;
   }
   return view;
 }

@@ -1,4 +1,5 @@
 import type { ActivityWrite, CrmCredential, CrmObject, CrmType, PropertyValue, RecordWrite } from '@ingest/domain';
+import type { BearerSource } from './http.client.js';
 
 // The write types and CrmError live in @ingest/domain, beside the request builders the gateway's dry-run shares.
 export { type ActivityWrite, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite, CrmError } from '@ingest/domain';
@@ -34,4 +35,5 @@ export interface CrmAdapter {
   createActivities(activities: ActivityWrite[]): Promise<CrmBatchResult>;
 }
 
-export type CreateAdapter = (credential: CrmCredential) => CrmAdapter;
+/** `bearer`: the token source of an OAuth or JWT bearer credential (its HTTP client takes tokens from it). */
+export type CreateAdapter = (credential: CrmCredential, bearer?: BearerSource) => CrmAdapter;
