@@ -50,6 +50,8 @@ export interface FakeCrmOptions {
    * answer has been handed to the socket (`answered`): a chaos test kills the client right then.
    */
   onCall?: (call: FakeCall, phase: 'received' | 'answered') => void;
+  /** Bearer tokens accepted besides `tokens`, decided per call (a fake OAuth server's live access tokens). */
+  acceptToken?: (token: string) => boolean;
 }
 
 export interface FakeCrm {
@@ -155,7 +157,7 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
     if (fault?.status) return sendError(reply, crm, fault.status, fault.retryAfter ?? fault.retryAfterSeconds);
     if (fault?.bodyBytes) return sendHugeBody(reply, fault.bodyBytes);
     if (crm === 'webhook') return;
-    if (token === undefined || !tokens.has(token)) return sendError(reply, crm, 401);
+    if (token === undefined || !(tokens.has(token) || options.acceptToken?.(token) === true)) return sendError(reply, crm, 401);
     const retryAfter = state.overRateLimit(crm, token);
     if (retryAfter === undefined) return;
     // Salesforce signals its API limits with a 403, without Retry-After.

@@ -4,3 +4,4 @@ export * from './fake-hubspot.routes.js';
 export * from './fake-salesforce.routes.js';
 export * from './fake-soql.js';
 export * from './fake-webhook.routes.js';
+export * from './fake-oauth.server.js';

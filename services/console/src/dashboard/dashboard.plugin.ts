@@ -4,10 +4,12 @@ import {
   type Allowance,
   type AuditReader,
   type ControlPlane,
+  createOutboundPolicy,
   createRecordStateReader,
   createSyncStateStore,
   type EventCheck,
   type JobStatusStore,
+  oauthAppsFromConfig,
 } from '@ingest/domain';
 import { type ClickHouse, type KafkaClient, type Producer, type Redis, type Registry } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
@@ -24,6 +26,8 @@ import {
   type UploadSlots,
 } from '@ingest/http';
 import { dashboardAuditRoutes } from './audit.routes.js';
+import { crmOAuthRoutes } from './crm-oauth/crm-oauth.routes.js';
+import { createConsoleTokenHttp } from './crm-oauth/oauth-http.js';
 import type { ConsoleConfig } from '../config.js';
 import { deadLettersRoutes } from './dead-letter.routes.js';
 import { dashboardEventsRoutes } from './events.routes.js';
@@ -153,6 +157,21 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           }),
         );
         await api.register(dashboardAuditRoutes({ reader: deps.audit.reader, limits }));
+        const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
+        await api.register(
+          crmOAuthRoutes({
+            controlPlane: deps.controlPlane,
+            redis: deps.redis,
+            keyPrefix: config.REDIS_KEY_PREFIX,
+            apps: oauthAppsFromConfig(config),
+            send: createConsoleTokenHttp({ policy: outboundPolicy, timeoutMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS }),
+            outboundPolicy,
+            auditor: deps.audit.auditor,
+            limits,
+            cookieSecure: config.DASHBOARD_COOKIE_SECURE,
+            now: deps.now,
+          }),
+        );
         api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {
           throw new ProblemError('notFound', `No dashboard API route for ${request.method} ${request.url.split('?')[0]}.`);
         });
