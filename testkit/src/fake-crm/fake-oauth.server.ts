@@ -48,6 +48,8 @@ export interface FakeOAuthServer {
   acceptsAccessToken(token: string): boolean;
   /** Revokes every grant, as an admin removing the app's access in the CRM would. */
   revokeAll(): void;
+  /** Ends every access token issued so far (a session timeout, an admin logging sessions out); grants stay. */
+  expireAccessTokens(): void;
   /** The next authorize request is refused with `error=access_denied`. */
   denyNext(): void;
   /** How many refresh_token grants were answered with new tokens. */
@@ -223,6 +225,9 @@ export async function startFakeOAuthServer(options: FakeOAuthOptions = {}): Prom
     },
     revokeAll() {
       for (const g of grants.values()) g.revoked = true;
+    },
+    expireAccessTokens() {
+      for (const t of accessTokens.values()) t.expiresAtMs = 0;
     },
     denyNext() {
       deny = true;

@@ -102,16 +102,18 @@ export function createTokenManager(deps: TokenManagerDeps): TokenManager {
       expiresAtMs: auth.kind === 'oauth' && auth.expiresAt ? Date.parse(auth.expiresAt) || 0 : 0,
     });
     const fresh = (t: Tokens) => t.accessToken !== '' && t.expiresAtMs - deps.apps.refreshBeforeMs > now();
-    const brokenBlock = (reason: string) =>
-      new AccountBlocked('credential_broken', 60_000, `credential ${name} (${crm}) needs to be connected again: ${reason}`);
+    // No wait of its own: the park holds the account at once and looks again every CRM_PARK_POLL_MS.
+    const brokenBlock = (reason: string) => new AccountBlocked('credential_broken', 0, `credential ${name} (${crm}) needs to be connected again: ${reason}`);
 
     async function load(): Promise<{ tokens: Tokens; stamp: string }> {
       const { state, stamp } = await deps.store.read(accountId, name);
-      if (!state || state.connectionId !== connectionId) return { tokens: initial(), stamp };
-      if (state.broken) {
+      if (state?.connectionId === connectionId && state.broken) {
         broken.add(id);
         throw brokenBlock(state.broken.reason);
       }
+      // A new connection replaces a broken one.
+      broken.delete(id);
+      if (!state || state.connectionId !== connectionId) return { tokens: initial(), stamp };
       if (!state.sealed) return { tokens: initial(), stamp };
       try {
         const secrets = deps.keyring.open(state.sealed, aad);
