@@ -6,7 +6,18 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { CrmMapping } from '@ingest/schemas';
-import { authorizeUrl, type ControlPlane, exchangeCode, type OAuthApps, randomUrlToken, type TokenSet } from '@ingest/domain';
+import {
+  authorizeUrl,
+  type ControlPlane,
+  type CrmCredential,
+  exchangeCode,
+  generateCredentialKeyPair,
+  type OAuthApps,
+  type OAuthRevokeRequest,
+  oauthRevokeQueueKey,
+  randomUrlToken,
+  type TokenSet,
+} from '@ingest/domain';
 import { createMetricsRegistry, type Registry } from '@ingest/platform';
 import { testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, type FakeOAuthServer, startFakeCrm, startFakeOAuthServer } from '@ingest/testkit/fake-crm';
@@ -36,8 +47,11 @@ const mapping: CrmMapping = {
   rules: [{ id: 'signup', when: { eventName: 'Signed Up' }, object: 'contact', actions: [{ op: 'set', field: 'plan', from: { property: 'plan' } }] }],
 };
 
+// The connected app's certificate key pair, for the JWT bearer flow.
+const jwtKeys = generateCredentialKeyPair(2048);
+
 beforeAll(async () => {
-  auth = await startFakeOAuthServer({ accessTtlMs: ACCESS_TTL_MS, rotateRefreshTokens: true });
+  auth = await startFakeOAuthServer({ accessTtlMs: ACCESS_TTL_MS, rotateRefreshTokens: true, jwtKeys: { 'jwt-consumer-key': jwtKeys.publicKeyPem } });
   crm = await startFakeCrm({ tokens: [], acceptToken: (t) => auth.acceptsAccessToken(t) });
   apps = {
     redirectUrl: REDIRECT,
@@ -141,6 +155,55 @@ describe('OAuth credentials in crm-sink', () => {
     await synced(accountId, `b-${accountId}@example.com`, 'pro');
     expect(crm.calls.filter((c) => c.status === 401).length).toBe(before.unauthorized + 1);
     expect(auth.refreshCount()).toBe(before.refreshes + 1);
+  });
+
+  it('a disconnected grant is revoked at the CRM by the sink, with the refresh token it last stored', async () => {
+    const account = await admin.createAccount({ name: `revoke-${uniqueSuffix()}`, plan: 'pro' });
+    await connect(account.id);
+    const stored = admin.crmCredential(account.id, 'hubspot')!;
+    const activeBefore = auth.activeGrants();
+    // What the console queues on disconnect (crm-oauth.routes.ts).
+    const request: OAuthRevokeRequest = {
+      v: 1,
+      accountId: account.id,
+      name: 'hubspot',
+      provider: 'hubspot',
+      connectionId: (stored.credential as { auth: { connectionId: string } }).auth.connectionId,
+      sealed: stored.sealed!,
+      requestedAtMs: Date.now(),
+    };
+    await fx.redis.rpush(oauthRevokeQueueKey(fx.redisKeyPrefix), JSON.stringify(request));
+    await waitFor(() => auth.activeGrants() === activeBefore - 1, { description: `one grant revoked (active: ${auth.activeGrants()})` });
+    expect(await sample('ingest_crm_oauth_revocations_total', { outcome: 'revoked' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a Salesforce JWT bearer credential gets its access tokens with a signed assertion', async () => {
+    const account = await admin.createAccount({ name: `jwt-${uniqueSuffix()}`, plan: 'pro' });
+    // As the admin API takes it: no access token, the key instead.
+    const body = {
+      type: 'salesforce',
+      instanceUrl: crm.url,
+      privateKey: jwtKeys.privateKeyPem,
+      auth: { v: 1, kind: 'jwt-bearer', clientId: 'jwt-consumer-key', username: 'integration@acme.example', loginUrl: auth.url },
+    };
+    const stored = await admin.putCrmCredential(account.id, 'sf', body as unknown as CrmCredential);
+    expect(JSON.stringify(stored.credential)).not.toContain('PRIVATE KEY');
+    const bearer = createTokenManager({
+      store: createTokenStateStore({ redis: fx.redis, keyPrefix: fx.redisKeyPrefix }),
+      redis: fx.redis,
+      keyPrefix: fx.redisKeyPrefix,
+      keyring: testCredentialKeys().keyring,
+      apps,
+      send: tokenHttp.send,
+      metrics: createOAuthMetrics(createMetricsRegistry('jwt'), () => 0),
+      logger: testLogger(),
+      leaseMs: 10_000,
+      waitMs: 8_000,
+    }).bearerFor(stored, testCredentialKeys().opener(stored))!;
+    const token = await bearer.token();
+    expect(auth.acceptsAccessToken(token)).toBe(true);
+    expect(auth.calls.at(-1)).toMatchObject({ path: '/services/oauth2/token', grantType: 'urn:ietf:params:oauth:grant-type:jwt-bearer', status: 200 });
+    expect(await bearer.token(), 'the token is reused while it is fresh').toBe(token);
   });
 
   it('two replicas racing to refresh end with one refresh and one valid token, twice in a row (rotated refresh token kept)', async () => {
