@@ -156,6 +156,14 @@ describe('connecting a CRM with OAuth from the dashboard', () => {
     expect(gw.controlPlane.crmCredential(user.accountId, 'sf-main')?.credential).toMatchObject({ type: 'salesforce', instanceUrl: auth.url, auth: { kind: 'oauth' } });
   });
 
+  it('caps the pending authorizations of an account at 20 (each lives 10 minutes): the 21st start is 429', async () => {
+    const user = await owner();
+    for (let i = 0; i < 20; i++) await start(user);
+    const over = await user.request({ method: 'POST', url: '/dashboard/api/crm/oauth/hubspot/start', payload: {} });
+    expect(over.statusCode).toBe(429);
+    expect(over.json()).toMatchObject({ type: '/problems/rate-limited' });
+  });
+
   it('disconnect removes the credential and queues its grant for crm-sink to revoke', async () => {
     const user = await owner();
     const { authorizeUrl, binding } = await start(user);
