@@ -1,4 +1,14 @@
-import { AppError, type Component, createDeadLetterSink, type KafkaClient, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
+import {
+  AppError,
+  type Component,
+  createDeadLetterSink,
+  type KafkaClient,
+  type Logger,
+  type Producer,
+  type Redis,
+  type Registry,
+  topicName,
+} from '@ingest/platform';
 import {
   type ControlPlaneReader,
   type CredentialKeyring,
@@ -94,20 +104,21 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
   const { oauth } = deps;
   // The gauge reads the manager built just below (collect runs at scrape time).
   const oauthMetrics: OAuthMetrics | undefined = oauth ? createOAuthMetrics(deps.metrics, () => tokens?.brokenCount() ?? 0) : undefined;
-  const tokens: TokenManager | undefined = oauth && oauthMetrics
-    ? createTokenManager({
-        store: createTokenStateStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix }),
-        redis: deps.redis,
-        keyPrefix: deps.redisKeyPrefix,
-        keyring: oauth.keyring,
-        apps: oauth.apps,
-        send: oauth.send,
-        metrics: oauthMetrics,
-        logger: deps.logger,
-        leaseMs: oauth.leaseMs,
-        waitMs: oauth.waitMs,
-      })
-    : undefined;
+  const tokens: TokenManager | undefined =
+    oauth && oauthMetrics
+      ? createTokenManager({
+          store: createTokenStateStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix }),
+          redis: deps.redis,
+          keyPrefix: deps.redisKeyPrefix,
+          keyring: oauth.keyring,
+          apps: oauth.apps,
+          send: oauth.send,
+          metrics: oauthMetrics,
+          logger: deps.logger,
+          leaseMs: oauth.leaseMs,
+          waitMs: oauth.waitMs,
+        })
+      : undefined;
   const bearerFor = (credential: CrmCredential, stored: StoredCrmCredential) => {
     if (tokens) return tokens.bearerFor(stored, credential);
     if (credentialAuth(stored.credential as Record<string, unknown>).kind !== 'token')

@@ -35,7 +35,11 @@ await launchService({
       deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
     });
     const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
-    const tokenHttp = createTokenHttp({ policy: outboundPolicy, timeoutMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS, connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS });
+    const tokenHttp = createTokenHttp({
+      policy: outboundPolicy,
+      timeoutMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS,
+      connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
+    });
     const sink = createCrmSink({
       kafka,
       producer,

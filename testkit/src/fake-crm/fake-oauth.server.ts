@@ -96,8 +96,7 @@ export async function startFakeOAuthServer(options: FakeOAuthOptions = {}): Prom
     calls.push({ path: request.url.split('?')[0] ?? '', ...(body?.grant_type ? { grantType: body.grant_type } : {}), status: reply.statusCode });
   });
 
-  const fail = (reply: FastifyReply, error: string, description: string, status = 400) =>
-    reply.code(status).send({ error, error_description: description });
+  const fail = (reply: FastifyReply, error: string, description: string, status = 400) => reply.code(status).send({ error, error_description: description });
 
   function issue(grant: Grant, provider: 'hubspot' | 'salesforce', withRefresh: boolean) {
     const access = token('at');
@@ -146,9 +145,7 @@ export async function startFakeOAuthServer(options: FakeOAuthOptions = {}): Prom
     }
     const pem = c.iss ? options.jwtKeys?.[c.iss] : undefined;
     if (!pem) return { ok: false, why: 'client identifier invalid' };
-    const valid = createVerify('RSA-SHA256')
-      .update(`${header}.${claims}`)
-      .verify(createPublicKey(pem), Buffer.from(signature, 'base64url'));
+    const valid = createVerify('RSA-SHA256').update(`${header}.${claims}`).verify(createPublicKey(pem), Buffer.from(signature, 'base64url'));
     if (!valid) return { ok: false, why: 'invalid assertion signature' };
     if (c.aud !== url) return { ok: false, why: 'audience invalid' };
     if (!c.exp || c.exp * 1000 < Date.now()) return { ok: false, why: 'expired authorization code' };

@@ -226,6 +226,7 @@ export function crmCredentialErrors(name: string, credential: unknown): MappingF
 
 /** What the schema cannot say: each way of authenticating needs its own secret. */
 function authErrors(credential: Record<string, unknown>): MappingFieldError[] {
+  if (credential.type !== 'hubspot' && credential.type !== 'salesforce') return [];
   const kind = (credential.auth as { kind?: string } | undefined)?.kind;
   const missing = (field: string, why: string): MappingFieldError => ({ field: `/${field}`, code: 'required', message: why });
   if (kind === 'oauth' && credential.refreshToken === undefined) return [missing('refreshToken', 'an OAuth credential needs its refresh token')];

@@ -50,6 +50,12 @@ const mapping: CrmMapping = {
 // The connected app's certificate key pair, for the JWT bearer flow.
 const jwtKeys = generateCredentialKeyPair(2048);
 
+/** The value, or a failed test naming what was missing. */
+function defined<T>(value: T | undefined | null, what: string): T {
+  if (value === undefined || value === null) throw new Error(`${what} is missing`);
+  return value;
+}
+
 beforeAll(async () => {
   auth = await startFakeOAuthServer({ accessTtlMs: ACCESS_TTL_MS, rotateRefreshTokens: true, jwtKeys: { 'jwt-consumer-key': jwtKeys.publicKeyPem } });
   crm = await startFakeCrm({ tokens: [], acceptToken: (t) => auth.acceptsAccessToken(t) });
@@ -94,7 +100,7 @@ function oauthDeps(): NonNullable<CrmSinkDeps['oauth']> {
 /** The authorization-code flow against the fake server, as the console runs it. */
 async function grant(): Promise<TokenSet> {
   const codeVerifier = randomUrlToken();
-  const app = apps.apps.hubspot!;
+  const app = defined(apps.apps.hubspot, 'the HubSpot app');
   const answer = await fetch(authorizeUrl(app, { redirectUri: REDIRECT, state: randomUrlToken(), codeVerifier }), { redirect: 'manual' });
   const code = new URL(answer.headers.get('location') ?? '').searchParams.get('code') ?? '';
   return exchangeCode(tokenHttp.send, app, { code, codeVerifier, redirectUri: REDIRECT, nowMs: Date.now() });
@@ -106,7 +112,7 @@ async function connect(accountId: string): Promise<TokenSet> {
     type: 'hubspot',
     baseUrl: crm.url,
     accessToken: tokens.accessToken,
-    refreshToken: tokens.refreshToken!,
+    refreshToken: defined(tokens.refreshToken, 'the refresh token'),
     auth: { v: 1, kind: 'oauth', clientId: auth.clientId, connectionId: randomBytes(8).toString('hex'), expiresAt: new Date(tokens.expiresAtMs).toISOString() },
   });
   return tokens;
@@ -124,7 +130,10 @@ async function synced(accountId: string, email: string, plan: string) {
   await fx.produce([event]);
   await fx.settled([event]);
   expect((await fx.states([event]))[0]).toMatchObject({ state: 'synced' });
-  expect(crm.records('hubspot', 'contacts').get(email.toLowerCase())?.properties, JSON.stringify(crm.calls.slice(-3).map((c) => [c.path, c.status]))).toMatchObject({ plan });
+  expect(
+    crm.records('hubspot', 'contacts').get(email.toLowerCase())?.properties,
+    JSON.stringify(crm.calls.slice(-3).map((c) => [c.path, c.status])),
+  ).toMatchObject({ plan });
   return event;
 }
 
@@ -160,7 +169,7 @@ describe('OAuth credentials in crm-sink', () => {
   it('a disconnected grant is revoked at the CRM by the sink, with the refresh token it last stored', async () => {
     const account = await admin.createAccount({ name: `revoke-${uniqueSuffix()}`, plan: 'pro' });
     await connect(account.id);
-    const stored = admin.crmCredential(account.id, 'hubspot')!;
+    const stored = defined(admin.crmCredential(account.id, 'hubspot'), 'the stored credential');
     const activeBefore = auth.activeGrants();
     // What the console queues on disconnect (crm-oauth.routes.ts).
     const request: OAuthRevokeRequest = {
@@ -169,7 +178,7 @@ describe('OAuth credentials in crm-sink', () => {
       name: 'hubspot',
       provider: 'hubspot',
       connectionId: (stored.credential as { auth: { connectionId: string } }).auth.connectionId,
-      sealed: stored.sealed!,
+      sealed: defined(stored.sealed, 'the sealed secrets'),
       requestedAtMs: Date.now(),
     };
     await fx.redis.rpush(oauthRevokeQueueKey(fx.redisKeyPrefix), JSON.stringify(request));
@@ -188,7 +197,7 @@ describe('OAuth credentials in crm-sink', () => {
     };
     const stored = await admin.putCrmCredential(account.id, 'sf', body as unknown as CrmCredential);
     expect(JSON.stringify(stored.credential)).not.toContain('PRIVATE KEY');
-    const bearer = createTokenManager({
+    const manager = createTokenManager({
       store: createTokenStateStore({ redis: fx.redis, keyPrefix: fx.redisKeyPrefix }),
       redis: fx.redis,
       keyPrefix: fx.redisKeyPrefix,
@@ -199,7 +208,8 @@ describe('OAuth credentials in crm-sink', () => {
       logger: testLogger(),
       leaseMs: 10_000,
       waitMs: 8_000,
-    }).bearerFor(stored, testCredentialKeys().opener(stored))!;
+    });
+    const bearer = defined(manager.bearerFor(stored, testCredentialKeys().opener(stored)), 'the bearer source');
     const token = await bearer.token();
     expect(auth.acceptsAccessToken(token)).toBe(true);
     expect(auth.calls.at(-1)).toMatchObject({ path: '/services/oauth2/token', grantType: 'urn:ietf:params:oauth:grant-type:jwt-bearer', status: 200 });
@@ -209,32 +219,38 @@ describe('OAuth credentials in crm-sink', () => {
   it('two replicas racing to refresh end with one refresh and one valid token, twice in a row (rotated refresh token kept)', async () => {
     const account = await admin.createAccount({ name: `race-${uniqueSuffix()}`, plan: 'pro' });
     await connect(account.id);
-    const stored = admin.crmCredential(account.id, 'hubspot')!;
+    const stored = defined(admin.crmCredential(account.id, 'hubspot'), 'the stored credential');
     const credential = testCredentialKeys().opener(stored);
     const replica = () =>
-      createTokenManager({
-        store: createTokenStateStore({ redis: fx.redis, keyPrefix: fx.redisKeyPrefix }),
-        redis: fx.redis,
-        keyPrefix: fx.redisKeyPrefix,
-        keyring: testCredentialKeys().keyring,
-        apps,
-        send: tokenHttp.send,
-        metrics: createOAuthMetrics(createMetricsRegistry('race'), () => 0),
-        logger: testLogger(),
-        leaseMs: 10_000,
-        waitMs: 8_000,
-        pollMs: 20,
-      }).bearerFor(stored, credential)!;
+      defined(
+        createTokenManager({
+          store: createTokenStateStore({ redis: fx.redis, keyPrefix: fx.redisKeyPrefix }),
+          redis: fx.redis,
+          keyPrefix: fx.redisKeyPrefix,
+          keyring: testCredentialKeys().keyring,
+          apps,
+          send: tokenHttp.send,
+          metrics: createOAuthMetrics(createMetricsRegistry('race'), () => 0),
+          logger: testLogger(),
+          leaseMs: 10_000,
+          waitMs: 8_000,
+          pollMs: 20,
+        }).bearerFor(stored, credential),
+        'the bearer source',
+      );
     const [a, b] = [replica(), replica()];
     let stale = await a.token();
     for (const round of [1, 2]) {
       auth.expireAccessTokens();
       const before = auth.refreshCount();
-      const tokens = await Promise.all([...Array.from({ length: 5 }, () => a.refreshAfterUnauthorized(stale)), ...Array.from({ length: 5 }, () => b.refreshAfterUnauthorized(stale))]);
+      const tokens = await Promise.all([
+        ...Array.from({ length: 5 }, () => a.refreshAfterUnauthorized(stale)),
+        ...Array.from({ length: 5 }, () => b.refreshAfterUnauthorized(stale)),
+      ]);
       expect(new Set(tokens).size, `round ${round}: one token`).toBe(1);
       expect(auth.refreshCount() - before, `round ${round}: one refresh`).toBe(1);
-      expect(auth.acceptsAccessToken(tokens[0]!)).toBe(true);
-      stale = tokens[0]!;
+      stale = defined(tokens[0], 'a token');
+      expect(auth.acceptsAccessToken(stale)).toBe(true);
     }
   });
 
@@ -246,9 +262,12 @@ describe('OAuth credentials in crm-sink', () => {
     const event = fx.event(accountId, 'Signed Up', `parked-${accountId}@example.com`, { plan: 'pro' });
     await fx.produce([event]);
     const meta = `${fx.redisKeyPrefix}crm:park:{parked}:meta:${encodeURIComponent(accountId)}`;
-    const reason = await waitFor(async () => ((await fx.redis.hget(meta, 'reason')) ?? '').includes('credential_broken') && (await fx.redis.hget(meta, 'reason')), {
-      description: 'the account parked with reason credential_broken',
-    });
+    const reason = await waitFor(
+      async () => ((await fx.redis.hget(meta, 'reason')) ?? '').includes('credential_broken') && (await fx.redis.hget(meta, 'reason')),
+      {
+        description: 'the account parked with reason credential_broken',
+      },
+    );
     expect(reason).toContain('needs to be connected again');
     expect((await fx.states([event]))[0]).toMatchObject({ state: 'pending' });
     expect(await sample('ingest_crm_sync_outcomes_total', { state: 'failed' })).toBe(failedBefore);

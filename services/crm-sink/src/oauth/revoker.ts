@@ -55,7 +55,8 @@ export function createOAuthRevoker(deps: {
     const tokenKey = oauthTokenKey(deps.keyPrefix, accountId, name);
     const state = decodeOAuthTokenState(await deps.redis.hget(tokenKey, 'json'));
     try {
-      if (state?.connectionId === connectionId && state.sealed) refreshToken = deps.keyring.open(state.sealed, oauthTokenAad(accountId, name, connectionId)).refreshToken;
+      if (state?.connectionId === connectionId && state.sealed)
+        refreshToken = deps.keyring.open(state.sealed, oauthTokenAad(accountId, name, connectionId)).refreshToken;
       refreshToken ??= deps.keyring.open(request.sealed, credentialAad(accountId, name, provider)).refreshToken;
     } catch {
       refreshToken = undefined;

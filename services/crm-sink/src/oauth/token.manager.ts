@@ -218,8 +218,15 @@ export function createTokenManager(deps: TokenManagerDeps): TokenManager {
             const generation = tokens.generation + 1;
             const state: OAuthTokenState = { v: 1, connectionId, generation, sealed, expiresAtMs: next.expiresAtMs, refreshedAtMs: now() };
             if (await deps.store.replace(accountId, name, stamp, state)) {
-              log.info({ ...logFields, trigger, generation, rotated: next.refreshToken !== undefined && next.refreshToken !== tokens.refreshToken }, 'OAuth token refreshed');
-              return use({ generation, accessToken: next.accessToken, ...(refreshToken ? { refreshToken } : {}), expiresAtMs: next.expiresAtMs }, trigger, 'refreshed');
+              log.info(
+                { ...logFields, trigger, generation, rotated: next.refreshToken !== undefined && next.refreshToken !== tokens.refreshToken },
+                'OAuth token refreshed',
+              );
+              return use(
+                { generation, accessToken: next.accessToken, ...(refreshToken ? { refreshToken } : {}), expiresAtMs: next.expiresAtMs },
+                trigger,
+                'refreshed',
+              );
             }
             // Another writer came first (our lease had expired): its tokens win; read them next round.
           } finally {

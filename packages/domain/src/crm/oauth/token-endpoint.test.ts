@@ -52,11 +52,19 @@ describe('token endpoint', () => {
   });
 
   it('invalid_grant is a refusal with its OAuth error; 5xx, 429 and network failures are retryable; no token is echoed', async () => {
-    const refused = await failure(refreshGrant(sender(400, { error: 'invalid_grant', error_description: 'expired access/refresh token' }).send, app, { refreshToken: 'rt-secret', nowMs: NOW }));
+    const refused = await failure(
+      refreshGrant(sender(400, { error: 'invalid_grant', error_description: 'expired access/refresh token' }).send, app, {
+        refreshToken: 'rt-secret',
+        nowMs: NOW,
+      }),
+    );
     expect(refused).toMatchObject({ code: OAUTH_REFUSED, retryable: false });
     expect(oauthErrorOf(refused)).toBe('invalid_grant');
     expect(refused.message).not.toContain('rt-secret');
-    expect(await failure(refreshGrant(sender(503, 'busy').send, app, { refreshToken: 'rt', nowMs: NOW }))).toMatchObject({ code: OAUTH_UNAVAILABLE, retryable: true });
+    expect(await failure(refreshGrant(sender(503, 'busy').send, app, { refreshToken: 'rt', nowMs: NOW }))).toMatchObject({
+      code: OAUTH_UNAVAILABLE,
+      retryable: true,
+    });
     expect(await failure(refreshGrant(sender(429, {}).send, app, { refreshToken: 'rt', nowMs: NOW }))).toMatchObject({ code: OAUTH_UNAVAILABLE });
     const down = async () => {
       throw new Error('ECONNREFUSED');
@@ -85,7 +93,9 @@ describe('credentialAuth', () => {
   });
 
   it('reads v1 oauth and jwt-bearer, and reports a newer version or kind as unknown instead of guessing', () => {
-    expect(credentialAuth({ type: 'hubspot', auth: { v: 1, kind: 'oauth', clientId: 'c', connectionId: '0123456789abcdef', extra: 1 } })).toMatchObject({ kind: 'oauth' });
+    expect(credentialAuth({ type: 'hubspot', auth: { v: 1, kind: 'oauth', clientId: 'c', connectionId: '0123456789abcdef', extra: 1 } })).toMatchObject({
+      kind: 'oauth',
+    });
     expect(credentialAuth({ type: 'salesforce', auth: { v: 1, kind: 'jwt-bearer', clientId: 'c', username: 'u@x' } })).toMatchObject({ kind: 'jwt-bearer' });
     expect(credentialAuth({ type: 'hubspot', auth: { v: 2, kind: 'oauth' } })).toMatchObject({ kind: 'unknown' });
     expect(credentialAuth({ type: 'hubspot', auth: { v: 1, kind: 'mtls' } })).toMatchObject({ kind: 'unknown' });

@@ -141,7 +141,11 @@ export async function jwtBearerGrant(send: FormSender, input: { tokenUrl: string
  * Revokes a grant by its refresh token. HubSpot: DELETE /oauth/v1/refresh-tokens/{token};
  * Salesforce: POST /services/oauth2/revoke (revoking the refresh token ends its access tokens).
  */
-export async function revokeRefreshToken(send: FormSender, app: OAuthApp, options: { refreshToken: string; hubspotApiUrl: string; salesforceLoginUrl: string }): Promise<void> {
+export async function revokeRefreshToken(
+  send: FormSender,
+  app: OAuthApp,
+  options: { refreshToken: string; hubspotApiUrl: string; salesforceLoginUrl: string },
+): Promise<void> {
   if (app.provider === 'hubspot') {
     await call(send, { method: 'DELETE', url: `${options.hubspotApiUrl}/oauth/v1/refresh-tokens/${encodeURIComponent(options.refreshToken)}` }, 'revocation');
   } else {

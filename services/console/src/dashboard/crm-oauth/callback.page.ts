@@ -3,8 +3,7 @@
  * style), since the callback is a browser navigation, not an API call. It says what happened
  * and links back to the dashboard; a failure page says why and that nothing was stored.
  */
-const escape = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+const escape = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
 
 export function callbackPage(outcome: { ok: boolean; title: string; detail: string }): string {
   const nothingStored = outcome.ok ? '' : '<p>Nothing was stored. Start again with “Connect” on the dashboard.</p>';

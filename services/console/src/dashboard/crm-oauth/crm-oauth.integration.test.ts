@@ -17,6 +17,12 @@ const KEY_PREFIX = `t${uniqueSuffix()}:`;
 let auth: FakeOAuthServer;
 let gw: GatewayFixture;
 
+/** The value, or a failed test naming what was missing. */
+function defined<T>(value: T | undefined | null, what: string): T {
+  if (value === undefined || value === null) throw new Error(`${what} is missing`);
+  return value;
+}
+
 beforeAll(async () => {
   auth = await startFakeOAuthServer({ accessTtlMs: 60_000 });
   gw = await createGatewayFixture({
@@ -89,14 +95,21 @@ describe('connecting a CRM with OAuth from the dashboard', () => {
     expect(page.headers['content-type']).toContain('text/html');
     expect(page.body).toContain('HubSpot is connected');
     const stored = gw.controlPlane.crmCredential(user.accountId, 'hubspot');
-    expect(stored?.credential).toMatchObject({ type: 'hubspot', baseUrl: auth.url, auth: { v: 1, kind: 'oauth', clientId: auth.clientId, connectedBy: `owner:${user.email}` } });
+    expect(stored?.credential).toMatchObject({
+      type: 'hubspot',
+      baseUrl: auth.url,
+      auth: { v: 1, kind: 'oauth', clientId: auth.clientId, connectedBy: `owner:${user.email}` },
+    });
     expect(JSON.stringify(stored?.credential)).not.toMatch(/at-|rt-/);
-    const opened = testCredentialKeys().opener(stored!) as { accessToken: string; refreshToken?: string };
+    const opened = testCredentialKeys().opener(defined(stored, 'the stored credential')) as { accessToken: string; refreshToken?: string };
     expect(auth.acceptsAccessToken(opened.accessToken)).toBe(true);
     expect(opened.refreshToken).toMatch(/^rt-/);
 
     const listed = await user.request({ method: 'GET', url: '/dashboard/api/crm/oauth/connections' });
-    expect(listed.json()).toMatchObject({ providers: { hubspot: true, salesforce: true }, connections: [{ name: 'hubspot', kind: 'oauth', health: { state: 'connected' } }] });
+    expect(listed.json()).toMatchObject({
+      providers: { hubspot: true, salesforce: true },
+      connections: [{ name: 'hubspot', kind: 'oauth', health: { state: 'connected' } }],
+    });
 
     const replay = await callback(back, binding);
     expect(replay.statusCode).toBe(400);
@@ -153,7 +166,11 @@ describe('connecting a CRM with OAuth from the dashboard', () => {
     expect(authorizeUrl.pathname).toBe('/services/oauth2/authorize');
     const page = await callback(await consent(authorizeUrl), binding);
     expect(page.statusCode, page.body).toBe(200);
-    expect(gw.controlPlane.crmCredential(user.accountId, 'sf-main')?.credential).toMatchObject({ type: 'salesforce', instanceUrl: auth.url, auth: { kind: 'oauth' } });
+    expect(gw.controlPlane.crmCredential(user.accountId, 'sf-main')?.credential).toMatchObject({
+      type: 'salesforce',
+      instanceUrl: auth.url,
+      auth: { kind: 'oauth' },
+    });
   });
 
   it('caps the pending authorizations of an account at 20 (each lives 10 minutes): the 21st start is 429', async () => {

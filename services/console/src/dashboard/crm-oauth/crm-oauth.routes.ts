@@ -206,7 +206,10 @@ export function crmOAuthRoutes(deps: CrmOAuthRoutesDeps): FastifyPluginAsync {
         });
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
-        request.log.warn({ accountId: pending.accountId, provider: pending.provider, code: err.code, reason: err.message }, 'dashboard: OAuth code exchange failed');
+        request.log.warn(
+          { accountId: pending.accountId, provider: pending.provider, code: err.code, reason: err.message },
+          'dashboard: OAuth code exchange failed',
+        );
         return err.code === OAUTH_REFUSED
           ? refused(`${label} did not accept the authorization (${err.message}).`)
           : refused(`${label} could not be reached to finish the connection; try again in a moment.`, 502);
@@ -236,7 +239,10 @@ export function crmOAuthRoutes(deps: CrmOAuthRoutesDeps): FastifyPluginAsync {
         stored = await cp.putCrmCredential(pending.accountId, pending.name, credential);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
-        request.log.error({ accountId: pending.accountId, provider: pending.provider, code: err.code, reason: err.message }, 'dashboard: OAuth credential not stored');
+        request.log.error(
+          { accountId: pending.accountId, provider: pending.provider, code: err.code, reason: err.message },
+          'dashboard: OAuth credential not stored',
+        );
         return refused(`The connection could not be stored (${err.code}); try again in a moment.`, 503);
       }
       // The callback comes without the Strict session cookie: the audit's actor is the owner the state was issued to.
@@ -294,7 +300,13 @@ export function crmOAuthRoutes(deps: CrmOAuthRoutesDeps): FastifyPluginAsync {
         }
         const revocation = await queueRevocation(request, stored);
         request.log.info({ accountId: account.id, credentialName: name, revocation }, 'dashboard: OAuth connection removed');
-        await deps.auditor.record(request, { action: 'crm_credential.disconnect', accountId: account.id, target: name, before: connectionView(stored), after: null });
+        await deps.auditor.record(request, {
+          action: 'crm_credential.disconnect',
+          accountId: account.id,
+          target: name,
+          before: connectionView(stored),
+          after: null,
+        });
         return { name, disconnected: true, revocation };
       },
     );
