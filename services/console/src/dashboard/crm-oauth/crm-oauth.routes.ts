@@ -191,7 +191,10 @@ export function crmOAuthRoutes(deps: CrmOAuthRoutesDeps): FastifyPluginAsync {
       }
       const owner = cp.ownerByEmail(pending.email);
       const account = cp.accountById(pending.accountId);
-      if (!owner || owner.id !== pending.ownerId || owner.accountId !== pending.accountId || !account) {
+      // As the session guard: an owner removed or moved, or whose password was reset after the
+      // session that started this signed in, no longer has that session.
+      const resetSince = owner?.passwordChangedAt !== undefined && pending.sessionCreatedAtMs < Date.parse(owner.passwordChangedAt);
+      if (!owner || owner.id !== pending.ownerId || owner.accountId !== pending.accountId || !account || resetSince) {
         return refused('The dashboard session that started this connection is no longer valid. Sign in again.');
       }
       const oauthApp = deps.apps.apps[pending.provider];
