@@ -73,9 +73,31 @@ interface Code {
   used: boolean;
 }
 
+const OAUTH_PATH = /^\/(oauth\/|services\/oauth2\/)/;
 const token = (prefix: string) => `${prefix}-${randomBytes(18).toString('base64url')}`;
 
+/** The fake's routes on an app of the caller's (the fake CRM: HubSpot's API and OAuth share a host); `baseUrl` once listening. */
+export function registerFakeOAuth(app: FastifyInstance, options: FakeOAuthOptions, baseUrl: () => string): Omit<FakeOAuthServer, 'url' | 'stop'> {
+  let url = '';
+  const controller = routes(app, options, () => (url ||= baseUrl()));
+  return controller;
+}
+
 export async function startFakeOAuthServer(options: FakeOAuthOptions = {}): Promise<FakeOAuthServer> {
+  const app: FastifyInstance = Fastify({ logger: false });
+  let url = '';
+  const controller = routes(app, options, () => url);
+  url = await app.listen({ host: '127.0.0.1', port: 0 });
+  return {
+    ...controller,
+    get url() {
+      return url;
+    },
+    stop: () => app.close(),
+  };
+}
+
+function routes(app: FastifyInstance, options: FakeOAuthOptions, baseUrl: () => string): Omit<FakeOAuthServer, 'url' | 'stop'> {
   const clientId = options.clientId ?? 'fake-client-id';
   const clientSecret = options.clientSecret ?? 'fake-client-secret';
   const ttl = options.accessTtlMs ?? 30 * 60_000;
@@ -85,13 +107,12 @@ export async function startFakeOAuthServer(options: FakeOAuthOptions = {}): Prom
   const calls: FakeOAuthCall[] = [];
   let deny = false;
   let refreshes = 0;
-  let url = '';
 
-  const app: FastifyInstance = Fastify({ logger: false });
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
   app.addHook('onResponse', async (request, reply) => {
+    if (!OAUTH_PATH.test(request.url)) return;
     const body = request.body as Record<string, string> | undefined;
     calls.push({ path: request.url.split('?')[0] ?? '', ...(body?.grant_type ? { grantType: body.grant_type } : {}), status: reply.statusCode });
   });
@@ -106,7 +127,7 @@ export async function startFakeOAuthServer(options: FakeOAuthOptions = {}): Prom
       access_token: access,
       token_type: 'bearer',
       ...(withRefresh ? { refresh_token: grant.refreshToken } : {}),
-      ...(provider === 'hubspot' ? { expires_in: Math.round(ttl / 1000) } : { instance_url: options.instanceUrl ?? url, issued_at: String(Date.now()) }),
+      ...(provider === 'hubspot' ? { expires_in: Math.round(ttl / 1000) } : { instance_url: options.instanceUrl ?? baseUrl(), issued_at: String(Date.now()) }),
     };
   }
 
@@ -147,7 +168,7 @@ export async function startFakeOAuthServer(options: FakeOAuthOptions = {}): Prom
     if (!pem) return { ok: false, why: 'client identifier invalid' };
     const valid = createVerify('RSA-SHA256').update(`${header}.${claims}`).verify(createPublicKey(pem), Buffer.from(signature, 'base64url'));
     if (!valid) return { ok: false, why: 'invalid assertion signature' };
-    if (c.aud !== url) return { ok: false, why: 'audience invalid' };
+    if (c.aud !== baseUrl()) return { ok: false, why: 'audience invalid' };
     if (!c.exp || c.exp * 1000 < Date.now()) return { ok: false, why: 'expired authorization code' };
     if (!c.sub) return { ok: false, why: 'user hasn\u2019t approved this consumer' };
     return { ok: true };
@@ -208,11 +229,7 @@ export async function startFakeOAuthServer(options: FakeOAuthOptions = {}): Prom
   app.delete('/oauth/v1/refresh-tokens/:token', async (request, reply) => revoke((request.params as { token: string }).token, reply));
   app.post('/services/oauth2/revoke', async (request, reply) => revoke(((request.body ?? {}) as Record<string, string>).token ?? '', reply));
 
-  url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
-    get url() {
-      return url;
-    },
     clientId,
     clientSecret,
     calls,
@@ -231,6 +248,5 @@ export async function startFakeOAuthServer(options: FakeOAuthOptions = {}): Prom
     },
     refreshCount: () => refreshes,
     activeGrants: () => [...grants.values()].filter((g) => !g.revoked).length,
-    stop: () => app.close(),
   };
 }
