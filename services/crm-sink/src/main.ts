@@ -107,7 +107,14 @@ await launchService({
     const lag = createLagCollector({ kafka, groupId: config.CRM_SINK_GROUP, topics: [topic('eventsUnique'), topic('crmReplay')], registry: metrics, logger });
     return {
       // The control plane starts first: the sink must know the mappings before its first event.
-      components: [controlPlane, createCredentialsCheck({ credentials: controlPlane, keyring, allowPlaintext, logger }), sink, lag],
+      components: [
+        controlPlane,
+        createCredentialsCheck({ credentials: controlPlane, keyring, allowPlaintext, logger }),
+        sink,
+        lag,
+        // Last to stop: the sink's refreshes and revocations use its connections until then.
+        { name: 'crm-oauth-http', start: async () => undefined, stop: () => tokenHttp.close(), healthy: () => true },
+      ],
       waitingFor: () => waitingFor(controlPlaneConditions(controlPlane), [sink]),
     };
   },

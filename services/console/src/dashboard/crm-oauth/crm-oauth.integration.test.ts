@@ -5,7 +5,7 @@
  * single-use codes, PKCE checked). Connecting a CRM from the dashboard, and every way the
  * callback can go wrong storing nothing.
  */
-import { decodeOAuthRevokeRequest, oauthRevokeQueueKey } from '@ingest/domain';
+import { decodeOAuthRevokeRequest, oauthRevokeQueueKey, oauthTokenKey, type OAuthTokenState } from '@ingest/domain';
 import { testCredentialKeys, uniqueSuffix } from '@ingest/testkit';
 import { type FakeOAuthServer, startFakeOAuthServer } from '@ingest/testkit/fake-crm';
 import { createGatewayFixture, DASHBOARD_HOST, type DashboardUser, type GatewayFixture, signedInOwner } from '@ingest/testkit/gateway';
@@ -179,6 +179,27 @@ describe('connecting a CRM with OAuth from the dashboard', () => {
     const over = await user.request({ method: 'POST', url: '/dashboard/api/crm/oauth/hubspot/start', payload: {} });
     expect(over.statusCode).toBe(429);
     expect(over.json()).toMatchObject({ type: '/problems/rate-limited' });
+  });
+
+  it("shows a connection crm-sink marked broken as broken, with the CRM's reason", async () => {
+    const user = await owner();
+    const { authorizeUrl, binding } = await start(user);
+    expect((await callback(await consent(authorizeUrl), binding)).statusCode).toBe(200);
+    const stored = gw.controlPlane.crmCredential(user.accountId, 'hubspot');
+    const connectionId = (stored?.credential as { auth: { connectionId: string } }).auth.connectionId;
+    // What crm-sink's token store writes when a refresh is refused with invalid_grant (oauth-token-state.ts).
+    const broken: OAuthTokenState = {
+      v: 1,
+      connectionId,
+      generation: 0,
+      expiresAtMs: 0,
+      refreshedAtMs: 1,
+      broken: { reason: 'invalid_grant: revoked', atMs: 1 },
+    };
+    await gw.redis.hset(oauthTokenKey(KEY_PREFIX, user.accountId, 'hubspot'), 'stamp', `${connectionId}:0:broken`, 'json', JSON.stringify(broken));
+    const listed = await user.request({ method: 'GET', url: '/dashboard/api/crm/oauth/connections' });
+    expect(listed.json()).toMatchObject({ connections: [{ name: 'hubspot', health: { state: 'broken', reason: 'invalid_grant: revoked' } }] });
+    expect(listed.body).not.toMatch(/at-|rt-/);
   });
 
   it('disconnect removes the credential and queues its grant for crm-sink to revoke', async () => {
