@@ -212,6 +212,8 @@ describe('configuration', () => {
       'CRM_SINK_INTERNAL_TOKEN',
       'CRM_SINK_INTERNAL_TOKEN_PREVIOUS',
       'DASHBOARD_SECRET_KEYS',
+      'CRM_OAUTH_HUBSPOT_CLIENT_SECRET',
+      'CRM_OAUTH_SALESFORCE_CLIENT_SECRET',
       'KAFKA_PASSWORD_ADMIN',
       'KAFKA_PASSWORD_CONSOLE',
       'KAFKA_PASSWORD_CRM_SINK',
@@ -222,11 +224,16 @@ describe('configuration', () => {
       'SEEN_IDS_HMAC_KEY',
     ]);
     // ADMIN_TOKEN_PREVIOUS is empty outside a rotation (a placeholder there would be a valid
-    // token); an empty KAFKA_SSL_CA means the system CAs.
-    const { ADMIN_TOKEN_PREVIOUS: previous, CRM_SINK_INTERNAL_TOKEN_PREVIOUS: previousChannel, KAFKA_SSL_CA: ca, ...placeholders } = secretTemplate.stringData;
-    expect(previous).toBe('');
-    expect(previousChannel).toBe('');
-    expect(ca).toBe('');
+    // token); an empty KAFKA_SSL_CA means the system CAs; empty OAuth client secrets: no OAuth app.
+    const {
+      ADMIN_TOKEN_PREVIOUS: previous,
+      CRM_SINK_INTERNAL_TOKEN_PREVIOUS: previousChannel,
+      KAFKA_SSL_CA: ca,
+      CRM_OAUTH_HUBSPOT_CLIENT_SECRET: hubspotSecret,
+      CRM_OAUTH_SALESFORCE_CLIENT_SECRET: salesforceSecret,
+      ...placeholders
+    } = secretTemplate.stringData;
+    expect([previous, previousChannel, ca, hubspotSecret, salesforceSecret]).toEqual(['', '', '', '', '']);
     expect(Object.values(placeholders).every((v) => v.startsWith('REPLACE_ME'))).toBe(true);
     const refs = workloads.flatMap((w) =>
       w.spec.template.spec.containers.flatMap((c) => (c.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : []))),

@@ -51,9 +51,45 @@ const salesforceFields = {
 };
 const webhookFields = { url: HttpsOrHttpUrl('Where signed POSTs go.') };
 
+/**
+ * How the credential authenticates when it is not a bare token (docs/crm-sync.md, "OAuth
+ * connections"). Versioned: a reader that does not know `v` or `kind` refuses the credential.
+ * Records without `auth` (all written before it) are bare tokens and keep working unchanged.
+ */
+const OAuthAuthSchema = closed({
+  v: Type.Literal(1),
+  kind: Type.Literal('oauth'),
+  clientId: Type.String({ minLength: 1, maxLength: 256, description: 'The OAuth app the tokens were issued to.' }),
+  connectionId: Type.String({ pattern: '^[0-9a-f]{16}$', description: 'New per connection; tokens the sink refreshes are bound to it.' }),
+  expiresAt: Type.Optional(Timestamp),
+  scope: Type.Optional(Type.String({ maxLength: 1000 })),
+  connectedBy: Type.Optional(Author),
+});
+const JwtBearerAuthSchema = closed({
+  v: Type.Literal(1),
+  kind: Type.Literal('jwt-bearer'),
+  clientId: Type.String({ minLength: 1, maxLength: 256, description: "The connected app's consumer key." }),
+  username: Type.String({ minLength: 1, maxLength: 320, description: 'The Salesforce user the sink acts as (pre-authorized for the app).' }),
+  loginUrl: Type.Optional(HttpsOrHttpUrl('Default https://login.salesforce.com; https://test.salesforce.com for a sandbox.')),
+});
+const RefreshToken = Type.Optional(Secret('OAuth refresh token (with auth.kind oauth).'));
+
 const credentialBranches = [
-  closed({ type: Type.Literal('hubspot'), accessToken: Secret('HubSpot private app token.'), ...hubspotFields }),
-  closed({ type: Type.Literal('salesforce'), accessToken: Secret('Salesforce OAuth access token.'), ...salesforceFields }),
+  closed({
+    type: Type.Literal('hubspot'),
+    accessToken: Secret('HubSpot private app token, or an OAuth access token with auth.kind oauth.'),
+    refreshToken: RefreshToken,
+    auth: Type.Optional(OAuthAuthSchema),
+    ...hubspotFields,
+  }),
+  closed({
+    type: Type.Literal('salesforce'),
+    accessToken: Type.Optional(Secret('Salesforce OAuth access token (required unless auth.kind is jwt-bearer).')),
+    refreshToken: RefreshToken,
+    privateKey: Type.Optional(Secret('PEM private key whose certificate is uploaded to the connected app (auth.kind jwt-bearer).')),
+    auth: Type.Optional(Type.Union([OAuthAuthSchema, JwtBearerAuthSchema])),
+    ...salesforceFields,
+  }),
   closed({
     type: Type.Literal('webhook'),
     secret: Secret('HMAC-SHA256 signing secret; `whsec_` + base64 (as Standard Webhooks libraries generate) is used as its decoded bytes.'),
@@ -117,6 +153,20 @@ export const CrmCredentialView = Type.Object(
     contactExternalIdField: Type.Optional(Type.String()),
     accountExternalIdField: Type.Optional(Type.String()),
     url: Type.Optional(Type.String()),
+    auth: Type.Optional(
+      Type.Object(
+        {
+          kind: Type.String({ description: 'oauth (connected from the dashboard) or jwt-bearer (Salesforce server-to-server).' }),
+          clientId: Type.Optional(Type.String()),
+          username: Type.Optional(Type.String()),
+          loginUrl: Type.Optional(Type.String()),
+          expiresAt: Type.Optional(Type.String()),
+          scope: Type.Optional(Type.String()),
+          connectedBy: Type.Optional(Type.String()),
+        },
+        { additionalProperties: false, description: 'How the credential authenticates; absent: a bare token.' },
+      ),
+    ),
     signsWithPreviousSecret: Type.Optional(Type.Boolean({ description: 'Webhook: a previousSecret is set and signs too (a rotation is under way).' })),
   },
   { $id: 'CrmCredentialView', additionalProperties: false },

@@ -22,6 +22,7 @@ export * from './crm/crm-links.js';
 export * from './crm/crm-writes.js';
 export * from './crm/hubspot.requests.js';
 export * from './crm/mapping.explain.js';
+export * from './crm/oauth/index.js';
 export * from './crm/mapping.plan.js';
 export * from './crm/mapping.validate.js';
 export * from './crm/outbound-policy.js';

@@ -32,6 +32,17 @@ const REDACT_PATHS = [
   '*.previousSecret',
   'credential.previousSecret',
   '*.credential.previousSecret',
+  // OAuth credentials: refresh tokens, JWT bearer keys, the OAuth app's secret, PKCE verifiers.
+  'refreshToken',
+  '*.refreshToken',
+  'credential.refreshToken',
+  '*.credential.refreshToken',
+  'privateKey',
+  '*.privateKey',
+  'clientSecret',
+  '*.clientSecret',
+  'codeVerifier',
+  '*.codeVerifier',
   // A record from before encryption (issue 18) holds its secrets here until it is sealed.
   'plaintextSecrets',
   '*.plaintextSecrets',

@@ -69,6 +69,9 @@ export const METRIC_NAMES = {
   crmSyncUnhealthyAccounts: 'ingest_crm_sync_unhealthy_accounts',
   crmSyncStuckAccounts: 'ingest_crm_sync_stuck_accounts',
   crmSyncUnhealthySeconds: 'ingest_crm_sync_unhealthy_seconds',
+  crmOAuthRefreshes: 'ingest_crm_oauth_refreshes_total',
+  crmCredentialsBroken: 'ingest_crm_credentials_broken',
+  crmOAuthRevocations: 'ingest_crm_oauth_revocations_total',
 } as const;
 
 /**

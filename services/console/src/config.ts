@@ -1,5 +1,5 @@
 import { AppError, ClickHouseConfig, CommonConfig, ControlPlaneConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
-import { CrmCredentialsPublicKeyConfig, CrmOutboundConfig, MIN_ADMIN_TOKEN_BYTES, SeenIdsConfig, seenIdsKey } from '@ingest/domain';
+import { CrmCredentialsPublicKeyConfig, CrmOAuthConfig, CrmOutboundConfig, MIN_ADMIN_TOKEN_BYTES, SeenIdsConfig, seenIdsKey } from '@ingest/domain';
 import { checkHttpListenerConfig, HttpListenerConfig, UploadSlotsConfig } from '@ingest/http';
 import { type Static, Type } from '@sinclair/typebox';
 
@@ -20,6 +20,8 @@ export const ConsoleConfigSchema = Type.Object({
   ...CrmOutboundConfig,
   /** crm-sink's public key: the console seals CRM credentials and can open none. */
   ...CrmCredentialsPublicKeyConfig,
+  /** The OAuth apps owners connect HubSpot and Salesforce with (docs/configuration.md, "CRM OAuth"). */
+  ...CrmOAuthConfig,
   ...HttpListenerConfig,
   /** The dashboard's CSV uploads: slots per account and per client address on one console replica. */
   ...UploadSlotsConfig,

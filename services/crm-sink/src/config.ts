@@ -1,5 +1,5 @@
 import { CommonConfig, ControlPlaneConfig, KafkaConfig, loadConfig, RedisConfig } from '@ingest/platform';
-import { CrmCredentialsPrivateKeysConfig, CrmOutboundConfig } from '@ingest/domain';
+import { CrmCredentialsPrivateKeysConfig, CrmOAuthConfig, CrmOutboundConfig } from '@ingest/domain';
 import { type Static, Type } from '@sinclair/typebox';
 
 const DAY_S = 24 * 3600;
@@ -11,6 +11,10 @@ export const CrmSinkConfigSchema = Type.Object({
   ...RedisConfig,
   ...CrmOutboundConfig,
   ...CrmCredentialsPrivateKeysConfig,
+  /** The OAuth apps (the console's settings of the same names): crm-sink refreshes and revokes with them. */
+  ...CrmOAuthConfig,
+  /** How often the queue of disconnected OAuth grants to revoke is looked at. */
+  CRM_OAUTH_REVOKE_POLL_MS: Type.Integer({ minimum: 100, default: 5_000 }),
   CRM_SINK_OPS_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3102 }),
   CRM_SINK_OPS_HOST: Type.String({ default: '127.0.0.1' }),
   /**

@@ -1,6 +1,34 @@
-import { type Component, createDeadLetterSink, type KafkaClient, type Logger, type Producer, type Redis, type Registry, topicName } from '@ingest/platform';
-import { type ControlPlaneReader, type CredentialOpener, createSyncHealthStore, createSyncStateStore, isSuspended, type MappingReader } from '@ingest/domain';
+import {
+  AppError,
+  type Component,
+  createDeadLetterSink,
+  type KafkaClient,
+  type Logger,
+  type Producer,
+  type Redis,
+  type Registry,
+  topicName,
+} from '@ingest/platform';
+import {
+  type ControlPlaneReader,
+  type CredentialKeyring,
+  type CredentialOpener,
+  type CrmCredential,
+  createSyncHealthStore,
+  createSyncStateStore,
+  credentialAuth,
+  type FormSender,
+  isSuspended,
+  type MappingReader,
+  type OAuthApps,
+  type StoredCrmCredential,
+} from '@ingest/domain';
 import type { CreateAdapter } from './adapters/adapter.js';
+import type { BearerSource } from './adapters/http.client.js';
+import { createOAuthMetrics, type OAuthMetrics } from './oauth/oauth.metrics.js';
+import { createOAuthRevoker } from './oauth/revoker.js';
+import { createTokenManager, type TokenManager } from './oauth/token.manager.js';
+import { createTokenStateStore } from './oauth/token.store.js';
 import { createCrmCallMetrics, instrumentAdapter } from './adapters/instrumented.adapter.js';
 import type { ParkingSettings } from './park/park.writer.js';
 import { createParkResumer } from './park/park.resumer.js';
@@ -23,7 +51,10 @@ export interface CrmSinkDeps {
   mappings: MappingReader;
   /** Decrypts stored credentials with crm-sink's private keys (createCredentialOpener). */
   openCredential: CredentialOpener;
+  /** `bearer`: the token source of an OAuth or JWT bearer credential (the adapter's HTTP client uses it). */
   createAdapter: CreateAdapter;
+  /** OAuth and JWT bearer credentials (docs/crm-sync.md); without it such credentials are refused (crm_oauth_unconfigured). */
+  oauth?: OAuthSinkConfig;
   logger: Logger;
   metrics: Registry;
   topicPrefix: string;
@@ -53,8 +84,26 @@ export interface CrmSinkDeps {
 
 export type ParkConfig = Omit<ParkingSettings, 'store'> & { limits: ParkLimits };
 
+export interface OAuthSinkConfig {
+  apps: OAuthApps;
+  /** crm-sink's keyring: it opens the record's tokens and seals the ones it refreshes for itself. */
+  keyring: CredentialKeyring;
+  /** The token and revocation endpoints' HTTP (token-http.ts). */
+  send: FormSender;
+  /** Refresh lease per credential (longer than a token call) and the wait for another replica's refresh. */
+  leaseMs: number;
+  waitMs: number;
+  revokePollMs: number;
+}
+
+/** The sink, and the token source of its OAuth credentials for the connection channel's checks. */
+export interface CrmSink extends Component {
+  /** The current access token of an OAuth/JWT bearer credential (undefined: a bare token); throws when this sink has no OAuth set up. */
+  bearerFor(credential: CrmCredential, stored: StoredCrmCredential): BearerSource | undefined;
+}
+
 /** Assembles the sink; main.ts and the integration tests both call this. */
-export function createCrmSink(deps: CrmSinkDeps): Component {
+export function createCrmSink(deps: CrmSinkDeps): CrmSink {
   const deadLetters = createDeadLetterSink(deps.producer, topicName(deps.topicPrefix, 'crmDeadLetters'), 'crm-sink', {
     metrics: deps.metrics,
     label: 'crm-sink',
@@ -67,10 +116,34 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
   const parking: ParkingSettings = { ...parkSettings, store: createParkStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, limits }) };
   const healthStore = createSyncHealthStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix });
   const health = createSyncHealthRecorder({ store: healthStore, logger: deps.logger });
+  const { oauth } = deps;
+  // The gauge reads the manager built just below (collect runs at scrape time).
+  const oauthMetrics: OAuthMetrics | undefined = oauth ? createOAuthMetrics(deps.metrics, () => tokens?.brokenCount() ?? 0) : undefined;
+  const tokens: TokenManager | undefined =
+    oauth && oauthMetrics
+      ? createTokenManager({
+          store: createTokenStateStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix }),
+          redis: deps.redis,
+          keyPrefix: deps.redisKeyPrefix,
+          keyring: oauth.keyring,
+          apps: oauth.apps,
+          send: oauth.send,
+          metrics: oauthMetrics,
+          logger: deps.logger,
+          leaseMs: oauth.leaseMs,
+          waitMs: oauth.waitMs,
+        })
+      : undefined;
+  const bearerFor = (credential: CrmCredential, stored: StoredCrmCredential) => {
+    if (tokens) return tokens.bearerFor(stored, credential);
+    if (credentialAuth(stored.credential as Record<string, unknown>).kind !== 'token')
+      throw new AppError('crm_oauth_unconfigured', `credential ${stored.name} uses OAuth, which this crm-sink is not set up for`);
+    return undefined;
+  };
   const engine = createSyncEngine({
     mappings: deps.mappings,
     openCredential: deps.openCredential,
-    createAdapter: (credential) => instrumentAdapter(deps.createAdapter(credential), callMetrics),
+    createAdapter: (credential, stored) => instrumentAdapter(deps.createAdapter(credential, bearerFor(credential, stored)), callMetrics),
     store: createRecordStateStore({
       redis: deps.redis,
       keyPrefix: deps.redisKeyPrefix,
@@ -116,19 +189,35 @@ export function createCrmSink(deps: CrmSinkDeps): Component {
     logger: deps.logger,
   });
   const resumer = createParkResumer({ resumeParked: engine.resumeParked, settings: parking, metrics: syncMetrics, logger: deps.logger });
+  const revoker =
+    oauth &&
+    oauthMetrics &&
+    createOAuthRevoker({
+      redis: deps.redis,
+      keyPrefix: deps.redisKeyPrefix,
+      keyring: oauth.keyring,
+      apps: oauth.apps,
+      send: oauth.send,
+      metrics: oauthMetrics,
+      logger: deps.logger,
+      pollMs: oauth.revokePollMs,
+    });
   return {
     name: consumer.name,
     async start() {
       await consumer.start();
       await resumer.start();
       await monitor.start();
+      await revoker?.start();
     },
     async stop() {
+      await revoker?.stop();
       // The resumer first: it calls into the engine, which the consumer's stop ends.
       await monitor.stop();
       await resumer.stop();
       await consumer.stop();
     },
     healthy: () => consumer.healthy(),
+    bearerFor,
   };
 }

@@ -1,11 +1,19 @@
-import { controlPlaneConditions, createControlPlane, createCredentialOpener, createOutboundPolicy, credentialKeyringFromConfig } from '@ingest/domain';
+import {
+  controlPlaneConditions,
+  createControlPlane,
+  createCredentialOpener,
+  createOutboundPolicy,
+  credentialKeyringFromConfig,
+  oauthAppsFromConfig,
+} from '@ingest/domain';
 import { createLagCollector, launchService, waitingFor } from '@ingest/platform';
-import { createAdapter, createConnectionChannel, createCredentialsCheck, createCrmSink, loadCrmSinkConfig } from './index.js';
+import { createAdapter, createConnectionChannel, createCredentialsCheck, createCrmSink, createTokenHttp, loadCrmSinkConfig } from './index.js';
 
 const config = loadCrmSinkConfig();
 // Only crm-sink holds the private keys that open CRM credentials (docs/security.md).
 const keyring = credentialKeyringFromConfig(config);
 const allowPlaintext = config.CRM_CREDENTIALS_ALLOW_PLAINTEXT;
+const oauthApps = oauthAppsFromConfig(config);
 await launchService({
   service: 'crm-sink',
   config,
@@ -28,6 +36,11 @@ await launchService({
     });
     const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
     const openCredential = createCredentialOpener({ keyring, allowPlaintext });
+    const tokenHttp = createTokenHttp({
+      policy: outboundPolicy,
+      timeoutMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS,
+      connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
+    });
     const sink = createCrmSink({
       kafka,
       producer,
@@ -35,8 +48,18 @@ await launchService({
       mappings: controlPlane,
       openCredential,
       accounts: controlPlane,
-      createAdapter: (credential) =>
+      oauth: {
+        apps: oauthApps,
+        keyring,
+        send: tokenHttp.send,
+        // The lease outlives a token call, so a second refresh with the same refresh token cannot start.
+        leaseMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS + 5_000,
+        waitMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS + 2_000,
+        revokePollMs: config.CRM_OAUTH_REVOKE_POLL_MS,
+      },
+      createAdapter: (credential, bearer) =>
         createAdapter(credential, {
+          ...(bearer ? { bearer } : {}),
           connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
           headersTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
           bodyTimeoutMs: config.CRM_HTTP_TIMEOUT_MS,
@@ -100,6 +123,7 @@ await launchService({
               tokens: channelTokens,
               credentials: controlPlane,
               openCredential,
+              bearerFor: (stored, credential) => sink.bearerFor(credential, stored),
               redis,
               redisKeyPrefix: config.REDIS_KEY_PREFIX,
               checksPerMinute: config.CRM_CONNECTION_CHECKS_PER_MINUTE,
@@ -116,7 +140,15 @@ await launchService({
           ];
     return {
       // The control plane starts first: the sink must know the mappings before its first event.
-      components: [controlPlane, createCredentialsCheck({ credentials: controlPlane, keyring, allowPlaintext, logger }), sink, lag, ...channel],
+      components: [
+        controlPlane,
+        createCredentialsCheck({ credentials: controlPlane, keyring, allowPlaintext, logger }),
+        sink,
+        lag,
+        ...channel,
+        // Last to stop: the sink's refreshes and revocations use its connections until then.
+        { name: 'crm-oauth-http', start: async () => undefined, stop: () => tokenHttp.close(), healthy: () => true },
+      ],
       waitingFor: () => waitingFor(controlPlaneConditions(controlPlane), [sink]),
     };
   },

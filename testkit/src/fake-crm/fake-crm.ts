@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import { createOutboundPolicy } from '@ingest/domain';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { registerFakeHubSpot } from './fake-hubspot.routes.js';
+import { type FakeOAuthOptions, type FakeOAuthServer, registerFakeOAuth } from './fake-oauth.server.js';
 import { registerFakeSalesforce } from './fake-salesforce.routes.js';
 import { registerFakeSchemaEndpoints } from './fake-schema.routes.js';
 import { registerFakeWebhook } from './fake-webhook.routes.js';
@@ -52,6 +53,10 @@ export interface FakeCrmOptions {
    * answer has been handed to the socket (`answered`): a chaos test kills the client right then.
    */
   onCall?: (call: FakeCall, phase: 'received' | 'answered') => void;
+  /** Bearer tokens accepted besides `tokens`, decided per call (a fake OAuth server's live access tokens). */
+  acceptToken?: (token: string) => boolean;
+  /** Serves a fake OAuth authorization server on the same host (as api.hubapi.com does); its access tokens are accepted. */
+  oauth?: FakeOAuthOptions;
 }
 
 export interface FakeCrm {
@@ -59,6 +64,8 @@ export interface FakeCrm {
   /** Base URL, e.g. `http://127.0.0.1:40123`, once started. */
   readonly url: string;
   readonly calls: readonly FakeCall[];
+  /** With `oauth`: the authorization server on this host. */
+  readonly oauth?: Omit<FakeOAuthServer, 'url' | 'stop'>;
   /** HubSpot: `contacts`, `companies`, `notes` (by activity key); Salesforce: `Contact`, `Account`, `Task` (by external id); webhook: `contact`, `company`, `activity`. */
   records(crm: FakeCrmName, object: string): ReadonlyMap<string, FakeRecord>;
   failNext(spec: FailSpec): void;
@@ -159,7 +166,8 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
     if (fault?.status) return sendError(reply, crm, fault.status, fault.retryAfter ?? fault.retryAfterSeconds);
     if (fault?.bodyBytes) return sendHugeBody(reply, fault.bodyBytes);
     if (crm === 'webhook') return;
-    if (token === undefined || !tokens.has(token)) return sendError(reply, crm, 401);
+    const accepted = tokens.has(token ?? '') || options.acceptToken?.(token ?? '') === true || oauth?.acceptsAccessToken(token ?? '') === true;
+    if (token === undefined || !accepted) return sendError(reply, crm, 401);
     const retryAfter = state.overRateLimit(crm, token);
     if (retryAfter === undefined) return;
     // Salesforce signals its API limits with a 403, without Retry-After.
@@ -167,6 +175,7 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
     return sendError(reply, crm, 429, retryAfter);
   });
 
+  const oauth = options.oauth ? registerFakeOAuth(app, options.oauth, () => url ?? '') : undefined;
   registerFakeHubSpot(app, state);
   registerFakeSalesforce(app, state);
   registerFakeSchemaEndpoints(app);
@@ -183,6 +192,7 @@ export function createFakeCrm(options: FakeCrmOptions = {}): FakeCrm {
       return url;
     },
     calls: state.calls,
+    ...(oauth ? { oauth } : {}),
     records: (crm, object) => state.store(crm, object),
     failNext: (spec) => state.addFault(spec),
     clearFaults: () => state.clearFaults(),

@@ -5,3 +5,4 @@ export * from './fake-salesforce.routes.js';
 export * from './fake-soql.js';
 export * from './fake-webhook.routes.js';
 export * from './fake-schema.routes.js';
+export * from './fake-oauth.server.js';

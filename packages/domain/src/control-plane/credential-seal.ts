@@ -43,7 +43,7 @@ export interface SealedSecrets {
 }
 
 /** The secret fields of a CRM credential; everything else about it is not secret. */
-export const CRM_SECRET_FIELDS = ['accessToken', 'secret', 'previousSecret'] as const;
+export const CRM_SECRET_FIELDS = ['accessToken', 'secret', 'previousSecret', 'refreshToken', 'privateKey'] as const;
 export type CrmSecrets = Partial<Record<(typeof CRM_SECRET_FIELDS)[number], string>>;
 
 /** Seals with one public key: what a gateway holds. */
@@ -62,6 +62,8 @@ export interface CredentialKeyring {
   open(sealed: SealedSecrets, aad: string): CrmSecrets;
   /** The same secret under another public key: only the data key is unwrapped and wrapped again. */
   rewrap(sealed: SealedSecrets, to: CredentialSealer): SealedSecrets;
+  /** A sealer for the public half of key `kid` (else the first configured): crm-sink seals the tokens it refreshes for itself. */
+  sealer(kid?: string): CredentialSealer;
 }
 
 const OAEP = { padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' } as const;
@@ -169,6 +171,10 @@ export function createCredentialKeyring(privateKeyPems: readonly string[], what 
       } finally {
         dataKey.fill(0);
       }
+    },
+    sealer(kid) {
+      const key = (kid !== undefined ? keys.get(kid) : undefined) ?? [...keys.values()][0];
+      return createCredentialSealer(createPublicKey(key as KeyObject));
     },
     rewrap(sealed, to) {
       const dataKey = unwrap(sealed);

@@ -220,7 +220,21 @@ let validateCredential: ReturnType<typeof compileCredentialValidator> | undefine
 /** Every error of a credential and its name, each with a JSON Pointer; empty when it may be stored. */
 export function crmCredentialErrors(name: string, credential: unknown): MappingFieldError[] {
   validateCredential ??= compileCredentialValidator();
-  return [...nameErrors(name), ...validateCredential(credential)];
+  const schemaErrors = validateCredential(credential);
+  return [...nameErrors(name), ...schemaErrors, ...(schemaErrors.length === 0 ? authErrors(credential as Record<string, unknown>) : [])];
+}
+
+/** What the schema cannot say: each way of authenticating needs its own secret. */
+function authErrors(credential: Record<string, unknown>): MappingFieldError[] {
+  if (credential.type !== 'hubspot' && credential.type !== 'salesforce') return [];
+  const kind = (credential.auth as { kind?: string } | undefined)?.kind;
+  const missing = (field: string, why: string): MappingFieldError => ({ field: `/${field}`, code: 'required', message: why });
+  if (kind === 'oauth' && credential.refreshToken === undefined) return [missing('refreshToken', 'an OAuth credential needs its refresh token')];
+  if (kind === 'jwt-bearer' && credential.privateKey === undefined) return [missing('privateKey', 'a JWT bearer credential needs the private key')];
+  if (kind !== 'jwt-bearer' && credential.accessToken === undefined) return [missing('accessToken', 'must have required property accessToken')];
+  if (kind !== 'oauth' && credential.refreshToken !== undefined) return [missing('auth', 'a refresh token needs auth.kind oauth')];
+  if (kind !== 'jwt-bearer' && credential.privateKey !== undefined) return [missing('auth', 'a private key needs auth.kind jwt-bearer')];
+  return [];
 }
 
 /** The fields of a credential that name where the sink connects, as JSON Pointers. */

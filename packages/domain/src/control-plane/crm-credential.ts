@@ -45,7 +45,12 @@ export interface CredentialOpenerOptions {
 
 export function createCredentialOpener(options: CredentialOpenerOptions): CredentialOpener {
   return (stored) => {
-    if (stored.sealed) return joinCredential(stored.credential, options.keyring.open(stored.sealed, storedCredentialAad(stored)));
+    if (stored.sealed) {
+      const credential = joinCredential(stored.credential, options.keyring.open(stored.sealed, storedCredentialAad(stored)));
+      // A JWT bearer credential has no token of its own yet: the sink's token manager gets one.
+      if (credential.type === 'salesforce') credential.accessToken ??= '';
+      return credential;
+    }
     if (options.allowPlaintext && stored.plaintextSecrets) return joinCredential(stored.credential, stored.plaintextSecrets);
     throw new AppError(
       'crm_credential_plaintext',

@@ -3,6 +3,7 @@ import type { Component } from '@ingest/platform';
 import type { AdminDirectory } from './admins.js';
 import type { CredentialKeyring, CredentialSealer, CrmSecrets, SealedSecrets } from './credential-seal.js';
 import type { OwnerTotp } from './owner-totp.js';
+import type { JwtBearerAuth, OAuthAuth } from '../crm/oauth/credential-auth.js';
 
 /**
  * The control plane: accounts, plans, API keys, CRM mapping versions and CRM credentials. Durable
@@ -144,11 +145,15 @@ export type CrmType = (typeof CRM_TYPES)[number];
  * and loggers redact them. `baseUrl`/`instanceUrl` point adapters at the fake CRM in tests.
  */
 export type CrmCredential =
-  | { type: 'hubspot'; accessToken: string; baseUrl?: string }
+  | { type: 'hubspot'; accessToken: string; baseUrl?: string; refreshToken?: string; auth?: OAuthAuth }
   | {
       type: 'salesforce';
       instanceUrl: string;
+      /** Empty for a JWT bearer credential before its first grant: the sink's token manager supplies one. */
       accessToken: string;
+      refreshToken?: string;
+      privateKey?: string;
+      auth?: OAuthAuth | JwtBearerAuth;
       apiVersion?: string;
       /** External ID fields used for upserts; defaults documented by the adapter. */
       contactExternalIdField?: string;
@@ -163,8 +168,15 @@ export type CrmCredential =
  * clear. `signsWithPreviousSecret`: a webhook credential's `previousSecret` is set.
  */
 export type CrmCredentialSettings =
-  | { type: 'hubspot'; baseUrl?: string }
-  | { type: 'salesforce'; instanceUrl: string; apiVersion?: string; contactExternalIdField?: string; accountExternalIdField?: string }
+  | { type: 'hubspot'; baseUrl?: string; auth?: OAuthAuth }
+  | {
+      type: 'salesforce';
+      instanceUrl: string;
+      apiVersion?: string;
+      contactExternalIdField?: string;
+      accountExternalIdField?: string;
+      auth?: OAuthAuth | JwtBearerAuth;
+    }
   | { type: 'webhook'; url: string; signsWithPreviousSecret?: true };
 
 export interface StoredCrmCredential {

@@ -1,5 +1,5 @@
 import type { CrmCredentialBody, CrmCredentialView } from '@ingest/schemas';
-import { type ControlPlane, credentialUrls, crmCredentialErrors, type OutboundPolicy, type StoredCrmCredential } from '@ingest/domain';
+import { type ControlPlane, type CrmCredential, credentialUrls, crmCredentialErrors, type OutboundPolicy, type StoredCrmCredential } from '@ingest/domain';
 import { type Auditor, ProblemError } from '@ingest/http';
 import type { FastifyRequest } from 'fastify';
 import { mapErrors } from './crm-mapping.handlers.js';
@@ -26,7 +26,7 @@ export async function storeCredential(
 ): Promise<CrmCredentialView> {
   refuseOutboundUrls(ctx.outbound, name, body);
   const previous = ctx.controlPlane.crmCredential(accountId, name);
-  const stored = await mapErrors(() => ctx.controlPlane.putCrmCredential(accountId, name, body as CrmCredentialBody));
+  const stored = await mapErrors(() => ctx.controlPlane.putCrmCredential(accountId, name, body as CrmCredentialBody as CrmCredential));
   request.log.info({ accountId, credentialName: name, crmType: stored.credential.type }, `${ctx.who}: crm credential stored`);
   // Views only: the secret fields never reach the audit log (the writer drops them by name as well).
   await ctx.auditor.record(request, {
@@ -86,6 +86,11 @@ export function toCredentialView(stored: StoredCrmCredential): CrmCredentialView
   if (c.type === 'webhook') {
     view.url = c.url;
     if (c.signsWithPreviousSecret === true) view.signsWithPreviousSecret = true;
+  }
+  if (c.type !== 'webhook' && c.auth) {
+    // Only the clear settings of `auth`; its tokens and keys are sealed and never shown.
+    const { v: _v, connectionId: _c, ...shown } = c.auth as typeof c.auth & { connectionId?: string };
+    view.auth = shown;
   }
   return view;
 }

@@ -10,6 +10,7 @@ import {
   createSyncStateStore,
   type EventCheck,
   type JobStatusStore,
+  oauthAppsFromConfig,
 } from '@ingest/domain';
 import { type ClickHouse, type KafkaClient, type Producer, type Redis, type Registry } from '@ingest/platform';
 import type { FastifyPluginAsync } from 'fastify';
@@ -29,6 +30,8 @@ import {
 import { dashboardAuditRoutes } from './audit.routes.js';
 import { connectionsRoutes } from './connections.routes.js';
 import { createConnectionChannel } from '../crm/connection-channel.client.js';
+import { crmOAuthRoutes } from './crm-oauth/crm-oauth.routes.js';
+import { createConsoleTokenHttp } from './crm-oauth/oauth-http.js';
 import type { ConsoleConfig } from '../config.js';
 import { deadLettersRoutes } from './dead-letter.routes.js';
 import { dashboardEventsRoutes } from './events.routes.js';
@@ -192,9 +195,12 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
         await api.register(dashboardAuditRoutes({ reader: deps.audit.reader, limits }));
         await api.register(
           dashboardSyncHealthRoutes({ store: createSyncHealthStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }), limits, now: deps.now }),
+        );
+        const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
+        await api.register(
           connectionsRoutes({
             controlPlane: deps.controlPlane,
-            outbound: createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS }),
+            outbound: outboundPolicy,
             channel: createConnectionChannel({
               url: config.CRM_SINK_INTERNAL_URL,
               token: config.CRM_SINK_INTERNAL_TOKEN,
@@ -202,6 +208,20 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             }),
             limits,
             auditor: deps.audit.auditor,
+          }),
+        );
+        await api.register(
+          crmOAuthRoutes({
+            controlPlane: deps.controlPlane,
+            redis: deps.redis,
+            keyPrefix: config.REDIS_KEY_PREFIX,
+            apps: oauthAppsFromConfig(config),
+            send: createConsoleTokenHttp({ policy: outboundPolicy, timeoutMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS }),
+            outboundPolicy,
+            auditor: deps.audit.auditor,
+            limits,
+            cookieSecure: config.DASHBOARD_COOKIE_SECURE,
+            now: deps.now,
           }),
         );
         api.all('/*', { ...limits.api, schema: { hide: true }, config: { ...limits.api.config, dashboardPublic: true } }, async (request) => {

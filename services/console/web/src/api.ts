@@ -53,6 +53,9 @@ async function call<T>(method: string, path: string, body?: unknown, extraHeader
 }
 
 export const api = {
+  /** Starts connecting a CRM with OAuth: the CRM's authorize URL to navigate to (the callback comes back to the dashboard). */
+  crmOAuthStart: (provider: 'hubspot' | 'salesforce', name?: string) =>
+    call<{ authorizeUrl: string }>('POST', `/crm/oauth/${provider}/start`, name ? { name } : {}),
   async session(): Promise<SessionView | null> {
     try {
       const s = await call<SessionView>('GET', '/session');

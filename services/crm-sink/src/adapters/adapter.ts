@@ -1,4 +1,5 @@
 import type { ActivityWrite, ContactCompanyLink, CrmCredential, CrmObject, CrmType, PropertyValue, RecordWrite } from '@ingest/domain';
+import type { BearerSource } from './http.client.js';
 
 // The write types and CrmError live in @ingest/domain, beside the request builders the gateway's dry-run shares.
 export { type ActivityWrite, type ContactCompanyLink, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite, CrmError } from '@ingest/domain';
@@ -50,4 +51,5 @@ export interface CrmAdapter {
   link?(links: ContactCompanyLink[], signal?: AbortSignal): Promise<CrmLinkResult>;
 }
 
-export type CreateAdapter = (credential: CrmCredential) => CrmAdapter;
+/** `bearer`: the token source of an OAuth or JWT bearer credential (its HTTP client takes tokens from it). */
+export type CreateAdapter = (credential: CrmCredential, bearer?: BearerSource) => CrmAdapter;

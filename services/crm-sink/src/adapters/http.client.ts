@@ -36,6 +36,16 @@ export interface CrmHttpOptions {
   connections?: number;
   /** Called once per HTTP call, for metrics (calls by CRM and status, latency); `status` 0 = no answer. */
   onCall?: (call: CrmCallObservation) => void;
+  /** OAuth credentials: the bearer token comes from here (replacing `headers.authorization`), refreshed once on a 401. */
+  bearer?: BearerSource;
+}
+
+/** The access token of an OAuth/JWT bearer credential (crm-sink's token manager). */
+export interface BearerSource {
+  /** A token valid for a while; throws (CrmError, AccountBlocked) when none can be had. */
+  token(): Promise<string>;
+  /** The CRM refused `rejected` with 401: a fresh token (refreshed once across replicas). */
+  refreshAfterUnauthorized(rejected: string): Promise<string>;
 }
 
 export interface CrmCallObservation {
@@ -58,6 +68,7 @@ export type AdapterHttpOptions = Partial<
     | 'resolve'
     | 'connections'
     | 'onCall'
+    | 'bearer'
   >
 >;
 
@@ -135,12 +146,28 @@ export function createCrmHttpClient(options: CrmHttpOptions): CrmHttpClient {
   });
 
   async function send(request: CrmRequest, sendOptions: SendOptions = {}): Promise<CrmResponse> {
+    const { bearer } = options;
+    if (!bearer) return sendOnce(request, sendOptions, undefined);
+    const token = await bearer.token();
+    try {
+      return await sendOnce(request, sendOptions, token);
+    } catch (err) {
+      // An expired or revoked access token: refresh once (the token manager makes it one refresh
+      // across replicas) and try again; a second 401 is an auth failure like any other.
+      if (!(err instanceof CrmError) || err.status !== 401) throw err;
+      return sendOnce(request, sendOptions, await bearer.refreshAfterUnauthorized(token));
+    }
+  }
+
+  async function sendOnce(request: CrmRequest, sendOptions: SendOptions, token: string | undefined): Promise<CrmResponse> {
     // A URL stored before the policy existed (or under a looser one) is refused here, before any connection.
     if (!urlCheck.ok)
       throw new CrmError('forbidden', safeMessage(`${options.crm} URL refused by the outbound address policy: ${urlCheck.reason}`, options.secrets));
     const body = sendOptions.rawBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body));
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers, ...sendOptions.headers };
-    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    // A form (the OAuth token endpoints) says so in its own headers.
+    if (body !== undefined) headers['content-type'] ??= 'application/json';
     let status = 0;
     let text: string;
     let retryAfter: string | string[] | undefined;
@@ -160,14 +187,15 @@ export function createCrmHttpClient(options: CrmHttpOptions): CrmHttpClient {
       if (sendOptions.signal?.aborted) throw sendOptions.signal.reason;
       if (err instanceof ResponseTooLarge)
         throw new CrmError('transient', `${options.crm} answered ${status} with a body over ${maxResponseBytes} bytes; not read`, status);
-      throw classifyNetworkError(options.crm, err, options.secrets);
+      throw classifyNetworkError(options.crm, err, token ? [...options.secrets, token] : options.secrets);
     } finally {
       options.onCall?.({ crm: options.crm, method: request.method, status, durationMs: performance.now() - startedAt });
     }
     const parsed = parseJson(text);
     if ((status >= 200 && status < 300) || sendOptions.accept?.includes(status)) return { status, body: parsed };
     const detail = options.describeError?.(status, parsed) ?? { message: typeof parsed === 'string' ? parsed : undefined };
-    throw classifyHttpFailure({ crm: options.crm, status, retryAfter, detail, secrets: options.secrets, defaultRetryAfterMs: options.defaultRetryAfterMs });
+    const secrets = token ? [...options.secrets, token] : options.secrets;
+    throw classifyHttpFailure({ crm: options.crm, status, retryAfter, detail, secrets, defaultRetryAfterMs: options.defaultRetryAfterMs });
   }
 
   return { send, close: () => pool.close() };

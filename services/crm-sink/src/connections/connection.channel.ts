@@ -1,6 +1,6 @@
-import type { CredentialOpener, MappingReader } from '@ingest/domain';
+import type { CredentialOpener, CrmCredential, MappingReader, StoredCrmCredential } from '@ingest/domain';
 import type { Component, Logger, Redis } from '@ingest/platform';
-import type { AdapterHttpOptions } from '../adapters/http.client.js';
+import type { AdapterHttpOptions, BearerSource } from '../adapters/http.client.js';
 import { createSharedTokenBuckets } from '../rate/shared-token-bucket.js';
 import { createConnectionChecks } from './connection.checks.js';
 import { createConnectionServer } from './connection.server.js';
@@ -11,6 +11,8 @@ export interface ConnectionChannelDeps {
   tokens: readonly string[];
   credentials: Pick<MappingReader, 'crmCredential'>;
   openCredential: CredentialOpener;
+  /** The sink's token source for OAuth/JWT bearer credentials (createCrmSink's `bearerFor`), so a test uses the current token. */
+  bearerFor?: (stored: StoredCrmCredential, credential: CrmCredential) => BearerSource | undefined;
   redis: Redis;
   redisKeyPrefix?: string;
   /** Checks per account per minute (CRM_CONNECTION_CHECKS_PER_MINUTE), as a bucket refilled evenly. */
@@ -29,6 +31,7 @@ export function createConnectionChannel(deps: ConnectionChannelDeps): Component 
     tokens: deps.tokens,
     credentials: deps.credentials,
     openCredential: deps.openCredential,
+    ...(deps.bearerFor ? { bearerFor: deps.bearerFor } : {}),
     checks: createConnectionChecks(deps.http),
     takeToken: createSharedTokenBuckets({
       redis: deps.redis,

@@ -16,7 +16,7 @@ import {
 } from '@ingest/domain';
 import type { ConnectionTestResult } from '@ingest/schemas';
 import { describeHubSpotError } from '../adapters/hubspot.adapter.js';
-import { type AdapterHttpOptions, type CrmHttpClient, createCrmHttpClient } from '../adapters/http.client.js';
+import { type AdapterHttpOptions, type BearerSource, type CrmHttpClient, createCrmHttpClient } from '../adapters/http.client.js';
 import { describeSalesforceError } from '../adapters/salesforce.adapter.js';
 import { CRM_NAMES, inPlainWords, type PlainAnswer } from './connection.words.js';
 
@@ -29,15 +29,16 @@ import { CRM_NAMES, inPlainWords, type PlainAnswer } from './connection.words.js
  * (shorter) timeout and answer cap. A client lives for one check and is closed after it.
  */
 export interface ConnectionChecks {
-  test(credential: CrmCredential): Promise<ConnectionTestResult>;
+  /** `bearer`: an OAuth/JWT bearer credential's current token (the sink's token manager), not the record's first one. */
+  test(credential: CrmCredential, bearer?: BearerSource): Promise<ConnectionTestResult>;
   /** The list, or the CRM's refusal in plain words. */
-  properties(credential: CrmCredential, object: CrmObject): Promise<{ list: CrmPropertyList } | { failure: PlainAnswer }>;
+  properties(credential: CrmCredential, object: CrmObject, bearer?: BearerSource): Promise<{ list: CrmPropertyList } | { failure: PlainAnswer }>;
 }
 
 export function createConnectionChecks(httpOptions: AdapterHttpOptions, now: () => number = Date.now): ConnectionChecks {
-  function client(credential: CrmCredential): CrmHttpClient {
+  function client(credential: CrmCredential, bearer: BearerSource | undefined): CrmHttpClient {
     // One connection: a check makes one call.
-    const common = { ...httpOptions, connections: 1 };
+    const common = { ...httpOptions, connections: 1, ...(bearer ? { bearer } : {}) };
     switch (credential.type) {
       case 'hubspot':
         return createCrmHttpClient({
@@ -69,8 +70,8 @@ export function createConnectionChecks(httpOptions: AdapterHttpOptions, now: () 
     }
   }
 
-  async function withClient<T>(credential: CrmCredential, run: (http: CrmHttpClient) => Promise<T>): Promise<T> {
-    const http = client(credential);
+  async function withClient<T>(credential: CrmCredential, bearer: BearerSource | undefined, run: (http: CrmHttpClient) => Promise<T>): Promise<T> {
+    const http = client(credential, bearer);
     try {
       return await run(http);
     } finally {
@@ -78,10 +79,10 @@ export function createConnectionChecks(httpOptions: AdapterHttpOptions, now: () 
     }
   }
 
-  async function test(credential: CrmCredential): Promise<ConnectionTestResult> {
+  async function test(credential: CrmCredential, bearer?: BearerSource): Promise<ConnectionTestResult> {
     const checkedAt = new Date(now()).toISOString();
     try {
-      const status = await withClient(credential, async (http) => {
+      const status = await withClient(credential, bearer, async (http) => {
         if (credential.type !== 'webhook') return (await http.send(buildConnectionTestRequest(credential) ?? { method: 'GET', path: '' })).status;
         // Signed like every delivery, so the receiver's verification is what is tested.
         const rawBody = JSON.stringify(connectionTestPayload(checkedAt));
@@ -99,11 +100,15 @@ export function createConnectionChecks(httpOptions: AdapterHttpOptions, now: () 
     }
   }
 
-  async function properties(credential: CrmCredential, object: CrmObject): Promise<{ list: CrmPropertyList } | { failure: PlainAnswer }> {
+  async function properties(
+    credential: CrmCredential,
+    object: CrmObject,
+    bearer?: BearerSource,
+  ): Promise<{ list: CrmPropertyList } | { failure: PlainAnswer }> {
     const request = buildPropertiesRequest(credential, object);
     if (!request) return { failure: { outcome: 'failed', message: inPlainWords.noProperties(credential.type) } };
     try {
-      const body = await withClient(credential, async (http) => (await http.send(request)).body);
+      const body = await withClient(credential, bearer, async (http) => (await http.send(request)).body);
       const list = credential.type === 'hubspot' ? normaliseHubSpotProperties(object, body) : normaliseSalesforceDescribe(object, body);
       if (!list) throw new CrmError('transient', `${CRM_NAMES[credential.type]} answered a body that is not a property list`);
       return { list };

@@ -4,6 +4,7 @@ import type { CredentialOpener, CrmCredential, MappingReader, StoredCrmCredentia
 import type { Component, Logger } from '@ingest/platform';
 import { ConnectionTestRequest, ConnectionTestResult, CrmPropertyList, PropertiesRequest } from '@ingest/schemas';
 import Fastify, { type FastifyReply } from 'fastify';
+import type { BearerSource } from '../adapters/http.client.js';
 import type { ConnectionChecks } from './connection.checks.js';
 import type { TakeToken } from '../rate/shared-token-bucket.js';
 
@@ -23,6 +24,8 @@ export interface ConnectionServerDeps {
   tokens: readonly string[];
   credentials: Pick<MappingReader, 'crmCredential'>;
   openCredential: CredentialOpener;
+  /** An OAuth/JWT bearer credential's token source (the sink's token manager); absent: the record's token is used. */
+  bearerFor?: (stored: StoredCrmCredential, credential: CrmCredential) => BearerSource | undefined;
   checks: ConnectionChecks;
   /** A token of the account's check budget: 0 when taken, else ms until one is free. */
   takeToken: (accountId: string) => TakeToken;
@@ -76,7 +79,10 @@ export function createConnectionServer(deps: ConnectionServerDeps): Component & 
   }
 
   /** Rate limit, lookup and opening; a reply already sent when undefined. */
-  async function openFor(reply: FastifyReply, body: { accountId: string; name: string; updatedAt?: string }): Promise<CrmCredential | undefined> {
+  async function openFor(
+    reply: FastifyReply,
+    body: { accountId: string; name: string; updatedAt?: string },
+  ): Promise<{ credential: CrmCredential; bearer: BearerSource | undefined } | undefined> {
     const waitMs = await deps.takeToken(body.accountId)();
     if (waitMs > 0) {
       void reply.header('retry-after', String(Math.ceil(waitMs / 1000)));
@@ -88,10 +94,18 @@ export function createConnectionServer(deps: ConnectionServerDeps): Component & 
       problem(reply, 404, 'Not Found', `No CRM credential named ${body.name}.`);
       return undefined;
     }
+    let credential: CrmCredential;
     try {
-      return deps.openCredential(stored);
+      credential = deps.openCredential(stored);
     } catch {
       problem(reply, 409, 'Conflict', `The credential ${body.name} cannot be opened by crm-sink (sealed with a key it does not hold): store it again.`);
+      return undefined;
+    }
+    try {
+      return { credential, bearer: deps.bearerFor?.(stored, credential) };
+    } catch (err) {
+      // An OAuth credential on a sink without OAuth settings: say which, rather than a 500.
+      problem(reply, 409, 'Conflict', err instanceof Error ? err.message : String(err));
       return undefined;
     }
   }
@@ -100,9 +114,10 @@ export function createConnectionServer(deps: ConnectionServerDeps): Component & 
     '/internal/v1/connections/test',
     { schema: { body: ConnectionTestRequest, response: { 200: ConnectionTestResult } } },
     async (request, reply) => {
-      const credential = await openFor(reply, request.body);
-      if (!credential) return reply;
-      const result = await deps.checks.test(credential);
+      const opened = await openFor(reply, request.body);
+      if (!opened) return reply;
+      const { credential, bearer } = opened;
+      const result = await deps.checks.test(credential, bearer);
       log.info(
         { accountId: request.body.accountId, credentialName: request.body.name, crmType: credential.type, outcome: result.outcome, status: result.status },
         'connection test',
@@ -115,9 +130,10 @@ export function createConnectionServer(deps: ConnectionServerDeps): Component & 
     '/internal/v1/connections/properties',
     { schema: { body: PropertiesRequest, response: { 200: CrmPropertyList } } },
     async (request, reply) => {
-      const credential = await openFor(reply, request.body);
-      if (!credential) return reply;
-      const answer = await deps.checks.properties(credential, request.body.object);
+      const opened = await openFor(reply, request.body);
+      if (!opened) return reply;
+      const { credential, bearer } = opened;
+      const answer = await deps.checks.properties(credential, request.body.object, bearer);
       log.info(
         { accountId: request.body.accountId, credentialName: request.body.name, object: request.body.object, ok: 'list' in answer },
         'connection properties',

@@ -60,7 +60,7 @@ export interface ParkStore {
    * The account is suspended: look again at `dueAtMs`. Not a try (attempts back to 0, so its
    * backoff starts afresh once resumed), and `nowMs` is kept as `heldAtMs`.
    */
-  hold(accountId: string, dueAtMs: number, nowMs: number): Promise<void>;
+  hold(accountId: string, dueAtMs: number, nowMs: number, reason?: string): Promise<void>;
   /** Accounts due for a try at `nowMs`, earliest first. */
   due(nowMs: number, limit: number): Promise<string[]>;
   /** Accounts with parked events, and parked events and bytes in total. */
@@ -150,9 +150,9 @@ redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 return 1
 `);
 
-// KEYS: list, meta, due. ARGV: account, dueAt, now.
+// KEYS: list, meta, due. ARGV: account, dueAt, now, reason.
 const HOLD = redisScript(`${FORGET_IF_EMPTY}
-redis.call('HSET', KEYS[2], 'attempts', 0, 'reason', 'account_suspended', 'heldAt', ARGV[3])
+redis.call('HSET', KEYS[2], 'attempts', 0, 'reason', ARGV[4], 'heldAt', ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 return 1
 `);
@@ -244,9 +244,9 @@ export function createParkStore(options: { redis: Redis; keyPrefix?: string; lim
       guarded('rescheduling a parked account failed', async () => {
         await RESCHEDULE(redis, keys(accountId).slice(0, 3), [accountId, dueAtMs, reason]);
       }),
-    hold: (accountId, dueAtMs, nowMs) =>
+    hold: (accountId, dueAtMs, nowMs, reason = 'account_suspended') =>
       guarded('holding a suspended account failed', async () => {
-        await HOLD(redis, keys(accountId).slice(0, 3), [accountId, dueAtMs, nowMs]);
+        await HOLD(redis, keys(accountId).slice(0, 3), [accountId, dueAtMs, nowMs, reason]);
       }),
     due: (nowMs, limit) => guarded('reading due accounts failed', () => redis.zrangebyscore(`${tag}:due`, '-inf', nowMs, 'LIMIT', 0, limit)),
     totals: () =>

@@ -34,11 +34,12 @@ export class CrmCallFailed extends Error {
  * The account's CRM cannot be used now: rate limited for longer than the hold, failing, a call
  * hanging past the hold, or the account is suspended (the sync engine says so before any call).
  * Not a failure of the events: the sink parks the account's work (docs/crm-sync.md) and tries
- * again after `retryAfterMs`.
+ * again after `retryAfterMs`. `credential_broken`: the OAuth credential's refresh failed for good
+ * (or its OAuth app is not configured); held like a suspension until the owner connects again.
  */
 export class AccountBlocked extends Error {
   constructor(
-    readonly why: 'rate_limited' | 'failing' | 'hanging' | 'suspended',
+    readonly why: 'rate_limited' | 'failing' | 'hanging' | 'suspended' | 'credential_broken',
     readonly retryAfterMs: number,
     message: string,
   ) {

@@ -34,6 +34,7 @@ const BLOCKED_WORDS: Record<AccountBlocked['why'], string> = {
   failing: 'the CRM keeps failing',
   hanging: 'the CRM does not answer',
   suspended: 'the account is suspended',
+  credential_broken: 'the CRM credential does not work',
 };
 
 export function createSyncHealthRecorder(deps: { store: SyncHealthStore; logger: Logger; now?: () => number }): SyncHealthRecorder {
@@ -69,7 +70,10 @@ export function createSyncHealthRecorder(deps: { store: SyncHealthStore; logger:
       quietly(accountId, () =>
         deps.store.change(
           accountId,
-          { state: 'parked', reason: blocked.why === 'suspended' ? BLOCKED_WORDS.suspended : `${BLOCKED_WORDS[blocked.why]}: ${blocked.message}` },
+          // A broken OAuth credential parks the account too, but the owner must act: say so.
+          blocked.why === 'credential_broken'
+            ? { state: 'credential_broken', reason: `${BLOCKED_WORDS.credential_broken}: ${blocked.message}`, failure: true }
+            : { state: 'parked', reason: blocked.why === 'suspended' ? BLOCKED_WORDS.suspended : `${BLOCKED_WORDS[blocked.why]}: ${blocked.message}` },
           now(),
         ),
       ),

@@ -9,10 +9,11 @@ import {
   type PlannedOperation,
   planSync,
   plannedLink,
+  type StoredCrmCredential,
   type SyncStateStore,
   type SyncStateUpdate,
 } from '@ingest/domain';
-import type { CrmAdapter, CreateAdapter } from '../adapters/adapter.js';
+import type { CrmAdapter } from '../adapters/adapter.js';
 import { type ParkingSettings, parkDelayMs, parkEvents } from '../park/park.writer.js';
 import type { Lease } from '../park/park.store.js';
 import { createAccountRateLimiter, type RateLimit } from '../rate/account-limiter.js';
@@ -66,7 +67,8 @@ export interface SyncEngineDeps {
   mappings: MappingReader;
   /** Decrypts a stored credential (crm-sink's private keys); throws AppError with a dead-letter code. */
   openCredential: CredentialOpener;
-  createAdapter: CreateAdapter;
+  /** `stored`: the record the credential was opened from (an OAuth credential's tokens are keyed on it). */
+  createAdapter: (credential: CrmCredential, stored: StoredCrmCredential) => CrmAdapter;
   store: RecordStateStore;
   /** Links waiting for their company (pending-links.store.ts). */
   pendingLinks?: PendingLinksStore;
@@ -275,15 +277,16 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     // Opened (decrypted) once per stored version; a re-wrap for a new key keeps the tag, and the adapter.
     const ref = `${stored.name}@${stored.updatedAt}@${stored.sealed?.tag ?? 'plaintext'}`;
     if (w.adapter?.ref !== ref) {
-      let credential: CrmCredential;
+      let adapter: CrmAdapter;
       try {
-        credential = deps.openCredential(stored);
+        const credential: CrmCredential = deps.openCredential(stored);
+        adapter = deps.createAdapter(credential, stored);
       } catch (err) {
         if (err instanceof AppError) return { code: err.code, reason: err.message };
         throw err;
       }
       if (w.adapter) void closeAdapter(w.adapter.adapter);
-      w.adapter = { ref, adapter: deps.createAdapter(credential) };
+      w.adapter = { ref, adapter };
     }
     return w.adapter.adapter;
   }
@@ -393,9 +396,9 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
   /** One step of resuming: the oldest parked events; false when done (drained, blocked again, stopping). */
   async function resumeStep(accountId: string, w: AccountWorker, settings: ParkingSettings): Promise<boolean> {
     /** Suspended: left parked, looked at again next poll. */
-    const hold = async () => {
+    const hold = async (reason?: string) => {
       const at = now();
-      await settings.store.hold(accountId, at + settings.pollMs, at);
+      await settings.store.hold(accountId, at + settings.pollMs, at, reason);
       return false;
     };
     if (suspended(accountId, w)) return hold();
@@ -435,6 +438,8 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       const flush = local.take(accountId);
       const outcome = flush ? await chained(w, 'lock', () => runFlush(accountId, w, flush)) : 'done';
       if (outcome instanceof AccountBlocked && outcome.why === 'suspended') return hold();
+      // A broken credential waits for the owner to connect again, without ageing its events.
+      if (outcome instanceof AccountBlocked && outcome.why === 'credential_broken') return hold(`credential_broken: ${outcome.message}`);
       if (outcome instanceof AccountBlocked) {
         const delay = parkDelayMs(settings, outcome, chunk.attempts + 1);
         await settings.store.reschedule(accountId, now() + delay, outcome.message);

@@ -111,6 +111,9 @@ const EMPTY_KEYRING: CredentialKeyring = {
   open: () => {
     throw new AppError('crm_credential_unreadable', 'no private key configured (CRM_CREDENTIALS_PRIVATE_KEY_FILES / CRM_CREDENTIALS_PRIVATE_KEYS)');
   },
+  sealer: () => {
+    throw new AppError('crm_credential_key_missing', 'no private key configured');
+  },
   rewrap: () => {
     throw new AppError('crm_credential_unreadable', 'no private key configured (CRM_CREDENTIALS_PRIVATE_KEY_FILES / CRM_CREDENTIALS_PRIVATE_KEYS)');
   },
