@@ -1,5 +1,6 @@
 import { type FormEvent, useCallback, useEffect, useRef, useState } from 'react';
 import { api } from '../api.js';
+import { CrmConnect } from '../CrmConnect.js';
 import { formatDate } from '../format.js';
 import type { ConnectionTestResult, ConnectionView } from '../types.js';
 
@@ -147,7 +148,8 @@ export function ConnectionsPage() {
         The credentials the CRM sync writes with; your mapping names one as its <code>credentialsRef</code>. Secrets are write-only: they are encrypted for the
         sync service and never shown again.
       </p>
-      {/* "Connect with OAuth" (HubSpot, Salesforce) goes here, above the manual form: it stores a connection like the form does. */}
+      {/* OAuth first: a connection that renews itself is what most owners want; the form below takes tokens and webhooks. */}
+      <CrmConnect />
       <h2 id="add-connection-title">Add a connection</h2>
       <form className="inline" onSubmit={add} aria-labelledby="add-connection-title">
         <label htmlFor="conn-name">Name</label>

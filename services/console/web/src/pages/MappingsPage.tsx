@@ -1,6 +1,5 @@
 import { type FormEvent, type RefObject, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { ApiError, api } from '../api.js';
-import { CrmConnect } from '../CrmConnect.js';
 import { formatDate } from '../format.js';
 import { locatePointer } from '../json-locate.js';
 import { lineDiff } from '../line-diff.js';
@@ -160,7 +159,6 @@ export function MappingsPage() {
   return (
     <section aria-labelledby="mapping-title">
       <h1 id="mapping-title">CRM mapping</h1>
-      <CrmConnect />
       <p className="hint">
         {deletedIn !== undefined
           ? `The mapping was deleted in version ${deletedIn}: the CRM sink syncs nothing. The editor holds a starting point; saving stores version ${deletedIn + 1} and turns sync on again.`
