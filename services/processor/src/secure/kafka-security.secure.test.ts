@@ -17,7 +17,20 @@ import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { CrmMapping } from '@ingest/schemas';
 import { createControlPlane } from '@ingest/domain';
-import { createProducer, KAFKA_DRIVERS, KafkaError, type KafkaDriverName, REPO_ROOT, sql, TOPICS, withAdmin } from '@ingest/platform';
+import {
+  CONTROL_PLANE_GROUP_PREFIX,
+  type ControlTopicKey,
+  controlTopicsRead,
+  createBatchConsumer,
+  createProducer,
+  KAFKA_DRIVERS,
+  KafkaError,
+  type KafkaDriverName,
+  REPO_ROOT,
+  sql,
+  TOPICS,
+  withAdmin,
+} from '@ingest/platform';
 import {
   createSecureTestKafka,
   createTestClickHouse,
@@ -238,6 +251,49 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('what the secure brok
     } finally {
       await producer.disconnect();
     }
+  });
+
+  it('refuses a consumer on control.owners as the ingest principal, and serves it the control topics of its role', async () => {
+    const client = secureKafkaClient('ingest', { driver });
+    const seen: string[] = [];
+    /** A consumer as the ingest gateway's control plane runs one (its group prefix), on `key`. */
+    const consume = async (key: ControlTopicKey) => {
+      const consumer = createBatchConsumer(client, {
+        name: `secure-${key}`,
+        groupId: `${CONTROL_PLANE_GROUP_PREFIX}secure.${uniqueSuffix()}`,
+        topics: [kafka.topic(key)],
+        fromBeginning: true,
+        commitOffsets: false,
+        logger: testLogger(),
+        handleBatch: async (messages) => void seen.push(...messages.map((m) => `${m.topic}:${m.key}`)),
+      });
+      try {
+        await consumer.start();
+        return { started: true };
+      } catch (err) {
+        return { started: false, err };
+      } finally {
+        await consumer.stop().catch(() => {});
+      }
+    };
+    // A record it would read if it could: an owner as the console writes one.
+    const producer = createProducer(secureKafkaClient('console', { driver }));
+    await producer.connect();
+    try {
+      await producer.send(kafka.topic('controlOwners'), [{ key: 'owner@secure.example', value: '{"v":1}' }]);
+    } finally {
+      await producer.disconnect();
+    }
+    expect(controlTopicsRead('ingest')).toEqual(['controlAccounts', 'controlApiKeys']);
+    for (const key of controlTopicsRead('ingest')) expect(await consume(key), key).toEqual({ started: true });
+    const owners = await consume('controlOwners');
+    expect(owners.started).toBe(false);
+    expect(owners.err).toMatchObject({ message: expect.stringMatching(/TOPIC_AUTHORIZATION_FAILED|not authorized/i) });
+    expect(seen.filter((s) => s.startsWith(kafka.topic('controlOwners')))).toEqual([]);
+    // Nor does it see the topic at all.
+    const topics = await withAdmin(client, (a) => a.listTopics());
+    expect(topics).toContain(kafka.topic('controlApiKeys'));
+    expect(topics).not.toContain(kafka.topic('controlOwners'));
   });
 
   /** `user`'s settings with OAUTHBEARER and this token file instead of a password. */
