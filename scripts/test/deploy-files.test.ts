@@ -127,6 +127,15 @@ describe('docker-compose.yml', () => {
     expect(published).toEqual(['9092']);
     expect(listeners.find(([, , port]) => port === '9092')?.[0]).toBe('EXTERNAL');
     expect(brokerConfig.get('ssl.keystore.location')).toBe('/etc/kafka/tls/broker.keystore.pem');
+    // The kafka-tls one-shot makes that keystore, for every host the broker advertises.
+    expect(kafka.depends_on?.['kafka-tls']).toEqual({ condition: 'service_completed_successfully' });
+    expect((compose.services['kafka-tls'] as ComposeService | undefined)?.volumes).toEqual(['kafka-tls:/tls']);
+    expect(read('deploy/kafka/tls.Dockerfile')).toContain('COPY deploy/kafka/compose-tls.sh ');
+    const san = /subjectAltName=([^\\]+)/.exec(read('deploy/kafka/compose-tls.sh'))?.[1] ?? '';
+    for (const advertised of (brokerConfig.get('advertised.listeners') ?? '').split(',')) {
+      const host = /:\/\/([^:]+):/.exec(advertised)?.[1] ?? advertised;
+      expect(san.split(','), advertised).toContain(/^\d/.test(host) ? `IP:${host}` : `DNS:${host}`);
+    }
     expect(brokerConfig.get('authorizer.class.name')).toBe('org.apache.kafka.metadata.authorizer.StandardAuthorizer');
     expect(brokerConfig.get('allow.everyone.if.no.acl.found')).toBe('false');
     expect(brokerConfig.get('super.users')).toBe('User:admin;User:controller');
