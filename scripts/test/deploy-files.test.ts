@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig } from '@ingest/platform';
+import { ClickHouseConfig, CommonConfig, KafkaConfig, type KafkaRole, parseAclPrincipals, RedisConfig } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { workspaceDirs } from '../lib/workspaces.js';
@@ -19,6 +19,8 @@ const read = (path: string) => readFileSync(join(root, path), 'utf8');
 
 interface ComposeService {
   environment?: Record<string, unknown>;
+  volumes?: string[];
+  entrypoint?: string[];
   ports?: string[];
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: unknown;
@@ -41,9 +43,10 @@ describe('docker-compose.yml', () => {
     ...Object.keys(GatewayConfigSchema.properties),
     ...Object.keys(ConsoleConfigSchema.properties),
     ...Object.keys(CrmSinkConfigSchema.properties),
-    // tools/cli/src/setup.ts: the gateway's read-only ClickHouse user.
+    // tools/cli/src/setup.ts: the gateway's read-only ClickHouse user, the services' Kafka ACLs.
     'CLICKHOUSE_READER_USER',
     'CLICKHOUSE_READER_PASSWORD',
+    'KAFKA_ACL_PRINCIPALS',
     'SERVICE',
   ]);
 
@@ -71,7 +74,8 @@ describe('docker-compose.yml', () => {
     ]);
     expect(services.console?.environment?.CRM_CREDENTIALS_PUBLIC_KEY_FILE).toBe('/etc/ingest/crm-public-key.pem');
     expect(services.console?.environment).not.toHaveProperty('CRM_CREDENTIALS_PRIVATE_KEY_FILES');
-    expect(services.gateway?.volumes ?? []).toEqual([]);
+    // The gateway mounts only the Kafka CA.
+    expect(services.gateway?.volumes ?? []).toEqual(['kafka-tls:/etc/ingest/kafka-tls:ro']);
     expect(Object.keys(services.gateway?.environment ?? {}).filter((v) => v.startsWith('CRM_CREDENTIALS_') || v.startsWith('ADMIN_'))).toEqual([]);
   });
 
@@ -88,5 +92,106 @@ describe('docker-compose.yml', () => {
         if (condition === 'service_healthy') expect(compose.services[dep]?.healthcheck, `${dep} needs a healthcheck`).toBeDefined();
       }
     }
+  });
+
+  /** deploy/kafka/compose-server.properties.template as key=value pairs. */
+  const brokerConfig = new Map(
+    read('deploy/kafka/compose-server.properties.template')
+      .split('\n')
+      .filter((line) => line.includes('=') && !line.startsWith('#'))
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)] as const),
+  );
+
+  it('runs Kafka with TLS and SASL only, an authorizer denying what no ACL allows, and no plaintext listener', () => {
+    const kafka = compose.services.kafka as ComposeService;
+    // The broker's settings are the template compose-broker.sh renders, not the image's KAFKA_* variables.
+    expect(kafka.entrypoint).toEqual(['sh', '/etc/kafka/compose/compose-broker.sh']);
+    expect(kafka.volumes).toEqual(
+      expect.arrayContaining([
+        './deploy/kafka/compose-broker.sh:/etc/kafka/compose/compose-broker.sh:ro',
+        './deploy/kafka/compose-server.properties.template:/etc/kafka/compose/compose-server.properties.template:ro',
+        'kafka-tls:/etc/kafka/tls:ro',
+      ]),
+    );
+    expect(Object.keys(kafka.environment ?? {}).filter((v) => /LISTENER|SECURITY_PROTOCOL|AUTHORIZER/.test(v))).toEqual([]);
+    const protocols = new Map((brokerConfig.get('listener.security.protocol.map') ?? '').split(',').map((p) => p.split(':') as [string, string]));
+    const listeners = (brokerConfig.get('listeners') ?? '').split(',').map((l) => /^(\w+):\/\/([^:]+):(\d+)$/.exec(l)?.slice(1) ?? [l]);
+    expect(listeners.length).toBeGreaterThanOrEqual(2);
+    for (const [name, host] of listeners) {
+      // The controller's listener answers inside the container only; every client listener is SASL_SSL.
+      if (name === 'CONTROLLER') expect(host).toBe('localhost');
+      else expect(protocols.get(name ?? ''), `listener ${name}`).toBe('SASL_SSL');
+    }
+    // What the host reaches (127.0.0.1:9092) is a SASL_SSL listener.
+    const published = (kafka.ports ?? []).map((p) => p.split(':')[2]);
+    expect(published).toEqual(['9092']);
+    expect(listeners.find(([, , port]) => port === '9092')?.[0]).toBe('EXTERNAL');
+    expect(brokerConfig.get('ssl.keystore.location')).toBe('/etc/kafka/tls/broker.keystore.pem');
+    // The kafka-tls one-shot makes that keystore, for every host the broker advertises.
+    expect(kafka.depends_on?.['kafka-tls']).toEqual({ condition: 'service_completed_successfully' });
+    expect((compose.services['kafka-tls'] as ComposeService | undefined)?.volumes).toEqual(['kafka-tls:/tls']);
+    expect(read('deploy/kafka/tls.Dockerfile')).toContain('COPY deploy/kafka/compose-tls.sh ');
+    const san = /subjectAltName=([^\\]+)/.exec(read('deploy/kafka/compose-tls.sh'))?.[1] ?? '';
+    for (const advertised of (brokerConfig.get('advertised.listeners') ?? '').split(',')) {
+      const host = /:\/\/([^:]+):/.exec(advertised)?.[1] ?? advertised;
+      expect(san.split(','), advertised).toContain(/^\d/.test(host) ? `IP:${host}` : `DNS:${host}`);
+    }
+    expect(brokerConfig.get('authorizer.class.name')).toBe('org.apache.kafka.metadata.authorizer.StandardAuthorizer');
+    expect(brokerConfig.get('allow.everyone.if.no.acl.found')).toBe('false');
+    expect(brokerConfig.get('super.users')).toBe('User:admin;User:controller');
+    // The same as the local secure broker's.
+    const local = read('deploy/kafka/server-secure.properties.template');
+    for (const key of ['authorizer.class.name', 'allow.everyone.if.no.acl.found', 'super.users', 'ssl.keystore.type', 'ssl.client.auth']) {
+      expect(local, key).toContain(`${key}=${brokerConfig.get(key)}`);
+    }
+  });
+
+  it('connects every service over TLS with its own principal, and its setup applies the ACLs of the local secure broker', () => {
+    const env = (name: string) => compose.services[name]?.environment ?? {};
+    const principals = parseAclPrincipals(String(env('setup').KAFKA_ACL_PRINCIPALS));
+    const stackPrincipals = /KAFKA_ACL_PRINCIPALS=([^\\\n']+)/.exec(read('scripts/stack-kafka-secure.sh'))?.[1];
+    expect(principals).toEqual(parseAclPrincipals(stackPrincipals ?? ''));
+    expect(env('setup').KAFKA_SASL_USERNAME).toBe('admin');
+    const rolesOf = (user: unknown) =>
+      principals
+        .filter((p) => p.principal === `User:${String(user)}`)
+        .map((p) => p.role)
+        .sort();
+    const expected: Record<string, KafkaRole[]> = { gateway: ['ingest'], console: ['console', 'ingest'], processor: ['processor'], 'crm-sink': ['crm-sink'] };
+    const brokerUsers = /^users="([^"]+)"/m.exec(read('deploy/kafka/compose-broker.sh'))?.[1]?.split(' ') ?? [];
+    const mechanisms = (brokerConfig.get('listener.name.internal.sasl.enabled.mechanisms') ?? '').split(',');
+    for (const name of ['setup', ...Object.keys(expected)]) {
+      const e = env(name);
+      expect({ name, ssl: e.KAFKA_SSL, ca: e.KAFKA_SSL_CA, brokers: e.KAFKA_BROKERS }).toEqual({
+        name,
+        ssl: 'true',
+        ca: '/etc/ingest/kafka-tls/ca.pem',
+        brokers: 'kafka:19092',
+      });
+      expect(compose.services[name]?.volumes, name).toContain('kafka-tls:/etc/ingest/kafka-tls:ro');
+      expect(mechanisms, name).toContain(e.KAFKA_SASL_MECHANISM);
+      expect(brokerUsers, name).toContain(e.KAFKA_SASL_USERNAME);
+      // A password of its own, required: compose refuses to start without it.
+      expect(String(e.KAFKA_SASL_PASSWORD), name).toMatch(
+        new RegExp(`^\\$\\{KAFKA_${String(e.KAFKA_SASL_USERNAME).toUpperCase().replace('-', '_')}_PASSWORD:\\?`),
+      );
+    }
+    for (const [name, roles] of Object.entries(expected)) expect(rolesOf(env(name).KAFKA_SASL_USERNAME), name).toEqual(roles);
+    // The broker knows every user's password, each required.
+    for (const user of brokerUsers) {
+      const variable = `KAFKA_${user.toUpperCase().replace('-', '_')}_PASSWORD`;
+      expect(String(env('kafka')[`KAFKA_PASSWORD_${user.toUpperCase().replace('-', '_')}`]), user).toMatch(new RegExp(`^\\$\\{${variable}:\\?`));
+    }
+  });
+
+  it('ships no default password: secrets are required, Grafana has no anonymous access', () => {
+    const text = read('docker-compose.yml');
+    // An empty default (ADMIN_TOKEN_PREVIOUS: none) is no password.
+    const defaulted = [...text.matchAll(/\$\{(\w+):-[^}]/g)].map((m) => m[1] ?? '').filter((v) => /PASSWORD|TOKEN|SECRET|HMAC|_KEY$/.test(v));
+    expect(defaulted).toEqual([]);
+    expect(String(compose.services.clickhouse?.environment?.CLICKHOUSE_PASSWORD)).toMatch(/^\$\{CLICKHOUSE_PASSWORD:\?/);
+    const grafana = compose.services.grafana?.environment ?? {};
+    expect(grafana.GF_AUTH_ANONYMOUS_ENABLED).toBe('false');
+    expect(String(grafana.GF_SECURITY_ADMIN_PASSWORD)).toMatch(/^\$\{GRAFANA_ADMIN_PASSWORD:\?/);
   });
 });

@@ -6,7 +6,7 @@ import {
   credentialKeyringFromConfig,
   oauthAppsFromConfig,
 } from '@ingest/domain';
-import { createLagCollector, launchService, waitingFor } from '@ingest/platform';
+import { controlTopicsRead, createLagCollector, launchService, waitingFor } from '@ingest/platform';
 import { createAdapter, createConnectionChannel, createCredentialsCheck, createCrmSink, createTokenHttp, loadCrmSinkConfig } from './index.js';
 
 const config = loadCrmSinkConfig();
@@ -29,8 +29,8 @@ await launchService({
       instanceId: 'crm-sink',
       mappingVersionsKept: 1,
       // Only what it syncs by, and accounts (a suspended account's sync is held): it never sees
-      // keys or owners (its Kafka principal may not read them).
-      readTopics: ['controlAccounts', 'controlMappings', 'controlCrmCredentials'],
+      // keys or owners (its Kafka principal may not read them; kafka/acls.ts).
+      readTopics: controlTopicsRead('crm-sink'),
       staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
       deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
     });

@@ -1,4 +1,4 @@
-import { createClickHouseFromConfig, launchService, waitingFor } from '@ingest/platform';
+import { controlTopicsRead, createClickHouseFromConfig, launchService, waitingFor } from '@ingest/platform';
 import { controlPlaneConditions, createControlPlane, createJobStatusStore, SEEN_IDS_KEY_GENERATED_WARNING } from '@ingest/domain';
 import { httpServerComponent } from '@ingest/http';
 import { buildApp, gatewayDeprecations, loadGatewayConfig } from './index.js';
@@ -22,6 +22,9 @@ await launchService({
       topicPrefix: config.KAFKA_TOPIC_PREFIX,
       logger,
       metrics,
+      // Accounts and API keys only, what the ingest principal may read (kafka/acls.ts): owners'
+      // password hashes, mappings, CRM credentials and admins never reach the public API's memory.
+      readTopics: controlTopicsRead('ingest'),
       staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
       deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
     });

@@ -1,4 +1,4 @@
-import { type Component, createClickHouseFromConfig, createLagCollector, launchService, tryLease, waitingFor } from '@ingest/platform';
+import { type Component, controlTopicsRead, createClickHouseFromConfig, createLagCollector, launchService, tryLease, waitingFor } from '@ingest/platform';
 import {
   controlPlaneConditions,
   createAllowanceReconciler,
@@ -31,8 +31,8 @@ await launchService({
           metrics,
           instanceId: 'processor',
           mappingVersionsKept: 1,
-          // Accounts only: the processor's Kafka principal may read no other control topic.
-          readTopics: ['controlAccounts'],
+          // Accounts only: what the processor's Kafka principal may read (kafka/acls.ts).
+          readTopics: controlTopicsRead('processor'),
           staleAfterMs: config.CONTROL_PLANE_STALE_AFTER_MS,
           deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
         })

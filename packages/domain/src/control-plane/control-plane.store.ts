@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { NAME_MAX_LENGTH } from '@ingest/schemas';
 import { AppError, errorMessage } from '@ingest/platform';
-import type { KafkaClient } from '@ingest/platform';
+import type { ControlTopicKey, KafkaClient } from '@ingest/platform';
 import { type ConsumedMessage, createBatchConsumer } from '@ingest/platform';
 import type { Producer } from '@ingest/platform';
 import { topicName } from '@ingest/platform';
@@ -44,10 +44,12 @@ export interface ControlPlaneDeps {
   /** Mapping versions held in memory per account (default 10; the sink needs only the newest). */
   mappingVersionsKept?: number;
   /**
-   * Read only these state topics (default all five). Least privilege on a broker with ACLs: the
-   * crm-sink reads mappings and credentials and may not read keys or owners (docs/security.md).
+   * Read only these state topics (default all of them): the service's role's, `controlTopicsRead`
+   * of kafka/acls.ts. Least privilege on a broker with ACLs, and in memory: what a topic not read
+   * holds never reaches the process (the ingest gateway holds no owner, mapping or credential;
+   * docs/security.md).
    */
-  readTopics?: readonly ('controlAccounts' | 'controlApiKeys' | 'controlMappings' | 'controlCrmCredentials' | 'controlOwners' | 'controlAdmins')[];
+  readTopics?: readonly ControlTopicKey[];
   /** API keys an account may have: active ones, and all including revoked (defaults MAX_*_API_KEYS_PER_ACCOUNT). */
   apiKeyLimits?: { active: number; total: number };
   /**

@@ -9,8 +9,10 @@ import { type TopicKey, topicName } from './topics.js';
  * so a role that needs more fails with `kafka_not_authorized` in the secure test project.
  *
  * - `ingest`: the public /v1 routes. Writes events and bulk chunks, the queued status of a job;
- *   reads the control plane. It may not write any control.* topic, so a compromised public
- *   process cannot mint an API key or a dashboard owner.
+ *   reads the accounts and the API keys, and no other control topic: owners' password hashes and
+ *   emails, CRM mappings, credentials and named admins are none of the public API's business. It
+ *   may not write any control.* topic, so a compromised public process cannot mint an API key or
+ *   a dashboard owner.
  * - `console`: the admin API and the dashboard (keys, owners, mappings, credentials, plans,
  *   billing ledger, dead-letter views and the CRM replay, named admins). It writes the audit log
  *   (audit.log), which only the processor reads (its copy into ClickHouse). They run in the
@@ -26,12 +28,12 @@ import { type TopicKey, topicName } from './topics.js';
 export const KAFKA_ROLES = ['ingest', 'console', 'processor', 'crm-sink'] as const;
 export type KafkaRole = (typeof KAFKA_ROLES)[number];
 
-/** `control.*`: every control-plane topic, granted by prefix. */
-type TopicRef = TopicKey | 'control.*';
+/** The control-plane topics (`control.*`): each role is granted the ones it uses by name, never by prefix. */
+export type ControlTopicKey = Extract<TopicKey, `control${string}`>;
 
 interface RoleGrants {
-  read: readonly TopicRef[];
-  write: readonly TopicRef[];
+  read: readonly TopicKey[];
+  write: readonly TopicKey[];
   /** Group-name prefixes the role's consumers use. */
   groups: readonly string[];
 }
@@ -39,15 +41,30 @@ interface RoleGrants {
 export const CONTROL_PLANE_GROUP_PREFIX = 'control-plane.';
 export const READ_TO_END_GROUP_PREFIX = 'read-to-end.';
 
+/** The control plane as the console holds it: every control topic (a new one is one line here). */
+const ALL_CONTROL: readonly ControlTopicKey[] = [
+  'controlAccounts',
+  'controlApiKeys',
+  'controlOwners',
+  'controlMappings',
+  'controlCrmCredentials',
+  'controlAdmins',
+];
+
+/**
+ * Every grant by topic name: a service's control plane reads exactly the control topics its
+ * role reads here (`controlTopicsRead`), so the ACLs and the code cannot drift apart.
+ */
 export const ROLE_GRANTS: Readonly<Record<KafkaRole, RoleGrants>> = {
   ingest: {
-    read: ['control.*'],
+    // API keys authenticate requests; accounts carry plan, suspension and browser origins.
+    read: ['controlAccounts', 'controlApiKeys'],
     write: ['eventsRaw', 'jobChunks', 'jobProgress'],
     groups: [CONTROL_PLANE_GROUP_PREFIX],
   },
   console: {
-    read: ['control.*', 'billingLedger', 'deadLetters', 'crmDeadLetters'],
-    write: ['control.*', 'billingLedger', 'crmReplay', 'auditLog'],
+    read: [...ALL_CONTROL, 'billingLedger', 'deadLetters', 'crmDeadLetters'],
+    write: [...ALL_CONTROL, 'billingLedger', 'crmReplay', 'auditLog'],
     groups: [CONTROL_PLANE_GROUP_PREFIX, READ_TO_END_GROUP_PREFIX],
   },
   processor: {
@@ -65,13 +82,25 @@ export const ROLE_GRANTS: Readonly<Record<KafkaRole, RoleGrants>> = {
   },
 };
 
+function isControlTopic(key: TopicKey): key is ControlTopicKey {
+  return key.startsWith('control');
+}
+
+/** The control topics `role` reads: what its control plane subscribes to (`readTopics`). */
+export function controlTopicsRead(role: KafkaRole): ControlTopicKey[] {
+  return ROLE_GRANTS[role].read.filter(isControlTopic);
+}
+
 /** The ACL entries that give `principal` the grants of `role` for topics under `topicPrefix`. */
 export function aclBindings(role: KafkaRole, principal: string, topicPrefix: string): AclBinding[] {
   const grants = ROLE_GRANTS[role];
-  const topic = (ref: TopicRef, operation: AclBinding['operation']): AclBinding =>
-    ref === 'control.*'
-      ? { resourceType: 'topic', resourceName: `${topicPrefix}control.`, patternType: 'prefixed', principal, operation }
-      : { resourceType: 'topic', resourceName: topicName(topicPrefix, ref), patternType: 'literal', principal, operation };
+  const topic = (key: TopicKey, operation: AclBinding['operation']): AclBinding => ({
+    resourceType: 'topic',
+    resourceName: topicName(topicPrefix, key),
+    patternType: 'literal',
+    principal,
+    operation,
+  });
   return [
     ...grants.read.map((ref) => topic(ref, 'READ')),
     ...grants.write.map((ref) => topic(ref, 'WRITE')),
@@ -98,13 +127,35 @@ export function parseAclPrincipals(value: string): { role: KafkaRole; principal:
     });
 }
 
-/** Creates the ACLs of each principal's roles (idempotent: existing ACLs stay as they are). */
+/**
+ * Grants earlier versions made and this one no longer does: READ and WRITE on the `control.`
+ * prefix (every role then read the whole control plane). An upgrade's setup removes them from
+ * the principals it is given, or the ingest principal would keep reading control.owners.
+ */
+export function retiredAclBindings(principal: string, topicPrefix: string): AclBinding[] {
+  return (['READ', 'WRITE'] as const).map((operation) => ({
+    resourceType: 'topic',
+    resourceName: `${topicPrefix}control.`,
+    patternType: 'prefixed',
+    principal,
+    operation,
+  }));
+}
+
+/**
+ * Creates the ACLs of each principal's roles and removes the retired grants of those principals
+ * (idempotent: existing ACLs stay as they are; ACLs of other principals are not touched).
+ */
 export async function applyAcls(
   kafka: KafkaClient,
   options: { principals: readonly { role: KafkaRole; principal: string }[]; topicPrefix: string; logger: Logger },
 ): Promise<number> {
   const bindings = options.principals.flatMap(({ role, principal }) => aclBindings(role, principal, options.topicPrefix));
-  await withAdmin(kafka, (admin) => admin.createAcls(bindings));
+  const retired = [...new Set(options.principals.map((p) => p.principal))].flatMap((principal) => retiredAclBindings(principal, options.topicPrefix));
+  await withAdmin(kafka, async (admin) => {
+    await admin.createAcls(bindings);
+    await admin.deleteAcls(retired);
+  });
   options.logger.info({ principals: options.principals.map((p) => `${p.role}=${p.principal}`), acls: bindings.length }, 'kafka ACLs applied');
   return bindings.length;
 }

@@ -172,6 +172,8 @@ export interface KafkaAdmin {
   deleteGroups(groupIds: readonly string[]): Promise<void>;
   /** Adds allow-ACLs (existing ones are left as they are, so it is idempotent); needs ALTER on the cluster. */
   createAcls(bindings: readonly AclBinding[]): Promise<void>;
+  /** Removes exactly these allow-ACLs (absent ones are no error); needs ALTER on the cluster. */
+  deleteAcls(bindings: readonly AclBinding[]): Promise<void>;
 }
 
 export interface KafkaClientOptions {

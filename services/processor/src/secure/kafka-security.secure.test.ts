@@ -17,12 +17,29 @@ import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { CrmMapping } from '@ingest/schemas';
 import { createControlPlane } from '@ingest/domain';
-import { createProducer, KAFKA_DRIVERS, KafkaError, type KafkaDriverName, REPO_ROOT, sql, TOPICS, withAdmin } from '@ingest/platform';
+import {
+  applyAcls,
+  CONTROL_PLANE_GROUP_PREFIX,
+  type ControlTopicKey,
+  controlTopicsRead,
+  createBatchConsumer,
+  createProducer,
+  KAFKA_DRIVERS,
+  type KafkaClient,
+  KafkaError,
+  type KafkaDriverName,
+  REPO_ROOT,
+  retiredAclBindings,
+  sql,
+  TOPICS,
+  withAdmin,
+} from '@ingest/platform';
 import {
   createSecureTestKafka,
   createTestClickHouse,
   integrationEnv,
   secureKafkaClient,
+  SECURE_PRINCIPALS,
   secureOAuthTokenFile,
   secureUserEnv,
   type TestClickHouse,
@@ -206,6 +223,27 @@ describe('the pipeline over SASL_SSL, each service with its own principal', () =
   });
 });
 
+/** A consumer as a control plane runs one (its group prefix) on `key`: did it start, or why not. */
+async function consumeAs(client: KafkaClient, key: ControlTopicKey, seen: string[] = []): Promise<{ started: boolean; err?: unknown }> {
+  const consumer = createBatchConsumer(client, {
+    name: `secure-${key}`,
+    groupId: `${CONTROL_PLANE_GROUP_PREFIX}secure.${uniqueSuffix()}`,
+    topics: [kafka.topic(key)],
+    fromBeginning: true,
+    commitOffsets: false,
+    logger: testLogger(),
+    handleBatch: async (messages) => void seen.push(...messages.map((m) => `${m.topic}:${m.key}`)),
+  });
+  try {
+    await consumer.start();
+    return { started: true };
+  } catch (err) {
+    return { started: false, err };
+  } finally {
+    await consumer.stop().catch(() => {});
+  }
+}
+
 describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('what the secure broker refuses (%s)', (driver) => {
   const noSasl = { KAFKA_SASL_MECHANISM: '', KAFKA_SASL_USERNAME: '', KAFKA_SASL_PASSWORD_FILE: '' };
 
@@ -237,6 +275,45 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('what the secure brok
       expect(refused).toMatchObject({ code: 'kafka_not_authorized', retryable: false, message: expect.stringMatching(/TOPIC_AUTHORIZATION_FAILED/) });
     } finally {
       await producer.disconnect();
+    }
+  });
+
+  it('refuses a consumer on control.owners as the ingest principal, and serves it the control topics of its role', async () => {
+    const client = secureKafkaClient('ingest', { driver });
+    const seen: string[] = [];
+    const consume = (key: ControlTopicKey) => consumeAs(client, key, seen);
+    // A record it would read if it could: an owner as the console writes one.
+    const producer = createProducer(secureKafkaClient('console', { driver }));
+    await producer.connect();
+    try {
+      await producer.send(kafka.topic('controlOwners'), [{ key: 'owner@secure.example', value: '{"v":1}' }]);
+    } finally {
+      await producer.disconnect();
+    }
+    expect(controlTopicsRead('ingest')).toEqual(['controlAccounts', 'controlApiKeys']);
+    for (const key of controlTopicsRead('ingest')) expect(await consume(key), key).toEqual({ started: true });
+    const owners = await consume('controlOwners');
+    expect(owners.started).toBe(false);
+    expect(owners.err).toMatchObject({ message: expect.stringMatching(/TOPIC_AUTHORIZATION_FAILED|not authorized/i) });
+    expect(seen.filter((s) => s.startsWith(kafka.topic('controlOwners')))).toEqual([]);
+    // Nor does it see the topic at all.
+    const topics = await withAdmin(client, (a) => a.listTopics());
+    expect(topics).toContain(kafka.topic('controlApiKeys'));
+    expect(topics).not.toContain(kafka.topic('controlOwners'));
+  });
+
+  it('removes the control. prefix grants of earlier versions when setup applies the ACLs again (an upgrade)', async () => {
+    const admin = secureKafkaClient('admin', { driver });
+    const ingest = secureKafkaClient('ingest', { driver });
+    // As an earlier version's setup left it: ingest reads every control topic.
+    await withAdmin(admin, (a) => a.createAcls(retiredAclBindings('User:ingest', kafka.prefix)));
+    try {
+      expect(await consumeAs(ingest, 'controlOwners')).toEqual({ started: true });
+      await applyAcls(admin, { principals: SECURE_PRINCIPALS, topicPrefix: kafka.prefix, logger: testLogger() });
+      expect(await consumeAs(ingest, 'controlOwners')).toMatchObject({ started: false });
+      expect(await consumeAs(ingest, 'controlApiKeys')).toEqual({ started: true });
+    } finally {
+      await withAdmin(admin, (a) => a.deleteAcls(retiredAclBindings('User:ingest', kafka.prefix)));
     }
   });
 

@@ -1,7 +1,20 @@
 import type { AclOperationTypes, AclPermissionTypes, AclResourceTypes, Kafka, ResourcePatternTypes } from 'kafkajs';
-import { ACL_WIRE, byPartition, type KafkaAdmin } from '../driver.js';
+import { ACL_WIRE, type AclBinding, byPartition, type KafkaAdmin } from '../driver.js';
 import { wrapErrors } from '../errors.js';
 import { kafkajsTraits } from './kafkajs.client.js';
+
+/** kafkajs's enums carry Kafka's wire values; its types are TypeScript enums, hence the casts. */
+function toWire(b: AclBinding) {
+  return {
+    resourceType: ACL_WIRE.resourceType[b.resourceType] as unknown as AclResourceTypes,
+    resourceName: b.resourceName,
+    resourcePatternType: ACL_WIRE.patternType[b.patternType] as unknown as ResourcePatternTypes,
+    principal: b.principal,
+    host: '*',
+    operation: ACL_WIRE.operation[b.operation] as unknown as AclOperationTypes,
+    permissionType: ACL_WIRE.allow as unknown as AclPermissionTypes,
+  };
+}
 
 export function createKafkajsAdmin(kafka: Kafka): KafkaAdmin {
   const admin = kafka.admin();
@@ -13,18 +26,12 @@ export function createKafkajsAdmin(kafka: Kafka): KafkaAdmin {
     createAcls: (bindings) =>
       call('createAcls', async () => {
         if (bindings.length === 0) return;
-        // kafkajs's enums carry Kafka's wire values; its types are TypeScript enums, hence the casts.
-        await admin.createAcls({
-          acl: bindings.map((b) => ({
-            resourceType: ACL_WIRE.resourceType[b.resourceType] as unknown as AclResourceTypes,
-            resourceName: b.resourceName,
-            resourcePatternType: ACL_WIRE.patternType[b.patternType] as unknown as ResourcePatternTypes,
-            principal: b.principal,
-            host: '*',
-            operation: ACL_WIRE.operation[b.operation] as unknown as AclOperationTypes,
-            permissionType: ACL_WIRE.allow as unknown as AclPermissionTypes,
-          })),
-        });
+        await admin.createAcls({ acl: bindings.map(toWire) });
+      }),
+    deleteAcls: (bindings) =>
+      call('deleteAcls', async () => {
+        if (bindings.length === 0) return;
+        await admin.deleteAcls({ filters: bindings.map(toWire) });
       }),
     createTopics: (topics) =>
       call('createTopics', async () => {

@@ -1,7 +1,19 @@
 import { Admin, type BaseOptions, ListOffsetTimestamps } from '@platformatic/kafka';
-import { ACL_WIRE, byPartition, type KafkaAdmin, type PartitionRange, type TopicPartitionOffset } from '../driver.js';
+import { ACL_WIRE, type AclBinding, byPartition, type KafkaAdmin, type PartitionRange, type TopicPartitionOffset } from '../driver.js';
 import { wrapErrors } from '../errors.js';
 import { platformaticTraits } from './platformatic.client.js';
+
+function toWire(b: AclBinding) {
+  return {
+    resourceType: ACL_WIRE.resourceType[b.resourceType],
+    resourceName: b.resourceName,
+    resourcePatternType: ACL_WIRE.patternType[b.patternType],
+    principal: b.principal,
+    host: '*',
+    operation: ACL_WIRE.operation[b.operation],
+    permissionType: ACL_WIRE.allow,
+  };
+}
 
 export function createPlatformaticAdmin(base: BaseOptions): KafkaAdmin {
   let admin: Admin | undefined;
@@ -89,17 +101,12 @@ export function createPlatformaticAdmin(base: BaseOptions): KafkaAdmin {
     createAcls: (bindings) =>
       call('createAcls', async (a) => {
         if (bindings.length === 0) return;
-        await a.createAcls({
-          creations: bindings.map((b) => ({
-            resourceType: ACL_WIRE.resourceType[b.resourceType],
-            resourceName: b.resourceName,
-            resourcePatternType: ACL_WIRE.patternType[b.patternType],
-            principal: b.principal,
-            host: '*',
-            operation: ACL_WIRE.operation[b.operation],
-            permissionType: ACL_WIRE.allow,
-          })),
-        });
+        await a.createAcls({ creations: bindings.map(toWire) });
+      }),
+    deleteAcls: (bindings) =>
+      call('deleteAcls', async (a) => {
+        if (bindings.length === 0) return;
+        await a.deleteAcls({ filters: bindings.map(toWire) });
       }),
     listGroups: () => call('listGroups', async (a) => [...(await a.listGroups()).keys()]),
     deleteGroups: (groupIds) =>
