@@ -221,7 +221,9 @@ let validateCredential: ReturnType<typeof compileCredentialValidator> | undefine
 export function crmCredentialErrors(name: string, credential: unknown): MappingFieldError[] {
   validateCredential ??= compileCredentialValidator();
   const schemaErrors = validateCredential(credential);
-  return [...nameErrors(name), ...schemaErrors, ...(schemaErrors.length === 0 ? authErrors(credential as Record<string, unknown>) : [])];
+  // The secret each way of authenticating needs is listed with the schema's errors, so one answer names every missing field.
+  const auth = typeof credential === 'object' && credential !== null ? authErrors(credential as Record<string, unknown>) : [];
+  return [...nameErrors(name), ...schemaErrors, ...auth.filter((a) => !schemaErrors.some((e) => e.field === a.field))];
 }
 
 /** What the schema cannot say: each way of authenticating needs its own secret. */
