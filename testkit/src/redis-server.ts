@@ -121,6 +121,9 @@ export async function startRedisWithRoles(options: { keyPrefix?: string } = {}):
   } finally {
     await admin.close();
   }
-  const roleUrls = Object.fromEntries(REDIS_ROLES.map((role) => [role, `redis://${role}:${passwords[role]}@127.0.0.1:${own.port}`])) as Record<RedisRole, string>;
+  const roleUrls = Object.fromEntries(REDIS_ROLES.map((role) => [role, `redis://${role}:${passwords[role]}@127.0.0.1:${own.port}`])) as Record<
+    RedisRole,
+    string
+  >;
   return { ...own, roleUrls };
 }

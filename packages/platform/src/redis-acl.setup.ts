@@ -11,7 +11,10 @@ import { isRedisRole, REDIS_KEY_FAMILIES, REDIS_ROLE_GRANTS, REDIS_ROLES, type R
 /** `gateway=pw,console=pw,...` (REDIS_ROLE_PASSWORDS) as a map; an unknown role or an empty password is an error naming it. */
 export function parseRedisRolePasswords(text: string): Partial<Record<RedisRole, string>> {
   const out: Partial<Record<RedisRole, string>> = {};
-  for (const pair of text.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+  for (const pair of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')) {
     const at = pair.indexOf('=');
     const role = at < 0 ? pair : pair.slice(0, at);
     if (!isRedisRole(role)) throw new AppError('invalid_config', `REDIS_ROLE_PASSWORDS: unknown role '${role}' (roles: ${REDIS_ROLES.join(', ')})`);

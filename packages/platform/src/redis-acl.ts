@@ -56,13 +56,46 @@ export interface RedisGrant {
 
 const SCRIPTS = ['eval', 'evalsha'];
 /** The allowance scripts (allowance.scripts.ts) and its reads (allowance.ts): nothing else, no DEL, no KEYS. */
-export const ALLOWANCE_COMMANDS = [...SCRIPTS, 'get', 'mget', 'set', 'incrby', 'decrby', 'expire', 'hget', 'hset', 'hincrby', 'hdel', 'hgetall', 'sadd', 'srem', 'sismember', 'unlink'];
+export const ALLOWANCE_COMMANDS = [
+  ...SCRIPTS,
+  'get',
+  'mget',
+  'set',
+  'incrby',
+  'decrby',
+  'expire',
+  'hget',
+  'hset',
+  'hincrby',
+  'hdel',
+  'hgetall',
+  'sadd',
+  'srem',
+  'sismember',
+  'unlink',
+];
 /** The per-address limiter's plugin script (@fastify/rate-limit's RedisStore). */
 const ADDRESS_RATE_COMMANDS = [...SCRIPTS, 'incr', 'get', 'pexpire', 'pttl'];
 const IDEMPOTENCY_COMMANDS = [...SCRIPTS, 'hget', 'hmget', 'hset', 'expire', 'del'];
 const JOB_STATUS_COMMANDS = ['get', 'mget', 'set', 'zadd', 'zrevrange', 'zremrangebyrank', 'zremrangebyscore', 'zrem', 'expire', 'multi', 'exec'];
 /** Reading the sink's state for a display or a dry run: no write command. */
-const CRM_READ_COMMANDS = ['get', 'mget', 'hget', 'hmget', 'hgetall', 'exists', 'smembers', 'scard', 'zrange', 'zrangebyscore', 'zcard', 'zcount', 'zscore', 'ttl', 'pttl'];
+const CRM_READ_COMMANDS = [
+  'get',
+  'mget',
+  'hget',
+  'hmget',
+  'hgetall',
+  'exists',
+  'smembers',
+  'scard',
+  'zrange',
+  'zrangebyscore',
+  'zcard',
+  'zcount',
+  'zscore',
+  'ttl',
+  'pttl',
+];
 const CRM_WRITE_COMMANDS = [
   ...SCRIPTS,
   ...CRM_READ_COMMANDS,
@@ -159,7 +192,10 @@ export function redisAclRules(role: RedisRole, options: { passwordSha256: string
 
 /** Glob of Redis (KEYS/ACL patterns), for the families' patterns: `*` and `?`, the rest literal. */
 function globMatches(pattern: string, key: string): boolean {
-  const regex = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const regex = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${regex}$`, 's').test(key);
 }
 
