@@ -11,7 +11,7 @@ import { type RedisWithRoles, startRedisWithRoles } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from './logger.js';
 import { ALLOWANCE_COMMANDS, redisKeyFamilyOf } from './redis-acl.js';
-import { applyRedisAcl, checkRedisAcl, parseRedisRolePasswords } from './redis-acl.setup.js';
+import { applyRedisAcl, checkRedisAcl, ensureRedisRoleUsers, parseRedisRolePasswords } from './redis-acl.setup.js';
 import { connectRedis, createRedis, type Redis } from './redis.js';
 import type { Closeable } from './lifecycle.js';
 
@@ -107,7 +107,26 @@ describe('Redis role users', () => {
     expect(await checkRedisAcl(admin)).toEqual([]);
     await admin.call('ACL', 'DELUSER', 'processor');
     expect(await checkRedisAcl(admin)).toContain("Redis user 'processor' does not exist");
-    await applyRedisAcl(admin, { processor: decodeURIComponent(new URL(own.roleUrls.processor).password) });
+  });
+
+  it('setup (REDIS_ADMIN_URL): fails naming a missing user, creates the users it has passwords for, then passes', async () => {
+    await admin.call('ACL', 'DELUSER', 'processor');
+    const logger = createLogger({ service: 'setup', level: 'silent' });
+    const ensure = (rolePasswords: string) => ensureRedisRoleUsers({ adminUrl: own.url, rolePasswords, keyPrefix: '', logger });
+    await expect(ensure('')).rejects.toMatchObject({ code: 'redis_acl_mismatch', message: expect.stringContaining("Redis user 'processor' does not exist") });
+    const password = decodeURIComponent(new URL(own.roleUrls.processor).password);
+    expect(await ensure(`processor=${password}`)).toEqual(['processor']);
+    expect(await ensure('')).toEqual([]);
+    const processor = createRedis({ url: own.roleUrls.processor });
+    await connectRedis(processor);
+    expect(await processor.ping()).toBe('PONG');
+    await processor.close();
+    // A wrong admin password is the start-up error of REDIS_ADMIN_URL, without the password.
+    const refused = await ensureRedisRoleUsers({ adminUrl: `redis://:wrong-admin-pw@127.0.0.1:${own.port}`, rolePasswords: '', keyPrefix: '', logger }).catch(
+      (e: Error) => e,
+    );
+    expect(String((refused as Error).message)).toMatch(/^REDIS_ADMIN_URL: Redis refused the credentials/);
+    expect(String((refused as Error).message)).not.toContain('wrong-admin-pw');
   });
 });
 

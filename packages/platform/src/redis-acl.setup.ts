@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { AppError } from './errors.js';
+import type { Logger } from './logger.js';
+import { connectRedis, createRedis } from './redis.js';
 import { isRedisRole, REDIS_KEY_FAMILIES, REDIS_ROLE_GRANTS, REDIS_ROLES, type RedisKeyFamilyName, type RedisRole, redisAclRules } from './redis-acl.js';
 
 /**
@@ -82,4 +84,40 @@ export async function checkRedisAcl(admin: Redis, keyPrefix = ''): Promise<strin
     if ((await dryRun(role, 'flushall')) === 'OK') problems.push(`Redis user '${role}' can FLUSHALL`);
   }
   return problems;
+}
+
+/**
+ * What `ingest setup` does with REDIS_ADMIN_URL: creates the role users it has passwords for
+ * (REDIS_ROLE_PASSWORDS), then checks all of them; a problem fails setup with every problem
+ * named (never a password). Returns the roles it created or reset.
+ */
+export async function ensureRedisRoleUsers(options: {
+  adminUrl: string;
+  tlsCa?: string | undefined;
+  rolePasswords: string;
+  keyPrefix: string;
+  logger: Logger;
+}): Promise<RedisRole[]> {
+  const passwords = parseRedisRolePasswords(options.rolePasswords);
+  const admin = createRedis({ url: options.adminUrl, ...(options.tlsCa === undefined ? {} : { tlsCa: options.tlsCa }), logger: options.logger });
+  try {
+    await connectRedis(admin, 'REDIS_ADMIN_URL');
+  } catch (err) {
+    // Not close(): a client that never connected would wait for its reconnects to end.
+    admin.disconnect();
+    throw err;
+  }
+  try {
+    const applied = await applyRedisAcl(admin, passwords, options.keyPrefix);
+    const problems = await checkRedisAcl(admin, options.keyPrefix);
+    if (problems.length > 0)
+      throw new AppError(
+        'redis_acl_mismatch',
+        `the Redis role users differ from redis-acl.ts (set REDIS_ROLE_PASSWORDS to create them; docs/security.md, "Redis users"): ${problems.join('; ')}`,
+      );
+    options.logger.info({ created: applied, roles: REDIS_ROLES, keyPrefix: options.keyPrefix }, 'redis role users checked');
+    return applied;
+  } finally {
+    await admin.close();
+  }
 }
