@@ -52,6 +52,32 @@ if [[ -z "${SEEN_IDS_HMAC_KEY:-}" ]]; then
   SEEN_IDS_HMAC_KEY=$(cat "$STACK_DIR/seen-ids-key")
 fi
 
+# One Redis user per service (docs/security.md, "Redis users"): the passwords generated once like
+# the admin token, `ingest setup` creates the users from them (REDIS_ADMIN_URL: the stack's
+# default user), and each service gets redis://ROLE:PASSWORD@ its own. REDIS_ROLE_USERS=off:
+# every service uses REDIS_URL as it is (an external Redis older than 7, say).
+REDIS_ROLE_USERS=${REDIS_ROLE_USERS:-on}
+REDIS_ROLES=(gateway console processor crm-sink)
+if [[ $REDIS_ROLE_USERS != off ]]; then
+  mkdir -p "$STACK_DIR/redis-roles"
+  for role in "${REDIS_ROLES[@]}"; do
+    [[ -s "$STACK_DIR/redis-roles/$role" ]] || (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$STACK_DIR/redis-roles/$role")
+  done
+fi
+role_redis_url() {
+  local rest=${REDIS_URL#*://}
+  [[ $rest == *@* ]] && rest=${rest#*@}
+  echo "${REDIS_URL%%://*}://$1:$(cat "$STACK_DIR/redis-roles/$1")@$rest"
+}
+redis_setup_env() {
+  [[ $REDIS_ROLE_USERS == off ]] && return
+  local pairs=() role
+  for role in "${REDIS_ROLES[@]}"; do pairs+=("$role=$(cat "$STACK_DIR/redis-roles/$role")"); done
+  local IFS=,
+  echo "REDIS_ADMIN_URL=$REDIS_URL"
+  echo "REDIS_ROLE_PASSWORDS=${pairs[*]}"
+}
+
 service_pid() {
   local pidfile="$RUN_DIR/$1.pid"
   [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null && cat "$pidfile"
@@ -68,15 +94,12 @@ start_service() {
   # and the console read ClickHouse as the read-only user.
   local keys=()
   case $name in
-    gateway) keys=("${GATEWAY_READER_ENV[@]}") ;;
-    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN" "${GATEWAY_READER_ENV[@]}") ;;
-    crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN") ;;
-fi
-
     gateway) keys=("SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
-    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
-    crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}") ;;
+    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN" "SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
+    crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN") ;;
   esac
+  # Each service connects to Redis as its role's user (docs/security.md, "Redis users").
+  [[ $REDIS_ROLE_USERS == off ]] || keys+=("REDIS_URL=$(role_redis_url "$name")")
   # setsid: the service gets its own process group, so stopping it stops tsx and node together.
   setsid nohup env "${keys[@]}" npx tsx "services/$name/src/main.ts" >>"$LOG_DIR/$name.log" 2>&1 &
   echo $! >"$RUN_DIR/$name.pid"
@@ -126,8 +149,9 @@ if [[ ! -f services/console/dist/web/index.html ]]; then
 fi
 step "local stack"
 bash scripts/stack.sh up
-step "topics and migrations"
-npx tsx tools/cli/src/main.ts setup
+step "topics, migrations and Redis users"
+mapfile -t redis_setup < <(redis_setup_env)
+env "${redis_setup[@]}" npx tsx tools/cli/src/main.ts setup
 step "services"
 for entry in "${SERVICES[@]}"; do start_service "${entry%%:*}" "${entry##*:}"; done
 
