@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig } from '@ingest/platform';
+import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig, REDIS_ROLES } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { workspaceDirs } from '../lib/workspaces.js';
@@ -44,6 +44,9 @@ describe('docker-compose.yml', () => {
     // tools/cli/src/setup.ts: the gateway's read-only ClickHouse user.
     'CLICKHOUSE_READER_USER',
     'CLICKHOUSE_READER_PASSWORD',
+    // tools/cli/src/setup.ts: the Redis users it creates.
+    'REDIS_ADMIN_URL',
+    'REDIS_ROLE_PASSWORDS',
     'SERVICE',
   ]);
 
@@ -58,8 +61,13 @@ describe('docker-compose.yml', () => {
   it('carries the secure settings: Redis password, the read-only ClickHouse user, crm-sink alone with the private key', () => {
     type Secure = ComposeService & { secrets?: string[]; volumes?: string[]; command?: string[] };
     const services = compose.services as Record<string, Secure>;
-    for (const name of ['gateway', 'console', 'processor', 'crm-sink'])
-      expect(String(services[name]?.environment?.REDIS_URL), name).toMatch(/^redis:\/\/:\$\{REDIS_PASSWORD:\?/);
+    // One Redis user per service (redis-acl.ts), each with its own password; setup creates them as the default user.
+    for (const name of REDIS_ROLES) {
+      const variable = `REDIS_${name.toUpperCase().replace('-', '_')}_PASSWORD`;
+      expect(String(services[name]?.environment?.REDIS_URL), name).toBe(`redis://${name}:\${${variable}:?set ${variable}}@redis:6379`);
+      expect(String(services.setup?.environment?.REDIS_ROLE_PASSWORDS)).toContain(`${name}=\${${variable}:?`);
+    }
+    expect(String(services.setup?.environment?.REDIS_ADMIN_URL)).toMatch(/^redis:\/\/:\$\{REDIS_PASSWORD:\?/);
     expect(services.redis?.command?.join(' ')).toContain('--requirepass "$$REDIS_PASSWORD"');
     for (const name of ['gateway', 'console'])
       expect(services[name]?.environment?.CLICKHOUSE_USER, name).toBe(services.setup?.environment?.CLICKHOUSE_READER_USER);
