@@ -130,6 +130,37 @@ describe('Redis role users', () => {
   });
 });
 
+describe('the OAuth and second-factor families (console and crm-sink)', () => {
+  it('allow each role the commands its code sends there, and refuse the rest', async () => {
+    const dry = async (role: string, ...command: string[]) => String(await admin.call('ACL', 'DRYRUN', role, ...command));
+    const allowed: [string, ...string[]][] = [
+      ['console', 'set', 'dashboard:2fa:used:own_1:123', '1', 'EX', '90', 'NX'],
+      ['console', 'get', 'dashboard:2fa:pending:own_1'],
+      ['console', 'del', 'dashboard:2fa:pending:own_1'],
+      ['console', 'incr', 'dashboard:oauth:pending:acc_1'],
+      ['console', 'set', 'dashboard:oauth:state:abc', 'v', 'PX', '600000'],
+      ['console', 'llen', 'crm:oauth:revoke'],
+      ['console', 'rpush', 'crm:oauth:revoke', '{}'],
+      ['console', 'hget', 'crm:oauth:token:acc_1/hubspot', 'json'],
+      ['crm-sink', 'lpop', 'crm:oauth:revoke', '10'],
+      ['crm-sink', 'rpush', 'crm:oauth:revoke', '{}'],
+      ['crm-sink', 'hset', 'crm:oauth:token:acc_1/hubspot', 'stamp', '1', 'json', '{}'],
+      ['crm-sink', 'set', 'crm:oauth:token:acc_1/hubspot:lease', 't', 'PX', '30000', 'NX'],
+      ['crm-sink', 'del', 'crm:oauth:token:acc_1/hubspot'],
+    ];
+    for (const [role, ...command] of allowed) expect(await dry(role, ...command), `${role} ${command.join(' ')}`).toBe('OK');
+    const refused: [string, ...string[]][] = [
+      ['gateway', 'hget', 'crm:oauth:token:acc_1/hubspot', 'json'],
+      ['gateway', 'rpush', 'crm:oauth:revoke', '{}'],
+      ['console', 'hset', 'crm:oauth:token:acc_1/hubspot', 'json', '{}'],
+      ['console', 'lpop', 'crm:oauth:revoke'],
+      ['crm-sink', 'get', 'dashboard:2fa:pending:own_1'],
+      ['processor', 'get', 'dashboard:oauth:state:abc'],
+    ];
+    for (const [role, ...command] of refused) expect(await dry(role, ...command), `${role} ${command.join(' ')}`).not.toBe('OK');
+  });
+});
+
 describe('REDIS_ROLE_PASSWORDS and key families', () => {
   it('parses role=password pairs and refuses an unknown role or an empty password', () => {
     expect(parseRedisRolePasswords('gateway=a1, crm-sink=b=2')).toEqual({ gateway: 'a1', 'crm-sink': 'b=2' });
@@ -142,6 +173,8 @@ describe('REDIS_ROLE_PASSWORDS and key families', () => {
     expect(redisKeyFamilyOf('live-1:crm:park:{parked}:due')?.pattern).toBe('crm:park:*');
     expect(redisKeyFamilyOf('crm:{acc_1}:e1:r1')?.pattern).toBe('crm:{*');
     expect(redisKeyFamilyOf('t:quota:{acc}:seen')?.pattern).toBe('quota:*');
+    expect(redisKeyFamilyOf('crm:oauth:revoke')?.pattern).toBe('crm:oauth:revoke');
+    expect(redisKeyFamilyOf('p:crm:oauth:token:acc/x:lease')?.pattern).toBe('crm:oauth:token:*');
     expect(redisKeyFamilyOf('nothing-known')).toBeUndefined();
   });
 });

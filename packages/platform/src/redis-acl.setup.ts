@@ -71,8 +71,8 @@ export async function checkRedisAcl(admin: Redis, keyPrefix = ''): Promise<strin
       for (const family of grant.families) {
         granted.add(family);
         // A read of the grant, with the family's key (DRYRUN checks the arity too).
-        const command = ['get', 'hget', 'hmget'].find((c) => grant.commands.includes(c)) ?? 'get';
-        const answer = await dryRun(role, command, sampleKey(family, keyPrefix), ...(command === 'get' ? [] : ['field']));
+        const command = ['get', 'llen', 'hget', 'hmget'].find((c) => grant.commands.includes(c)) ?? 'get';
+        const answer = await dryRun(role, command, sampleKey(family, keyPrefix), ...(command.startsWith('h') ? ['field'] : []));
         if (answer !== 'OK') problems.push(`Redis user '${role}' cannot ${command.toUpperCase()} ${REDIS_KEY_FAMILIES[family].pattern}: ${answer}`);
       }
     }

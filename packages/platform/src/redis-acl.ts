@@ -37,6 +37,12 @@ export const REDIS_KEY_FAMILIES = {
   billingLease: { pattern: 'billing:close:*', owner: 'services/processor/src/main.ts (tryLease)', writers: ['processor'], readers: [] },
   sessions: { pattern: 'dashboard:session:*', owner: 'services/console/src/dashboard/session.store.ts', writers: ['console'], readers: [] },
   signInThrottle: { pattern: 'dashboard:signin:*', owner: 'services/console/src/dashboard/signin-throttle.ts', writers: ['console'], readers: [] },
+  secondFactor: { pattern: 'dashboard:2fa:*', owner: 'services/console/src/dashboard/second-factor.ts', writers: ['console'], readers: [] },
+  oauthState: { pattern: 'dashboard:oauth:*', owner: 'services/console/src/dashboard/crm-oauth/oauth-state.store.ts', writers: ['console'], readers: [] },
+  /** Token sets of OAuth credentials and their refresh leases (`…:lease`). */
+  oauthToken: { pattern: 'crm:oauth:token:*', owner: 'packages/domain/src/crm/oauth/oauth-token-state.ts', writers: ['crm-sink'], readers: ['console'] },
+  /** One list: grants the console asks crm-sink to revoke. */
+  oauthRevoke: { pattern: 'crm:oauth:revoke', owner: 'packages/domain/src/crm/oauth/oauth-token-state.ts', writers: ['console', 'crm-sink'], readers: [] },
   syncState: { pattern: 'crm:sync:*', owner: 'packages/domain/src/crm/sync-state.store.ts', writers: ['crm-sink'], readers: ['gateway', 'console'] },
   recordState: { pattern: 'crm:state:*', owner: 'packages/domain/src/crm/record-state.reader.ts', writers: ['crm-sink'], readers: ['console'] },
   ledger: { pattern: 'crm:{*', owner: 'packages/domain/src/crm/record-state.reader.ts', writers: ['crm-sink'], readers: ['console'] },
@@ -113,6 +119,7 @@ const CRM_WRITE_COMMANDS = [
   'zadd',
   'zrem',
   'rpush',
+  'lpop',
   'lrange',
   'llen',
   'ltrim',
@@ -140,13 +147,17 @@ export const REDIS_ROLE_GRANTS: Record<RedisRole, { root: readonly string[]; gra
   console: {
     root: ROOT_COMMANDS,
     grants: [
-      { families: ['sessions'], commands: ['get', 'set', 'del', 'pexpire'] },
+      { families: ['sessions', 'secondFactor'], commands: ['get', 'set', 'del', 'pexpire'] },
+      // The OAuth state script (oauth-state.store.ts): one use per state, a count per account.
+      { families: ['oauthState'], commands: [...SCRIPTS, 'get', 'set', 'del', 'incr', 'pexpire', 'pttl'] },
+      // Asks crm-sink to revoke a grant: a bounded list it only appends to.
+      { families: ['oauthRevoke'], commands: ['llen', 'rpush'] },
       { families: ['signInThrottle', 'addressRate', 'adminRate'], commands: ADDRESS_RATE_COMMANDS },
       { families: ['allowance'], commands: ALLOWANCE_COMMANDS },
       { families: ['idempotency'], commands: IDEMPOTENCY_COMMANDS },
       { families: ['keyLastUsed'], commands: ['get', 'mget', 'set'] },
       { families: ['jobStatus', 'accountJobs'], commands: JOB_STATUS_COMMANDS },
-      { families: ['syncState', 'recordState', 'ledger', 'pendingLinks', 'syncHealth'], commands: CRM_READ_COMMANDS },
+      { families: ['syncState', 'recordState', 'ledger', 'pendingLinks', 'syncHealth', 'oauthToken'], commands: CRM_READ_COMMANDS },
     ],
   },
   processor: {
@@ -161,7 +172,7 @@ export const REDIS_ROLE_GRANTS: Record<RedisRole, { root: readonly string[]; gra
   'crm-sink': {
     root: ROOT_COMMANDS,
     grants: [
-      { families: ['syncState', 'recordState', 'ledger', 'pendingLinks', 'syncHealth'], commands: CRM_WRITE_COMMANDS },
+      { families: ['syncState', 'recordState', 'ledger', 'pendingLinks', 'syncHealth', 'oauthToken', 'oauthRevoke'], commands: CRM_WRITE_COMMANDS },
       { families: ['park'], commands: CRM_WRITE_COMMANDS },
       { families: ['crmRate', 'connectionChecks'], commands: TOKEN_BUCKET_COMMANDS },
     ],
@@ -203,7 +214,8 @@ function globMatches(pattern: string, key: string): boolean {
 export function redisKeyFamilyOf(key: string): { name: RedisKeyFamilyName; pattern: string } | undefined {
   let best: { name: RedisKeyFamilyName; pattern: string; at: number } | undefined;
   for (const [name, family] of Object.entries(REDIS_KEY_FAMILIES) as [RedisKeyFamilyName, RedisKeyFamily][]) {
-    const stem = family.pattern.slice(0, family.pattern.indexOf('*'));
+    const star = family.pattern.indexOf('*');
+    const stem = star < 0 ? family.pattern : family.pattern.slice(0, star);
     for (let at = key.indexOf(stem); at >= 0; at = key.indexOf(stem, at + 1)) {
       if (!globMatches(family.pattern, key.slice(at))) continue;
       if (!best || at < best.at || (at === best.at && family.pattern.length > best.pattern.length)) best = { name, pattern: family.pattern, at };
