@@ -89,17 +89,23 @@ start_service() {
     echo "$name: already running (pid $pid)"
     return
   fi
+  # Each service connects to Redis as its role's user (docs/security.md, "Redis users").
+  local -x REDIS_URL="$REDIS_URL"
+  [[ $REDIS_ROLE_USERS == off ]] || REDIS_URL=$(role_redis_url "$name")
   # CRM credential keys (docs/security.md): the console gets crm-sink's public key, crm-sink its
   # private key; neither is given the other's. `stack.sh up` made the local pair. The gateway
   # and the console read ClickHouse as the read-only user.
   local keys=()
   case $name in
-    gateway) keys=("SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
-    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN" "SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
+    gateway) keys=("${GATEWAY_READER_ENV[@]}") ;;
+    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN" "${GATEWAY_READER_ENV[@]}") ;;
     crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN") ;;
+fi
+
+    gateway) keys=("SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
+    console) keys=("CRM_CREDENTIALS_PUBLIC_KEY_FILE=${CRM_CREDENTIALS_PUBLIC_KEY_FILE:-$STACK_DIR/crm-keys/local.pub.pem}" "SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY" "${GATEWAY_READER_ENV[@]}") ;;
+    crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}") ;;
   esac
-  # Each service connects to Redis as its role's user (docs/security.md, "Redis users").
-  [[ $REDIS_ROLE_USERS == off ]] || keys+=("REDIS_URL=$(role_redis_url "$name")")
   # setsid: the service gets its own process group, so stopping it stops tsx and node together.
   setsid nohup env "${keys[@]}" npx tsx "services/$name/src/main.ts" >>"$LOG_DIR/$name.log" 2>&1 &
   echo $! >"$RUN_DIR/$name.pid"
