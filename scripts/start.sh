@@ -52,6 +52,32 @@ if [[ -z "${SEEN_IDS_HMAC_KEY:-}" ]]; then
   SEEN_IDS_HMAC_KEY=$(cat "$STACK_DIR/seen-ids-key")
 fi
 
+# One Redis user per service (docs/security.md, "Redis users"): the passwords generated once like
+# the admin token, `ingest setup` creates the users from them (REDIS_ADMIN_URL: the stack's
+# default user), and each service gets redis://ROLE:PASSWORD@ its own. REDIS_ROLE_USERS=off:
+# every service uses REDIS_URL as it is (an external Redis older than 7, say).
+REDIS_ROLE_USERS=${REDIS_ROLE_USERS:-on}
+REDIS_ROLES=(gateway console processor crm-sink)
+if [[ $REDIS_ROLE_USERS != off ]]; then
+  mkdir -p "$STACK_DIR/redis-roles"
+  for role in "${REDIS_ROLES[@]}"; do
+    [[ -s "$STACK_DIR/redis-roles/$role" ]] || (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$STACK_DIR/redis-roles/$role")
+  done
+fi
+role_redis_url() {
+  local rest=${REDIS_URL#*://}
+  [[ $rest == *@* ]] && rest=${rest#*@}
+  echo "${REDIS_URL%%://*}://$1:$(cat "$STACK_DIR/redis-roles/$1")@$rest"
+}
+redis_setup_env() {
+  [[ $REDIS_ROLE_USERS == off ]] && return
+  local pairs=() role
+  for role in "${REDIS_ROLES[@]}"; do pairs+=("$role=$(cat "$STACK_DIR/redis-roles/$role")"); done
+  local IFS=,
+  echo "REDIS_ADMIN_URL=$REDIS_URL"
+  echo "REDIS_ROLE_PASSWORDS=${pairs[*]}"
+}
+
 service_pid() {
   local pidfile="$RUN_DIR/$1.pid"
   [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null && cat "$pidfile"
@@ -63,6 +89,9 @@ start_service() {
     echo "$name: already running (pid $pid)"
     return
   fi
+  # Each service connects to Redis as its role's user (docs/security.md, "Redis users").
+  local -x REDIS_URL="$REDIS_URL"
+  [[ $REDIS_ROLE_USERS == off ]] || REDIS_URL=$(role_redis_url "$name")
   # CRM credential keys (docs/security.md): the console gets crm-sink's public key, crm-sink its
   # private key; neither is given the other's. `stack.sh up` made the local pair. The gateway
   # and the console read ClickHouse as the read-only user.
@@ -131,8 +160,9 @@ if [[ ! -f services/console/dist/web/index.html ]]; then
 fi
 step "local stack"
 bash scripts/stack.sh up
-step "topics and migrations"
-npx tsx tools/cli/src/main.ts setup
+step "topics, migrations and Redis users"
+mapfile -t redis_setup < <(redis_setup_env)
+env "${redis_setup[@]}" npx tsx tools/cli/src/main.ts setup
 step "services"
 for entry in "${SERVICES[@]}"; do start_service "${entry%%:*}" "${entry##*:}"; done
 

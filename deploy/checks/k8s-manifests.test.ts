@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig, REPO_ROOT, TOPICS } from '@ingest/platform';
+import { ClickHouseConfig, CommonConfig, KafkaConfig, RedisConfig, REDIS_ROLES, REPO_ROOT, TOPICS } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { CrmSinkConfigSchema } from '@ingest/crm-sink/config';
@@ -164,6 +164,8 @@ describe('configuration', () => {
     'CLICKHOUSE_READER_USER',
     'CLICKHOUSE_READER_PASSWORD',
     'KAFKA_ACL_PRINCIPALS',
+    'REDIS_ADMIN_URL',
+    'REDIS_ROLE_PASSWORDS',
   ]);
   const secretTemplate = named('Secret', 'ingest-secrets') as unknown as { stringData: Record<string, string> };
 
@@ -197,7 +199,8 @@ describe('configuration', () => {
       'DASHBOARD_SECRET_KEYS_FILE',
       'GATEWAY_ROLE',
     ]);
-    const set = new Set([...Object.keys(config.data), ...Object.keys(secretTemplate.stringData)]);
+    // REDIS_URL is set from the Secret's REDIS_URL_<ROLE>: one Redis user per Deployment.
+    const set = new Set([...Object.keys(config.data), ...Object.keys(secretTemplate.stringData), 'REDIS_URL']);
     expect(documented.filter((v) => v && !notForPods.has(v) && !set.has(v))).toEqual([]);
   });
 
@@ -220,7 +223,12 @@ describe('configuration', () => {
       'KAFKA_PASSWORD_INGEST',
       'KAFKA_PASSWORD_PROCESSOR',
       'KAFKA_SSL_CA',
-      'REDIS_URL',
+      'REDIS_ADMIN_URL',
+      'REDIS_ROLE_PASSWORDS',
+      'REDIS_URL_CONSOLE',
+      'REDIS_URL_CRM_SINK',
+      'REDIS_URL_GATEWAY',
+      'REDIS_URL_PROCESSOR',
       'SEEN_IDS_HMAC_KEY',
     ]);
     // ADMIN_TOKEN_PREVIOUS is empty outside a rotation (a placeholder there would be a valid
@@ -277,15 +285,21 @@ describe('configuration', () => {
       ).toBeUndefined();
   });
 
-  it("credentials come from Secrets: the gateway and the console read ClickHouse as the read-only user; every service's REDIS_URL is the Secret's", () => {
+  it("credentials come from Secrets: the gateway and the console read ClickHouse as the read-only user; each service's REDIS_URL is its own Redis user's", () => {
     const env = (name: string) => deployment(name).spec.template.spec.containers[0]?.env ?? [];
     for (const name of ['gateway', 'console']) {
       expect(env(name).find((e) => e.name === 'CLICKHOUSE_USER')?.value, name).toBe(config.data.CLICKHOUSE_READER_USER);
       expect(env(name).find((e) => e.name === 'CLICKHOUSE_PASSWORD')?.valueFrom?.secretKeyRef?.key, name).toBe('CLICKHOUSE_READER_PASSWORD');
     }
     expect(env('processor').find((e) => e.name === 'CLICKHOUSE_PASSWORD')?.valueFrom?.secretKeyRef?.key).toBe('CLICKHOUSE_PASSWORD');
-    for (const name of ['gateway', 'console', 'processor', 'crm-sink'])
-      expect(env(name).find((e) => e.name === 'REDIS_URL')?.valueFrom?.secretKeyRef?.key, name).toBe('REDIS_URL');
+    // One Redis ACL user per Deployment (redis-acl.ts): the URL in the Secret names that user.
+    for (const name of REDIS_ROLES) {
+      const key = `REDIS_URL_${name.toUpperCase().replace('-', '_')}`;
+      expect(env(name).find((e) => e.name === 'REDIS_URL')?.valueFrom?.secretKeyRef?.key, name).toBe(key);
+      expect(secretTemplate.stringData[key], key).toMatch(new RegExp(`^REPLACE_ME_rediss?://${name}:`));
+    }
+    const setupEnv = (named('Job', 'ingest-setup') as unknown as Workload).spec.template.spec.containers[0]?.env ?? [];
+    for (const key of ['REDIS_ADMIN_URL', 'REDIS_ROLE_PASSWORDS']) expect(setupEnv.find((e) => e.name === key)?.valueFrom?.secretKeyRef?.key, key).toBe(key);
   });
 
   it('crm-sink alone mounts the private key (a Secret); the console gets the public key only', () => {

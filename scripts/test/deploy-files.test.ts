@@ -48,6 +48,9 @@ describe('docker-compose.yml', () => {
     'CLICKHOUSE_READER_PASSWORD',
     'KAFKA_ACL_PRINCIPALS',
     'SERVICE',
+    // tools/cli/src/setup.ts: the Redis users it creates.
+    'REDIS_ADMIN_URL',
+    'REDIS_ROLE_PASSWORDS',
   ]);
 
   it('passes only variables that some service configuration defines', () => {
@@ -61,8 +64,13 @@ describe('docker-compose.yml', () => {
   it('carries the secure settings: Redis password, the read-only ClickHouse user, crm-sink alone with the private key', () => {
     type Secure = ComposeService & { secrets?: string[]; volumes?: string[]; command?: string[] };
     const services = compose.services as Record<string, Secure>;
-    for (const name of ['gateway', 'console', 'processor', 'crm-sink'])
-      expect(String(services[name]?.environment?.REDIS_URL), name).toMatch(/^redis:\/\/:\$\{REDIS_PASSWORD:\?/);
+    // One Redis user per service (redis-acl.ts), each with its own password; setup creates them as the default user.
+    for (const name of ['gateway', 'console', 'processor', 'crm-sink']) {
+      const variable = `REDIS_${name.toUpperCase().replace('-', '_')}_PASSWORD`;
+      expect(String(services[name]?.environment?.REDIS_URL), name).toBe(`redis://${name}:\${${variable}:?set ${variable}}@redis:6379`);
+      expect(String(services.setup?.environment?.REDIS_ROLE_PASSWORDS)).toContain(`${name}=\${${variable}:?`);
+    }
+    expect(String(services.setup?.environment?.REDIS_ADMIN_URL)).toMatch(/^redis:\/\/:\$\{REDIS_PASSWORD:\?/);
     expect(services.redis?.command?.join(' ')).toContain('--requirepass "$$REDIS_PASSWORD"');
     for (const name of ['gateway', 'console'])
       expect(services[name]?.environment?.CLICKHOUSE_USER, name).toBe(services.setup?.environment?.CLICKHOUSE_READER_USER);

@@ -1,9 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { applyRedisAcl, connectRedis, createRedis, REDIS_ROLES, type RedisRole } from '@ingest/platform';
 import { freePort } from './ports.js';
 import { waitFor } from './wait.js';
 
@@ -97,4 +99,31 @@ export async function startOwnRedis(options: { password?: string; tls?: { certFi
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A Redis of the test's own with the role users of redis-acl.ts: each role's URL, and the admin's (the default user). */
+export interface RedisWithRoles extends OwnRedis {
+  /** `redis://<role>:<password>@127.0.0.1:port`, one per role. */
+  roleUrls: Record<RedisRole, string>;
+}
+
+/**
+ * Starts a redis-server and creates the role users with `applyRedisAcl` (what `ingest setup`
+ * runs), so a test runs a store under the user its service has. `url` is the admin's.
+ */
+export async function startRedisWithRoles(options: { keyPrefix?: string } = {}): Promise<RedisWithRoles> {
+  const own = await startOwnRedis({ password: randomBytes(12).toString('hex') });
+  const passwords = Object.fromEntries(REDIS_ROLES.map((role) => [role, randomBytes(12).toString('hex')])) as Record<RedisRole, string>;
+  const admin = createRedis({ url: own.url });
+  try {
+    await connectRedis(admin);
+    await applyRedisAcl(admin, passwords, options.keyPrefix ?? '');
+  } finally {
+    await admin.close();
+  }
+  const roleUrls = Object.fromEntries(REDIS_ROLES.map((role) => [role, `redis://${role}:${passwords[role]}@127.0.0.1:${own.port}`])) as Record<
+    RedisRole,
+    string
+  >;
+  return { ...own, roleUrls };
 }

@@ -26,6 +26,8 @@ export * from './logger.js';
 export * from './metrics.js';
 export * from './ops.server.js';
 export * from './paths.js';
+export * from './redis-acl.js';
+export * from './redis-acl.setup.js';
 export * from './redis-lock.js';
 export * from './redis-script.js';
 export * from './redis.js';

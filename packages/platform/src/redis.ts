@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { AppError } from './errors.js';
+import { redisKeyFamilyOf } from './redis-acl.js';
 import type { Closeable } from './lifecycle.js';
 import type { Logger } from './logger.js';
 
@@ -55,6 +56,7 @@ export function createRedis(options: RedisOptions): Redis & Closeable {
     // arguments are the password (found by the wrong-password start-up test).
     options.logger?.warn({ err: { type: err.name, message: err.message } }, 'redis connection error (further ones within 10 s are not logged)');
   });
+  if (options.logger) logAclRefusals(redis, redisUserOf(options.url), options.logger);
   return Object.assign(redis, {
     // quit() resolves on the server's OK, before the socket is gone; waiting for 'end' means a
     // closed client really holds no connection (clean shutdown, no open handles in tests).
@@ -65,6 +67,56 @@ export function createRedis(options: RedisOptions): Redis & Closeable {
       await ended;
     },
   }) as Redis & Closeable;
+}
+
+/** The ACL user of a Redis URL (the role: docs/security.md, "Redis users"); `default` without one. */
+export function redisUserOf(url: string): string {
+  try {
+    return decodeURIComponent(new URL(url).username) || 'default';
+  } catch {
+    return 'default';
+  }
+}
+
+/** A refusal by the user's ACL: a command (NOPERM) or a call inside a script ("The user executing the script can't"). */
+export const ACL_REFUSED = /^NOPERM|The user executing the script can't/;
+
+interface SentCommand {
+  name: string;
+  args: unknown[];
+  promise: Promise<unknown>;
+}
+
+/**
+ * Logs every command the user's ACL refuses, at error level, with the role (the URL's user), the
+ * command and the key family it touched (redis-acl.ts): a missing grant or a role reaching for
+ * another's keys shows in the logs, never as a silent miss, even where a caller fails open. The
+ * command still fails with Redis's error: this only watches. Not the arguments (values, ids).
+ */
+function logAclRefusals(redis: Redis, role: string, logger: Logger): void {
+  const seen = new WeakSet<object>();
+  const send = redis.sendCommand.bind(redis) as (command: SentCommand, ...rest: unknown[]) => unknown;
+  (redis as unknown as { sendCommand: typeof send }).sendCommand = (command, ...rest) => {
+    const result = send(command, ...rest);
+    // The offline queue sends a command again after a reconnect: one line per command.
+    if (!seen.has(command)) {
+      seen.add(command);
+      command.promise.catch((err: unknown) => {
+        const message = err instanceof Error ? err.message : String(err);
+        if (!ACL_REFUSED.test(message)) return;
+        const name = command.name.toLowerCase();
+        // EVAL/EVALSHA: script, number of keys, keys...; otherwise the first argument is the key.
+        const scripted = name === 'eval' || name === 'evalsha';
+        const key = scripted ? (Number(command.args[1]) > 0 ? command.args[2] : undefined) : command.args[0];
+        const family = typeof key === 'string' || Buffer.isBuffer(key) ? redisKeyFamilyOf(String(key)) : undefined;
+        logger.error(
+          { role, command: name, keyPattern: family?.pattern ?? 'unknown', reason: message.split(' script:')[0] },
+          'redis refused a command of this role (ACL): see docs/security.md, "Redis users"',
+        );
+      });
+    }
+    return result;
+  };
 }
 
 const AUTH_REFUSED = /NOAUTH|WRONGPASS|NOPERM|invalid password|invalid username/i;

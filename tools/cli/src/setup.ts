@@ -1,7 +1,7 @@
 /**
  * `ingest setup`: provisions what the services need before they start: Kafka topics, the
- * services' Kafka ACLs (when KAFKA_ACL_PRINCIPALS is set; docs/security.md) and ClickHouse
- * migrations. Idempotent; `npm start` runs it every time, operators run `npm run setup`, the
+ * services' Kafka ACLs (when KAFKA_ACL_PRINCIPALS is set; docs/security.md), ClickHouse
+ * migrations and the Redis role users (when REDIS_ADMIN_URL is set). Idempotent; `npm start` runs it every time, operators run `npm run setup`, the
  * image's setup Job runs `ingest setup`. Logs (pino) on stdout; a failure is thrown to the frame.
  */
 import {
@@ -12,11 +12,13 @@ import {
   createClickHouse,
   openKafkaClientFromConfig,
   createLogger,
+  ensureRedisRoleUsers,
   ensureTopics,
   KafkaConfig,
   loadConfig,
   migrate,
   parseAclPrincipals,
+  readRedisTlsCa,
   readerUserStatements,
   serverHasSqlUsers,
 } from '@ingest/platform';
@@ -34,6 +36,16 @@ const SetupConfigSchema = Type.Object({
   /** The gateway's read-only user, created on servers with SQL users (20.4+); 18.16 takes it from users.xml. */
   CLICKHOUSE_READER_USER: Type.String({ default: '' }),
   CLICKHOUSE_READER_PASSWORD: Type.String({ default: '' }),
+  /**
+   * A Redis user with ACL rights (the default user, or an admin): setup creates the role users of
+   * REDIS_ROLE_PASSWORDS and checks every role's (docs/security.md, "Redis users"); empty: Redis
+   * is not touched.
+   */
+  REDIS_ADMIN_URL: Type.String({ default: '' }),
+  /** `gateway=pw,console=pw,processor=pw,crm-sink=pw`: the users setup creates or resets; empty: it only checks them. */
+  REDIS_ROLE_PASSWORDS: Type.String({ default: '' }),
+  REDIS_TLS_CA_FILE: Type.String({ default: '' }),
+  REDIS_KEY_PREFIX: Type.String({ default: '', pattern: '^[A-Za-z0-9._:-]*$' }),
 });
 
 export const SETUP_COMMAND: Command<'setup'> = {
@@ -80,8 +92,26 @@ export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
     }
   }
 
+  const redisRoles =
+    config.REDIS_ADMIN_URL === ''
+      ? undefined
+      : await ensureRedisRoleUsers({
+          adminUrl: config.REDIS_ADMIN_URL,
+          tlsCa: readRedisTlsCa(config.REDIS_TLS_CA_FILE),
+          rolePasswords: config.REDIS_ROLE_PASSWORDS,
+          keyPrefix: config.REDIS_KEY_PREFIX,
+          logger,
+        });
+
   logger.info(
-    { topicsCreated: created.length, kafkaAcls: acls, migrationsApplied: result.applied, migrationsSkipped: result.skipped, clickhouse: result.serverVersion },
+    {
+      topicsCreated: created.length,
+      kafkaAcls: acls,
+      migrationsApplied: result.applied,
+      migrationsSkipped: result.skipped,
+      clickhouse: result.serverVersion,
+      redisRoleUsers: redisRoles ?? 'not checked (no REDIS_ADMIN_URL)',
+    },
     'setup complete',
   );
   return EXIT_OK;

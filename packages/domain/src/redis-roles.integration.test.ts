@@ -1,0 +1,108 @@
+/**
+ * The shared stores' real code paths under the Redis user of each role that uses them
+ * (redis-acl.ts), on a redis-server of the test's own with those users: a grant that misses a
+ * command the code (or its scripts) sends fails here, not in production. And a role that only
+ * reads a family cannot write it.
+ */
+import { type Closeable, connectRedis, createRedis, type Producer, type Redis, type RedisRole, tryLease } from '@ingest/platform';
+import { type RedisWithRoles, startRedisWithRoles } from '@ingest/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAllowance } from './allowance/allowance.js';
+import { allowancePeriod } from './allowance/allowance.period.js';
+import { createAllowanceReconciler } from './allowance/allowance.reconciler.js';
+import type { Account } from './control-plane/types.js';
+import { createRecordStateReader } from './crm/record-state.reader.js';
+import { createSyncHealthStore } from './crm/sync-health.store.js';
+import { createSyncStateStore } from './crm/sync-state.store.js';
+import { createJobStatusStore, queuedJobStatus } from './jobs/job-status.store.js';
+
+const PREFIX = 'roles:';
+const AT = Date.UTC(2026, 10, 12, 10, 7);
+const KEY = Buffer.from('redis-roles-test-seen-ids-key-0123456789');
+const account: Account = { id: 'acc_roles', name: 'r', plan: 'growth', createdAt: '', updatedAt: '' };
+let own: RedisWithRoles;
+const clients: (Redis & Closeable)[] = [];
+const as: Partial<Record<RedisRole, Redis>> = {};
+
+beforeAll(async () => {
+  own = await startRedisWithRoles({ keyPrefix: PREFIX });
+  for (const role of ['gateway', 'console', 'processor', 'crm-sink'] as const) {
+    const redis = createRedis({ url: own.roleUrls[role] });
+    await connectRedis(redis);
+    clients.push(redis);
+    as[role] = redis;
+  }
+});
+
+afterAll(async () => {
+  for (const c of clients) await c.close();
+  await own?.close();
+});
+
+const role = (r: RedisRole): Redis => as[r] as Redis;
+
+describe('stores under their roles’ Redis users', () => {
+  it('the allowance: the gateway and the console reserve and release, the processor settles, reconciles and sweeps', async () => {
+    for (const r of ['gateway', 'console'] as const) {
+      const allowance = createAllowance({ redis: role(r), keyPrefix: PREFIX, now: () => AT, seenIdsKey: KEY });
+      const first = await allowance.reserveEvents(account, [`${r}-1`, `${r}-2`, ''], AT);
+      expect(first.decisions).toEqual(['counted', 'counted', 'counted']);
+      expect((await allowance.reserveEvents(account, [`${r}-1`], AT)).decisions).toEqual(['repeat']);
+      await allowance.releaseEvents(account, [''], AT);
+      expect((await allowance.reserveJob(account, `job-${r}`, 10, AT)).granted).toBe(true);
+      await allowance.state(account);
+    }
+    const processor = createAllowance({ redis: role('processor'), keyPrefix: PREFIX, now: () => AT, seenIdsKey: KEY });
+    await processor.settleJob({ accountId: account.id, jobId: 'job-gateway', receivedAtMs: AT, accepted: 4 });
+    const { id: periodId } = allowancePeriod(AT);
+    const reconciler = createAllowanceReconciler(role('processor'), PREFIX);
+    expect(await reconciler.accountsWithCounters(periodId)).toEqual([account.id]);
+    expect(await reconciler.pendingJobs(account.id, periodId)).toEqual(['job-console']);
+    expect(await reconciler.refused(account.id, periodId)).toBe(0);
+    await reconciler.reconcile(account.id, periodId, 8, 0);
+    expect(await reconciler.sweepSeen(AT + 400 * 24 * 3_600_000)).toBeGreaterThan(0);
+  });
+
+  it('job statuses: the gateway and the console write the queued one and list, the processor writes progress; the billing lease is the processor’s', async () => {
+    // Kafka is not what this test is about: the progress topic's record is dropped.
+    const producer = { send: async () => undefined } as unknown as Producer;
+    for (const r of ['gateway', 'console', 'processor'] as const) {
+      const jobs = createJobStatusStore({ redis: role(r), producer, progressTopic: 'jobs.progress', keyPrefix: PREFIX });
+      const status = queuedJobStatus({ jobId: `job_${r}`, accountId: account.id, source: 'csv', totalEvents: 3, atMs: AT });
+      await jobs.put(status);
+      expect(await jobs.get(`job_${r}`)).toEqual(status);
+      expect((await jobs.listForAccount(account.id, 10)).map((j) => j.jobId)).toContain(`job_${r}`);
+    }
+    const release = await tryLease(role('processor'), `${PREFIX}billing:close:202611`, 10_000);
+    expect(release).toBeDefined();
+    await release?.();
+    await expect(tryLease(role('gateway'), `${PREFIX}billing:close:202611`, 10_000)).rejects.toThrow(/NOPERM/);
+  });
+
+  it('the CRM sync state and health: crm-sink writes, the gateway and the console read, and neither can write them', async () => {
+    await createSyncStateStore({ redis: role('crm-sink'), keyPrefix: PREFIX }).record([{ accountId: account.id, eventId: 'e1', state: 'synced' }]);
+    for (const r of ['gateway', 'console'] as const) {
+      const reader = createSyncStateStore({ redis: role(r), keyPrefix: PREFIX });
+      expect((await reader.read(account.id, 'e1')).state).toBe('synced');
+      expect((await reader.readMany(account.id, ['e1', 'e2'])).map((s) => s.state)).toEqual(['synced', 'pending']);
+      await expect(reader.record([{ accountId: account.id, eventId: 'e1', state: 'failed' }])).rejects.toThrow(/NOPERM/);
+    }
+
+    const sink = createSyncHealthStore({ redis: role('crm-sink'), keyPrefix: PREFIX });
+    await sink.count(account.id, { synced: 3, failed: 1 }, AT);
+    expect(await sink.change(account.id, { state: 'credential_broken', reason: 'expired', failure: true }, AT)).toBe(true);
+    expect((await sink.unhealthy(AT + 1, { limit: 10, stuckAfterMs: 0 })).total).toBe(1);
+    const consoleView = createSyncHealthStore({ redis: role('console'), keyPrefix: PREFIX });
+    const view = await consoleView.read(account.id, AT + 1);
+    expect(view.current?.state).toBe('credential_broken');
+    expect(view.hours.at(-1)).toMatchObject({ synced: 3, failed: 1 });
+    await expect(consoleView.count(account.id, { synced: 1 }, AT)).rejects.toThrow(/NOPERM/);
+    await expect(consoleView.change(account.id, { state: 'running' }, AT)).rejects.toThrow(/can't|NOPERM/);
+    await expect(createSyncHealthStore({ redis: role('gateway'), keyPrefix: PREFIX }).read(account.id, AT)).rejects.toThrow(/NOPERM/);
+
+    // The console's dry run reads the record state and the ledgers.
+    const records = createRecordStateReader({ redis: role('console'), keyPrefix: PREFIX });
+    expect(await records.present(account.id, 'contact', 'a@example.com', ['email'])).toEqual(new Set());
+    expect(await records.applied([`crm:${account.id}:e1:r1`])).toEqual(new Set());
+  });
+});
