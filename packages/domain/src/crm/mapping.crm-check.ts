@@ -18,6 +18,8 @@ type FieldFamily = 'text' | 'number' | 'boolean' | 'date' | 'choice' | 'multiCho
 // The CRMs' field types (HubSpot `type`, Salesforce describe `type`) by the values they take.
 // A type not listed is not judged: the CRM stays the judge of what we do not know.
 const FAMILIES: Record<CrmPropertyList['crm'], Readonly<Record<string, FieldFamily>>> = {
+  // A webhook receiver has no schema: nothing is judged.
+  webhook: {},
   hubspot: { string: 'text', phone_number: 'text', number: 'number', bool: 'boolean', date: 'date', datetime: 'date', enumeration: 'choice' },
   salesforce: {
     string: 'text',

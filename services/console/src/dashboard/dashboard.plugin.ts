@@ -28,7 +28,8 @@ import {
 } from '@ingest/http';
 import { dashboardAuditRoutes } from './audit.routes.js';
 import { connectionsRoutes } from './connections.routes.js';
-import { createConnectionChannel } from '../crm/connection-channel.client.js';
+import { connectionChannelFromConfig } from '../crm/connection-channel.client.js';
+import { createMappingCrmCheck } from '../crm/mapping-crm.check.js';
 import type { ConsoleConfig } from '../config.js';
 import { deadLettersRoutes } from './dead-letter.routes.js';
 import { dashboardEventsRoutes } from './events.routes.js';
@@ -150,11 +151,14 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             auditor: deps.audit.auditor,
           }),
         );
+        // One channel and one property cache for the mapping check and the Connections page.
+        const channel = connectionChannelFromConfig(config);
         await api.register(
           mappingRoutes({
             controlPlane: deps.controlPlane,
             recordStates: createRecordStateReader({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
             validateEvent: deps.validateEvent,
+            mappingCheck: createMappingCrmCheck({ channel, controlPlane: deps.controlPlane }),
             limits,
             now: deps.now,
             auditor: deps.audit.auditor,
@@ -163,14 +167,12 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
         await api.register(dashboardAuditRoutes({ reader: deps.audit.reader, limits }));
         await api.register(
           dashboardSyncHealthRoutes({ store: createSyncHealthStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }), limits, now: deps.now }),
+        );
+        await api.register(
           connectionsRoutes({
             controlPlane: deps.controlPlane,
             outbound: createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS }),
-            channel: createConnectionChannel({
-              url: config.CRM_SINK_INTERNAL_URL,
-              token: config.CRM_SINK_INTERNAL_TOKEN,
-              timeoutMs: config.CRM_SINK_INTERNAL_TIMEOUT_MS,
-            }),
+            channel,
             limits,
             auditor: deps.audit.auditor,
           }),
