@@ -50,7 +50,12 @@ export async function storeMapping(
   const check = validateMapping(body);
   if (!check.ok) throw mappingInvalid(check.errors);
   const expectedVersion = expectedVersionOf(cp, accountId, ifMatch);
-  if (fitsCrm) await fitsCrm(check.mapping);
+  if (fitsCrm) {
+    // A stale edit hears 412 before the CRM is asked: its author must merge first anyway.
+    const current = cp.currentMapping(accountId)?.version ?? cp.mappingVersions(accountId).at(-1)?.version ?? null;
+    if (expectedVersion !== undefined && current !== expectedVersion) throw preconditionFailed(current, `"${expectedVersion}"`);
+    await fitsCrm(check.mapping);
+  }
   return mapErrors(() => cp.putMapping(accountId, check.mapping, author, { expectedVersion }));
 }
 
