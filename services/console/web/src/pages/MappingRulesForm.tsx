@@ -70,7 +70,7 @@ export function MappingRulesForm({
                 <tr>
                   <th scope="col">Field</th>
                   <th scope="col">Operation</th>
-                  <th scope="col">Value from</th>
+                  <th scope="col">Source</th>
                   <th scope="col">Value</th>
                   <th scope="col">
                     <span className="sr-only">Remove</span>
@@ -103,7 +103,7 @@ export function MappingRulesForm({
                         ) : (
                           <select
                             value={action.source}
-                            aria-label={`${at} value from`}
+                            aria-label={`${at} source`}
                             onChange={(e) => setAction(i, k, { source: e.target.value as FormAction['source'], value: '' })}
                           >
                             {SOURCES.map((s) => (
