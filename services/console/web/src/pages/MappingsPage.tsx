@@ -166,7 +166,7 @@ export function MappingsPage() {
       const stored = await api.saveMapping(parsed.value, editedVersion, unchecked);
       setErrors([]);
       setEditedVersion(stored.version);
-      setSaved(`Saved as version ${stored.version}${unchecked ? ' without checking it against the CRM' : ''}.`);
+      setSaved(`Saved as version ${stored.version}.${unchecked ? ' Its fields were not checked against the CRM.' : ''}`);
       await load(false);
     } catch (err) {
       if (err instanceof ApiError && err.status === 412) {
