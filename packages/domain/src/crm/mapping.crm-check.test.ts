@@ -39,7 +39,9 @@ describe('checkMappingAgainstProperties', () => {
 
   it('refuses an unknown field, naming the rule and the field', () => {
     const errors = checkMappingAgainstProperties(mapping([{ op: 'set', field: 'plann', from: { property: 'plan' } }]), { contact: hubspotContact });
-    expect(errors).toEqual([{ field: '/rules/0/actions/0/field', code: 'unknown_crm_field', message: 'rule "signup": contact field "plann" does not exist in hubspot' }]);
+    expect(errors).toEqual([
+      { field: '/rules/0/actions/0/field', code: 'unknown_crm_field', message: 'rule "signup": contact field "plann" does not exist in hubspot' },
+    ]);
   });
 
   it('says a field may exist when the list was cut', () => {
@@ -70,7 +72,12 @@ describe('checkMappingAgainstProperties', () => {
   });
 
   it('maps Salesforce describe types the same way', () => {
-    const sf = list('salesforce', 'contact', [prop('Score__c', 'double'), prop('Active__c', 'boolean'), prop('Seen__c', 'datetime'), prop('Tags__c', 'multipicklist')]);
+    const sf = list('salesforce', 'contact', [
+      prop('Score__c', 'double'),
+      prop('Active__c', 'boolean'),
+      prop('Seen__c', 'datetime'),
+      prop('Tags__c', 'multipicklist'),
+    ]);
     const ok = mapping(
       [
         { op: 'increment', field: 'Score__c' },

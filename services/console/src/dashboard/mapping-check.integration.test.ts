@@ -115,7 +115,12 @@ describe('a mapping checked against the CRM', () => {
   it('leaves the mapping unsaved with the reason when the CRM answers slowly or with garbage; "save without checking" stores it, audited', async () => {
     // Rotating the secret gives the credential a new version: the cached lists no longer apply.
     const rotate = () =>
-      owner.user.request({ method: 'PUT', url: '/dashboard/api/connections/hs', payload: { type: 'hubspot', accessToken: TOKEN, baseUrl: crm.url }, headers: json });
+      owner.user.request({
+        method: 'PUT',
+        url: '/dashboard/api/connections/hs',
+        payload: { type: 'hubspot', accessToken: TOKEN, baseUrl: crm.url },
+        headers: json,
+      });
     expect((await rotate()).statusCode).toBe(200);
     crm.failNext({ path: '/crm/v3/properties', delayMs: 3_000 });
     const slow = await put(mapping('signup_count'));

@@ -71,7 +71,7 @@ describe('CRM mapping rules form', () => {
     expect(await page.getByLabel('Rule 1 event name').inputValue()).toBe('Signed Up');
 
     // HubSpot's own contact and company properties are offered (read-only ones are not).
-    await page.waitForFunction(() => document.querySelectorAll('#crm-fields-contact option').length > 0);
+    await page.locator('#crm-fields-contact option').first().waitFor({ state: 'attached' });
     const offered = await page.locator('#crm-fields-contact option').evaluateAll((options) => options.map((o) => o.getAttribute('value')));
     expect(offered).toEqual(['email', 'firstname', 'lifecyclestage', 'plan', 'signup_count']);
 

@@ -22,7 +22,7 @@ export function MappingRulesForm({
   const write = (next: FormRule[]) => onChange(writeForm(doc, next));
   const setRule = (i: number, patch: Partial<FormRule>) => write(rules.map((r, j) => (j === i ? { ...r, ...patch } : r)));
   const setAction = (i: number, k: number, patch: Partial<FormAction>) =>
-    setRule(i, { actions: rules[i]!.actions.map((a, j) => (j === k ? { ...a, ...patch } : a)) });
+    setRule(i, { actions: (rules[i]?.actions ?? []).map((a, j) => (j === k ? { ...a, ...patch } : a)) });
 
   return (
     <div className="rules-form">

@@ -221,7 +221,9 @@ export function MappingsPage() {
       <form className="mapping-grid" onSubmit={save} noValidate>
         <div className="editor">
           <h2 id="rules-form-title">Rules</h2>
-          <p className="hint">Each rule: when this event arrives, change these fields of this CRM object. The JSON below follows every change, and the other way round.</p>
+          <p className="hint">
+            Each rule: when this event arrives, change these fields of this CRM object. The JSON below follows every change, and the other way round.
+          </p>
           {crmFields.note && <p className="hint">{crmFields.note}</p>}
           <MappingRulesForm
             text={text}
