@@ -33,6 +33,8 @@ describe('checkMappingAgainstProperties', () => {
       { op: 'max', field: 'last_seen_at', from: { event: 'timestamp' } },
       { op: 'append', field: 'notes', from: { event: 'eventName' } },
       { op: 'set', field: 'vip', from: { constant: true } },
+      // An enumeration may be a multiple checkbox: lists go there.
+      { op: 'append', field: 'plan', from: { property: 'plans' } },
     ]);
     expect(checkMappingAgainstProperties(m, { contact: hubspotContact })).toEqual([]);
   });

@@ -97,7 +97,7 @@ export function checkMappingAgainstProperties(mapping: CrmMapping, catalog: Prop
       const family = FAMILIES[list.crm][property.type];
       if (!family) return;
       const kind = actionKind(action);
-      const opProblem = opFits(action.op, family);
+      const opProblem = opFits(action.op, family, list.crm);
       if (opProblem) {
         errors.push({ field: `${at}/op`, code: 'incompatible_type', message: `${where} is a ${property.type} field: ${opProblem}` });
       } else if (!ACCEPTS[family].has(kind)) {
@@ -114,7 +114,9 @@ export function checkMappingAgainstProperties(mapping: CrmMapping, catalog: Prop
   return errors;
 }
 
-function opFits(op: MappingAction['op'], family: FieldFamily): string | undefined {
+function opFits(op: MappingAction['op'], family: FieldFamily, crm: CrmPropertyList['crm']): string | undefined {
+  // HubSpot names single and multiple checkboxes alike (`enumeration`); lists are sent `;`-joined, as a multiple checkbox takes them.
+  if (op === 'append' && family === 'choice' && crm === 'hubspot') return undefined;
   if (op === 'increment' && family !== 'number') return 'increment needs a number field';
   if ((op === 'max' || op === 'min') && family !== 'number' && family !== 'date') return `${op} needs a number or date field`;
   if (op === 'append' && family !== 'text' && family !== 'multiChoice') return 'append needs a text or multi-select field';
