@@ -105,8 +105,11 @@ export function checkMappingAgainstProperties(mapping: CrmMapping, catalog: Prop
       } else if ((family === 'choice' || family === 'multiChoice') && action.op !== 'increment' && 'constant' in action.from) {
         const value = action.from.constant;
         const allowed = property.options?.map((o) => o.value);
-        if (typeof value === 'string' && allowed && allowed.length > 0 && !allowed.includes(value)) {
-          errors.push({ field: `${at}/from/constant`, code: 'invalid_option', message: `${where} has no option "${value.slice(0, 100)}"` });
+        // A multiple choice takes `a;b`: each part must be an option.
+        const parts = typeof value === 'string' ? value.split(';') : [];
+        const missing = allowed && allowed.length > 0 ? parts.find((part) => !allowed.includes(part)) : undefined;
+        if (missing !== undefined) {
+          errors.push({ field: `${at}/from/constant`, code: 'invalid_option', message: `${where} has no option "${missing.slice(0, 100)}"` });
         }
       }
     });
