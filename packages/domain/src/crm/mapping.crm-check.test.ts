@@ -92,6 +92,20 @@ describe('checkMappingAgainstProperties', () => {
     expect(checkMappingAgainstProperties(ok, { contact: sf })).toEqual([]);
     const bad = mapping([{ op: 'set', field: 'Active__c', from: { constant: 'yes' } }], 'salesforce');
     expect(checkMappingAgainstProperties(bad, { contact: sf }).map((e) => e.code)).toEqual(['incompatible_type']);
+    // A multi-select constant is `a;b`: each part must be an active option.
+    const tags = list('salesforce', 'contact', [
+      prop('Tags__c', 'multipicklist', {
+        options: [
+          { value: 'a', label: 'A' },
+          { value: 'b', label: 'B' },
+        ],
+      }),
+    ]);
+    const set = (constant: string) => mapping([{ op: 'set', field: 'Tags__c', from: { constant } }], 'salesforce');
+    expect(checkMappingAgainstProperties(set('a;b'), { contact: tags })).toEqual([]);
+    expect(checkMappingAgainstProperties(set('a;c'), { contact: tags }).map((e) => e.message)).toEqual([
+      'rule "signup": contact field "Tags__c" has no option "c"',
+    ]);
   });
 
   it('does not judge a CRM type it does not know, nor objects without a list', () => {
