@@ -27,6 +27,29 @@ export interface HubSpotUpsertInput {
   properties: Record<string, string>;
 }
 
+/**
+ * The request bodies as sent. `hubspot.requests.types-check.ts` holds each to the matching input
+ * model of HubSpot's own SDK (`@hubspot/api-client`, a devDependency used for types only), so a
+ * builder that drifts from HubSpot's API fails `tsc`.
+ */
+export interface HubSpotBatchUpsertBody {
+  inputs: HubSpotUpsertInput[];
+}
+export interface HubSpotBatchReadBody {
+  idProperty: string;
+  properties: string[];
+  inputs: { id: string }[];
+}
+export interface HubSpotNoteCreateBody {
+  inputs: {
+    properties: Record<string, string>;
+    associations: { to: { id: string }; types: { associationCategory: 'HUBSPOT_DEFINED'; associationTypeId: number }[] }[];
+  }[];
+}
+export interface HubSpotAssociateBody {
+  inputs: { from: { id: string }; to: { id: string } }[];
+}
+
 /** Records with the same key are merged (later values win): HubSpot refuses duplicate ids in one batch. */
 function mergeByKey(records: readonly RecordWrite[]): Map<string, Record<string, PropertyValue>> {
   const merged = new Map<string, Record<string, PropertyValue>>();
@@ -41,7 +64,11 @@ export function buildHubSpotUpsertRequests(object: CrmObject, records: readonly 
     idProperty,
     properties: Object.fromEntries(Object.entries(properties).map(([name, value]) => [name, hubspotValue(value)])),
   }));
-  return chunk(inputs, HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({ method: 'POST', path: `/crm/v3/objects/${type}/batch/upsert`, body: { inputs: batch } }));
+  return chunk(inputs, HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({
+    method: 'POST',
+    path: `/crm/v3/objects/${type}/batch/upsert`,
+    body: { inputs: batch } satisfies HubSpotBatchUpsertBody,
+  }));
 }
 
 export function buildHubSpotReadRequests(object: CrmObject, keys: readonly string[], fields: readonly string[]): CrmRequest[] {
@@ -50,7 +77,7 @@ export function buildHubSpotReadRequests(object: CrmObject, keys: readonly strin
   return chunk([...new Set(keys)], HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({
     method: 'POST',
     path: `/crm/v3/objects/${type}/batch/read`,
-    body: { idProperty, properties, inputs: batch.map((id) => ({ id })) },
+    body: { idProperty, properties, inputs: batch.map((id) => ({ id })) } satisfies HubSpotBatchReadBody,
   }));
 }
 
@@ -83,7 +110,7 @@ export function recordIdPlaceholder(object: CrmObject, key: string): string {
 
 /** `recordIds` maps `${object}:${key}` to HubSpot's record id; a dry-run passes none and shows placeholders. */
 export function buildHubSpotNoteRequests(activities: readonly ActivityWrite[], recordIds: ReadonlyMap<string, string> = new Map()): CrmRequest[] {
-  const inputs = uniqueActivities(activities).map((a) => ({
+  const inputs: HubSpotNoteCreateBody['inputs'] = uniqueActivities(activities).map((a) => ({
     properties: {
       hs_timestamp: a.occurredAt,
       hs_note_body: `<strong>${escapeHtml(a.type)}</strong>: ${escapeHtml(a.title)}`,
@@ -96,7 +123,11 @@ export function buildHubSpotNoteRequests(activities: readonly ActivityWrite[], r
       },
     ],
   }));
-  return chunk(inputs, HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({ method: 'POST', path: '/crm/v3/objects/notes/batch/create', body: { inputs: batch } }));
+  return chunk(inputs, HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({
+    method: 'POST',
+    path: '/crm/v3/objects/notes/batch/create',
+    body: { inputs: batch } satisfies HubSpotNoteCreateBody,
+  }));
 }
 
 /** Which of these notes exist: a batch read by the unique key property (not search, which lags behind writes). */
@@ -104,7 +135,11 @@ export function buildHubSpotNoteKeyReadRequest(idempotencyKeys: readonly string[
   return {
     method: 'POST',
     path: '/crm/v3/objects/notes/batch/read',
-    body: { idProperty: HUBSPOT_ACTIVITY_KEY_PROPERTY, properties: [HUBSPOT_ACTIVITY_KEY_PROPERTY], inputs: idempotencyKeys.map((id) => ({ id })) },
+    body: {
+      idProperty: HUBSPOT_ACTIVITY_KEY_PROPERTY,
+      properties: [HUBSPOT_ACTIVITY_KEY_PROPERTY],
+      inputs: idempotencyKeys.map((id) => ({ id })),
+    } satisfies HubSpotBatchReadBody,
   };
 }
 
@@ -139,11 +174,15 @@ export function buildHubSpotLinkIdRequests(links: readonly ContactCompanyLink[])
 
 /** `recordIds` as `hubspotRecordRef` names them; a dry-run passes none and shows placeholders. */
 export function buildHubSpotAssociateRequests(links: readonly ContactCompanyLink[], recordIds: ReadonlyMap<string, string> = new Map()): CrmRequest[] {
-  const inputs = links.map((l) => ({
+  const inputs: HubSpotAssociateBody['inputs'] = links.map((l) => ({
     from: { id: recordIds.get(hubspotRecordRef('contact', l.email)) ?? recordIdPlaceholder('contact', l.email) },
     to: { id: recordIds.get(hubspotRecordRef('company', l.domain)) ?? recordIdPlaceholder('company', l.domain) },
   }));
-  return chunk(inputs, HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({ method: 'POST', path: HUBSPOT_CONTACT_COMPANY_ASSOCIATE_PATH, body: { inputs: batch } }));
+  return chunk(inputs, HUBSPOT_MAX_BATCH_SIZE).map((batch) => ({
+    method: 'POST',
+    path: HUBSPOT_CONTACT_COMPANY_ASSOCIATE_PATH,
+    body: { inputs: batch } satisfies HubSpotAssociateBody,
+  }));
 }
 
 /** Every call `link` makes when both records exist, in order (dry-run). */

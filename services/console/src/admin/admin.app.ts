@@ -17,6 +17,8 @@ import { type BaseAppDeps, createAuditor, createBaseApp, registerNoStore, regist
 import type { ConsoleConfig } from '../config.js';
 import { createAdminAuth, requireAdmin } from './admin-auth.js';
 import { adminRoutes } from './admin.routes.js';
+import { connectionChannelFromConfig } from '../crm/connection-channel.client.js';
+import { createMappingCrmCheck } from '../crm/mapping-crm.check.js';
 
 export interface AdminAppDeps extends Omit<BaseAppDeps, 'config'> {
   config: ConsoleConfig;
@@ -87,6 +89,7 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
       recordStates,
       ledger,
       outboundPolicy: deps.outboundPolicy ?? createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS }),
+      mappingCheck: createMappingCrmCheck({ channel: connectionChannelFromConfig(config), controlPlane: deps.controlPlane }),
       ...(deps.now ? { now: deps.now } : {}),
     }),
     { prefix: '/admin/v1' },

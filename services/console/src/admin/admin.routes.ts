@@ -36,6 +36,7 @@ import { createAdminAuth, requireAdmin } from './admin-auth.js';
 import { adminsRoutes } from './admins.routes.js';
 import { ledgerRoutes } from './ledger.routes.js';
 import { crmRoutes } from './crm.routes.js';
+import type { MappingCrmCheck } from '../crm/mapping-crm.check.js';
 import { ownersRoutes } from './owners.routes.js';
 
 export interface AdminRoutesDeps {
@@ -52,6 +53,8 @@ export interface AdminRoutesDeps {
   recordStates: RecordStateReader;
   /** Where CRM credentials may point; default https and public addresses only. */
   outboundPolicy?: OutboundPolicy;
+  /** Checks mappings against their CRM (crm.routes.ts has the default). */
+  mappingCheck?: MappingCrmCheck;
   /** The billing ledger: plan changes are recorded in it; it is read through /billing/ledger. */
   ledger: {
     writer: LedgerWriter;
@@ -94,6 +97,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
         validateEvent: deps.validateEvent ?? createEventValidator(),
         recordStates: deps.recordStates,
         ...(deps.outboundPolicy ? { outboundPolicy: deps.outboundPolicy } : {}),
+        ...(deps.mappingCheck ? { mappingCheck: deps.mappingCheck } : {}),
         now: deps.now ?? Date.now,
         auditor,
       }),

@@ -1,4 +1,4 @@
-import { DryRunEnvelope, type EventRecord, compileValidator, createAjv } from '@ingest/schemas';
+import { type CrmMapping, DryRunEnvelope, type EventRecord, compileValidator, createAjv } from '@ingest/schemas';
 import { AppError } from '@ingest/platform';
 import {
   type ControlPlane,
@@ -11,7 +11,7 @@ import {
   toEventRecord,
   validateMapping,
 } from '@ingest/domain';
-import type { TSchema } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import type { ValidateFunction } from 'ajv';
 import type { FastifyReply, FastifySchemaCompiler } from 'fastify';
 import { type FieldError, ProblemError } from '@ingest/http';
@@ -24,13 +24,38 @@ import { dryRun } from './crm.dry-run.js';
  * dry-run an event. Callers check that the account exists.
  */
 
-/** Validate, check If-Match, store. Errors: 400 with JSON Pointers, 412 with the current version. */
-export async function storeMapping(cp: ControlPlane, accountId: string, body: unknown, author: string, ifMatch: string | undefined): Promise<StoredMapping> {
-  // The document, then If-Match: a broken request hears what is broken before whether it is
-  // stale. The store checks both again after reading to the end.
+/** Checks a valid mapping against its CRM (mapping-crm.check.ts); absent: the caller chose to save without checking. */
+export type CrmFitCheck = (mapping: CrmMapping) => Promise<void>;
+
+/** `?check=skip`: save without asking the CRM (audited by the routes). */
+export const MappingPutQuery = Type.Object(
+  { check: Type.Optional(Type.Literal('skip', { description: 'Save without checking the fields against the CRM (the save is audited as unchecked).' })) },
+  { additionalProperties: false },
+);
+
+/**
+ * Validate, check If-Match, check against the CRM, store. Errors: 400 with JSON Pointers,
+ * 412 with the current version, and the CRM check's problems (mapping-crm.check.ts).
+ */
+export async function storeMapping(
+  cp: ControlPlane,
+  accountId: string,
+  body: unknown,
+  author: string,
+  ifMatch: string | undefined,
+  fitsCrm?: CrmFitCheck,
+): Promise<StoredMapping> {
+  // The document, then If-Match, then the CRM: a broken request hears what is broken before
+  // whether it is stale, and a stale one costs no CRM call. The store checks again after reading to the end.
   const check = validateMapping(body);
   if (!check.ok) throw mappingInvalid(check.errors);
   const expectedVersion = expectedVersionOf(cp, accountId, ifMatch);
+  if (fitsCrm) {
+    // A stale edit hears 412 before the CRM is asked: its author must merge first anyway.
+    const current = cp.currentMapping(accountId)?.version ?? cp.mappingVersions(accountId).at(-1)?.version ?? null;
+    if (expectedVersion !== undefined && current !== expectedVersion) throw preconditionFailed(current, `"${expectedVersion}"`);
+    await fitsCrm(check.mapping);
+  }
   return mapErrors(() => cp.putMapping(accountId, check.mapping, author, { expectedVersion }));
 }
 
@@ -75,6 +100,27 @@ export interface PreparedDryRun {
   mapping: StoredMapping['mapping'];
   mappingVersion: number | null;
   record: EventRecord;
+  /** The body carried a draft mapping (not yet checked against the CRM). */
+  draft: boolean;
+}
+
+/**
+ * A draft's fields checked against the CRM, as a save would: misfits are 400s with pointers into
+ * `/mapping`. When the CRM cannot be asked the dry-run goes on unchecked: it writes nothing, and
+ * the save will say why it cannot check.
+ */
+export async function checkDryRunDraft(prepared: PreparedDryRun, fitsCrm: CrmFitCheck, log: { warn(o: object, m: string): void }): Promise<void> {
+  if (!prepared.draft) return;
+  try {
+    await fitsCrm(prepared.mapping);
+  } catch (err) {
+    if (!(err instanceof ProblemError)) throw err;
+    // Fields that do not fit stop the dry-run; a credential not stored (or for another CRM) does not: the dry-run shows that itself.
+    if (err.kind === 'validation' && (err.errors ?? []).every((e) => e.field?.startsWith('/rules/'))) {
+      throw new ProblemError('validation', err.detail, { errors: (err.errors ?? []).map((e) => ({ ...e, field: `/mapping${e.field ?? ''}` })) });
+    }
+    log.warn({ accountId: prepared.accountId, problem: err.kind }, 'crm dry-run: draft not checked against the CRM');
+  }
 }
 
 /** Check the dry-run body (event and optional draft mapping, every error with a pointer) and pick the mapping. */
@@ -100,7 +146,7 @@ export function prepareDryRun(
   const mapping = draft ?? current?.mapping;
   if (mapping === undefined) throw new ProblemError('notFound', `Account ${accountId} has no CRM mapping yet; send a draft as \`mapping\`.`);
   const record = toEventRecord(check.event, { accountId, receivedAtMs, source: 'api', jobId: null });
-  return { accountId, mapping, mappingVersion: current?.version ?? null, record };
+  return { accountId, mapping, mappingVersion: current?.version ?? null, record, draft: draft !== undefined };
 }
 
 /**

@@ -81,6 +81,19 @@ describe('CRM mapping admin API', () => {
     expect(crm.stack.controlPlane.mappingVersions(accountId)).toEqual([]);
   });
 
+  it('checks a save against the CRM unless told to skip: refused with the reason when no credential or no channel can answer', async () => {
+    const accountId = await crm.newAccount();
+    const put = () => crm.app.inject({ method: 'PUT', url: `${base(accountId)}/mapping`, headers: auth, payload: mapping });
+    const noCredential = expectProblem(await put(), 400, '/problems/validation-error');
+    expect(noCredential.errors).toEqual([{ field: '/crm/credentialsRef', code: 'unknown_credential', message: 'no CRM connection named "main" is stored' }]);
+    await crm.app.inject({ method: 'PUT', url: `${base(accountId)}/credentials/main`, headers: auth, payload: { type: 'hubspot', accessToken: 't' } });
+    // This stack has no connection channel to crm-sink (CRM_SINK_INTERNAL_TOKEN empty).
+    const noChannel = expectProblem(await put(), 503, '/problems/unavailable');
+    expect(noChannel.detail).toMatch(/^The mapping was not checked against the CRM, so it was not saved: Connection checks are not configured/);
+    expect(crm.stack.controlPlane.mappingVersions(accountId)).toEqual([]);
+    expect((await crm.putMapping(accountId, mapping)).statusCode).toBe(201);
+  });
+
   it('answers 404 for an unknown account on every route', async () => {
     const accountId = 'acc_doesnotexist';
     expectProblem(await crm.putMapping(accountId, mapping), 404, '/problems/not-found');

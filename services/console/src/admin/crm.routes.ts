@@ -4,6 +4,7 @@ import {
   CrmCredentialList,
   CrmCredentialView as CrmCredentialViewSchema,
   CrmMapping,
+  type CrmMapping as CrmMappingDoc,
   CredentialParams,
   DeletedCredentialView,
   DeletedMappingView,
@@ -18,10 +19,14 @@ import { type ControlPlane, createOutboundPolicy, type EventCheck, type Outbound
 import type { FastifyPluginAsync } from 'fastify';
 import { type Auditor, ProblemError, problemResponses } from '@ingest/http';
 import { deleteCredential, storeCredential, toCredentialView } from './crm-credentials.handlers.js';
+import { createConnectionChannel } from '../crm/connection-channel.client.js';
+import { createMappingCrmCheck, type MappingCrmCheck } from '../crm/mapping-crm.check.js';
 import {
   bodyValidatedByHandler,
+  checkDryRunDraft,
   deleteMapping,
   dryRunResult,
+  MappingPutQuery,
   mappingVersion,
   mappingVersionSummaries,
   prepareDryRun,
@@ -37,6 +42,8 @@ export interface CrmRoutesDeps {
   recordStates: RecordStateReader;
   /** Where credentials may point (CRM_ALLOW_HTTP, CRM_ALLOWED_CIDRS); default https and public addresses only. */
   outboundPolicy?: OutboundPolicy;
+  /** Checks mappings against their CRM before a save (and drafts before a dry-run); default: a channel that is not configured, so saves need `?check=skip`. */
+  mappingCheck?: MappingCrmCheck;
   now: () => number;
   auditor: Auditor;
 }
@@ -64,8 +71,11 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
     const cp = deps.controlPlane;
     const handlerValidatesBody = bodyValidatedByHandler();
     const credentialWrites = { controlPlane: cp, outbound: deps.outboundPolicy ?? createOutboundPolicy(), auditor: deps.auditor, who: 'admin' as const };
+    const mappingCheck =
+      deps.mappingCheck ??
+      createMappingCrmCheck({ channel: createConnectionChannel({ url: 'http://127.0.0.1', token: '', timeoutMs: 1_000 }), controlPlane: cp });
 
-    app.put<{ Params: AccountParams; Headers: { 'if-match'?: string }; Body: unknown }>(
+    app.put<{ Params: AccountParams; Headers: { 'if-match'?: string }; Querystring: { check?: 'skip' }; Body: unknown }>(
       '/accounts/:accountId/crm/mapping',
       {
         validatorCompiler: handlerValidatesBody,
@@ -74,8 +84,9 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
           tags,
           params: CrmAccountParams,
           headers: IfMatchHeaders,
+          querystring: MappingPutQuery,
           body: CrmMapping,
-          response: { 201: StoredMappingView, ...problems(404, 412) },
+          response: { 201: StoredMappingView, ...problems(404, 412, 502) },
         },
       },
       async (request, reply) => {
@@ -83,14 +94,16 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
         // Unknown account, then the document, then If-Match.
         requireAccount(cp, accountId);
         const previous = cp.currentMapping(accountId)?.version ?? null;
-        const stored = await storeMapping(cp, accountId, request.body, mappingAuthor(request), request.headers['if-match']);
-        request.log.info({ accountId, version: stored.version }, 'admin: crm mapping stored');
+        const unchecked = request.query.check === 'skip';
+        const fitsCrm = unchecked ? undefined : (m: CrmMappingDoc) => mappingCheck.check(accountId, m);
+        const stored = await storeMapping(cp, accountId, request.body, mappingAuthor(request), request.headers['if-match'], fitsCrm);
+        request.log.info({ accountId, version: stored.version, checkedAgainstCrm: !unchecked }, 'admin: crm mapping stored');
         await deps.auditor.record(request, {
           action: 'mapping.put',
           accountId,
           target: `version ${stored.version}`,
           before: { version: previous },
-          after: { version: stored.version },
+          after: { version: stored.version, ...(unchecked ? { checkedAgainstCrm: false } : {}) },
         });
         return withVersionTag(reply, stored).code(201).send(stored);
       },
@@ -198,6 +211,7 @@ export function crmRoutes(deps: CrmRoutesDeps): FastifyPluginAsync {
         const { accountId } = request.params;
         requireAccount(cp, accountId);
         const prepared = prepareDryRun({ controlPlane: cp, validateEvent: deps.validateEvent, now: deps.now }, accountId, request.body);
+        await checkDryRunDraft(prepared, (m) => mappingCheck.check(accountId, m), request.log);
         request.log.info({ accountId, mappingVersion: prepared.mappingVersion }, 'admin: crm dry-run');
         return dryRunResult(prepared, { mappings: cp, reader: deps.recordStates, now: deps.now });
       },

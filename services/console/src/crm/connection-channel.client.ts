@@ -1,5 +1,6 @@
 import type { ConnectionTestRequest, ConnectionTestResult, CrmPropertyList, PropertiesRequest } from '@ingest/schemas';
 import { ProblemError } from '@ingest/http';
+import type { ConsoleConfig } from '../config.js';
 
 /**
  * The console's side of the connection channel to crm-sink (docs/crm-sync.md, "Connection
@@ -111,4 +112,11 @@ export function createConnectionChannel(options: ConnectionChannelOptions): Conn
     test: (request) => post<ConnectionTestResult>('test', request),
     properties: (request) => post<CrmPropertyList>('properties', request),
   };
+}
+
+/** The channel as the console's configuration sets it (one place for the admin app and the dashboard). */
+export function connectionChannelFromConfig(
+  config: Pick<ConsoleConfig, 'CRM_SINK_INTERNAL_URL' | 'CRM_SINK_INTERNAL_TOKEN' | 'CRM_SINK_INTERNAL_TIMEOUT_MS'>,
+): ConnectionChannel {
+  return createConnectionChannel({ url: config.CRM_SINK_INTERNAL_URL, token: config.CRM_SINK_INTERNAL_TOKEN, timeoutMs: config.CRM_SINK_INTERNAL_TIMEOUT_MS });
 }

@@ -29,7 +29,8 @@ import {
 } from '@ingest/http';
 import { dashboardAuditRoutes } from './audit.routes.js';
 import { connectionsRoutes } from './connections.routes.js';
-import { createConnectionChannel } from '../crm/connection-channel.client.js';
+import { connectionChannelFromConfig } from '../crm/connection-channel.client.js';
+import { createMappingCrmCheck } from '../crm/mapping-crm.check.js';
 import { crmOAuthRoutes } from './crm-oauth/crm-oauth.routes.js';
 import { createConsoleTokenHttp } from './crm-oauth/oauth-http.js';
 import type { ConsoleConfig } from '../config.js';
@@ -182,11 +183,14 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             auditor: deps.audit.auditor,
           }),
         );
+        // One channel and one property cache for the mapping check and the Connections page.
+        const channel = connectionChannelFromConfig(config);
         await api.register(
           mappingRoutes({
             controlPlane: deps.controlPlane,
             recordStates: createRecordStateReader({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
             validateEvent: deps.validateEvent,
+            mappingCheck: createMappingCrmCheck({ channel, controlPlane: deps.controlPlane }),
             limits,
             now: deps.now,
             auditor: deps.audit.auditor,
@@ -201,11 +205,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           connectionsRoutes({
             controlPlane: deps.controlPlane,
             outbound: outboundPolicy,
-            channel: createConnectionChannel({
-              url: config.CRM_SINK_INTERNAL_URL,
-              token: config.CRM_SINK_INTERNAL_TOKEN,
-              timeoutMs: config.CRM_SINK_INTERNAL_TIMEOUT_MS,
-            }),
+            channel,
             limits,
             auditor: deps.audit.auditor,
           }),

@@ -1,12 +1,15 @@
-import { DeletedMappingView, DryRunResult, IfMatchHeaders, MappingVersionSummary, StoredMappingView } from '@ingest/schemas';
+import { type CrmMapping, DeletedMappingView, DryRunResult, IfMatchHeaders, MappingVersionSummary, StoredMappingView } from '@ingest/schemas';
 import type { ControlPlane, EventCheck, RecordStateReader } from '@ingest/domain';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { type Auditor } from '@ingest/http';
+import type { MappingCrmCheck } from '../crm/mapping-crm.check.js';
 import {
   bodyValidatedByHandler,
+  checkDryRunDraft,
   deleteMapping,
   dryRunResult,
+  MappingPutQuery,
   mappingVersion,
   mappingVersionSummaries,
   prepareDryRun,
@@ -30,6 +33,8 @@ export function mappingRoutes(deps: {
   /** The crm-sink's record state (read only), so the dry-run shows the calls the sink would make now. */
   recordStates: RecordStateReader;
   validateEvent: (input: unknown, receivedAtMs: number) => EventCheck;
+  /** Checks a mapping's fields against its CRM before a save, and a draft's before a dry-run. */
+  mappingCheck: MappingCrmCheck;
   limits: RouteLimits;
   now: () => number;
   auditor: Auditor;
@@ -44,25 +49,31 @@ export function mappingRoutes(deps: {
       return { current };
     });
 
-    app.put<{ Headers: { 'if-match'?: string }; Body: unknown }>(
+    app.put<{ Headers: { 'if-match'?: string }; Querystring: { check?: 'skip' }; Body: unknown }>(
       '/mapping',
       {
         ...deps.limits.api,
         bodyLimit: 256 * 1024,
         validatorCompiler: handlerValidatesBody,
-        schema: { hide: true, headers: IfMatchHeaders, response: { 201: StoredMappingView } },
+        schema: { hide: true, headers: IfMatchHeaders, querystring: MappingPutQuery, response: { 201: StoredMappingView } },
       },
       async (request, reply) => {
         const { account, session } = dashboardOf(request);
         const previous = cp.currentMapping(account.id)?.version ?? null;
-        const stored = await storeMapping(cp, account.id, request.body, `owner:${session.email}`, request.headers['if-match']);
-        request.log.info({ accountId: account.id, version: stored.version, ownerId: session.ownerId }, 'dashboard: crm mapping stored');
+        // "Save without checking" is the owner's explicit choice when the CRM cannot be asked; the audit log says so.
+        const unchecked = request.query.check === 'skip';
+        const fitsCrm = unchecked ? undefined : (m: CrmMapping) => deps.mappingCheck.check(account.id, m);
+        const stored = await storeMapping(cp, account.id, request.body, `owner:${session.email}`, request.headers['if-match'], fitsCrm);
+        request.log.info(
+          { accountId: account.id, version: stored.version, ownerId: session.ownerId, checkedAgainstCrm: !unchecked },
+          'dashboard: crm mapping stored',
+        );
         await deps.auditor.record(request, {
           action: 'mapping.put',
           accountId: account.id,
           target: `version ${stored.version}`,
           before: { version: previous },
-          after: { version: stored.version },
+          after: { version: stored.version, ...(unchecked ? { checkedAgainstCrm: false } : {}) },
         });
         return withVersionTag(reply, stored).code(201).send(stored);
       },
@@ -112,6 +123,7 @@ export function mappingRoutes(deps: {
       async (request) => {
         const { account } = dashboardOf(request);
         const prepared = prepareDryRun({ controlPlane: cp, validateEvent: deps.validateEvent, now: deps.now }, account.id, request.body);
+        await checkDryRunDraft(prepared, (m) => deps.mappingCheck.check(account.id, m), request.log);
         request.log.info({ accountId: account.id, mappingVersion: prepared.mappingVersion }, 'dashboard: crm dry-run');
         return dryRunResult(prepared, { mappings: cp, reader: deps.recordStates, now: deps.now });
       },

@@ -3,6 +3,7 @@ import type {
   ConnectionTestResult,
   ConnectionView,
   CrmCredentialView,
+  CrmPropertyList,
   CreatedApiKeyView,
   DashboardSyncHealth,
   DashboardUsage,
@@ -24,7 +25,7 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
-    readonly errors: { field?: string; message: string }[] = [],
+    readonly errors: { field?: string; code?: string; message: string }[] = [],
     readonly extensions: Record<string, unknown> = {},
   ) {
     super(message);
@@ -97,8 +98,9 @@ export const api = {
   mappingVersions: () => call<{ versions: MappingVersionView[] }>('GET', '/mapping/versions'),
   mappingVersion: (version: number) => call<StoredMappingView>('GET', `/mapping/versions/${version}`),
   /** `editedVersion`: the version the edit started from (If-Match), null for the first one. */
-  saveMapping: (mapping: unknown, editedVersion: number | null) =>
-    call<StoredMappingView>('PUT', '/mapping', mapping, editedVersion === null ? {} : { 'if-match': `"${editedVersion}"` }),
+  /** `unchecked`: save without checking the fields against the CRM (the owner's explicit choice; audited). */
+  saveMapping: (mapping: unknown, editedVersion: number | null, unchecked = false) =>
+    call<StoredMappingView>('PUT', unchecked ? '/mapping?check=skip' : '/mapping', mapping, editedVersion === null ? {} : { 'if-match': `"${editedVersion}"` }),
   /** Stores a version that turns sync off; `version` is the one shown (If-Match). */
   deleteMapping: (version: number) => call<{ version: number }>('DELETE', '/mapping', undefined, { 'if-match': `"${version}"` }),
   events: (filter: { name: string; identity: string }) => {
@@ -119,5 +121,7 @@ export const api = {
   rotateConnection: (name: string, credential: unknown) => call<CrmCredentialView>('PUT', `/connections/${encodeURIComponent(name)}`, credential),
   removeConnection: (name: string) => call<{ name: string; deleted: true }>('DELETE', `/connections/${encodeURIComponent(name)}`),
   testConnection: (name: string) => call<ConnectionTestResult>('POST', `/connections/${encodeURIComponent(name)}/test`),
+  connectionProperties: (name: string, object: 'contact' | 'company') =>
+    call<CrmPropertyList>('GET', `/connections/${encodeURIComponent(name)}/properties?object=${object}`),
   dryRun: (event: unknown, mapping?: unknown) => call<DryRunView>('POST', '/mapping/dry-run', mapping === undefined ? { event } : { event, mapping }),
 };

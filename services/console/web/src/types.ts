@@ -7,6 +7,7 @@ import type {
   ConnectionTestResult,
   CrmCredentialView,
   CrmMapping,
+  CrmPropertyList,
   DashboardSyncHealth,
   DashboardUsage,
   JobStatus,
@@ -14,7 +15,7 @@ import type {
   StoredEvent,
 } from '@ingest/schemas';
 
-export type { AuditPage, DashboardSyncHealth, DashboardUsage, SessionView };
+export type { AuditPage, CrmPropertyList, DashboardSyncHealth, DashboardUsage, SessionView };
 export interface TotpStatus {
   enabled: boolean;
   recoveryCodesLeft: number;

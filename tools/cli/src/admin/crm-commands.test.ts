@@ -7,6 +7,7 @@ describe('admin CLI: CRM command parsing', () => {
   it.each([
     [['mapping', 'put', 'acc_1', 'm.json'], { kind: 'mapping put', accountId: 'acc_1', file: 'm.json' }],
     [['mapping', 'put', 'acc_1', 'm.json', '--if-match', '3'], { kind: 'mapping put', accountId: 'acc_1', file: 'm.json', ifMatch: 3 }],
+    [['mapping', 'put', 'acc_1', 'm.json', '--skip-check'], { kind: 'mapping put', accountId: 'acc_1', file: 'm.json', skipCheck: true }],
     [['mapping', 'get', 'acc_1'], { kind: 'mapping get', accountId: 'acc_1' }],
     [['mapping', 'get', 'acc_1', '--version', '2'], { kind: 'mapping get', accountId: 'acc_1', version: 2 }],
     [['mapping', 'versions', 'acc_1'], { kind: 'mapping versions', accountId: 'acc_1' }],
@@ -55,6 +56,7 @@ describe('admin CLI: CRM requests and bodies', () => {
       headers: { 'if-match': '"4"' },
       hasBody: true,
     });
+    expect(crmRequestFor({ kind: 'mapping put', accountId: 'acc_1', file: 'f', skipCheck: true }).path).toBe('/admin/v1/accounts/acc_1/crm/mapping?check=skip');
     expect(crmRequestFor({ kind: 'mapping get', accountId: 'acc_1', version: 2 }).path).toBe('/admin/v1/accounts/acc_1/crm/mapping/versions/2');
     expect(crmRequestFor({ kind: 'mapping get', accountId: 'acc_1' }).path).toBe('/admin/v1/accounts/acc_1/crm/mapping');
     expect(crmRequestFor({ kind: 'mapping dry-run', accountId: 'acc_1', eventFile: 'e' })).toMatchObject({

@@ -10,7 +10,7 @@ import { InputError } from '../frame.js';
 export type CrmType = (typeof CRM_TYPES)[number];
 
 export type CrmCommand =
-  | { kind: 'mapping put'; accountId: string; file: string; ifMatch?: number }
+  | { kind: 'mapping put'; accountId: string; file: string; ifMatch?: number; skipCheck?: true }
   | { kind: 'mapping get'; accountId: string; version?: number }
   | { kind: 'mapping versions'; accountId: string }
   | { kind: 'mapping dry-run'; accountId: string; eventFile: string; mappingFile?: string }
@@ -34,7 +34,9 @@ export function isCrmCommand(command: { kind: string }): command is CrmCommand {
   return CRM_KINDS.has(command.kind);
 }
 
-export const CRM_USAGE = `  mapping put <accountId> <file.json> [--if-match N]        store a new mapping version (refused if N is not current)
+export const CRM_USAGE = `  mapping put <accountId> <file.json> [--if-match N] [--skip-check]
+                                                           store a new mapping version (refused if N is not current, or if
+                                                           its fields do not fit the CRM; --skip-check: without asking the CRM)
   mapping get <accountId> [--version N]                    show the current (or one) mapping version
   mapping versions <accountId>                             list mapping versions, newest first
   mapping dry-run <accountId> <event.json> [--mapping draft.json]
@@ -59,6 +61,7 @@ export interface CrmFlags {
   mapping?: string;
   type?: string;
   'if-match'?: string;
+  'skip-check'?: boolean;
   stdin?: boolean;
 }
 
@@ -94,9 +97,15 @@ export function parseCrmCommand(group: 'mapping' | 'credentials', ctx: CrmParseC
   const { flags } = ctx;
   switch (`${group} ${ctx.action}`) {
     case 'mapping put': {
-      ctx.allow('if-match');
+      ctx.allow('if-match', 'skip-check');
       const [accountId = '', file = ''] = ctx.args(['accountId', 'file.json']);
-      return { kind: 'mapping put', accountId, file, ...(flags['if-match'] !== undefined ? { ifMatch: positive(ctx, '--if-match', flags['if-match']) } : {}) };
+      return {
+        kind: 'mapping put',
+        accountId,
+        file,
+        ...(flags['if-match'] !== undefined ? { ifMatch: positive(ctx, '--if-match', flags['if-match']) } : {}),
+        ...(flags['skip-check'] === true ? { skipCheck: true as const } : {}),
+      };
     }
     case 'mapping get': {
       ctx.allow('version');
@@ -159,7 +168,7 @@ export function crmRequestFor(command: CrmCommand): CrmRequest {
     case 'mapping put':
       return {
         method: 'PUT',
-        path: `${crm}/mapping`,
+        path: command.skipCheck ? `${crm}/mapping?check=skip` : `${crm}/mapping`,
         hasBody: true,
         ...(command.ifMatch !== undefined ? { headers: { 'if-match': `"${command.ifMatch}"` } } : {}),
       };

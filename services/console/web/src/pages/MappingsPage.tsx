@@ -3,7 +3,8 @@ import { ApiError, api } from '../api.js';
 import { formatDate } from '../format.js';
 import { locatePointer } from '../json-locate.js';
 import { lineDiff } from '../line-diff.js';
-import type { DryRunView, MappingVersionView, StoredMappingView } from '../types.js';
+import type { CrmPropertyList, DryRunView, MappingVersionView, StoredMappingView } from '../types.js';
+import { MappingRulesForm } from './MappingRulesForm.js';
 
 const STARTER = {
   version: 1,
@@ -67,6 +68,52 @@ function parseJson(text: string, what: string): { ok: true; value: unknown } | {
   }
 }
 
+/** Why a save could not be checked against the CRM (the owner may then save without checking), or undefined. */
+function uncheckable(err: unknown): boolean {
+  if (!(err instanceof ApiError)) return false;
+  if ([429, 502, 503].includes(err.status)) return true;
+  return err.status === 400 && err.errors.some((e) => e.code === 'unknown_credential' || e.code === 'credential_mismatch');
+}
+
+/** The CRM's fields for the connection the document names, to offer in the form; read again when the name changes. */
+function useCrmProperties(text: string): { lists: Partial<Record<string, CrmPropertyList>>; note: string } {
+  const [lists, setLists] = useState<Partial<Record<string, CrmPropertyList>>>({});
+  const [note, setNote] = useState('');
+  let ref = '';
+  let type = '';
+  try {
+    const doc = JSON.parse(text) as { crm?: { type?: unknown; credentialsRef?: unknown } };
+    ref = typeof doc.crm?.credentialsRef === 'string' ? doc.crm.credentialsRef : '';
+    type = typeof doc.crm?.type === 'string' ? doc.crm.type : '';
+  } catch {
+    // The JSON view says what is wrong; keep the lists read last.
+  }
+  useEffect(() => {
+    if (ref === '' || type === '' || type === 'webhook') {
+      setLists({});
+      setNote('');
+      return;
+    }
+    let live = true;
+    void Promise.all([api.connectionProperties(ref, 'contact'), api.connectionProperties(ref, 'company')]).then(
+      ([contact, company]) => {
+        if (!live) return;
+        setLists({ contact, company });
+        setNote('');
+      },
+      (err: unknown) => {
+        if (!live) return;
+        setLists({});
+        setNote(`Field names of ${ref} cannot be offered: ${(err as Error).message}`);
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, [ref, type]);
+  return { lists, note };
+}
+
 export function MappingsPage() {
   const [current, setCurrent] = useState<StoredMappingView | null | undefined>(undefined);
   const [editedVersion, setEditedVersion] = useState<number | null>(null);
@@ -78,7 +125,9 @@ export function MappingsPage() {
   const [saved, setSaved] = useState('');
   const [saving, setSaving] = useState(false);
   const [confirmDelete, setConfirmDelete] = useState(false);
+  const [canSkipCheck, setCanSkipCheck] = useState(false);
   const editor = useRef<HTMLTextAreaElement>(null);
+  const crmFields = useCrmProperties(text);
 
   const load = useCallback(async (replaceText: boolean) => {
     try {
@@ -100,8 +149,9 @@ export function MappingsPage() {
     void load(true);
   }, [load]);
 
-  const save = async (e: FormEvent) => {
-    e.preventDefault();
+  const save = async (e: FormEvent | null, unchecked = false) => {
+    e?.preventDefault();
+    setCanSkipCheck(false);
     setSaved('');
     setProblem('');
     setConflict(undefined);
@@ -113,10 +163,10 @@ export function MappingsPage() {
     }
     setSaving(true);
     try {
-      const stored = await api.saveMapping(parsed.value, editedVersion);
+      const stored = await api.saveMapping(parsed.value, editedVersion, unchecked);
       setErrors([]);
       setEditedVersion(stored.version);
-      setSaved(`Saved as version ${stored.version}.`);
+      setSaved(`Saved as version ${stored.version}.${unchecked ? ' Its fields were not checked against the CRM.' : ''}`);
       await load(false);
     } catch (err) {
       if (err instanceof ApiError && err.status === 412) {
@@ -128,6 +178,7 @@ export function MappingsPage() {
       } else {
         setErrors(toMessages(err, { mapping: '' }));
         setProblem((err as Error).message);
+        setCanSkipCheck(uncheckable(err));
       }
     } finally {
       setSaving(false);
@@ -169,6 +220,19 @@ export function MappingsPage() {
       </p>
       <form className="mapping-grid" onSubmit={save} noValidate>
         <div className="editor">
+          <h2 id="rules-form-title">Rules</h2>
+          <p className="hint">
+            Each rule: when this event arrives, change these fields of this CRM object. The JSON below follows every change, and the other way round.
+          </p>
+          {crmFields.note && <p className="hint">{crmFields.note}</p>}
+          <MappingRulesForm
+            text={text}
+            properties={crmFields.lists}
+            onChange={(next) => {
+              setText(next);
+              setSaved('');
+            }}
+          />
           <label htmlFor="mapping-editor">Mapping document (JSON)</label>
           <textarea
             id="mapping-editor"
@@ -191,6 +255,11 @@ export function MappingsPage() {
             <button type="button" className="secondary" onClick={() => void load(true)}>
               Discard changes
             </button>
+            {canSkipCheck && (
+              <button type="button" className="danger" disabled={saving} onClick={() => void save(null, true)}>
+                Save without checking
+              </button>
+            )}
             {current && !confirmDelete && (
               <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>
                 Delete mapping…
