@@ -88,7 +88,8 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   }
 }
 
-async function applyPending(ch: ClickHouse, migrations: Migration[], log: Logger): Promise<MigrateResult> {
+/** Applies what `schema_migrations` does not list yet, on a client already in the database. */
+export async function applyPending(ch: ClickHouse, migrations: Migration[], log: Logger): Promise<MigrateResult> {
   await ch.command(
     'CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, status String, applied_at DateTime) ENGINE = MergeTree ORDER BY version',
   );
