@@ -98,7 +98,7 @@ export async function startChdb(name: ChdbEngineName): Promise<ChdbEngine> {
 export async function chdbClickHouse(engine: ChdbEngine, database: string): Promise<ClickHouse> {
   await engine.run(`CREATE DATABASE IF NOT EXISTS ${database}`);
   await engine.run(`USE ${database}`);
-  return {
+  const ch: ClickHouse = {
     name: 'clickhouse',
     database,
     async insert(table, rows) {
@@ -112,7 +112,7 @@ export async function chdbClickHouse(engine: ChdbEngine, database: string): Prom
         // chdb 2.x passes the statement as a C string, so a NUL ends an INSERT's inline data
         // (over HTTP the body is binary-safe). The same bytes go through the same TabSeparated
         // parser from a string literal instead.
-        const types = await this.query<{ name: string; type: string }>(
+        const types = await ch.query<{ name: string; type: string }>(
           `SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = ${literal(table)}`,
         );
         const typeOf = new Map(types.map((t) => [t.name, t.type]));
@@ -135,4 +135,5 @@ export async function chdbClickHouse(engine: ChdbEngine, database: string): Prom
     ping: () => Promise.resolve(true),
     close: () => Promise.resolve(),
   };
+  return ch;
 }

@@ -13,7 +13,19 @@ import { EVENT_COLUMNS, fromEventRow, toEventLine } from './events-table.js';
 
 // Hostile text: every TabSeparated escape, quotes, NUL and control characters, unicode outside
 // the BMP, a lone surrogate (the UTF-8 encoder sends U+FFFD for it), SQL-looking text.
-const HOSTILE = ['tab\there', 'new\nline', 'cr\rlf\r\n', 'back\\slash\\', '\\t not a tab', "quote ' \" `", 'nul\0x\x01\x1f\x7f', '\\N', 'emoji 😀 中文 é', 'lone \ud800 surrogate', "\\' OR 1=1 --"];
+const HOSTILE = [
+  'tab\there',
+  'new\nline',
+  'cr\rlf\r\n',
+  'back\\slash\\',
+  '\\t not a tab',
+  'quote \' " `',
+  'nul\0x\x01\x1f\x7f',
+  '\\N',
+  'emoji 😀 中文 é',
+  'lone \ud800 surrogate',
+  "\\' OR 1=1 --",
+];
 
 function record(i: number, fields: Partial<EventRecord> = {}): EventRecord {
   return {
@@ -95,7 +107,9 @@ describe.each(CHDB_ENGINES)('events on $name', ({ name }) => {
     expect(result.serverVersion).toMatch(name === 'chdb-2.1.1' ? /^24\.8\./ : /^26\.9\./);
     expect(result.applied).toHaveLength(migrations.length);
     const tables = (await ch.query<{ name: string }>("SELECT name FROM system.tables WHERE database = 'ingest' ORDER BY name")).map((t) => t.name);
-    expect(tables).toEqual(expect.arrayContaining(['events', 'events_dedup', 'usage_hourly', 'usage_hourly_mv', 'events_daily', 'billing_ledger', 'audit_log']));
+    expect(tables).toEqual(
+      expect.arrayContaining(['events', 'events_dedup', 'usage_hourly', 'usage_hourly_mv', 'events_daily', 'billing_ledger', 'audit_log']),
+    );
     // Applied once: a second run has nothing to do.
     expect((await applyPending(ch, migrations, createLogger({ service: 'chdb-test', level: 'silent' }))).applied).toEqual([]);
   });
