@@ -34,6 +34,8 @@ export interface CatalogueEntry {
    * checked by the engine's parser (EXPLAIN AST) only.
    */
   check?: 'parse';
+  /** current: issued only on servers of 20.4 and later (setup's SQL users); 18.16 never sees it. */
+  servers?: 'current';
 }
 
 const HOSTILE = "it's \\' OR 1=1 -- \t\n\0 😀 \\x41";
@@ -151,6 +153,7 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
     name: 'setup: the read-only user (CREATE USER, ALTER USER, GRANT)',
     site: 'tools/cli/src/setup.ts',
     check: 'parse',
+    servers: 'current',
     run: async (ch) => {
       for (const statement of readerUserStatements('ingest_reader', HOSTILE, 'ingest')) await ch.command(statement);
     },
