@@ -47,7 +47,7 @@ export default defineConfig({
           // (docs/clickhouse.md, "Current-engine tests"). No servers needed: one Python process
           // per engine and file.
           name: 'chdb',
-          include: ['{packages,services,tools,testkit}/*/src/**/*.chdb.test.ts', 'testkit/src/**/*.chdb.test.ts'],
+          include: ['{packages,services,tools}/*/src/**/*.chdb.test.ts', 'testkit/src/**/*.chdb.test.ts'],
           testTimeout: 30_000,
           hookTimeout: 30_000,
           maxWorkers: 2,
