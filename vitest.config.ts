@@ -23,6 +23,7 @@ export default defineConfig({
             '**/*.abuse.test.ts',
             '**/*.secure.test.ts',
             '**/*.stack.test.ts',
+            '**/*.chdb.test.ts',
             '**/node_modules/**',
           ],
         },
@@ -37,6 +38,19 @@ export default defineConfig({
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 90_000,
+        },
+      },
+      {
+        test: {
+          // Current ClickHouse engines in-process (chdb from PyPI, scripts/chdb/install.sh):
+          // migrations, the writer's bytes and the SQL catalogue on 26.9 and 24.8
+          // (docs/clickhouse.md, "Current-engine tests"). No servers needed: one Python process
+          // per engine and file.
+          name: 'chdb',
+          include: ['{packages,services,tools}/*/src/**/*.chdb.test.ts', 'testkit/src/**/*.chdb.test.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+          maxWorkers: 2,
         },
       },
       {

@@ -100,6 +100,10 @@ bash deploy/checks/check.sh
 begin "unit tests" "unit tests"
 vitest_project unit
 
+begin "current-engine tests" "current-engine tests (ClickHouse 26.9 and 24.8 in-process through chdb: migrations, the writer's bytes, every SQL statement; docs/clickhouse.md)"
+bash scripts/chdb/install.sh
+vitest_project chdb
+
 begin "integration tests" "integration tests (real Kafka, ClickHouse, Redis)"
 vitest_project integration
 

@@ -9,3 +9,4 @@
 export { type AdminAppDeps, buildAdminApp } from './admin/admin.app.js';
 export { buildConsoleApp, type ConsoleDeps } from './app.js';
 export { type ConsoleConfig, ConsoleConfigSchema, loadConsoleConfig } from './config.js';
+export { readAllowanceHistory } from './dashboard/allowance-history.store.js';

@@ -9,3 +9,5 @@
 export { loadProcessorConfig, type ProcessorConfig, ProcessorConfigSchema } from './config.js';
 export { type PipelineStage, waitForPipeline } from './pipeline-progress.js';
 export { createProcessor, PROCESSOR_STAGES, type ProcessorDeps, type ProcessorStage } from './processor.js';
+export { createExactCountsStore } from './allowance/exact-counts.store.js';
+export { createClickHouseWriter } from './storage/clickhouse.writer.js';

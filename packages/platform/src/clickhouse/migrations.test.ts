@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CLICKHOUSE_MIGRATIONS_DIR } from '../paths.js';
-import { loadMigrations, parseMigration } from './migrations.js';
+import { loadMigrations, parseMigration, serverAtLeast } from './migrations.js';
 
 describe('parseMigration', () => {
   it('splits statements at line-ending semicolons and drops comment lines', () => {
@@ -15,12 +15,25 @@ describe('parseMigration', () => {
 
   it('reads the minimum server version of optional extras', () => {
     const m = parseMigration('0004_ttl.sql', '-- requires: clickhouse >= 20\nALTER TABLE events MODIFY TTL event_time + INTERVAL 1 YEAR;');
-    expect(m.minServerMajor).toBe(20);
+    expect(m.minServer).toEqual({ major: 20, minor: 0 });
+    expect(parseMigration('0005_current.sql', '-- requires: clickhouse >= 24.8\nSELECT 1;').minServer).toEqual({ major: 24, minor: 8 });
+    expect(parseMigration('0006_plain.sql', 'SELECT 1;').minServer).toBeUndefined();
   });
 
   it('refuses bad file names and empty files', () => {
     expect(() => parseMigration('events.sql', 'SELECT 1;')).toThrow(/0001_name\.sql/);
     expect(() => parseMigration('0005_empty.sql', '-- nothing\n')).toThrow(/no statements/);
+  });
+});
+
+describe('serverAtLeast', () => {
+  it('compares major, then minor', () => {
+    expect(serverAtLeast('18.16.1', { major: 20, minor: 0 })).toBe(false);
+    expect(serverAtLeast('24.8.4.1', { major: 24, minor: 8 })).toBe(true);
+    expect(serverAtLeast('24.3.1.2', { major: 24, minor: 8 })).toBe(false);
+    expect(serverAtLeast('26.9.2.1', { major: 24, minor: 8 })).toBe(true);
+    expect(serverAtLeast('25.1.1', { major: 24, minor: 8 })).toBe(true);
+    expect(serverAtLeast('garbage', { major: 1, minor: 0 })).toBe(false);
   });
 });
 

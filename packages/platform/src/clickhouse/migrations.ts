@@ -10,18 +10,20 @@ import { ident, sql } from './sql.js';
  * `schema_migrations`. Statements are separated by a `;` at the end of a line because the HTTP
  * interface takes one statement per request.
  *
- * A file whose first line is `-- requires: clickhouse >= N` is an optional extra for newer
- * servers (DateTime64, TTL, ...): it is skipped, and recorded as skipped, on older ones.
+ * A file whose first line is `-- requires: clickhouse >= N` (or `>= N.M`, e.g. `>= 24.8`) is an
+ * optional extra for newer servers (DateTime64, TTL, ...): it is skipped, and recorded as
+ * skipped, on older ones.
  */
 export interface Migration {
   version: number;
   name: string;
   statements: string[];
-  minServerMajor?: number;
+  /** From `-- requires: clickhouse >= N[.M]`: the oldest server version it applies on. */
+  minServer?: { major: number; minor: number };
 }
 
 const FILE_PATTERN = /^(\d{4})_([a-z0-9_]+)\.sql$/;
-const REQUIRES_PATTERN = /^--\s*requires:\s*clickhouse\s*>=\s*(\d+)/i;
+const REQUIRES_PATTERN = /^--\s*requires:\s*clickhouse\s*>=\s*(\d+)(?:\.(\d+))?/i;
 
 export function parseMigration(fileName: string, text: string): Migration {
   const match = FILE_PATTERN.exec(fileName);
@@ -42,8 +44,14 @@ export function parseMigration(fileName: string, text: string): Migration {
     version: Number(match[1]),
     name: match[2] ?? fileName,
     statements,
-    ...(requires ? { minServerMajor: Number(requires[1]) } : {}),
+    ...(requires ? { minServer: { major: Number(requires[1]), minor: Number(requires[2] ?? 0) } } : {}),
   };
+}
+
+/** Whether a server of `version` (`SELECT version()`, e.g. `24.8.4.1`) is at least `min`. */
+export function serverAtLeast(version: string, min: { major: number; minor: number }): boolean {
+  const [major = 0, minor = 0] = version.split('.').map((n) => Number.parseInt(n, 10) || 0);
+  return major > min.major || (major === min.major && minor >= min.minor);
 }
 
 export async function loadMigrations(dir: string): Promise<Migration[]> {
@@ -88,19 +96,19 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   }
 }
 
-async function applyPending(ch: ClickHouse, migrations: Migration[], log: Logger): Promise<MigrateResult> {
+/** Applies what `schema_migrations` does not list yet, on a client already in the database. */
+export async function applyPending(ch: ClickHouse, migrations: Migration[], log: Logger): Promise<MigrateResult> {
   await ch.command(
     'CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, status String, applied_at DateTime) ENGINE = MergeTree ORDER BY version',
   );
   const [{ version: serverVersion } = { version: '0' }] = await ch.query<{ version: string }>('SELECT version() AS version');
-  const serverMajor = Number.parseInt(serverVersion, 10);
   const done = new Set((await ch.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => Number(r.version)));
 
   const result: MigrateResult = { applied: [], skipped: [], serverVersion };
   for (const m of migrations) {
     if (done.has(m.version)) continue;
     const label = `${String(m.version).padStart(4, '0')}_${m.name}`;
-    const skip = m.minServerMajor !== undefined && serverMajor < m.minServerMajor;
+    const skip = m.minServer !== undefined && !serverAtLeast(serverVersion, m.minServer);
     if (!skip) {
       for (const statement of m.statements) await ch.command(statement);
     }
