@@ -44,6 +44,9 @@ check() {
   port=$(free_port)
   api_port=$(free_port)
   admin_port=$(free_port)
+  # Three separate picks: draw again in the rare case two are the same.
+  while [[ $api_port == "$port" ]]; do api_port=$(free_port); done
+  while [[ $admin_port == "$port" || $admin_port == "$api_port" ]]; do admin_port=$(free_port); done
   [[ $name == gateway || $name == console ]] && reader=("${GATEWAY_READER_ENV[@]}")
   env "${reader[@]}" "$ops_var=$port" GATEWAY_PORT="$api_port" CONSOLE_PORT="$api_port" ADMIN_PORT="$admin_port" node services/"$name"/dist/main.js >"$logs/$name.log" 2>&1 &
   pids+=("$!")

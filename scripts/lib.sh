@@ -72,4 +72,18 @@ ensure_apt_tool() {
 }
 
 # A loopback port that was free a moment ago.
-free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
+# A free port below the kernel's ephemeral range (ip_local_port_range), so that an outbound
+# connection of a process already running cannot take it between this check and the listen
+# (a port from listen(0) is ephemeral: that race failed the bundle check once).
+free_port() {
+  node -e "
+    const net = require('net');
+    const low = Number((require('fs').readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\\s+/)[0]) || 32768);
+    const tryPort = (n) => {
+      if (n === 0) throw new Error('no free port below ' + low);
+      const port = 20000 + Math.floor(Math.random() * (low - 20000));
+      const s = net.createServer().once('error', () => tryPort(n - 1)).listen(port, '127.0.0.1', () => { console.log(port); s.close(); });
+    };
+    tryPort(50);
+  "
+}
