@@ -26,6 +26,7 @@ export * from './crm/oauth/index.js';
 export * from './crm/mapping.plan.js';
 export * from './crm/mapping.validate.js';
 export * from './crm/mapping.crm-check.js';
+export * from './crm/guarded-connect.js';
 export * from './crm/outbound-policy.js';
 export * from './crm/record-state.js';
 export * from './crm/record-state.reader.js';

@@ -9,4 +9,3 @@ export { type CrmSinkConfig, CrmSinkConfigSchema, loadCrmSinkConfig } from './co
 export { createCredentialsCheck } from './credentials.check.js';
 export { createCrmSink, type CrmSinkDeps } from './crm-sink.js';
 export { type ConnectionChannelDeps, createConnectionChannel } from './connections/connection.channel.js';
-export { createTokenHttp } from './oauth/token-http.js';

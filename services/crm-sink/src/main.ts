@@ -3,11 +3,12 @@ import {
   createControlPlane,
   createCredentialOpener,
   createOutboundPolicy,
+  createTokenHttp,
   credentialKeyringFromConfig,
   oauthAppsFromConfig,
 } from '@ingest/domain';
 import { controlTopicsRead, createLagCollector, launchService, waitingFor } from '@ingest/platform';
-import { createAdapter, createConnectionChannel, createCredentialsCheck, createCrmSink, createTokenHttp, loadCrmSinkConfig } from './index.js';
+import { createAdapter, createConnectionChannel, createCredentialsCheck, createCrmSink, loadCrmSinkConfig } from './index.js';
 
 const config = loadCrmSinkConfig();
 // Only crm-sink holds the private keys that open CRM credentials (docs/security.md).

@@ -8,6 +8,7 @@ import {
   createRecordStateReader,
   createSyncHealthStore,
   createSyncStateStore,
+  createTokenHttp,
   type EventCheck,
   type JobStatusStore,
   oauthAppsFromConfig,
@@ -32,7 +33,6 @@ import { connectionsRoutes } from './connections.routes.js';
 import { connectionChannelFromConfig } from '../crm/connection-channel.client.js';
 import { createMappingCrmCheck } from '../crm/mapping-crm.check.js';
 import { crmOAuthRoutes } from './crm-oauth/crm-oauth.routes.js';
-import { createConsoleTokenHttp } from './crm-oauth/oauth-http.js';
 import type { ConsoleConfig } from '../config.js';
 import { deadLettersRoutes } from './dead-letter.routes.js';
 import { dashboardEventsRoutes } from './events.routes.js';
@@ -201,6 +201,10 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
           dashboardSyncHealthRoutes({ store: createSyncHealthStore({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }), limits, now: deps.now }),
         );
         const outboundPolicy = createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS });
+        // The OAuth code exchange: the same client as crm-sink's token calls, so the policy is
+        // checked on every address dialled (DNS rebinding), not only on the settings' URLs.
+        const tokenHttp = createTokenHttp({ policy: outboundPolicy, timeoutMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS });
+        api.addHook('onClose', () => tokenHttp.close());
         await api.register(
           connectionsRoutes({
             controlPlane: deps.controlPlane,
@@ -216,7 +220,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             redis: deps.redis,
             keyPrefix: config.REDIS_KEY_PREFIX,
             apps: oauthAppsFromConfig(config),
-            send: createConsoleTokenHttp({ policy: outboundPolicy, timeoutMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS }),
+            send: tokenHttp.send,
             outboundPolicy,
             auditor: deps.audit.auditor,
             limits,

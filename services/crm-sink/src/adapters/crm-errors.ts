@@ -1,5 +1,5 @@
 import { CrmError, type CrmErrorKind } from './adapter.js';
-import { ADDRESS_NOT_ALLOWED } from './guarded-connect.js';
+import { ADDRESS_NOT_ALLOWED } from '@ingest/domain';
 
 /**
  * The one place HTTP outcomes become CrmError kinds, for every adapter: the sink retries

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { createOutboundPolicy } from '@ingest/domain';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CrmError } from './adapter.js';
-import type { Resolve } from './guarded-connect.js';
+import type { Resolve } from '@ingest/domain';
 import { type CrmHttpClient, createCrmHttpClient } from './http.client.js';
 
 interface TestServer {

@@ -1,7 +1,7 @@
 import { CrmError, type CrmRequest, createOutboundPolicy, type OutboundPolicy, requestTarget } from '@ingest/domain';
 import { Pool } from 'undici';
 import { type CrmErrorDetail, classifyHttpFailure, classifyNetworkError, safeMessage } from './crm-errors.js';
-import { guardedConnector, type Resolve } from './guarded-connect.js';
+import { guardedConnector, type Resolve } from '@ingest/domain';
 
 export type { CrmRequest } from '@ingest/domain';
 

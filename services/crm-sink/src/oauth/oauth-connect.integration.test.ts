@@ -8,7 +8,7 @@
  * sink syncs with the connected token, the token runs out and the sink renews it.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import { createSyncStateStore, uniqueEventKey } from '@ingest/domain';
+import { createSyncStateStore, createTokenHttp, uniqueEventKey } from '@ingest/domain';
 import { type Component, createMetricsRegistry } from '@ingest/platform';
 import { testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
@@ -17,7 +17,6 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createAdapter } from '../adapters/index.js';
 import { createCrmSink } from '../crm-sink.js';
 import { TEST_PARK } from '../crm-sink.fixture.js';
-import { createTokenHttp } from './token-http.js';
 
 const KEY_PREFIX = `t${uniqueSuffix()}:`;
 const CALLBACK = '/dashboard/api/crm/oauth/callback';

@@ -17,6 +17,7 @@ import {
   oauthRevokeQueueKey,
   randomUrlToken,
   type TokenSet,
+  createTokenHttp,
 } from '@ingest/domain';
 import { createMetricsRegistry, type Registry } from '@ingest/platform';
 import { testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
@@ -26,7 +27,6 @@ import { createAdapter } from '../adapters/index.js';
 import type { CrmSinkDeps } from '../crm-sink.js';
 import { createSinkFixture, type SinkFixture } from '../crm-sink.fixture.js';
 import { createOAuthMetrics } from './oauth.metrics.js';
-import { createTokenHttp } from './token-http.js';
 import { createTokenManager } from './token.manager.js';
 import { createTokenStateStore } from './token.store.js';
 

@@ -1,6 +1,7 @@
-import type { FormSender, OutboundPolicy } from '@ingest/domain';
 import { Agent } from 'undici';
-import { guardedConnector } from '../adapters/guarded-connect.js';
+import { guardedConnector, type Resolve } from '../guarded-connect.js';
+import type { OutboundPolicy } from '../outbound-policy.js';
+import type { FormSender } from './token-endpoint.js';
 
 /** Token answers are small; anything larger is not read. */
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
@@ -11,12 +12,22 @@ const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
  * redirects (undici does not follow them), a bounded answer. Returns the status and JSON body;
  * throws on network failure, which the token endpoint module reads as "unavailable".
  */
-export function createTokenHttp(options: { policy: OutboundPolicy; timeoutMs: number; connectTimeoutMs?: number }): {
+export function createTokenHttp(options: {
+  policy: OutboundPolicy;
+  timeoutMs: number;
+  connectTimeoutMs?: number;
+  /** Name resolution: dns.lookup; tests pass a stub to point a name at an address. */
+  resolve?: Resolve;
+}): {
   send: FormSender;
   close(): Promise<void>;
 } {
   const agent = new Agent({
-    connect: guardedConnector({ policy: options.policy, timeoutMs: options.connectTimeoutMs ?? Math.min(options.timeoutMs, 5_000) }),
+    connect: guardedConnector({
+      policy: options.policy,
+      timeoutMs: options.connectTimeoutMs ?? Math.min(options.timeoutMs, 5_000),
+      ...(options.resolve ? { resolve: options.resolve } : {}),
+    }),
     keepAliveTimeout: 30_000,
   });
   const send: FormSender = async (request) => {

@@ -1,6 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { type OutboundPolicy } from '@ingest/domain';
+import type { OutboundPolicy } from './outbound-policy.js';
 import { buildConnector } from 'undici';
 
 /**
