@@ -230,6 +230,9 @@ function decodedFile(part: FilePart): BoundedDecoder {
     requireCoded: declared,
     maxRatio: CSV_RATIO_GUARD,
   });
+  // The upload reads the decoder and handles its failure; this keeps a failure nobody reads any
+  // more (the request already answered) from reaching the process (see request-decoding.ts).
+  decoder.on('error', () => undefined);
   part.file.on('error', (err) => decoder.destroy(err));
   part.file.pipe(decoder);
   return decoder;

@@ -70,6 +70,11 @@ const decodeRequestBody: preParsingAsyncHookHandler = async (request, _reply, pa
  * it (an upload aborts its job first), and a client that goes away must end the reading too.
  */
 function decodeFrom(source: NodeJS.ReadableStream, decoder: BoundedDecoder): void {
+  // A reader that takes the body sees the decoder's failure through its own listener. When none
+  // does (a 415 for a content type no parser takes, a refusal before the body is read), the
+  // failure of data nobody reads must not reach the process as an unhandled 'error' (pipe
+  // rethrows when the destination has no listener): found by the fuzzer, the gateway exited.
+  decoder.on('error', () => undefined);
   source.on('error', (err: Error) => decoder.destroy(err));
   source.once('close', () => {
     if (!(source as Readable).readableEnded)
