@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest, preParsingAsyncHookHandler, RouteOptions } from 'fastify';
+import { problemResponses } from './problem.js';
 import { BoundedDecoder, type ContentCoding, type DecoderOptions, parseContentEncoding, SUPPORTED_CONTENT_CODINGS } from './content-encoding.js';
 
 declare module 'fastify' {
@@ -27,7 +28,7 @@ export function registerRequestDecoding(app: FastifyInstance): void {
     route.preParsing = [...own, decodeRequestBody];
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (route.schema !== undefined && methods.some((m) => BODY_METHODS.has(m))) {
-      route.schema = { ...route.schema, headers: withContentEncodingHeader(route.schema.headers) };
+      route.schema = { ...route.schema, headers: withContentEncodingHeader(route.schema.headers), response: with415(route.schema.response) };
     }
   });
 }
@@ -43,6 +44,13 @@ export const contentEncodingHeaderSchema = {
   description: `The body's compression, one of ${SUPPORTED_CONTENT_CODINGS.join(', ')} (or identity). Limits count the decompressed bytes; an unknown coding is answered 415, data that is not of the coding 400.`,
   examples: ['gzip'],
 } as const;
+
+/** Every route that reads a body may answer 415 for a coding it does not know: the document says so (the API fuzzer sends such codings). */
+function with415(response: unknown): unknown {
+  if (response === undefined || typeof response !== 'object' || response === null) return response;
+  const byStatus = response as Record<string, unknown>;
+  return '415' in byStatus ? response : { ...byStatus, ...problemResponses(415) };
+}
 
 function withContentEncodingHeader(headers: unknown): unknown {
   const base = (headers ?? { type: 'object', properties: {} }) as { type?: unknown; properties?: Record<string, unknown> };
