@@ -19,6 +19,25 @@ export async function launchChromium(): Promise<Browser> {
   });
 }
 
+/**
+ * A page of `browser` signed in to the dashboard at `baseUrl` as an owner, through the sign-in
+ * form as a person does it, once the first page (API keys) shows.
+ */
+export async function signedInDashboardPage(
+  browser: Browser,
+  baseUrl: string,
+  owner: { email: string; password: string },
+  viewport = { width: 1280, height: 900 },
+): Promise<Page> {
+  const page = await browser.newPage({ viewport });
+  await page.goto(`${baseUrl}/dashboard/`);
+  await page.getByLabel('Email').fill(owner.email);
+  await page.getByLabel('Password').fill(owner.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  return page;
+}
+
 export async function screenshot(page: Page, name: string): Promise<string> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   const path = join(SCREENSHOT_DIR, `${name}.png`);

@@ -13,7 +13,7 @@ import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../web/bundle.js';
-import { launchChromium, screenshot } from '@ingest/testkit/gateway';
+import { launchChromium, signedInDashboardPage, screenshot } from '@ingest/testkit/gateway';
 import { createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
 import { describePipeline, startProcessorFor } from '@ingest/testkit/processor';
 
@@ -40,12 +40,7 @@ beforeAll(async () => {
   apiKey = created.apiKey;
   await gw.controlPlane.createOwner(created.account.id, email, await hashPassword(password));
   browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  await page.goto(`${baseUrl}/dashboard/`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  page = await signedInDashboardPage(browser, baseUrl, { email, password });
 });
 
 // Pages that wait for stored events fail with the pipeline's state, not only a timeout.

@@ -8,7 +8,15 @@
 import { hashPassword } from '@ingest/domain';
 import { freePort, uniqueSuffix } from '@ingest/testkit';
 import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import { createGatewayFixture, type GatewayFixture, launchChromium, screenshot, startConnectionChannel, TEST_CHANNEL_TOKEN } from '@ingest/testkit/gateway';
+import {
+  createGatewayFixture,
+  type GatewayFixture,
+  launchChromium,
+  signedInDashboardPage,
+  screenshot,
+  startConnectionChannel,
+  TEST_CHANNEL_TOKEN,
+} from '@ingest/testkit/gateway';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../web/bundle.js';
@@ -47,12 +55,7 @@ beforeAll(async () => {
   await gw.controlPlane.putCrmCredential(account.id, 'hubspot-prod', { type: 'hubspot', accessToken: TOKEN, baseUrl: crm.url });
   await gw.controlPlane.createOwner(account.id, email, await hashPassword(password));
   browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-  await page.goto(`${baseUrl}/dashboard/`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  page = await signedInDashboardPage(browser, baseUrl, { email, password }, { width: 1280, height: 1000 });
 });
 
 afterAll(async () => {

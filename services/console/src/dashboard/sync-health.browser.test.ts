@@ -10,7 +10,7 @@ import { type Component } from '@ingest/platform';
 import { hashPassword } from '@ingest/domain';
 import { type SinkProcess, SinkFleet, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import { createGatewayFixture, type GatewayFixture, launchChromium, screenshot } from '@ingest/testkit/gateway';
+import { createGatewayFixture, type GatewayFixture, launchChromium, signedInDashboardPage, screenshot } from '@ingest/testkit/gateway';
 import { startProcessorFor } from '@ingest/testkit/processor';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,12 +58,7 @@ beforeAll(async () => {
   sink = await sinks.start();
 
   browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  await page.goto(`${baseUrl}/dashboard/`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  page = await signedInDashboardPage(browser, baseUrl, { email, password });
 });
 
 afterAll(async () => {

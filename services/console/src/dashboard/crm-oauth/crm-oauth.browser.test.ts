@@ -9,7 +9,7 @@
 import { hashPassword } from '@ingest/domain';
 import { freePort, uniqueSuffix } from '@ingest/testkit';
 import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import { createGatewayFixture, type GatewayFixture, launchChromium, screenshot } from '@ingest/testkit/gateway';
+import { createGatewayFixture, type GatewayFixture, launchChromium, signedInDashboardPage, screenshot } from '@ingest/testkit/gateway';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../../web/bundle.js';
@@ -43,12 +43,7 @@ beforeAll(async () => {
   const { account } = await gw.newAccount('pro');
   await gw.controlPlane.createOwner(account.id, email, await hashPassword(password));
   browser = await launchChromium();
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  await page.goto(`${baseUrl}/dashboard/`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'API keys' }).waitFor();
+  page = await signedInDashboardPage(browser, baseUrl, { email, password });
 });
 
 afterAll(async () => {
