@@ -46,7 +46,7 @@ async function lagging(initial: StoredCrmCredential, later: StoredCrmCredential,
         body: JSON.stringify(body),
       })
     ).json()) as ConnectionTestResult;
-  return { tested, test };
+  return { tested, test, port: server.port };
 }
 
 describe('the connection channel and a control plane that lags behind the console', () => {
@@ -60,5 +60,20 @@ describe('the connection channel and a control plane that lags behind the consol
     const { tested, test } = await lagging(stored('tok-old', '2026-11-27T10:00:00.000Z'), stored('tok-new', '2026-11-27T10:00:05.000Z'), 1_000);
     await test({ accountId: 'acc', name: 'hs' });
     expect(tested).toEqual(['tok-old']);
+  });
+});
+
+describe("the connection channel's token", () => {
+  it('answers 401 to a missing, wrong or prefixed token and tests nothing', async () => {
+    const { tested, port } = await lagging(stored('tok', '2026-11-27T10:00:00.000Z'), stored('tok', '2026-11-27T10:00:00.000Z'), 60_000);
+    for (const authorization of [undefined, 'Bearer wrong', `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(1)}`, TOKEN]) {
+      const res = await fetch(`http://127.0.0.1:${port}/internal/v1/connections/test`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+        body: JSON.stringify({ accountId: 'acc', name: 'hs' }),
+      });
+      expect(res.status, String(authorization)).toBe(401);
+    }
+    expect(tested).toEqual([]);
   });
 });

@@ -1,6 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CredentialOpener, CrmCredential, MappingReader, StoredCrmCredential } from '@ingest/domain';
+import { type CredentialOpener, type CrmCredential, type MappingReader, secretsEqual, type StoredCrmCredential } from '@ingest/domain';
 import type { Component, Logger } from '@ingest/platform';
 import { ConnectionTestRequest, ConnectionTestResult, CrmPropertyList, PropertiesRequest } from '@ingest/schemas';
 import Fastify, { type FastifyReply } from 'fastify';
@@ -37,24 +36,21 @@ export interface ConnectionServerDeps {
 const MAX_BODY_BYTES = 4 * 1024;
 const FRESHNESS_POLL_MS = 100;
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
-}
-
 function problem(reply: FastifyReply, status: number, title: string, detail: string): FastifyReply {
   return reply.code(status).type('application/problem+json').send({ type: 'about:blank', title, status, detail });
 }
 
 export function createConnectionServer(deps: ConnectionServerDeps): Component & { readonly port: number } {
   const log = deps.logger.child({ component: 'connection-channel' });
-  const expected = deps.tokens.filter((t) => t !== '').map(digest);
+  const accepted = deps.tokens.filter((t) => t !== '');
   const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, connectionTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000 });
   let boundPort = deps.port;
 
   app.addHook('onRequest', async (request, reply) => {
     const match = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '');
-    const given = match?.[1] === undefined ? undefined : digest(match[1]);
-    if (!given || !expected.some((e) => timingSafeEqual(e, given))) return problem(reply, 401, 'Unauthorized', 'A valid CRM_SINK_INTERNAL_TOKEN is required.');
+    const given = match?.[1];
+    if (given === undefined || !accepted.some((t) => secretsEqual(t, given)))
+      return problem(reply, 401, 'Unauthorized', 'A valid CRM_SINK_INTERNAL_TOKEN is required.');
   });
 
   app.setErrorHandler((err: { statusCode?: number; message: string }, _request, reply) => {
