@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { applyRedisAcl, connectRedis, createRedis, REDIS_ROLES, type RedisRole } from '@ingest/platform';
+import { applyRedisAcl, type Closeable, connectRedis, createRedis, type Redis, REDIS_ROLES, type RedisRole } from '@ingest/platform';
 import { freePort } from './ports.js';
 import { waitFor } from './wait.js';
 
@@ -105,6 +105,8 @@ export async function startOwnRedis(options: { password?: string; tls?: { certFi
 export interface RedisWithRoles extends OwnRedis {
   /** `redis://<role>:<password>@127.0.0.1:port`, one per role. */
   roleUrls: Record<RedisRole, string>;
+  /** A connected client as `role`'s user; `close()` closes every client made here before the server. */
+  connectAs(role: RedisRole): Promise<Redis>;
 }
 
 /**
@@ -125,5 +127,19 @@ export async function startRedisWithRoles(options: { keyPrefix?: string } = {}):
     RedisRole,
     string
   >;
-  return { ...own, roleUrls };
+  const clients: (Redis & Closeable)[] = [];
+  return {
+    ...own,
+    roleUrls,
+    async connectAs(role) {
+      const redis = createRedis({ url: roleUrls[role] });
+      await connectRedis(redis);
+      clients.push(redis);
+      return redis;
+    },
+    async close() {
+      for (const c of clients.splice(0)) await c.close();
+      await own.close();
+    },
+  };
 }

@@ -4,7 +4,7 @@
  * command the code (or its scripts) sends fails here, not in production. And a role that only
  * reads a family cannot write it.
  */
-import { type Closeable, connectRedis, createRedis, type Producer, type Redis, type RedisRole, tryLease } from '@ingest/platform';
+import { type Producer, type Redis, type RedisRole, tryLease } from '@ingest/platform';
 import { type RedisWithRoles, startRedisWithRoles } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAllowance } from './allowance/allowance.js';
@@ -21,21 +21,14 @@ const AT = Date.UTC(2026, 10, 12, 10, 7);
 const KEY = Buffer.from('redis-roles-test-seen-ids-key-0123456789');
 const account: Account = { id: 'acc_roles', name: 'r', plan: 'growth', createdAt: '', updatedAt: '' };
 let own: RedisWithRoles;
-const clients: (Redis & Closeable)[] = [];
 const as: Partial<Record<RedisRole, Redis>> = {};
 
 beforeAll(async () => {
   own = await startRedisWithRoles({ keyPrefix: PREFIX });
-  for (const role of ['gateway', 'console', 'processor', 'crm-sink'] as const) {
-    const redis = createRedis({ url: own.roleUrls[role] });
-    await connectRedis(redis);
-    clients.push(redis);
-    as[role] = redis;
-  }
+  for (const role of ['gateway', 'console', 'processor', 'crm-sink'] as const) as[role] = await own.connectAs(role);
 });
 
 afterAll(async () => {
-  for (const c of clients) await c.close();
   await own?.close();
 });
 

@@ -4,7 +4,7 @@
  * and the per-address limiter's plugin script, for the gateway and the console. The processor and
  * crm-sink have none of these grants.
  */
-import { type Closeable, connectRedis, createLogger, createRedis, type Redis, type RedisRole } from '@ingest/platform';
+import { createLogger, type Redis, type RedisRole } from '@ingest/platform';
 import { type RedisWithRoles, startRedisWithRoles } from '@ingest/testkit';
 import { waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,22 +13,14 @@ import { createIdempotencyStore } from './jobs/idempotency.store.js';
 import { rateLimitStore } from './limits/rate-limit.store.js';
 
 let own: RedisWithRoles;
-const clients: (Redis & Closeable)[] = [];
 const logger = createLogger({ service: 'test', level: 'silent' });
-
-async function as(role: RedisRole): Promise<Redis> {
-  const redis = createRedis({ url: own.roleUrls[role] });
-  await connectRedis(redis);
-  clients.push(redis);
-  return redis;
-}
+const as = (role: RedisRole): Promise<Redis> => own.connectAs(role);
 
 beforeAll(async () => {
   own = await startRedisWithRoles();
 });
 
 afterAll(async () => {
-  for (const c of clients) await c.close();
   await own?.close();
 });
 

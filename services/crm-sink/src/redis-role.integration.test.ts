@@ -4,7 +4,7 @@
  * links and the shared token buckets all work with its grants. The parked events are crm-sink's
  * alone: the gateway's and the console's users reach none of their keys.
  */
-import { type Closeable, type ConsumedMessage, connectRedis, createRedis, type Redis } from '@ingest/platform';
+import type { ConsumedMessage } from '@ingest/platform';
 import { type RedisWithRoles, startRedisWithRoles } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createParkStore, type ParkedEntry } from './park/park.store.js';
@@ -15,21 +15,12 @@ import { createRecordStateStore } from './sync/record-state.store.js';
 const PREFIX = 'sink:';
 const LIMITS = { maxEventsPerAccount: 100, maxBytesPerAccount: 1e6, maxEventsTotal: 100, maxBytesTotal: 1e6 };
 let own: RedisWithRoles;
-const clients: (Redis & Closeable)[] = [];
-
-async function connect(url: string): Promise<Redis> {
-  const redis = createRedis({ url });
-  await connectRedis(redis);
-  clients.push(redis);
-  return redis;
-}
 
 beforeAll(async () => {
   own = await startRedisWithRoles({ keyPrefix: PREFIX });
 });
 
 afterAll(async () => {
-  for (const c of clients) await c.close();
   await own?.close();
 });
 
@@ -48,7 +39,7 @@ const entry = (offset: number): ParkedEntry => {
 
 describe("crm-sink's stores under its Redis user", () => {
   it('parks, peeks, reschedules, leases and drains; the gateway and the console cannot read or forge parked events', async () => {
-    const store = createParkStore({ redis: await connect(own.roleUrls['crm-sink']), keyPrefix: PREFIX, limits: LIMITS });
+    const store = createParkStore({ redis: await own.connectAs('crm-sink'), keyPrefix: PREFIX, limits: LIMITS });
     expect(await store.park('acc_sink', [entry(1), entry(2)], { force: true, dueAtMs: 5_000, reason: 'rate limited' })).toEqual({ parked: true, accepted: 2 });
     expect((await store.peek('acc_sink', 10)).entries.map((e) => e.message.offset)).toEqual(['1', '2']);
     await store.reschedule('acc_sink', 6_000, 'still limited');
@@ -60,7 +51,7 @@ describe("crm-sink's stores under its Redis user", () => {
     expect(await store.totals()).toMatchObject({ accounts: 1, events: 2 });
 
     for (const role of ['gateway', 'console'] as const) {
-      const other = createParkStore({ redis: await connect(own.roleUrls[role]), keyPrefix: PREFIX, limits: LIMITS });
+      const other = createParkStore({ redis: await own.connectAs(role), keyPrefix: PREFIX, limits: LIMITS });
       await expect(other.peek('acc_sink', 10)).rejects.toThrow(/NOPERM|can't/);
       await expect(other.park('acc_sink', [entry(3)], { force: true, dueAtMs: 0 })).rejects.toThrow(/NOPERM|can't/);
       await expect(other.totals()).rejects.toThrow(/NOPERM|can't/);
@@ -76,7 +67,7 @@ describe("crm-sink's stores under its Redis user", () => {
   });
 
   it('applies record state once per ledger key, keeps pending links, and draws from the shared token buckets', async () => {
-    const redis = await connect(own.roleUrls['crm-sink']);
+    const redis = await own.connectAs('crm-sink');
     const records = createRecordStateStore({ redis, keyPrefix: PREFIX, ledgerTtlSeconds: 60, stateTtlSeconds: 60 });
     const ledger = 'crm:acc_sink:e1:r1';
     expect((await records.apply('acc_sink', 'contact', 'a@x.io', ledger, [], ['inc', 'n:n', '1'])).applied).toBe(true);

@@ -4,27 +4,19 @@
  * can read one, forge one for any owner, or end one (NOPERM).
  */
 import { createHash } from 'node:crypto';
-import { type Closeable, connectRedis, createRedis, type Redis, type RedisRole } from '@ingest/platform';
+import { type Redis, type RedisRole } from '@ingest/platform';
 import { type RedisWithRoles, startRedisWithRoles } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSessionStore } from './session.store.js';
 
 let own: RedisWithRoles;
-const clients: (Redis & Closeable)[] = [];
-
-async function as(role: RedisRole): Promise<Redis> {
-  const redis = createRedis({ url: own.roleUrls[role] });
-  await connectRedis(redis);
-  clients.push(redis);
-  return redis;
-}
+const as = (role: RedisRole): Promise<Redis> => own.connectAs(role);
 
 beforeAll(async () => {
   own = await startRedisWithRoles();
 });
 
 afterAll(async () => {
-  for (const c of clients) await c.close();
   await own?.close();
 });
 

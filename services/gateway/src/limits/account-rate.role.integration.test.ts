@@ -3,7 +3,7 @@
  * redis-server of the test's own with the role users: its GET/SET/TIME calls are granted on
  * `acctrate:*` keys, and no other role can run it.
  */
-import { type Closeable, connectRedis, createRedis, type Redis, type RedisRole } from '@ingest/platform';
+import { type Redis, type RedisRole } from '@ingest/platform';
 import { type RedisWithRoles, startRedisWithRoles } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AccountRateLimits, createAccountRateLimiter } from './account-rate.limiter.js';
@@ -14,21 +14,13 @@ const LIMITS: AccountRateLimits = {
   burstSeconds: 1,
 };
 let own: RedisWithRoles;
-const clients: (Redis & Closeable)[] = [];
-
-async function as(role: RedisRole): Promise<Redis> {
-  const redis = createRedis({ url: own.roleUrls[role] });
-  await connectRedis(redis);
-  clients.push(redis);
-  return redis;
-}
+const as = (role: RedisRole): Promise<Redis> => own.connectAs(role);
 
 beforeAll(async () => {
   own = await startRedisWithRoles();
 });
 
 afterAll(async () => {
-  for (const c of clients) await c.close();
   await own?.close();
 });
 
