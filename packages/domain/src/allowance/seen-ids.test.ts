@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { MAX_SEEN_SHARDS, SEEN_BUCKET_MS, SEEN_OVERLAP_MS, seenBucket, seenIdsKey, seenMember, seenShards } from './seen-ids.js';
+import { MAX_SEEN_SHARDS, SEEN_BUCKET_MS, SEEN_OVERLAP_MS, hmacSha256, seenBucket, seenIdsKey, seenMember, seenShards } from './seen-ids.js';
 
 const KEY = Buffer.from('seen-ids-unit-test-key-0123456789abcdef');
 
@@ -86,5 +86,19 @@ describe('seen ids', () => {
     expect(a.generated).toBe(true);
     expect(a.key).toHaveLength(32);
     expect(a.key.equals(b.key)).toBe(false);
+  });
+});
+
+describe('hmacSha256 (padded states computed once per key)', () => {
+  it('gives the bytes of createHmac for short, block-sized and long keys, and for each key its own', () => {
+    for (const size of [1, 32, 64, 65, 200]) {
+      const key = createHash('sha512').update(`key-${size}`).digest().subarray(0, Math.min(size, 64));
+      const long = size > 64 ? Buffer.concat([key, Buffer.alloc(size - 64, 7)]) : key;
+      for (const message of ['', 'evt-1', 'évènement-✓', 'x'.repeat(300)]) {
+        expect(hmacSha256(long, message).toString('hex'), `key ${size} bytes, ${JSON.stringify(message.slice(0, 12))}`).toBe(
+          createHmac('sha256', long).update(message).digest('hex'),
+        );
+      }
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHash, type Hash, randomBytes } from 'node:crypto';
 import { AppError } from '@ingest/platform';
 import { type TProperties, Type } from '@sinclair/typebox';
 
@@ -61,9 +61,31 @@ export function seenShards(monthlyLimit: number): number {
  * `key` is the seen-ids key (seenIdsKey): without it nobody can tell which ids share a member.
  */
 export function seenMember(key: Buffer, eventId: string, shards: number): string {
-  const digest = createHmac('sha256', key).update(eventId).digest();
+  const digest = hmacSha256(key, eventId);
   const shard = BigInt(digest.readUInt32BE(8) % shards);
   return (shard * SHARD_UNIT + (digest.readBigUInt64BE(0) % SHARD_UNIT)).toString();
+}
+
+const SHA256_BLOCK_BYTES = 64;
+const padded = new WeakMap<Buffer, { inner: Hash; outer: Hash }>();
+
+/**
+ * HMAC-SHA256 (RFC 2104) with the key's two padded hash states computed once and copied per id:
+ * the same bytes as createHmac('sha256', key), at 3.6 µs instead of 13.5 µs per id (Node 24, this
+ * machine, 200,000 ids). Every counted event goes through here on the gateway's thread.
+ */
+export function hmacSha256(key: Buffer, message: string): Buffer {
+  let pads = padded.get(key);
+  if (!pads) {
+    const block = Buffer.alloc(SHA256_BLOCK_BYTES);
+    (key.length > SHA256_BLOCK_BYTES ? createHash('sha256').update(key).digest() : key).copy(block);
+    pads = {
+      inner: createHash('sha256').update(block.map((b) => b ^ 0x36)),
+      outer: createHash('sha256').update(block.map((b) => b ^ 0x5c)),
+    };
+    padded.set(key, pads);
+  }
+  return pads.outer.copy().update(pads.inner.copy().update(message).digest()).digest();
 }
 
 /** A seen-ids key is at least this long: 256 bits, like the other secrets of the service. */
