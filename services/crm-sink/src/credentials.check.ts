@@ -1,5 +1,5 @@
 import { AppError, type Component, type Logger } from '@ingest/platform';
-import type { CredentialKeyring, CrmCredentialLister } from '@ingest/domain';
+import { type CredentialKeyring, type CrmCredentialLister, sealedAadVersion } from '@ingest/domain';
 
 export interface CredentialsCheckDeps {
   credentials: Pick<CrmCredentialLister, 'allCrmCredentials'>;
@@ -13,7 +13,9 @@ export interface CredentialsCheckDeps {
  * in clear (written before encryption) stop the start unless the migration setting allows them,
  * so an operator learns of them at deploy time rather than from dead letters. Sealed records
  * whose key id is not configured are logged (their events would dead-letter with
- * crm_credential_unreadable): a rotation not finished, or a key not mounted.
+ * crm_credential_unreadable): a rotation not finished, or a key not mounted. Records sealed under
+ * AAD version 1 (their URLs not bound to the secret) still open and are counted with a warning, so
+ * an operator knows to re-seal them with `credentials-key rotate`.
  */
 export function createCredentialsCheck(deps: CredentialsCheckDeps): Component {
   return {
@@ -37,7 +39,14 @@ export function createCredentialsCheck(deps: CredentialsCheckDeps): Component {
           'CRM credentials sealed with keys this sink does not hold',
         );
       }
-      log.info({ credentials: all.length, plaintext, byKeyId: Object.fromEntries(byKid), configuredKeyIds: deps.keyring.kids }, 'crm credentials checked');
+      const aadV1 = all.filter((c) => c.sealed && sealedAadVersion(c.sealed) === 1).length;
+      if (aadV1 > 0) {
+        log.warn(
+          { aadV1 },
+          'CRM credentials sealed under AAD v1 (their URLs are not bound to the secret): re-seal them with `npm run credentials-key -- rotate` (docs/runbook.md)',
+        );
+      }
+      log.info({ credentials: all.length, plaintext, aadV1, byKeyId: Object.fromEntries(byKid), configuredKeyIds: deps.keyring.kids }, 'crm credentials checked');
     },
     async stop() {},
     healthy: () => true,
