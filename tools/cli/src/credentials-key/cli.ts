@@ -138,7 +138,7 @@ async function withControlPlane(io: CliIo, parsed: Extract<Parsed, { command: 's
     if (to) {
       const result = await cp.resealCrmCredentials(keyring, to);
       io.stdout(
-        `sealed for key ${to.kid}: ${result.rewrapped} re-wrapped, ${result.upgraded} sealed again under AAD v2 (were v1), ${result.encrypted} encrypted (were in clear), ${result.unchanged} already sealed for it\n`,
+        `sealed for key ${to.kid}: ${result.rewrapped} re-wrapped, ${result.encrypted} encrypted (were in clear), ${result.unchanged} already sealed for it, ${result.upgraded} sealed again under AAD v2 (were v1)\n`,
       );
       for (const f of result.failed) io.stderr(`not re-wrapped: ${f.accountId}/${f.name}: ${f.reason}\n`);
       if (result.failed.length > 0) return EXIT_FAILED;
