@@ -46,7 +46,10 @@ export function createCredentialsCheck(deps: CredentialsCheckDeps): Component {
           'CRM credentials sealed under AAD v1 (their URLs are not bound to the secret): re-seal them with `npm run credentials-key -- rotate` (docs/runbook.md)',
         );
       }
-      log.info({ credentials: all.length, plaintext, aadV1, byKeyId: Object.fromEntries(byKid), configuredKeyIds: deps.keyring.kids }, 'crm credentials checked');
+      log.info(
+        { credentials: all.length, plaintext, aadV1, byKeyId: Object.fromEntries(byKid), configuredKeyIds: deps.keyring.kids },
+        'crm credentials checked',
+      );
     },
     async stop() {},
     healthy: () => true,

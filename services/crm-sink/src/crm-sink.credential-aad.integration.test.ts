@@ -66,7 +66,9 @@ describe('a sealed CRM credential is bound to its URLs (AAD v2)', () => {
     const second = [fx.event(accountId, 'Seen', 'ann@bound.io', {}, 2)];
     await fx.produce(second);
     await fx.settled(second);
-    expect(await fx.states(second)).toEqual([expect.objectContaining({ state: 'failed', reason: expect.stringMatching(/does not authenticate for this record/) })]);
+    expect(await fx.states(second)).toEqual([
+      expect.objectContaining({ state: 'failed', reason: expect.stringMatching(/does not authenticate for this record/) }),
+    ]);
     const letters = await waitFor(
       async () => {
         const found = await readDeadLetters(fx.kafka.kafka, fx.kafka.topic('crmDeadLetters'), {

@@ -191,7 +191,14 @@ export function createCrmConfigOps(parts: CrmConfigStoreParts): MappingReader & 
       else result.upgraded += 1;
     }
     log.info(
-      { kid: to.kid, rewrapped: result.rewrapped, upgraded: result.upgraded, encrypted: result.encrypted, unchanged: result.unchanged, failed: result.failed.length },
+      {
+        kid: to.kid,
+        rewrapped: result.rewrapped,
+        upgraded: result.upgraded,
+        encrypted: result.encrypted,
+        unchanged: result.unchanged,
+        failed: result.failed.length,
+      },
       'crm credentials resealed',
     );
     return result;

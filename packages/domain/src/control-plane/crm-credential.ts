@@ -63,19 +63,12 @@ export function storedCredentialAad(stored: CredentialAadRecord & { sealed?: Pic
 }
 
 /** Seals a credential's secrets for its record under the current AAD version: every writer goes through here. */
-export function sealCredentialSecrets(
-  sealer: CredentialSealer,
-  record: CredentialAadRecord,
-  secrets: CrmSecrets,
-): SealedSecrets {
+export function sealCredentialSecrets(sealer: CredentialSealer, record: CredentialAadRecord, secrets: CrmSecrets): SealedSecrets {
   return { ...sealer.seal(secrets, credentialAadV2(record.accountId, record.name, record.credential)), aad: CREDENTIAL_AAD_VERSION };
 }
 
 /** Opens a sealed record's secrets with the AAD its envelope names; throws AppError `crm_credential_unreadable`. */
-export function openCredentialSecrets(
-  keyring: CredentialKeyring,
-  stored: CredentialAadRecord & { sealed: SealedSecrets },
-): CrmSecrets {
+export function openCredentialSecrets(keyring: CredentialKeyring, stored: CredentialAadRecord & { sealed: SealedSecrets }): CrmSecrets {
   return keyring.open(stored.sealed, storedCredentialAad(stored));
 }
 

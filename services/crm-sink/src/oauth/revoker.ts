@@ -57,7 +57,12 @@ export function createOAuthRevoker(deps: {
     try {
       if (state?.connectionId === connectionId && state.sealed)
         refreshToken = deps.keyring.open(state.sealed, oauthTokenAad(accountId, name, connectionId)).refreshToken;
-      refreshToken ??= openCredentialSecrets(deps.keyring, { accountId, name, credential: request.credential ?? { type: provider }, sealed: request.sealed }).refreshToken;
+      refreshToken ??= openCredentialSecrets(deps.keyring, {
+        accountId,
+        name,
+        credential: request.credential ?? { type: provider },
+        sealed: request.sealed,
+      }).refreshToken;
     } catch {
       refreshToken = undefined;
     }
