@@ -1,4 +1,5 @@
-import { AppError, type Component, type Logger } from '@ingest/platform';
+import { Gauge } from 'prom-client';
+import { AppError, type Component, type Logger, METRIC_NAMES, type Registry } from '@ingest/platform';
 import { type CredentialKeyring, type CrmCredentialLister, sealedAadVersion } from '@ingest/domain';
 
 export interface CredentialsCheckDeps {
@@ -6,6 +7,8 @@ export interface CredentialsCheckDeps {
   keyring: CredentialKeyring;
   allowPlaintext: boolean;
   logger: Logger;
+  /** Where the live count of AAD v1 records is exported (ingest_crm_credentials_aad_v1). */
+  metrics?: Registry;
 }
 
 /**
@@ -18,6 +21,17 @@ export interface CredentialsCheckDeps {
  * an operator knows to re-seal them with `credentials-key rotate`.
  */
 export function createCredentialsCheck(deps: CredentialsCheckDeps): Component {
+  const countAadV1 = () => deps.credentials.allCrmCredentials().filter((c) => c.sealed && sealedAadVersion(c.sealed) === 1).length;
+  if (deps.metrics) {
+    new Gauge({
+      name: METRIC_NAMES.crmCredentialsAadV1,
+      help: 'CRM credentials sealed under AAD v1 (their URLs not bound to the secret): re-seal them with credentials-key rotate',
+      registers: [deps.metrics],
+      collect() {
+        this.set(countAadV1());
+      },
+    });
+  }
   return {
     name: 'crm-credentials-check',
     async start() {
@@ -39,7 +53,7 @@ export function createCredentialsCheck(deps: CredentialsCheckDeps): Component {
           'CRM credentials sealed with keys this sink does not hold',
         );
       }
-      const aadV1 = all.filter((c) => c.sealed && sealedAadVersion(c.sealed) === 1).length;
+      const aadV1 = countAadV1();
       if (aadV1 > 0) {
         log.warn(
           { aadV1 },
