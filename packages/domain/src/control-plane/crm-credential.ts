@@ -44,10 +44,6 @@ export function sealedAadVersion(sealed: Pick<SealedSecrets, 'aad'>): number {
   return sealed.aad ?? 1;
 }
 
-/**
- * The AAD a stored record's secret opens with, by the version its envelope names; a version this
- * release does not know is `crm_credential_unreadable` (never a guess).
- */
 /** What a record's AAD is built from: its identity and clear settings (a revocation request carries them too). */
 export interface CredentialAadRecord {
   accountId: string;
@@ -55,6 +51,10 @@ export interface CredentialAadRecord {
   credential: { type: string };
 }
 
+/**
+ * The AAD a stored record's secret opens with, by the version its envelope names; a version this
+ * release does not know is `crm_credential_unreadable` (never a guess).
+ */
 export function storedCredentialAad(stored: CredentialAadRecord & { sealed?: Pick<SealedSecrets, 'aad'> }): string {
   const version = stored.sealed ? sealedAadVersion(stored.sealed) : CREDENTIAL_AAD_VERSION;
   if (version === 1) return credentialAad(stored.accountId, stored.name, stored.credential.type);
