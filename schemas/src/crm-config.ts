@@ -120,6 +120,13 @@ export const SealedSecretsSchema = Type.Object(
     iv: Base64(32),
     ciphertext: Base64(16_384),
     tag: Base64(32),
+    aad: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1000,
+        description: 'AAD version the secret is sealed under: absent = 1 (account, name, type); 2 = every clear field crm-sink acts on.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -101,7 +101,8 @@ describe('an older reader takes a newer writer record', () => {
   /**
    * Every wire schema is open at every level, so no decoder built on it refuses a newer field.
    * One exception, on purpose: the sealed credential envelope, whose `alg` names its format (a
-   * field it does not know could change how it decrypts: such a change is a new `alg`).
+   * field it does not know could change how it decrypts: such a change is a new `alg`, or a new
+   * `aad` version, which a release that does not know it refuses as unreadable).
    */
   it.each([
     ['EventRecord', EventRecord],

@@ -71,6 +71,7 @@ export const METRIC_NAMES = {
   crmSyncUnhealthySeconds: 'ingest_crm_sync_unhealthy_seconds',
   crmOAuthRefreshes: 'ingest_crm_oauth_refreshes_total',
   crmCredentialsBroken: 'ingest_crm_credentials_broken',
+  crmCredentialsAadV1: 'ingest_crm_credentials_aad_v1',
   crmOAuthRevocations: 'ingest_crm_oauth_revocations_total',
 } as const;
 

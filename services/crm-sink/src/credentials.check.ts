@@ -1,11 +1,14 @@
-import { AppError, type Component, type Logger } from '@ingest/platform';
-import type { CredentialKeyring, CrmCredentialLister } from '@ingest/domain';
+import { Gauge } from 'prom-client';
+import { AppError, type Component, type Logger, METRIC_NAMES, type Registry } from '@ingest/platform';
+import { type CredentialKeyring, type CrmCredentialLister, sealedAadVersion } from '@ingest/domain';
 
 export interface CredentialsCheckDeps {
   credentials: Pick<CrmCredentialLister, 'allCrmCredentials'>;
   keyring: CredentialKeyring;
   allowPlaintext: boolean;
   logger: Logger;
+  /** Where the live count of AAD v1 records is exported (ingest_crm_credentials_aad_v1). */
+  metrics?: Registry;
 }
 
 /**
@@ -13,9 +16,22 @@ export interface CredentialsCheckDeps {
  * in clear (written before encryption) stop the start unless the migration setting allows them,
  * so an operator learns of them at deploy time rather than from dead letters. Sealed records
  * whose key id is not configured are logged (their events would dead-letter with
- * crm_credential_unreadable): a rotation not finished, or a key not mounted.
+ * crm_credential_unreadable): a rotation not finished, or a key not mounted. Records sealed under
+ * AAD version 1 (their URLs not bound to the secret) still open and are counted with a warning, so
+ * an operator knows to re-seal them with `credentials-key rotate`.
  */
 export function createCredentialsCheck(deps: CredentialsCheckDeps): Component {
+  const countAadV1 = () => deps.credentials.allCrmCredentials().filter((c) => c.sealed && sealedAadVersion(c.sealed) === 1).length;
+  if (deps.metrics) {
+    new Gauge({
+      name: METRIC_NAMES.crmCredentialsAadV1,
+      help: 'CRM credentials sealed under AAD v1 (their URLs not bound to the secret): re-seal them with credentials-key rotate',
+      registers: [deps.metrics],
+      collect() {
+        this.set(countAadV1());
+      },
+    });
+  }
   return {
     name: 'crm-credentials-check',
     async start() {
@@ -37,7 +53,17 @@ export function createCredentialsCheck(deps: CredentialsCheckDeps): Component {
           'CRM credentials sealed with keys this sink does not hold',
         );
       }
-      log.info({ credentials: all.length, plaintext, byKeyId: Object.fromEntries(byKid), configuredKeyIds: deps.keyring.kids }, 'crm credentials checked');
+      const aadV1 = countAadV1();
+      if (aadV1 > 0) {
+        log.warn(
+          { aadV1 },
+          'CRM credentials sealed under AAD v1 (their URLs are not bound to the secret): re-seal them with `npm run credentials-key -- rotate` (docs/runbook.md)',
+        );
+      }
+      log.info(
+        { credentials: all.length, plaintext, aadV1, byKeyId: Object.fromEntries(byKid), configuredKeyIds: deps.keyring.kids },
+        'crm credentials checked',
+      );
     },
     async stop() {},
     healthy: () => true,

@@ -143,7 +143,7 @@ await launchService({
       // The control plane starts first: the sink must know the mappings before its first event.
       components: [
         controlPlane,
-        createCredentialsCheck({ credentials: controlPlane, keyring, allowPlaintext, logger }),
+        createCredentialsCheck({ credentials: controlPlane, keyring, allowPlaintext, logger, metrics }),
         sink,
         lag,
         ...channel,

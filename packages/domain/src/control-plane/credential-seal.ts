@@ -25,8 +25,10 @@ import { AppError } from '@ingest/platform';
  * SHA-256 of its SPKI encoding), so an operator cannot label a key wrongly, and several private
  * keys can be configured during a rotation: each record names the one that opens it.
  *
- * The additional authenticated data binds the ciphertext to its record (account, name, type):
- * a sealed secret copied into another account's record does not open.
+ * The additional authenticated data binds the ciphertext to its record: a sealed secret copied
+ * into another record, or left in its record with a changed URL, API version or auth setting,
+ * does not open (crm-credential.ts builds it: AAD version 2 binds every clear field crm-sink acts
+ * on; version 1, account/name/type only, still opens until `credentials-key rotate` re-seals it).
  */
 export const SEAL_ALGORITHM = 'RSA-OAEP-256+A256GCM';
 
@@ -40,6 +42,11 @@ export interface SealedSecrets {
   iv: string;
   ciphertext: string;
   tag: string;
+  /**
+   * Which additional authenticated data the record's secret is sealed under: absent for version 1
+   * (account, name, type), 2 for every clear field crm-sink acts on (credentialAadV2).
+   */
+  aad?: number;
 }
 
 /** The secret fields of a CRM credential; everything else about it is not secret. */
@@ -69,9 +76,45 @@ export interface CredentialKeyring {
 const OAEP = { padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' } as const;
 const MIN_MODULUS_BITS = 2048;
 
-/** The record a sealed secret belongs to; part of the GCM tag, so it cannot be moved elsewhere. */
+/**
+ * AAD version 1: the record a sealed secret belongs to (account, name, type). Records sealed
+ * before version 2 still open with it; new seals use credentialAadV2.
+ */
 export function credentialAad(accountId: string, name: string, type: string): string {
   return `crm-credential:v1:${accountId}/${name}:${type}`;
+}
+
+/** The AAD version new seals use (SealedSecrets.aad). */
+export const CREDENTIAL_AAD_VERSION = 2;
+
+/** The clear fields of a credential's `auth` that version 2 binds, in their fixed order. */
+const AUTH_FIELDS = ['v', 'kind', 'clientId', 'connectionId', 'username', 'loginUrl', 'expiresAt', 'scope', 'connectedBy'] as const;
+
+/**
+ * AAD version 2: the record (account, name) and every clear field crm-sink acts on — type, every
+ * URL, the API version, the Salesforce external id fields, the webhook's rotation flag and the
+ * `auth` settings — as a JSON array in a fixed order, absent fields as null. JSON rather than a
+ * join keeps fields apart (no `a:b` that two records could both produce), and listing absent
+ * fields means adding one changes the AAD. Fields a newer release adds are not bound: binding one
+ * is a new version.
+ */
+export function credentialAadV2(accountId: string, name: string, credential: { type: string }): string {
+  const settings = credential as { type: string } & Record<string, unknown>;
+  const field = (value: unknown) => (value === undefined ? null : value);
+  const auth = typeof settings.auth === 'object' && settings.auth !== null ? (settings.auth as Record<string, unknown>) : undefined;
+  return `crm-credential:v2:${JSON.stringify([
+    accountId,
+    name,
+    settings.type,
+    field(settings.url),
+    field(settings.baseUrl),
+    field(settings.instanceUrl),
+    field(settings.apiVersion),
+    field(settings.contactExternalIdField),
+    field(settings.accountExternalIdField),
+    field(settings.signsWithPreviousSecret),
+    auth ? AUTH_FIELDS.map((f) => field(auth[f])) : field(settings.auth),
+  ])}`;
 }
 
 export function credentialKeyId(publicKey: KeyObject): string {

@@ -6,8 +6,8 @@ import { AppError } from '@ingest/platform';
 import { escapePointer } from '../events/validate-event.js';
 import type { Logger } from '@ingest/platform';
 import { allCrmCredentials, type CrmConfigState, credentialKey, currentMapping, listCrmCredentials, mappingKey, mappingVersions } from './crm-config.state.js';
-import { credentialAad, type CredentialKeyring, type CredentialSealer, type SealedSecrets } from './credential-seal.js';
-import { splitCredential } from './crm-credential.js';
+import { CREDENTIAL_AAD_VERSION, type CredentialKeyring, type CredentialSealer, type SealedSecrets } from './credential-seal.js';
+import { openCredentialSecrets, sealCredentialSecrets, sealedAadVersion, splitCredential } from './crm-credential.js';
 import type {
   CrmCredential,
   CrmCredentialLister,
@@ -155,7 +155,7 @@ export function createCrmConfigOps(parts: CrmConfigStoreParts): MappingReader & 
     await parts.barrier('catch up before the write');
     parts.requireAccount(accountId);
     const { settings, secrets } = splitCredential(credential);
-    const sealed = sealer.seal(secrets, credentialAad(accountId, name, settings.type));
+    const sealed = sealCredentialSecrets(sealer, { accountId, name, credential: settings }, secrets);
     const record: StoredCrmCredentialRecord = { accountId, name, credential: settings, updatedAt: parts.now().toISOString(), sealed };
     await parts.write(parts.credentialsTopic, credentialKey(accountId, name), record);
     // The log names the credential, never its contents.
@@ -165,29 +165,40 @@ export function createCrmConfigOps(parts: CrmConfigStoreParts): MappingReader & 
 
   async function resealCrmCredentials(keyring: CredentialKeyring, to: CredentialSealer): Promise<CrmCredentialResealResult> {
     await parts.barrier('catch up before the key rotation');
-    const result: CrmCredentialResealResult = { rewrapped: 0, encrypted: 0, unchanged: 0, failed: [] };
+    const result: CrmCredentialResealResult = { rewrapped: 0, upgraded: 0, encrypted: 0, unchanged: 0, failed: [] };
     for (const stored of allCrmCredentials(state)) {
       const { accountId, name } = stored;
-      if (stored.sealed?.kid === to.kid) {
+      const current = stored.sealed && sealedAadVersion(stored.sealed) === CREDENTIAL_AAD_VERSION;
+      if (current && stored.sealed?.kid === to.kid) {
         result.unchanged += 1;
         continue;
       }
       let sealed: SealedSecrets;
       try {
-        sealed = stored.sealed
-          ? keyring.rewrap(stored.sealed, to)
-          : to.seal(stored.plaintextSecrets ?? {}, credentialAad(accountId, name, stored.credential.type));
+        // A record under an older AAD is opened and sealed again (its secret is briefly in this
+        // process's memory, as in crm-sink); one under the current AAD only has its data key re-wrapped.
+        if (!stored.sealed) sealed = sealCredentialSecrets(to, stored, stored.plaintextSecrets ?? {});
+        else if (current) sealed = keyring.rewrap(stored.sealed, to);
+        else sealed = sealCredentialSecrets(to, stored, openCredentialSecrets(keyring, { ...stored, sealed: stored.sealed }));
       } catch (err) {
         result.failed.push({ accountId, name, reason: err instanceof Error ? err.message : String(err) });
         continue;
       }
       const record: StoredCrmCredentialRecord = { accountId, name, credential: stored.credential, updatedAt: stored.updatedAt, sealed };
       await parts.write(parts.credentialsTopic, credentialKey(accountId, name), record);
-      if (stored.sealed) result.rewrapped += 1;
-      else result.encrypted += 1;
+      if (!stored.sealed) result.encrypted += 1;
+      else if (current) result.rewrapped += 1;
+      else result.upgraded += 1;
     }
     log.info(
-      { kid: to.kid, rewrapped: result.rewrapped, encrypted: result.encrypted, unchanged: result.unchanged, failed: result.failed.length },
+      {
+        kid: to.kid,
+        rewrapped: result.rewrapped,
+        upgraded: result.upgraded,
+        encrypted: result.encrypted,
+        unchanged: result.unchanged,
+        failed: result.failed.length,
+      },
       'crm credentials resealed',
     );
     return result;

@@ -1,5 +1,14 @@
 import { AppError } from '@ingest/platform';
-import { type CredentialKeyring, credentialAad, CRM_SECRET_FIELDS, type CrmSecrets } from './credential-seal.js';
+import {
+  type CredentialKeyring,
+  type CredentialSealer,
+  credentialAad,
+  CREDENTIAL_AAD_VERSION,
+  credentialAadV2,
+  CRM_SECRET_FIELDS,
+  type CrmSecrets,
+  type SealedSecrets,
+} from './credential-seal.js';
 import type { CrmCredential, CrmCredentialSettings, StoredCrmCredential } from './types.js';
 
 /**
@@ -30,8 +39,37 @@ export function credentialWithoutSecrets(settings: CrmCredentialSettings): CrmCr
   return joinCredential(settings, settings.type === 'webhook' ? { secret: '' } : { accessToken: '' });
 }
 
-export function storedCredentialAad(stored: Pick<StoredCrmCredential, 'accountId' | 'name' | 'credential'>): string {
-  return credentialAad(stored.accountId, stored.name, stored.credential.type);
+/** The AAD version a sealed record uses: absent is 1 (records sealed before version 2). */
+export function sealedAadVersion(sealed: Pick<SealedSecrets, 'aad'>): number {
+  return sealed.aad ?? 1;
+}
+
+/** What a record's AAD is built from: its identity and clear settings (a revocation request carries them too). */
+export interface CredentialAadRecord {
+  accountId: string;
+  name: string;
+  credential: { type: string };
+}
+
+/**
+ * The AAD a stored record's secret opens with, by the version its envelope names; a version this
+ * release does not know is `crm_credential_unreadable` (never a guess).
+ */
+export function storedCredentialAad(stored: CredentialAadRecord & { sealed?: Pick<SealedSecrets, 'aad'> }): string {
+  const version = stored.sealed ? sealedAadVersion(stored.sealed) : CREDENTIAL_AAD_VERSION;
+  if (version === 1) return credentialAad(stored.accountId, stored.name, stored.credential.type);
+  if (version === 2) return credentialAadV2(stored.accountId, stored.name, stored.credential);
+  throw new AppError('crm_credential_unreadable', `CRM credential cannot be decrypted: AAD version ${String(version)} is not known to this release`);
+}
+
+/** Seals a credential's secrets for its record under the current AAD version: every writer goes through here. */
+export function sealCredentialSecrets(sealer: CredentialSealer, record: CredentialAadRecord, secrets: CrmSecrets): SealedSecrets {
+  return { ...sealer.seal(secrets, credentialAadV2(record.accountId, record.name, record.credential)), aad: CREDENTIAL_AAD_VERSION };
+}
+
+/** Opens a sealed record's secrets with the AAD its envelope names; throws AppError `crm_credential_unreadable`. */
+export function openCredentialSecrets(keyring: CredentialKeyring, stored: CredentialAadRecord & { sealed: SealedSecrets }): CrmSecrets {
+  return keyring.open(stored.sealed, storedCredentialAad(stored));
 }
 
 /** Turns a stored credential into one an adapter can use; throws AppError with a dead-letter code. */
@@ -46,7 +84,7 @@ export interface CredentialOpenerOptions {
 export function createCredentialOpener(options: CredentialOpenerOptions): CredentialOpener {
   return (stored) => {
     if (stored.sealed) {
-      const credential = joinCredential(stored.credential, options.keyring.open(stored.sealed, storedCredentialAad(stored)));
+      const credential = joinCredential(stored.credential, openCredentialSecrets(options.keyring, { ...stored, sealed: stored.sealed }));
       // A JWT bearer credential has no token of its own yet: the sink's token manager gets one.
       if (credential.type === 'salesforce') credential.accessToken ??= '';
       return credential;

@@ -249,6 +249,8 @@ export interface CrmCredentialLister {
 export interface CrmCredentialResealResult {
   /** Sealed with another key, re-wrapped for the new one. */
   rewrapped: number;
+  /** Sealed under an older AAD version (v1: account, name, type only), sealed again under the current one. */
+  upgraded: number;
   /** Plaintext records (from before encryption), now sealed. */
   encrypted: number;
   /** Already sealed with the new key. */

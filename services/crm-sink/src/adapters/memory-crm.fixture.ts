@@ -1,5 +1,5 @@
 import type { CrmMapping } from '@ingest/schemas';
-import { type CrmCredential, type MappingReader, splitCredential, type StoredCrmCredential, type StoredMapping, storedCredentialAad } from '@ingest/domain';
+import { type CrmCredential, type MappingReader, sealCredentialSecrets, splitCredential, type StoredCrmCredential, type StoredMapping } from '@ingest/domain';
 import { testCredentialKeys } from '@ingest/testkit';
 import { type ActivityWrite, type CrmAdapter, CrmError, type CrmErrorKind, type CrmObject, type PropertyValue, type RecordWrite } from './adapter.js';
 
@@ -93,7 +93,7 @@ export function createStaticMappings(entries: Record<string, { mapping: CrmMappi
   const seal = (accountId: string, name: string, credential: CrmCredential): StoredCrmCredential => {
     const { settings, secrets } = splitCredential(credential);
     const stored = { accountId, name, credential: settings, updatedAt: at };
-    return { ...stored, sealed: testCredentialKeys().sealer.seal(secrets, storedCredentialAad(stored)) };
+    return { ...stored, sealed: sealCredentialSecrets(testCredentialKeys().sealer, stored, secrets) };
   };
   const stored = (accountId: string): StoredMapping | undefined => {
     const e = entries[accountId];

@@ -179,6 +179,8 @@ describe('OAuth credentials in crm-sink', () => {
       provider: 'hubspot',
       connectionId: (stored.credential as { auth: { connectionId: string } }).auth.connectionId,
       sealed: defined(stored.sealed, 'the sealed secrets'),
+      // The record's settings: its AAD (v2) binds them.
+      credential: stored.credential,
       requestedAtMs: Date.now(),
     };
     await fx.redis.rpush(oauthRevokeQueueKey(fx.redisKeyPrefix), JSON.stringify(request));

@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type CredentialKeyring,
-  credentialAad,
   decodeOAuthRevokeRequest,
   decodeOAuthTokenState,
   type FormSender,
@@ -9,6 +8,7 @@ import {
   type OAuthApps,
   oauthRevokeQueueKey,
   oauthTokenAad,
+  openCredentialSecrets,
   oauthTokenKey,
   revokeRefreshToken,
 } from '@ingest/domain';
@@ -57,7 +57,12 @@ export function createOAuthRevoker(deps: {
     try {
       if (state?.connectionId === connectionId && state.sealed)
         refreshToken = deps.keyring.open(state.sealed, oauthTokenAad(accountId, name, connectionId)).refreshToken;
-      refreshToken ??= deps.keyring.open(request.sealed, credentialAad(accountId, name, provider)).refreshToken;
+      refreshToken ??= openCredentialSecrets(deps.keyring, {
+        accountId,
+        name,
+        credential: request.credential ?? { type: provider },
+        sealed: request.sealed,
+      }).refreshToken;
     } catch {
       refreshToken = undefined;
     }

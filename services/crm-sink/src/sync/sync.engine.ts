@@ -275,7 +275,9 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       };
     }
     // Opened (decrypted) once per stored version; a re-wrap for a new key keeps the tag, and the adapter.
-    const ref = `${stored.name}@${stored.updatedAt}@${stored.sealed?.tag ?? 'plaintext'}`;
+    // The clear settings are part of it: a record whose URL changed is opened again (and refused
+    // when its AAD no longer verifies) rather than served by the adapter of the record it was.
+    const ref = `${stored.name}@${stored.updatedAt}@${stored.sealed?.tag ?? 'plaintext'}@${JSON.stringify(stored.credential)}`;
     if (w.adapter?.ref !== ref) {
       let adapter: CrmAdapter;
       try {

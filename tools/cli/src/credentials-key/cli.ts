@@ -9,6 +9,7 @@ import {
   createCredentialSealer,
   credentialKeyringFromConfig,
   generateCredentialKeyPair,
+  sealedAadVersion,
   type StoredCrmCredential,
 } from '@ingest/domain';
 import { Type } from '@sinclair/typebox';
@@ -27,7 +28,9 @@ export const USAGE = `usage: npm run credentials-key -- <command>
   status
       count the credentials in control.crm-credentials by key id (and those stored in clear)
   rotate --to-public-key FILE
-      re-wrap every credential for the key pair of FILE; plaintext records are encrypted.
+      re-wrap every credential for the key pair of FILE; plaintext records are encrypted and
+      records sealed under AAD v1 (URLs not bound) are sealed again under v2 (FILE may be the
+      current public key).
       Needs the private key(s) of the current records: CRM_CREDENTIALS_PRIVATE_KEY_FILES or
       CRM_CREDENTIALS_PRIVATE_KEYS (may be empty when every record is still in clear)
 Kafka: KAFKA_BROKERS, KAFKA_TOPIC_PREFIX (as the services).
@@ -135,7 +138,7 @@ async function withControlPlane(io: CliIo, parsed: Extract<Parsed, { command: 's
     if (to) {
       const result = await cp.resealCrmCredentials(keyring, to);
       io.stdout(
-        `sealed for key ${to.kid}: ${result.rewrapped} re-wrapped, ${result.encrypted} encrypted (were in clear), ${result.unchanged} already sealed for it\n`,
+        `sealed for key ${to.kid}: ${result.rewrapped} re-wrapped, ${result.encrypted} encrypted (were in clear), ${result.unchanged} already sealed for it, ${result.upgraded} sealed again under AAD v2 (were v1)\n`,
       );
       for (const f of result.failed) io.stderr(`not re-wrapped: ${f.accountId}/${f.name}: ${f.reason}\n`);
       if (result.failed.length > 0) return EXIT_FAILED;
@@ -151,7 +154,8 @@ async function withControlPlane(io: CliIo, parsed: Extract<Parsed, { command: 's
 function summary(all: StoredCrmCredential[]): string {
   const counts = new Map<string, number>();
   for (const c of all) {
-    const label = c.sealed ? `key ${c.sealed.kid}` : 'in clear';
+    // AAD v1 records (sealed before the AAD bound the URLs) are counted apart: `rotate` re-seals them.
+    const label = c.sealed ? `key ${c.sealed.kid}${sealedAadVersion(c.sealed) === 1 ? ' (AAD v1: rotate to re-seal)' : ''}` : 'in clear';
     counts.set(label, (counts.get(label) ?? 0) + 1);
   }
   const lines = [...counts].sort().map(([label, n]) => `  ${label}: ${n}`);

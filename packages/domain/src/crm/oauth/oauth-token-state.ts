@@ -1,4 +1,5 @@
 import type { SealedSecrets } from '../../control-plane/credential-seal.js';
+import type { CrmCredentialSettings } from '../../control-plane/types.js';
 
 /**
  * The token set crm-sink keeps for an OAuth or JWT bearer credential after it refreshed it: the
@@ -65,8 +66,10 @@ export interface OAuthRevokeRequest {
   name: string;
   provider: 'hubspot' | 'salesforce';
   connectionId: string;
-  /** The record's sealed secrets (AAD of the record: credentialAad). */
+  /** The record's sealed secrets (AAD of the record: storedCredentialAad). */
   sealed: SealedSecrets;
+  /** The record's clear settings: the AAD of a record sealed under version 2 binds them. Absent in requests from before it. */
+  credential?: CrmCredentialSettings;
   requestedAtMs: number;
   attempts?: number;
 }

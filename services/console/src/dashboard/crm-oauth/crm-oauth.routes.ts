@@ -103,6 +103,7 @@ export function crmOAuthRoutes(deps: CrmOAuthRoutesDeps): FastifyPluginAsync {
       provider: stored.credential.type,
       connectionId: auth.connectionId,
       sealed: stored.sealed,
+      credential: stored.credential,
       requestedAtMs: deps.now(),
     };
     const key = oauthRevokeQueueKey(deps.keyPrefix);
