@@ -15,6 +15,7 @@ import type {
   JobView,
   KeyView,
   MappingVersionView,
+  OAuthConnectionHealth,
   SessionView,
   StoredMappingView,
   TotpStatus,
@@ -57,6 +58,8 @@ export const api = {
   /** Starts connecting a CRM with OAuth: the CRM's authorize URL to navigate to (the callback comes back to the dashboard). */
   crmOAuthStart: (provider: 'hubspot' | 'salesforce', name?: string) =>
     call<{ authorizeUrl: string }>('POST', `/crm/oauth/${provider}/start`, name ? { name } : {}),
+  /** OAuth and JWT bearer connections with their health: crm-sink marks one broken when the CRM refuses its refresh for good. */
+  crmOAuthConnections: () => call<{ connections: { name: string; health: OAuthConnectionHealth }[] }>('GET', '/crm/oauth/connections'),
   async session(): Promise<SessionView | null> {
     try {
       const s = await call<SessionView>('GET', '/session');

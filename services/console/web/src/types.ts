@@ -66,4 +66,6 @@ export interface DeadLetterView {
 
 /** A CRM connection as the dashboard lists it: never its secret. */
 export type ConnectionView = CrmCredentialView & { usedByMapping: boolean };
+/** An OAuth or JWT bearer connection's health as crm-sink's token store records it (oauth-token-state.ts). */
+export type OAuthConnectionHealth = { state: 'connected'; refreshedAt?: string; expiresAt?: string } | { state: 'broken'; reason: string; since: string };
 export type { ConnectionTestResult, CrmCredentialView };

@@ -6,7 +6,7 @@
  * authorize URL and back to the callback, which says the CRM is connected; the connection is
  * then listed on the page, its tokens sealed (never in the page).
  */
-import { hashPassword } from '@ingest/domain';
+import { hashPassword, oauthTokenKey, type OAuthTokenState } from '@ingest/domain';
 import { freePort, uniqueSuffix } from '@ingest/testkit';
 import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { createGatewayFixture, type GatewayFixture, launchChromium, signedInDashboardPage, screenshot } from '@ingest/testkit/gateway';
@@ -19,6 +19,8 @@ let crm: FakeCrm;
 let browser: Browser;
 let page: Page;
 let baseUrl: string;
+let keyPrefix: string;
+let accountId: string;
 const email = `oauth-${uniqueSuffix()}@example.com`;
 const password = `oauth-${uniqueSuffix()}-password`;
 
@@ -29,8 +31,9 @@ beforeAll(async () => {
   if (!auth) throw new Error('the fake CRM was started without its OAuth server');
   // The redirect URI is a setting, so the console's port is chosen before it listens.
   const port = await freePort();
+  keyPrefix = `oauth-browser-${port}:`;
   gw = await createGatewayFixture({
-    REDIS_KEY_PREFIX: `oauth-browser-${port}:`,
+    REDIS_KEY_PREFIX: keyPrefix,
     CRM_ALLOW_HTTP: 'true',
     CRM_ALLOWED_CIDRS: '127.0.0.1/32',
     CRM_OAUTH_REDIRECT_URL: `http://127.0.0.1:${port}/dashboard/api/crm/oauth/callback`,
@@ -41,6 +44,7 @@ beforeAll(async () => {
   });
   baseUrl = await gw.console.listen({ host: '127.0.0.1', port });
   const { account } = await gw.newAccount('pro');
+  accountId = account.id;
   await gw.controlPlane.createOwner(account.id, email, await hashPassword(password));
   browser = await launchChromium();
   page = await signedInDashboardPage(browser, baseUrl, { email, password });
@@ -75,6 +79,38 @@ describe('connecting a CRM through OAuth', () => {
     expect(await page.content()).not.toMatch(/access_token|refresh_token/);
   });
 
+  it('a connection crm-sink marked broken says so with the reason, and Connect again makes it renew itself again', async () => {
+    const stored = gw.controlPlane.crmCredential(accountId, 'hubspot');
+    const connectionId = (stored?.credential as { auth: { connectionId: string } }).auth.connectionId;
+    // What crm-sink's token store writes when a refresh is refused with invalid_grant (oauth-token-state.ts).
+    const broken: OAuthTokenState = {
+      v: 1,
+      connectionId,
+      generation: 0,
+      expiresAtMs: 0,
+      refreshedAtMs: 1,
+      broken: { reason: 'invalid_grant: revoked', atMs: 1 },
+    };
+    await gw.redis.hset(oauthTokenKey(keyPrefix, accountId, 'hubspot'), 'stamp', `${connectionId}:0:broken`, 'json', JSON.stringify(broken));
+
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.getByRole('link', { name: 'CRM connections' }).click();
+    const notice = page.getByTestId('connection-broken-hubspot');
+    await notice.waitFor();
+    expect(await notice.textContent()).toContain('invalid_grant: revoked');
+    await screenshot(page, 'crm-oauth-broken');
+
+    await page.getByRole('button', { name: 'Connect hubspot again' }).click();
+    await page.getByRole('heading', { name: 'HubSpot is connected' }).waitFor();
+    await page.getByRole('link', { name: 'Back to the dashboard' }).click();
+    await page.getByRole('link', { name: 'CRM connections' }).click();
+    const row = page.getByTestId('connection-hubspot');
+    await row.getByText('renews itself').waitFor();
+    expect(await page.getByTestId('connection-broken-hubspot').count(), 'broken notices after connecting again').toBe(0);
+    const renewed = gw.controlPlane.crmCredential(accountId, 'hubspot');
+    expect((renewed?.credential as { auth: { connectionId: string } }).auth.connectionId, 'a new connection id').not.toBe(connectionId);
+  });
+
   it('a consent the owner refuses shows a plain page and stores nothing', async () => {
     crm.oauth?.denyNext();
     await page.getByRole('link', { name: 'CRM connections' }).click();
@@ -83,6 +119,6 @@ describe('connecting a CRM through OAuth', () => {
     const text = (await page.textContent('body')) ?? '';
     expect(text).toContain('access_denied');
     const issued = crm.oauth?.calls.filter((c) => c.path === '/oauth/v1/token') ?? [];
-    expect(issued.length, 'token requests the fake saw: none more than the first connection made').toBe(1);
+    expect(issued.length, 'token requests the fake saw: none more than the two connections made').toBe(2);
   });
 });

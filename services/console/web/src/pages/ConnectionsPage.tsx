@@ -2,7 +2,7 @@ import { type FormEvent, useCallback, useEffect, useRef, useState } from 'react'
 import { api } from '../api.js';
 import { CrmConnect } from '../CrmConnect.js';
 import { formatDate } from '../format.js';
-import type { ConnectionTestResult, ConnectionView } from '../types.js';
+import type { ConnectionTestResult, ConnectionView, OAuthConnectionHealth } from '../types.js';
 
 type CrmType = ConnectionView['type'];
 const TYPES: { id: CrmType; label: string }[] = [
@@ -67,6 +67,8 @@ export function ConnectionsPage() {
   const rotateDialog = useRef<HTMLDialogElement>(null);
   const removeDialog = useRef<HTMLDialogElement>(null);
 
+  const [health, setHealth] = useState<Record<string, OAuthConnectionHealth>>({});
+
   const load = useCallback(() => {
     api.connections().then(
       (r) => {
@@ -75,7 +77,23 @@ export function ConnectionsPage() {
       },
       (err: Error) => setError(err.message),
     );
+    // Only OAuth and JWT bearer connections have a health; a refresh the CRM refused for good
+    // holds the account's sync until the owner connects again, so the page must say so.
+    api.crmOAuthConnections().then(
+      (r) => setHealth(Object.fromEntries(r.connections.map((c) => [c.name, c.health]))),
+      (err: Error) => setError(err.message),
+    );
   }, []);
+
+  const connectAgain = async (c: ConnectionView) => {
+    if (c.type === 'webhook') return;
+    try {
+      const { authorizeUrl } = await api.crmOAuthStart(c.type, c.name);
+      window.location.assign(authorizeUrl);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
   useEffect(load, [load]);
   useEffect(() => {
     if (rotating) rotateDialog.current?.showModal();
@@ -224,10 +242,20 @@ export function ConnectionsPage() {
             <tbody>
               {connections.map((c) => {
                 const result = results[c.name];
+                const h = health[c.name];
                 return (
                   <tr key={c.name} data-testid={`connection-${c.name}`}>
                     <td>
                       {c.name} {c.usedByMapping && <span className="badge">used by the mapping</span>}
+                      {h?.state === 'connected' && <span className="badge">renews itself</span>}
+                      {h?.state === 'broken' && (
+                        <p className="error" role="alert" data-testid={`connection-broken-${c.name}`}>
+                          The CRM refused this connection ({h.reason}) on {formatDate(h.since)}; its sync is held until you connect again.{' '}
+                          <button type="button" onClick={() => void connectAgain(c)} aria-label={`Connect ${c.name} again`}>
+                            Connect again
+                          </button>
+                        </p>
+                      )}
                     </td>
                     <td>{c.type}</td>
                     <td>
