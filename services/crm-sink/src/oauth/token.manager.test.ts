@@ -4,7 +4,7 @@ import { testCredentialKeys, testLogger } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
 import { AccountBlocked } from '../retry/crm-call.retry.js';
 import { createOAuthMetrics } from './oauth.metrics.js';
-import { createTokenManager } from './token.manager.js';
+import { createTokenManager, instanceMove } from './token.manager.js';
 import { stampOf, type TokenStateStore } from './token.store.js';
 
 // No servers: the token store is in memory, the lease a stub of the two Redis calls it makes,
@@ -22,6 +22,15 @@ const apps: OAuthApps = {
       authorizeUrl: 'https://app.hubspot.com/oauth/authorize',
       tokenUrl: 'https://api.hubapi.com/oauth/v1/token',
       defaultTokenTtlMs: 1_800_000,
+    },
+    salesforce: {
+      provider: 'salesforce',
+      clientId: 'cid',
+      clientSecret: 'cs',
+      scopes: 'api refresh_token',
+      authorizeUrl: 'https://login.salesforce.com/services/oauth2/authorize',
+      tokenUrl: 'https://login.salesforce.com/services/oauth2/token',
+      defaultTokenTtlMs: 7_200_000,
     },
   },
   refreshBeforeMs: 300_000,
@@ -103,6 +112,17 @@ function setUp(stored: StoredCrmCredential, endpoint: ReturnType<typeof tokenEnd
 
 const refreshed = (n: number) => ({ status: 200, body: { access_token: `at-${n}`, refresh_token: `rt-${n}`, expires_in: 1800 } });
 
+/** A Salesforce OAuth credential for the org at `instanceUrl`. */
+function storedSalesforce(expiresAtMs: number, instanceUrl: string): StoredCrmCredential {
+  const stored = storedCredential(expiresAtMs);
+  return {
+    ...stored,
+    name: 'salesforce',
+    credential: { ...(stored.credential as object), type: 'salesforce', instanceUrl },
+    sealed: testCredentialKeys().sealer.seal({ accessToken: 'at-0', refreshToken: 'rt-0' }, credentialAad('acc-1', 'salesforce', 'salesforce')),
+  } as StoredCrmCredential;
+}
+
 describe('token manager: one credential', () => {
   it('uses the connected token while it is fresh, without calling the token endpoint', async () => {
     const endpoint = tokenEndpoint();
@@ -150,6 +170,24 @@ describe('token manager: one credential', () => {
     await broken.source.refreshAfterUnauthorized('at-0').catch(() => undefined);
     const reconnected = setUp(storedCredential(T0 + 1_800_000, { connectionId: 'fedcba9876543210' }), tokenEndpoint(), broken.store);
     expect(await reconnected.source.token()).toBe('at-0');
+  });
+
+  it('a Salesforce refresh naming another instance is not followed: the connection is broken with both origins named', async () => {
+    const sf = (instance: string) => ({ status: 200, body: { access_token: 'at-1', refresh_token: 'rt-1', instance_url: instance, issued_at: String(T0) } });
+    const same = setUp(storedSalesforce(T0 + 200_000, 'https://acme.my.salesforce.com'), tokenEndpoint(sf('https://acme.my.salesforce.com/')));
+    expect(await same.source.token()).toBe('at-1');
+
+    const moved = setUp(storedSalesforce(T0 + 200_000, 'https://na1.salesforce.com'), tokenEndpoint(sf('https://na2.salesforce.com')));
+    await expect(moved.source.token()).rejects.toMatchObject({ why: 'credential_broken' });
+    const reason = moved.store.states.get('acc-1/salesforce')?.state.broken?.reason;
+    expect(reason).toContain('from https://na1.salesforce.com to https://na2.salesforce.com');
+    expect(JSON.stringify(moved.store.states.get('acc-1/salesforce'))).not.toContain('at-1');
+  });
+
+  it('instanceMove compares origins only', () => {
+    expect(instanceMove('https://a.my.salesforce.com', 'https://a.my.salesforce.com/services')).toBeUndefined();
+    expect(instanceMove('https://a.my.salesforce.com', undefined)).toBeUndefined();
+    expect(instanceMove('https://a.my.salesforce.com', 'https://evil.example')).toContain('to https://evil.example');
   });
 
   it('invalid_client (a setting) blocks with backoff but does not mark the connection broken', async () => {

@@ -164,6 +164,23 @@ export function createTokenManager(deps: TokenManagerDeps): TokenManager {
       return refreshGrant(deps.send, app, { refreshToken: tokens.refreshToken, nowMs: now() });
     }
 
+    /** Marks the connection broken in the stored set (every replica then blocks the account) and blocks. */
+    async function breakConnection(reason: string, tokens: Tokens, stamp: string, trigger: string): Promise<never> {
+      const state: OAuthTokenState = {
+        v: 1,
+        connectionId,
+        generation: tokens.generation,
+        expiresAtMs: 0,
+        refreshedAtMs: now(),
+        broken: { reason: reason.slice(0, 300), atMs: now() },
+      };
+      await deps.store.replace(accountId, name, stamp, state);
+      broken.add(id);
+      deps.metrics.refreshes.inc({ crm, trigger, outcome: 'broken' });
+      log.error({ ...logFields, reason }, 'OAuth credential broken: its account is parked until the owner connects again');
+      throw brokenBlock(reason);
+    }
+
     /** The grant failed: broken for good, refused (configuration), or the server is unavailable (retried). */
     async function failed(err: unknown, tokens: Tokens, stamp: string, trigger: string): Promise<never> {
       if (!(err instanceof AppError)) throw err;
@@ -172,21 +189,7 @@ export function createTokenManager(deps: TokenManagerDeps): TokenManager {
         throw new CrmError('transient', err.message);
       }
       if (err.code !== OAUTH_REFUSED) throw err;
-      if (oauthErrorOf(err) === 'invalid_grant') {
-        const state: OAuthTokenState = {
-          v: 1,
-          connectionId,
-          generation: tokens.generation,
-          expiresAtMs: 0,
-          refreshedAtMs: now(),
-          broken: { reason: err.message.slice(0, 300), atMs: now() },
-        };
-        await deps.store.replace(accountId, name, stamp, state);
-        broken.add(id);
-        deps.metrics.refreshes.inc({ crm, trigger, outcome: 'broken' });
-        log.error({ ...logFields, reason: err.message }, 'OAuth credential broken: its account is parked until the owner connects again');
-        throw brokenBlock(err.message);
-      }
+      if (oauthErrorOf(err) === 'invalid_grant') return await breakConnection(err.message, tokens, stamp, trigger);
       deps.metrics.refreshes.inc({ crm, trigger, outcome: 'refused' });
       log.warn({ ...logFields, reason: err.message }, 'OAuth token refresh refused; the account waits');
       throw new AccountBlocked('failing', deps.refusedRetryMs ?? 60_000, `token refresh refused: ${err.message}`);
@@ -213,6 +216,11 @@ export function createTokenManager(deps: TokenManagerDeps): TokenManager {
             } catch (err) {
               return await failed(err, tokens, stamp, trigger);
             }
+            // The instance URL is part of the sealed record (its AAD binds it), which only the
+            // console writes: a token for another instance is not followed but shown to the owner,
+            // whose next consent stores the new URL. Orgs on My Domain keep their URL when moved.
+            const moved = crm === 'salesforce' ? instanceMove(credential.instanceUrl, next.instanceUrl) : undefined;
+            if (moved) return await breakConnection(moved, tokens, stamp, trigger);
             const refreshToken = next.refreshToken ?? tokens.refreshToken;
             const sealed = sealer.seal({ accessToken: next.accessToken, ...(refreshToken ? { refreshToken } : {}) }, aad);
             const generation = tokens.generation + 1;
@@ -280,4 +288,18 @@ export function createTokenManager(deps: TokenManagerDeps): TokenManager {
     },
     brokenCount: () => broken.size,
   };
+}
+
+/** Why a token for `issued` cannot be used with a credential for `stored`, or undefined when it can (same origin, or none named). */
+export function instanceMove(stored: string | undefined, issued: string | undefined): string | undefined {
+  if (!issued || !stored) return undefined;
+  const origin = (url: string) => {
+    try {
+      return new URL(url).origin;
+    } catch {
+      return url.slice(0, 200);
+    }
+  };
+  const [from, to] = [origin(stored), origin(issued)];
+  return from === to ? undefined : `Salesforce moved this org from ${from} to ${to}: connect again to use the new instance`;
 }
