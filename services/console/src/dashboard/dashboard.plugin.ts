@@ -225,6 +225,7 @@ export function dashboardPlugin(deps: DashboardDeps): FastifyPluginAsync {
             auditor: deps.audit.auditor,
             limits,
             cookieSecure: config.DASHBOARD_COOKIE_SECURE,
+            sessions,
             now: deps.now,
           }),
         );

@@ -21,6 +21,17 @@ export interface SessionStore {
   /** The live session of a cookie value, its idle timer renewed; undefined when unknown or expired. */
   get(token: string): Promise<Session | undefined>;
   destroy(token: string): Promise<void>;
+  /**
+   * Whether the session of this reference (sessionRef of its cookie value) is still live, without
+   * renewing its idle timer: for flows that leave the dashboard and come back without the cookie
+   * (the OAuth callback, which SameSite=Strict keeps the session cookie away from).
+   */
+  isLive(ref: string): Promise<boolean>;
+}
+
+/** A session's reference: the SHA-256 of its cookie value, which names its Redis key and signs no one in. */
+export function sessionRef(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
 }
 
 export interface SessionStoreDeps {
@@ -35,7 +46,8 @@ const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 export function createSessionStore(deps: SessionStoreDeps): SessionStore {
   const now = deps.now ?? Date.now;
-  const keyOf = (token: string) => `${deps.keyPrefix ?? ''}dashboard:session:${createHash('sha256').update(token).digest('hex')}`;
+  const keyOfRef = (ref: string) => `${deps.keyPrefix ?? ''}dashboard:session:${ref}`;
+  const keyOf = (token: string) => keyOfRef(sessionRef(token));
   const ttlMs = (createdAtMs: number) => Math.min(deps.idleSeconds * 1000, createdAtMs + deps.maxSeconds * 1000 - now());
 
   const store: SessionStore = {
@@ -62,11 +74,17 @@ export function createSessionStore(deps: SessionStoreDeps): SessionStore {
     async destroy(token) {
       if (TOKEN_PATTERN.test(token)) await deps.redis.del(keyOf(token));
     },
+    async isLive(ref) {
+      if (!/^[0-9a-f]{64}$/.test(ref)) return false;
+      const raw = await deps.redis.get(keyOfRef(ref));
+      return raw !== null && ttlMs((JSON.parse(raw) as Session).createdAtMs) > 0;
+    },
   };
   return {
     create: (owner) => withRedis('dashboard session', store.create(owner)),
     get: (token) => withRedis('dashboard session', store.get(token)),
     destroy: (token) => withRedis('dashboard session', store.destroy(token)),
+    isLive: (ref) => withRedis('dashboard session', store.isLive(ref)),
   };
 }
 

@@ -160,6 +160,22 @@ describe('connecting a CRM with OAuth from the dashboard', () => {
     nothingStored();
   });
 
+  it('a callback after the owner signed out (in another tab) stores nothing and exchanges no code', async () => {
+    const user = await owner();
+    const { authorizeUrl, binding } = await start(user);
+    const back = await consent(authorizeUrl);
+    const tokenCalls = auth.calls.length;
+    expect((await user.request({ method: 'DELETE', url: '/dashboard/api/session' })).statusCode).toBe(204);
+    const page = await callback(back, binding);
+    expect(page.statusCode).toBe(400);
+    expect(page.body).toContain('has ended (signed out or expired)');
+    expect(gw.controlPlane.listCrmCredentials(user.accountId)).toEqual([]);
+    expect(
+      auth.calls.slice(tokenCalls).map((c) => c.path),
+      'token endpoint calls after sign-out',
+    ).toEqual([]);
+  });
+
   it('connects Salesforce with the instance URL its token answer names', async () => {
     const user = await owner();
     const { authorizeUrl, binding } = await start(user, 'salesforce', { name: 'sf-main' });

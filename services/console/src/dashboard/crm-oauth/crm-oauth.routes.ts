@@ -31,6 +31,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteLimits } from '../route-options.js';
 import { dashboardOf } from '../session.guard.js';
+import { type SessionStore, sessionRef } from '../session.store.js';
 import { callbackPage } from './callback.page.js';
 import { createOAuthStateStore, type PendingAuthorization, STATE_TTL_MS } from './oauth-state.store.js';
 
@@ -58,6 +59,8 @@ export interface CrmOAuthRoutesDeps {
   auditor: Auditor;
   limits: RouteLimits;
   cookieSecure: boolean;
+  /** The dashboard's sessions: a callback after the starting session ended (sign-out, expiry) stores nothing. */
+  sessions: Pick<SessionStore, 'isLive'>;
   now: () => number;
 }
 
@@ -125,7 +128,7 @@ export function crmOAuthRoutes(deps: CrmOAuthRoutesDeps): FastifyPluginAsync {
       '/crm/oauth/:provider/start',
       { ...deps.limits.api, schema: { hide: true, params: ProviderParams, body: StartBody } },
       async (request, reply) => {
-        const { session, account } = dashboardOf(request);
+        const { session, account, token } = dashboardOf(request);
         const { provider } = request.params;
         const oauthApp = appOf(provider);
         const name = request.body?.name ?? provider;
@@ -144,6 +147,7 @@ export function crmOAuthRoutes(deps: CrmOAuthRoutesDeps): FastifyPluginAsync {
           ownerId: session.ownerId,
           email: session.email,
           sessionCreatedAtMs: session.createdAtMs,
+          sessionRef: sessionRef(token),
           codeVerifier,
           bindingHash: sha256Hex(binding),
           createdAtMs: deps.now(),
@@ -197,6 +201,10 @@ export function crmOAuthRoutes(deps: CrmOAuthRoutesDeps): FastifyPluginAsync {
       const resetSince = owner?.passwordChangedAt !== undefined && pending.sessionCreatedAtMs < Date.parse(owner.passwordChangedAt);
       if (!owner || owner.id !== pending.ownerId || owner.accountId !== pending.accountId || !account || resetSince) {
         return refused('The dashboard session that started this connection is no longer valid. Sign in again.');
+      }
+      if (pending.sessionRef !== undefined && !(await deps.sessions.isLive(pending.sessionRef))) {
+        request.log.info({ accountId: pending.accountId, provider: pending.provider }, 'dashboard: OAuth callback after its session ended refused');
+        return refused('The dashboard session that started this connection has ended (signed out or expired). Sign in and connect again.');
       }
       const oauthApp = deps.apps.apps[pending.provider];
       if (!oauthApp) return refused(`Connecting ${label} is no longer set up on this deployment.`);

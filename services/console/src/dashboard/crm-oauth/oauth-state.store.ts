@@ -18,6 +18,8 @@ export interface PendingAuthorization {
   ownerId: string;
   email: string;
   sessionCreatedAtMs: number;
+  /** sessionRef of the session that started it (absent in states written before it existed): a sign-out in between refuses the callback. */
+  sessionRef?: string;
   codeVerifier: string;
   bindingHash: string;
   createdAtMs: number;
