@@ -11,6 +11,8 @@ export * from './control-plane/accounts.read.js';
 export * from './control-plane/api-keys.js';
 export * from './control-plane/control-plane.store.js';
 export * from './control-plane/crm-config.ops.js';
+/** The mapping records' Kafka key (the benchmark writes records at size without the store). */
+export { mappingKey } from './control-plane/crm-config.state.js';
 export * from './control-plane/credential-seal.js';
 export * from './control-plane/credential-keys.config.js';
 export * from './control-plane/crm-credential.js';
