@@ -5,4 +5,8 @@
 -- JSON is generally available from 25.3 (experimental on 24.8). `ingest clickhouse
 -- upgrade-events` makes the current table with this column on such servers too, whichever of
 -- the two runs first.
-ALTER TABLE events ADD COLUMN IF NOT EXISTS properties_json JSON MATERIALIZED properties::JSON;
+-- accurateCastOrDefault, not `properties::JSON`: the cast refuses text the JSON type cannot hold
+-- (a lone surrogate escape such as \ud800, which the writer's JSON.stringify produces and the raw
+-- text keeps), and a refused row fails its whole insert, again on every retry. Such an event gets
+-- an empty properties_json; its properties stay in `properties`.
+ALTER TABLE events ADD COLUMN IF NOT EXISTS properties_json JSON MATERIALIZED accurateCastOrDefault(properties, 'JSON');

@@ -44,7 +44,7 @@ export function currentEventsDdl(table: string, withPropertiesJson: boolean): st
     anonymous_id    String DEFAULT '' CODEC(ZSTD(1)),
     context         String DEFAULT '' CODEC(ZSTD(3)),
     inserted_at     DateTime64(3, 'UTC') CODEC(Delta, ZSTD(1)),${
-      withPropertiesJson ? '\n    properties_json JSON MATERIALIZED properties::JSON,' : ''
+      withPropertiesJson ? "\n    properties_json JSON MATERIALIZED accurateCastOrDefault(properties, 'JSON')," : ''
     }
     INDEX event_id_bloom event_id TYPE bloom_filter(0.01) GRANULARITY 4,
     INDEX email_bloom email TYPE bloom_filter(0.01) GRANULARITY 4,
