@@ -71,10 +71,16 @@ export const CURRENT_EVENTS_DEDUP_VIEW = 'CREATE OR REPLACE VIEW events_dedup AS
 export type UpgradeEventsResult =
   | { status: 'not-for-this-server'; serverVersion: string; needs: string }
   | { status: 'already-current'; serverVersion: string }
+  | { status: 'left-for-the-command'; serverVersion: string; rows: number }
   | { status: 'upgraded'; serverVersion: string; partitions: number; rows: number; switchedAtMs: number };
 
 export interface UpgradeEventsOptions {
   logger: Logger;
+  /**
+   * Only a table without rows (setup: a new deployment gets the current shape at once; a copy of
+   * a full table is the operator's decision, `ingest clickhouse upgrade-events`).
+   */
+  onlyIfEmpty?: boolean;
   /** How long to wait for inserts that were running when the bridge appeared (default 5 min). */
   insertsWaitMs?: number;
   /** Called between steps (the test inserts there, as a writer would). */
@@ -128,6 +134,10 @@ export async function upgradeEvents(ch: ClickHouse, options: UpgradeEventsOption
     return { status: 'already-current', serverVersion };
   }
 
+  if (options.onlyIfEmpty) {
+    const [{ rows } = { rows: '0' }] = await ch.query<{ rows: string }>('SELECT count() AS rows FROM events');
+    if (Number(rows) > 0) return { status: 'left-for-the-command', serverVersion, rows: Number(rows) };
+  }
   await ch.command(`DROP VIEW IF EXISTS ${EVENTS_BRIDGE_VIEW}`);
   await ch.command(`DROP TABLE IF EXISTS ${EVENTS_NEXT_TABLE}`);
   await ch.command(currentEventsDdl(EVENTS_NEXT_TABLE, serverAtLeast(serverVersion, PROPERTIES_JSON_MIN_SERVER)));
