@@ -33,6 +33,7 @@ export const CLICKHOUSE_COMMAND: Command<'upgrade-events'> = {
       database: config.CLICKHOUSE_DATABASE,
       // A partition's INSERT … SELECT can take minutes on a large table.
       requestTimeoutMs: 3_600_000,
+      longRunning: true,
     });
     try {
       io.stdout(`${describeUpgrade(await upgradeEvents(ch, { logger }))}\n`);
