@@ -6,7 +6,7 @@
 -- writers and readers do not change. Times keep DateTime: the exact milliseconds are already in
 -- the *_ms columns, and `at` is a partition key column (its type cannot change in place).
 -- The events table changes shape through `ingest clickhouse upgrade-events`, not here: it needs
--- a copy while events keep arriving (deploy/clickhouse/migrations/README.md).
+-- a copy while events keep arriving (docs/clickhouse.md, "Upgrading `events` to the current shape").
 ALTER TABLE usage_hourly MODIFY COLUMN account_id LowCardinality(String);
 ALTER TABLE usage_hourly MODIFY COLUMN hour DateTime('UTC') CODEC(DoubleDelta, ZSTD(1));
 ALTER TABLE events_daily MODIFY COLUMN account_id LowCardinality(String);

@@ -44,13 +44,11 @@ const line = (i: number) =>
 
 describe('upgrade-events on 18.16', () => {
   it('says the current shape needs 24.8, keeps the legacy table as it is, and loses no event written meanwhile', async () => {
-    const columnsOf = () => ch.query<{ name: string; type: string }>("SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'events' ORDER BY name");
+    const columnsOf = () =>
+      ch.query<{ name: string; type: string }>("SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'events' ORDER BY name");
     const before = await columnsOf();
     await ch.insertTabSeparated('events', EVENT_COLUMNS, [0, 1, 2].map(line));
-    const [result] = await Promise.all([
-      upgradeEvents(ch, { logger: testLogger() }),
-      ch.insertTabSeparated('events', EVENT_COLUMNS, [3, 4, 5, 6].map(line)),
-    ]);
+    const [result] = await Promise.all([upgradeEvents(ch, { logger: testLogger() }), ch.insertTabSeparated('events', EVENT_COLUMNS, [3, 4, 5, 6].map(line))]);
     expect(result).toEqual({ status: 'not-for-this-server', serverVersion: expect.stringMatching(/^18\.16\./) as unknown, needs: '24.8' });
     expect(await columnsOf()).toEqual(before);
     expect(await readEventsShape(ch)).toBe('legacy');

@@ -174,7 +174,12 @@ export async function upgradeEvents(ch: ClickHouse, options: UpgradeEventsOption
     `CREATE TABLE IF NOT EXISTS ${EVENTS_UPGRADES_TABLE} (switched_at DateTime64(3, 'UTC'), server_version String, partitions UInt32, legacy_rows UInt64) ENGINE = MergeTree ORDER BY switched_at`,
   );
   await ch.insert(EVENTS_UPGRADES_TABLE, [
-    { switched_at: new Date(switchedAtMs).toISOString().slice(0, 23).replace('T', ' '), server_version: serverVersion, partitions: partitions.length, legacy_rows: String(rows) },
+    {
+      switched_at: new Date(switchedAtMs).toISOString().slice(0, 23).replace('T', ' '),
+      server_version: serverVersion,
+      partitions: partitions.length,
+      legacy_rows: String(rows),
+    },
   ]);
   await step('switched');
   log.info({ partitions: partitions.length, legacyRows: Number(rows), serverVersion }, 'events upgraded to the current shape');

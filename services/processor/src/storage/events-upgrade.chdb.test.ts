@@ -124,7 +124,12 @@ describe.each(CHDB_ENGINES)('upgrading events on $name while events arrive', ({ 
     const byId = new Map(rows.map((r) => [r.event_id, fromEventRow(r)]));
     for (let i = 0; i < total; i++) {
       const r = record(i);
-      expect(byId.get(r.eventId), r.eventId).toMatchObject({ timestampMs: r.timestampMs, receivedAtMs: r.receivedAtMs, eventName: r.eventName, properties: r.properties });
+      expect(byId.get(r.eventId), r.eventId).toMatchObject({
+        timestampMs: r.timestampMs,
+        receivedAtMs: r.receivedAtMs,
+        eventName: r.eventName,
+        properties: r.properties,
+      });
     }
 
     // The rollups' materialized views fired for every event, before and after the switch, exactly once per event.

@@ -23,11 +23,15 @@ describe('ingest clickhouse upgrade-events on 18.16', () => {
     });
     expect({ code, stdout }).toEqual({
       code: 0,
-      stdout: expect.stringMatching(/^nothing to upgrade: the current events shape needs ClickHouse >= 24\.8; this server \(18\.16\.[\d.]+\) keeps the 18\.16-compatible shape\n$/) as unknown,
+      stdout: expect.stringMatching(
+        /^nothing to upgrade: the current events shape needs ClickHouse >= 24\.8; this server \(18\.16\.[\d.]+\) keeps the 18\.16-compatible shape\n$/,
+      ) as unknown,
     });
     const ch = createClickHouse({ url: env.clickhouseUrl, database });
     try {
-      const [time] = await ch.query<{ type: string }>("SELECT type FROM system.columns WHERE database = currentDatabase() AND table = 'events' AND name = 'event_time'");
+      const [time] = await ch.query<{ type: string }>(
+        "SELECT type FROM system.columns WHERE database = currentDatabase() AND table = 'events' AND name = 'event_time'",
+      );
       expect(time?.type).toBe("DateTime('UTC')");
     } finally {
       await ch.close();
