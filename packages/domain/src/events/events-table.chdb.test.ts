@@ -65,6 +65,8 @@ const records: EventRecord[] = [
   // The extremes of the time range the records allow.
   record(200, { timestampMs: 0, receivedAtMs: Date.UTC(2100, 0, 1) - 1, source: 'csv' }),
   record(300),
+  // Properties the JSON type cannot hold as such (a key that repeats a nested path).
+  record(400, { properties: { a: { b: 1 }, 'a.b': 2 } }),
 ];
 
 /** What a stored event reads back as: lone surrogates become U+FFFD on the way (UTF-8). */
@@ -109,7 +111,7 @@ describe.each(CHDB_ENGINES)('events on $name', ({ name, serverMajor }) => {
     const migrations = await loadMigrations(CLICKHOUSE_MIGRATIONS_DIR);
     const result = await applyPending(ch, migrations, logger);
     expect(result.serverVersion).toMatch(name === 'chdb-2.1.1' ? /^24\.8\./ : /^26\.9\./);
-    // 0006 (the JSON type, 25.3+) is for 26.9 only.
+    // 0006 (the JSON type, 25.8+) is for 26.9 only.
     expect(result.skipped).toEqual(serverMajor >= 25 ? [] : ['0006_events_properties_json']);
     expect(result.applied).toHaveLength(migrations.length - result.skipped.length);
     const tables = (await ch.query<{ name: string }>("SELECT name FROM system.tables WHERE database = 'ingest' ORDER BY name")).map((t) => t.name);
@@ -193,13 +195,17 @@ describe.each(CHDB_ENGINES)('events on $name', ({ name, serverMajor }) => {
     });
 
     if (shape === 'current' && serverMajor >= 25) {
-      it('computes properties_json from the text on 25.3 and later, and an empty one where the JSON type cannot hold it', async () => {
+      it('computes properties_json from the text on 25.8 and later, and an empty one where the JSON type cannot hold the properties', async () => {
         const [row] = await ch.query<{ plan: string }>("SELECT toString(properties_json.plan) AS plan FROM events WHERE event_id = 'evt-300'");
         const [lone] = await ch.query<{ json: string }>("SELECT toString(properties_json) AS json FROM events WHERE properties LIKE '%\\\\ud800%' LIMIT 1");
         expect(row?.plan).toBe('pro');
         // Text the JSON type cannot hold (a lone surrogate escape) stores an empty object instead
         // of failing the insert; the raw text keeps the properties (checked above).
         expect(lone?.json).toBe('{}');
+        const [paths] = await ch.query<{ json: string; text: string }>(
+          "SELECT toString(properties_json) AS json, properties AS text FROM events WHERE event_id = 'evt-400'",
+        );
+        expect(paths).toEqual({ json: '{}', text: '{"a":{"b":1},"a.b":2}' });
       });
     }
   });

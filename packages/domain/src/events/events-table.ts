@@ -54,7 +54,7 @@ export function toEventLine(record: EventRecord, insertedAtMs: number): string {
 /**
  * The current-server `events` columns the writer sends, in the order of toCurrentEventLine's
  * fields. `event_time_ms` and `received_at_ms` are ALIAS columns there (computed from the
- * DateTime64 times) and `properties_json` (25.3+) is MATERIALIZED: none of them is sent.
+ * DateTime64 times) and `properties_json` (25.8+) is MATERIALIZED: none of them is sent.
  */
 export const CURRENT_EVENT_COLUMNS = [
   'account_id',

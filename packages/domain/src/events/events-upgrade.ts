@@ -9,8 +9,8 @@ import { type EventsShape, eventsShapeOf } from './events-table.js';
 
 /** The oldest server the current shape is for (24.8 LTS = chdb 2.1.1 in the tests). */
 export const CURRENT_EVENTS_MIN_SERVER = { major: 24, minor: 8 } as const;
-/** JSON is generally available from 25.3 (0006_events_properties_json.sql). */
-const PROPERTIES_JSON_MIN_SERVER = { major: 25, minor: 3 } as const;
+/** properties_json, as in 0006_events_properties_json.sql (its comment says why 25.8). */
+const PROPERTIES_JSON_MIN_SERVER = { major: 25, minor: 8 } as const;
 
 export const EVENTS_NEXT_TABLE = 'events_next';
 export const EVENTS_BRIDGE_VIEW = 'events_upgrade_bridge';
