@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ClickHouse } from '@ingest/platform';
 import { createLogger } from '@ingest/platform';
-import { EVENT_RECORD_VERSION } from '@ingest/schemas';
+import { EVENT_RECORD_VERSION, type EventRecord } from '@ingest/schemas';
 import { toCurrentEventLine, toEventLine } from '@ingest/domain';
 import { createEventsRowFormatHolder } from './events-row-format.js';
 
-const record = {
+const record: EventRecord = {
   v: EVENT_RECORD_VERSION,
   accountId: 'acc_1',
   eventId: 'e1',
@@ -15,7 +15,7 @@ const record = {
   timestampMs: 1_767_225_600_123,
   receivedAtMs: 1_767_225_601_456,
   properties: {},
-  source: 'api' as const,
+  source: 'api',
   jobId: null,
 };
 
