@@ -128,7 +128,8 @@ describe.each(CHDB_ENGINES)('events on $name', ({ name, serverMajor }) => {
     const lines = records.map((r) => format.line(r, insertedAtMs));
 
     beforeAll(async () => {
-      ch = await chdbClickHouse(engine, `ingest_${shape}`);
+      // legacy: the database the first test migrated; current: a new one.
+      ch = await chdbClickHouse(engine, shape === 'legacy' ? 'ingest' : 'ingest_current');
       await applyPending(ch, await loadMigrations(CLICKHOUSE_MIGRATIONS_DIR), logger);
       // A new deployment on a current server: setup upgrades the still empty table at once.
       if (shape === 'current') expect(await upgradeEvents(ch, { logger })).toMatchObject({ status: 'upgraded', partitions: 0, rows: 0 });

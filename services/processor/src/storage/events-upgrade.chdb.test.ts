@@ -87,7 +87,7 @@ describe.each(CHDB_ENGINES)('upgrading events on $name while events arrive', ({ 
     // A writer that keeps inserting while the upgrade runs, statement by statement.
     let writing = true;
     const background = (async () => {
-      for (let i = 0; writing && i < 8; i++) await writeBatch(7);
+      for (let i = 0; writing && i < 5; i++) await writeBatch(7);
     })();
     const steps: string[] = [];
     const result = await upgradeEvents(ch, {
