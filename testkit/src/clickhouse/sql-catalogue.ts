@@ -164,7 +164,7 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
   {
     // Upgrades the catalogue's own events table: on the current engines the entries after this one
     // run against the current shape. On 18.16 it asks the version and stops there.
-    name: 'events upgrade: shape, row count, bridge, inserts running, partitions, copy, switch, record (setup step and ingest clickhouse upgrade-events)',
+    name: 'events upgrade: shape, row count, database engine, bridge, inserts running, partitions, copy, switch, record (setup step and ingest clickhouse upgrade-events)',
     site: 'packages/domain/src/events/events-upgrade.ts',
     run: async (ch) => {
       const setupStep = await upgradeEvents(ch, { logger, onlyIfEmpty: true });
@@ -218,5 +218,5 @@ export const CATALOGUED_CALL_SITES: Readonly<Record<string, number>> = {
   'services/processor/src/allowance/exact-counts.store.ts': 1,
   'services/console/src/dashboard/allowance-history.store.ts': 1,
   'tools/cli/src/setup.ts': 1,
-  'packages/domain/src/events/events-upgrade.ts': 19,
+  'packages/domain/src/events/events-upgrade.ts': 20,
 };

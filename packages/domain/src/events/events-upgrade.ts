@@ -4,7 +4,7 @@
  * "Upgrading `events` to the current shape"). Run by `ingest clickhouse upgrade-events` and by
  * `ingest setup` after the migrations; a no-op once done and on servers older than 24.8.
  */
-import { type ClickHouse, type Logger, literal, serverAtLeast } from '@ingest/platform';
+import { AppError, type ClickHouse, type Logger, literal, serverAtLeast } from '@ingest/platform';
 import { type EventsShape, eventsShapeOf } from './events-table.js';
 
 /** The oldest server the current shape is for (24.8 LTS = chdb 2.1.1 in the tests). */
@@ -137,6 +137,15 @@ export async function upgradeEvents(ch: ClickHouse, options: UpgradeEventsOption
   if (options.onlyIfEmpty) {
     const [{ rows } = { rows: '0' }] = await ch.query<{ rows: string }>('SELECT count() AS rows FROM events');
     if (Number(rows) > 0) return { status: 'left-for-the-command', serverVersion, rows: Number(rows) };
+  }
+  // EXCHANGE TABLES needs an Atomic database: one created by 18.16 (then the server upgraded) is Ordinary.
+  const [{ engine } = { engine: '' }] = await ch.query<{ engine: string }>('SELECT engine FROM system.databases WHERE name = currentDatabase()');
+  if (engine !== 'Atomic') {
+    if (options.onlyIfEmpty) return { status: 'left-for-the-command', serverVersion, rows: 0 };
+    throw new AppError(
+      'database_not_atomic',
+      `the events upgrade needs an Atomic database (EXCHANGE TABLES); this one is ${engine}: convert it first (docs/clickhouse.md, "Upgrading events")`,
+    );
   }
   await ch.command(`DROP VIEW IF EXISTS ${EVENTS_BRIDGE_VIEW}`);
   await ch.command(`DROP TABLE IF EXISTS ${EVENTS_NEXT_TABLE}`);
