@@ -195,6 +195,19 @@ describe.each(CHDB_ENGINES)('events on $name', ({ name, serverMajor }) => {
       expect([Number(usage?.events), Number(daily?.events)]).toEqual([mine, mine]);
     });
 
+    if (shape === 'current') {
+      it('uses the bloom filters for the read-back by event_id and the lookups by email and domain', async () => {
+        for (const [column, index] of [
+          ['event_id', 'event_id_bloom'],
+          ['email', 'email_bloom'],
+          ['domain', 'domain_bloom'],
+        ] as const) {
+          const plan = await engine.text(`EXPLAIN indexes = 1 SELECT count() FROM ingest_current.events WHERE account_id = 'acc_chdb' AND ${column} = 'x'`);
+          expect(plan, column).toContain(index);
+        }
+      });
+    }
+
     if (shape === 'current' && serverMajor >= 25) {
       it('computes properties_json from the text on 25.8 and later, and an empty one where the JSON type cannot hold the properties', async () => {
         const [row] = await ch.query<{ plan: string }>("SELECT toString(properties_json.plan) AS plan FROM events WHERE event_id = 'evt-300'");
