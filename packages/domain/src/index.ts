@@ -44,6 +44,7 @@ export * from './errors-list.js';
 export * from './events/event.metrics.js';
 export * from './events/event-record.decode.js';
 export * from './events/events-table.js';
+export * from './events/events-upgrade.js';
 export * from './events/identity.js';
 export * from './events/publishable-ids.js';
 export * from './events/raw-event-message.js';

@@ -16,8 +16,9 @@ import { createLedgerCopier } from './ledger/ledger.copier.js';
 import { createDedupeConsumer } from './dedupe/dedupe.consumer.js';
 import { createJobRunner } from './jobs/job.runner.js';
 import { createClickHouseWriter } from './storage/clickhouse.writer.js';
-import { EVENT_COLUMNS } from '@ingest/domain';
+import { eventsRowFormatOfLine } from '@ingest/domain';
 import { createStorageConsumer } from './storage/storage.consumer.js';
+import { createEventsRowFormatHolder } from './storage/events-row-format.js';
 
 /** The consumer groups a processor can run; each replica runs all of them unless told otherwise. */
 export const PROCESSOR_STAGES = ['jobs', 'dedupe', 'storage'] as const;
@@ -131,13 +132,23 @@ function createJobs(deps: ProcessorDeps, deadLetterTopic: string): Component {
 }
 
 function createStorage(deps: ProcessorDeps, deadLetterTopic: string): Component {
-  const writer = createClickHouseWriter({ ch: deps.ch, table: 'events', columns: EVENT_COLUMNS, logger: deps.logger, metrics: deps.metrics });
+  // The events table's shape (legacy or current) is looked up at start and on every refused insert.
+  const format = createEventsRowFormatHolder(deps.ch, deps.logger);
+  const writer = createClickHouseWriter({
+    ch: deps.ch,
+    table: 'events',
+    columns: (lines) => eventsRowFormatOfLine(lines[0] ?? '').columns,
+    onRejected: () => format.refresh(),
+    logger: deps.logger,
+    metrics: deps.metrics,
+  });
   const deadLetters = createDeadLetterSink(deps.producer, deadLetterTopic, 'processor-storage', {
     metrics: deps.metrics,
     label: 'storage',
     logger: deps.logger,
   });
-  return createStorageConsumer({
+  const consumer = createStorageConsumer({
+    formatRow: format.line,
     kafka: deps.kafka,
     topic: topicName(deps.topicPrefix, 'eventsUnique'),
     groupId: deps.groups.storage,
@@ -150,4 +161,11 @@ function createStorage(deps: ProcessorDeps, deadLetterTopic: string): Component 
     batchMaxWaitMs: deps.storage?.batchMaxWaitMs,
     minInsertIntervalMs: deps.storage?.minInsertIntervalMs,
   });
+  return {
+    ...consumer,
+    async start() {
+      await format.refresh();
+      await consumer.start();
+    },
+  };
 }

@@ -9,6 +9,9 @@ import {
   toLedgerRow,
   EVENT_COLUMNS,
   toEventLine,
+  CURRENT_EVENT_COLUMNS,
+  toCurrentEventLine,
+  upgradeEvents,
 } from '@ingest/domain';
 import { createClickHouseEventStore } from '@ingest/http';
 import { applyPending, CLICKHOUSE_MIGRATIONS_DIR, type ClickHouse, createLogger, loadMigrations, readerUserStatements } from '@ingest/platform';
@@ -158,6 +161,45 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
       for (const statement of readerUserStatements('ingest_reader', HOSTILE, 'ingest')) await ch.command(statement);
     },
   },
+  {
+    // Upgrades the catalogue's own events table: on the current engines the entries after this one
+    // run against the current shape. On 18.16 it asks the version and stops there.
+    name: 'events upgrade: shape, row count, database engine, bridge, inserts running, partitions, copy, switch, record (setup step and ingest clickhouse upgrade-events)',
+    site: 'packages/domain/src/events/events-upgrade.ts',
+    run: async (ch) => {
+      const setupStep = await upgradeEvents(ch, { logger, onlyIfEmpty: true });
+      const upgraded = await upgradeEvents(ch, { logger });
+      const again = await upgradeEvents(ch, { logger });
+      return [setupStep, upgraded, again];
+    },
+  },
+  {
+    name: 'storage writer: the events rows as TabSeparated in the current shape',
+    site: 'services/processor/src/storage/clickhouse.writer.ts',
+    servers: 'current',
+    run: (ch) =>
+      createClickHouseWriter({ ch, table: 'events', columns: CURRENT_EVENT_COLUMNS, logger, metrics: new Registry() }).write(
+        [
+          toCurrentEventLine(
+            {
+              v: EVENT_RECORD_VERSION,
+              accountId: 'acc_cat_current',
+              eventId: HOSTILE,
+              eventName: HOSTILE,
+              email: 'ada@example.com',
+              domain: 'example.com',
+              timestampMs: T0,
+              receivedAtMs: T0,
+              properties: { plan: HOSTILE },
+              source: 'api',
+              jobId: null,
+            },
+            T0,
+          ),
+        ],
+        { heartbeat: () => Promise.resolve(), shouldContinue: () => false },
+      ),
+  },
 ];
 
 /**
@@ -176,4 +218,5 @@ export const CATALOGUED_CALL_SITES: Readonly<Record<string, number>> = {
   'services/processor/src/allowance/exact-counts.store.ts': 1,
   'services/console/src/dashboard/allowance-history.store.ts': 1,
   'tools/cli/src/setup.ts': 1,
+  'packages/domain/src/events/events-upgrade.ts': 20,
 };

@@ -33,6 +33,10 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     summary: 'create the Kafka topics and apply the ClickHouse migrations (idempotent)',
     run: async (args, io) => runCommand((await import('./setup.js')).SETUP_COMMAND, args, io),
   },
+  clickhouse: {
+    summary: 'upgrade-events: the events table to the current-server shape, online, once (CLICKHOUSE_*; docs/clickhouse.md)',
+    run: async (args, io) => runCommand((await import('./clickhouse/cli.js')).CLICKHOUSE_COMMAND, args, io),
+  },
   healthcheck: {
     summary: "ask this container's service for /healthz (the image's HEALTHCHECK; SERVICE picks the ops port)",
     run: async (args, io) => runCommand((await import('./healthcheck.js')).HEALTHCHECK_COMMAND, args, io),

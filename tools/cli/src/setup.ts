@@ -22,6 +22,7 @@ import {
   readerUserStatements,
   serverHasSqlUsers,
 } from '@ingest/platform';
+import { upgradeEvents } from '@ingest/domain';
 import { Type } from '@sinclair/typebox';
 import { type Command, EXIT_OK, type Io, parseNoArguments } from './frame.js';
 
@@ -72,6 +73,22 @@ export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
     logger,
   });
 
+  // Current servers: a new deployment's still empty `events` takes the current shape now; a full
+  // one is left to `ingest clickhouse upgrade-events` (docs/clickhouse.md). 18.16: nothing.
+  const eventsClient = createClickHouse({
+    url: config.CLICKHOUSE_URL,
+    username: config.CLICKHOUSE_USER,
+    password: config.CLICKHOUSE_PASSWORD,
+    database: config.CLICKHOUSE_DATABASE,
+  });
+  const eventsUpgrade = await upgradeEvents(eventsClient, { logger, onlyIfEmpty: true }).finally(() => eventsClient.close());
+  if (eventsUpgrade.status === 'left-for-the-command') {
+    logger.warn(
+      { rows: eventsUpgrade.rows, clickhouse: eventsUpgrade.serverVersion },
+      'events has the 18.16-compatible shape on a current server: run `ingest clickhouse upgrade-events` to upgrade it online (docs/clickhouse.md)',
+    );
+  }
+
   if (config.CLICKHOUSE_READER_USER !== '') {
     if (!serverHasSqlUsers(result.serverVersion)) {
       logger.info(
@@ -109,6 +126,7 @@ export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
       kafkaAcls: acls,
       migrationsApplied: result.applied,
       migrationsSkipped: result.skipped,
+      eventsTable: eventsUpgrade.status,
       clickhouse: result.serverVersion,
       redisRoleUsers: redisRoles ?? 'not checked (no REDIS_ADMIN_URL)',
     },

@@ -2,13 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyPending, CLICKHOUSE_MIGRATIONS_DIR, type ClickHouse, createLogger, loadMigrations } from '@ingest/platform';
 import { EVENT_RECORD_VERSION, type EventRecord } from '@ingest/schemas';
 import { CHDB_ENGINES, type ChdbEngine, chdbClickHouse, startChdb } from '@ingest/testkit/chdb';
-import { EVENT_COLUMNS, fromEventRow, toEventLine } from './events-table.js';
+import { EVENT_COLUMNS, EVENTS_ROW_FORMATS, type EventsShape, fromEventRow } from './events-table.js';
+import { readEventsShape, upgradeEvents } from './events-upgrade.js';
 
 /**
  * On each current engine (chdb: ClickHouse 26.9 and 24.8, the oldest current server supported):
  * every migration applies in order through the migration runner, and the exact bytes the storage
- * writer sends for `events` are read back equal. What chdb does not check is the HTTP client
- * path (docs/clickhouse.md, "Current-engine tests").
+ * writer sends for `events` are read back equal, in both shapes of the table: the legacy one
+ * (what the migrations make, as on 18.16) and the current one (after `upgradeEvents`, as a new
+ * deployment on a current server has it). What chdb does not check is the HTTP client path
+ * (docs/clickhouse.md, "Current-engine tests").
  */
 
 // Hostile text: every TabSeparated escape, quotes, NUL and control characters, unicode outside
@@ -61,6 +64,9 @@ const records: EventRecord[] = [
   }),
   // The extremes of the time range the records allow.
   record(200, { timestampMs: 0, receivedAtMs: Date.UTC(2100, 0, 1) - 1, source: 'csv' }),
+  record(300),
+  // Properties the JSON type cannot hold as such (a key that repeats a nested path).
+  record(400, { properties: { a: { b: 1 }, 'a.b': 2 } }),
 ];
 
 /** What a stored event reads back as: lone surrogates become U+FFFD on the way (UTF-8). */
@@ -89,69 +95,132 @@ function asStored(r: EventRecord) {
   return { ...(wellFormed(rest) as object), properties };
 }
 
-describe.each(CHDB_ENGINES)('events on $name', ({ name }) => {
+const logger = createLogger({ service: 'chdb-test', level: 'silent' });
+
+describe.each(CHDB_ENGINES)('events on $name', ({ name, serverMajor }) => {
   let engine: ChdbEngine;
-  let ch: ClickHouse;
-  const insertedAtMs = Date.UTC(2026, 10, 27, 13, 0, 0);
-  const lines = records.map((r) => toEventLine(r, insertedAtMs));
+  const insertedAtMs = Date.UTC(2026, 10, 27, 13, 0, 0, 789);
 
   beforeAll(async () => {
     engine = await startChdb(name);
-    ch = await chdbClickHouse(engine, 'ingest');
   });
   afterAll(() => engine?.close());
 
   it('applies every migration in order, through the migration runner', async () => {
+    const ch = await chdbClickHouse(engine, 'ingest');
     const migrations = await loadMigrations(CLICKHOUSE_MIGRATIONS_DIR);
-    const result = await applyPending(ch, migrations, createLogger({ service: 'chdb-test', level: 'silent' }));
+    const result = await applyPending(ch, migrations, logger);
     expect(result.serverVersion).toMatch(name === 'chdb-2.1.1' ? /^24\.8\./ : /^26\.9\./);
-    expect(result.applied).toHaveLength(migrations.length);
+    // 0006 (the JSON type, 25.8+) is for 26.9 only.
+    expect(result.skipped).toEqual(serverMajor >= 25 ? [] : ['0006_events_properties_json']);
+    expect(result.applied).toHaveLength(migrations.length - result.skipped.length);
     const tables = (await ch.query<{ name: string }>("SELECT name FROM system.tables WHERE database = 'ingest' ORDER BY name")).map((t) => t.name);
     expect(tables).toEqual(
       expect.arrayContaining(['events', 'events_dedup', 'usage_hourly', 'usage_hourly_mv', 'events_daily', 'billing_ledger', 'audit_log']),
     );
     // Applied once: a second run has nothing to do.
-    expect((await applyPending(ch, migrations, createLogger({ service: 'chdb-test', level: 'silent' }))).applied).toEqual([]);
+    expect(await applyPending(ch, migrations, logger)).toMatchObject({ applied: [], skipped: [] });
   });
 
-  it('stores the exact bytes the writer sends: every value, byte for byte', async () => {
-    await ch.insertTabSeparated('events', EVENT_COLUMNS, lines);
-    // Each String column as hex (the exact bytes stored), the rest as text.
-    const hex = new Set(['account_id', 'event_id', 'event_name', 'email', 'domain', 'properties', 'job_id']);
-    const rows = await ch.query<Record<string, string>>(
-      `SELECT ${EVENT_COLUMNS.map((c) => (hex.has(c) ? `hex(${c}) AS ${c}` : `toString(${c}) AS ${c}`)).join(', ')} FROM events`,
-    );
-    expect(rows).toHaveLength(records.length);
-    const byId = new Map(rows.map((r) => [r.event_id, r]));
-    for (const r of records) {
-      const bytes = (t: string) => Buffer.from(t).toString('hex').toUpperCase();
-      const seconds = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19).replace('T', ' ');
-      expect(byId.get(bytes(r.eventId)), r.eventId).toEqual({
-        account_id: bytes(r.accountId),
-        event_id: bytes(r.eventId),
-        event_name: bytes(r.eventName),
-        email: bytes(r.email ?? ''),
-        domain: bytes(r.domain ?? ''),
-        event_time: seconds(r.timestampMs),
-        event_time_ms: String(r.timestampMs),
-        received_at: seconds(r.receivedAtMs),
-        received_at_ms: String(r.receivedAtMs),
-        properties: bytes(JSON.stringify(r.properties)),
-        source: r.source,
-        job_id: bytes(r.jobId ?? ''),
-        inserted_at: seconds(insertedAtMs),
+  describe.each(['legacy', 'current'] as const)('%s shape', (shape: EventsShape) => {
+    let ch: ClickHouse;
+    const format = EVENTS_ROW_FORMATS[shape];
+    const lines = records.map((r) => format.line(r, insertedAtMs));
+
+    beforeAll(async () => {
+      // legacy: the database the first test migrated; current: a new one.
+      ch = await chdbClickHouse(engine, shape === 'legacy' ? 'ingest' : 'ingest_current');
+      await applyPending(ch, await loadMigrations(CLICKHOUSE_MIGRATIONS_DIR), logger);
+      // A new deployment on a current server: setup upgrades the still empty table at once.
+      if (shape === 'current') expect(await upgradeEvents(ch, { logger })).toMatchObject({ status: 'upgraded', partitions: 0, rows: 0 });
+      expect(await readEventsShape(ch)).toBe(shape);
+    });
+
+    it('stores the exact bytes the writer sends: every value, byte for byte', async () => {
+      await ch.insertTabSeparated('events', format.columns, lines);
+      // Each String column as hex (the exact bytes stored), the rest as text; the legacy column
+      // names on both shapes (event_time_ms and received_at_ms are ALIAS columns of the current one).
+      const hex = new Set(['account_id', 'event_id', 'event_name', 'email', 'domain', 'properties', 'job_id']);
+      const extra = shape === 'current' ? ['user_id', 'anonymous_id', 'context'] : [];
+      const rows = await ch.query<Record<string, string>>(
+        `SELECT ${[...EVENT_COLUMNS, ...extra].map((c) => (hex.has(c) ? `hex(${c}) AS ${c}` : `toString(${c}) AS ${c}`)).join(', ')} FROM events`,
+      );
+      expect(rows).toHaveLength(records.length);
+      const byId = new Map(rows.map((r) => [r.event_id, r]));
+      // Legacy: whole seconds beside the *_ms columns; current: the milliseconds in the times.
+      const time = (ms: number) =>
+        new Date(shape === 'current' ? ms : Math.floor(ms / 1000) * 1000)
+          .toISOString()
+          .slice(0, shape === 'current' ? 23 : 19)
+          .replace('T', ' ');
+      for (const r of records) {
+        const bytes = (t: string) => Buffer.from(t).toString('hex').toUpperCase();
+        expect(byId.get(bytes(r.eventId)), r.eventId).toEqual({
+          account_id: bytes(r.accountId),
+          event_id: bytes(r.eventId),
+          event_name: bytes(r.eventName),
+          email: bytes(r.email ?? ''),
+          domain: bytes(r.domain ?? ''),
+          event_time: time(r.timestampMs),
+          event_time_ms: String(r.timestampMs),
+          received_at: time(r.receivedAtMs),
+          received_at_ms: String(r.receivedAtMs),
+          properties: bytes(JSON.stringify(r.properties)),
+          source: r.source,
+          job_id: bytes(r.jobId ?? ''),
+          inserted_at: time(insertedAtMs),
+          ...Object.fromEntries(extra.map((c) => [c, ''])),
+        });
+      }
+    });
+
+    it('gives every event back in API terms through the readers row (fromEventRow), also through events_dedup', async () => {
+      for (const from of ['events FINAL', 'events_dedup']) {
+        const rows = await ch.query<Parameters<typeof fromEventRow>[0] & { account_id: string }>(
+          `SELECT account_id, event_id, event_name, email, domain, event_time_ms, received_at_ms, properties, source, job_id FROM ${from}`,
+        );
+        const byId = new Map(rows.map((r) => [r.event_id, fromEventRow(r)]));
+        expect(byId.size, from).toBe(records.length);
+        for (const r of records) expect(byId.get(Buffer.from(r.eventId).toString()), r.eventId).toEqual(asStored(r));
+      }
+      // The times agree with the milliseconds (event_time is what partitions use).
+      const [times] = await ch.query<{ bad: string }>('SELECT countIf(toUnixTimestamp(event_time) != intDiv(event_time_ms, 1000)) AS bad FROM events');
+      expect(Number(times?.bad)).toBe(0);
+    });
+
+    it('fills the rollups from the inserted rows', async () => {
+      const [usage] = await ch.query<{ events: string }>("SELECT uniqExactMerge(events) AS events FROM usage_hourly WHERE account_id = 'acc_chdb'");
+      const [daily] = await ch.query<{ events: string }>("SELECT uniqExactMerge(events) AS events FROM events_daily WHERE account_id = 'acc_chdb'");
+      const mine = records.filter((r) => r.accountId === 'acc_chdb').length;
+      expect([Number(usage?.events), Number(daily?.events)]).toEqual([mine, mine]);
+    });
+
+    if (shape === 'current') {
+      it('uses the bloom filters for the read-back by event_id and the lookups by email and domain', async () => {
+        for (const [column, index] of [
+          ['event_id', 'event_id_bloom'],
+          ['email', 'email_bloom'],
+          ['domain', 'domain_bloom'],
+        ] as const) {
+          const plan = await engine.text(`EXPLAIN indexes = 1 SELECT count() FROM ingest_current.events WHERE account_id = 'acc_chdb' AND ${column} = 'x'`);
+          expect(plan, column).toContain(index);
+        }
       });
     }
-  });
 
-  it('gives every event back in API terms through the readers row (fromEventRow)', async () => {
-    const rows = await ch.query<Parameters<typeof fromEventRow>[0] & { account_id: string }>(
-      'SELECT account_id, event_id, event_name, email, domain, event_time_ms, received_at_ms, properties, source, job_id FROM events FINAL',
-    );
-    const byId = new Map(rows.map((r) => [r.event_id, fromEventRow(r)]));
-    for (const r of records) expect(byId.get(Buffer.from(r.eventId).toString()), r.eventId).toEqual(asStored(r));
-    // The second-precision columns agree with the milliseconds (event_time is what partitions use).
-    const [times] = await ch.query<{ bad: string }>('SELECT countIf(toUnixTimestamp(event_time) != intDiv(event_time_ms, 1000)) AS bad FROM events');
-    expect(Number(times?.bad)).toBe(0);
+    if (shape === 'current' && serverMajor >= 25) {
+      it('computes properties_json from the text on 25.8 and later, and an empty one where the JSON type cannot hold the properties', async () => {
+        const [row] = await ch.query<{ plan: string }>("SELECT toString(properties_json.plan) AS plan FROM events WHERE event_id = 'evt-300'");
+        const [lone] = await ch.query<{ json: string }>("SELECT toString(properties_json) AS json FROM events WHERE properties LIKE '%\\\\ud800%' LIMIT 1");
+        expect(row?.plan).toBe('pro');
+        // Text the JSON type cannot hold (a lone surrogate escape) stores an empty object instead
+        // of failing the insert; the raw text keeps the properties (checked above).
+        expect(lone?.json).toBe('{}');
+        const [paths] = await ch.query<{ json: string; text: string }>(
+          "SELECT toString(properties_json) AS json, properties AS text FROM events WHERE event_id = 'evt-400'",
+        );
+        expect(paths).toEqual({ json: '{}', text: '{"a":{"b":1},"a.b":2}' });
+      });
+    }
   });
 });

@@ -1,6 +1,16 @@
 import type { EventRecord } from '@ingest/schemas';
 import { describe, expect, it } from 'vitest';
-import { EVENT_COLUMNS, type EventRowOut, fromEventRow, toEventLine } from './events-table.js';
+import {
+  CURRENT_EVENT_COLUMNS,
+  EVENT_COLUMNS,
+  EVENTS_ROW_FORMATS,
+  type EventRowOut,
+  eventsRowFormatOfLine,
+  eventsShapeOf,
+  fromEventRow,
+  toCurrentEventLine,
+  toEventLine,
+} from './events-table.js';
 
 const record: EventRecord = {
   v: 1,
@@ -108,5 +118,70 @@ describe('the events row: columns, line and read-back in one module', () => {
       job_id: true,
     } satisfies Record<keyof EventRowOut, true>;
     expect(Object.keys(read).filter((c) => !(EVENT_COLUMNS as readonly string[]).includes(c))).toEqual([]);
+  });
+});
+
+describe('toCurrentEventLine (the current-server shape)', () => {
+  it('writes one field per current column: DateTime64 text for the times, no *_ms columns, empty Segment fields', () => {
+    const fields = toCurrentEventLine(record, 1_767_225_602_009).split('\t');
+    expect(fields).toHaveLength(CURRENT_EVENT_COLUMNS.length);
+    expect(Object.fromEntries(CURRENT_EVENT_COLUMNS.map((column, i) => [column, fields[i]]))).toEqual({
+      account_id: 'acc_1',
+      event_id: 'evt\\twith\\ttabs\\\\and\\nnewline\\r',
+      event_name: 'Signed Up',
+      email: 'ada@example.com',
+      domain: '',
+      event_time: '2026-01-01 00:00:00.123',
+      received_at: '2026-01-01 00:00:01.456',
+      properties: expect.any(String) as unknown,
+      source: 'bulk',
+      job_id: '01a211fd-2953-7229-b23a-2afa2ed12a4c',
+      user_id: '',
+      anonymous_id: '',
+      context: '',
+      inserted_at: '2026-01-01 00:00:02.009',
+    });
+    expect(JSON.parse(unescape(fields[CURRENT_EVENT_COLUMNS.indexOf('properties')] ?? ''))).toEqual(record.properties);
+  });
+
+  it('keeps the milliseconds at both ends of the record time range, and tracks a changing inserted_at', () => {
+    const first = toCurrentEventLine({ ...record, timestampMs: 0, receivedAtMs: Date.UTC(2100, 0, 1) - 1 }, 5).split('\t');
+    expect(first[CURRENT_EVENT_COLUMNS.indexOf('event_time')]).toBe('1970-01-01 00:00:00.000');
+    expect(first[CURRENT_EVENT_COLUMNS.indexOf('received_at')]).toBe('2099-12-31 23:59:59.999');
+    expect(first[CURRENT_EVENT_COLUMNS.indexOf('inserted_at')]).toBe('1970-01-01 00:00:00.005');
+    const second = toCurrentEventLine(record, 6).split('\t');
+    expect(second[CURRENT_EVENT_COLUMNS.indexOf('inserted_at')]).toBe('1970-01-01 00:00:00.006');
+  });
+
+  it('escapes text like the legacy line does, field for field', () => {
+    const legacy = toEventLine(record, 0).split('\t');
+    const current = toCurrentEventLine(record, 0).split('\t');
+    for (const column of ['account_id', 'event_id', 'event_name', 'email', 'domain', 'properties', 'source', 'job_id'] as const) {
+      expect(current[CURRENT_EVENT_COLUMNS.indexOf(column)], column).toBe(legacy[EVENT_COLUMNS.indexOf(column)]);
+    }
+  });
+
+  it('reads back through fromEventRow with the *_ms columns the server computes', () => {
+    const fields = toCurrentEventLine(record, 0).split('\t').map(unescape);
+    const row = Object.fromEntries(CURRENT_EVENT_COLUMNS.map((column, i) => [column, fields[i]])) as Record<string, string>;
+    const ms = (text: string) => String(Date.parse(`${text.replace(' ', 'T')}Z`));
+    const back = fromEventRow({ ...(row as unknown as EventRowOut), event_time_ms: ms(row.event_time ?? ''), received_at_ms: ms(row.received_at ?? '') });
+    expect(back).toMatchObject({ eventId: record.eventId, timestampMs: record.timestampMs, receivedAtMs: record.receivedAtMs, properties: record.properties });
+  });
+});
+
+describe('the shape of an events table and of a line', () => {
+  it('tells the current shape by its DateTime64 event_time, and anything else as legacy', () => {
+    expect(eventsShapeOf([{ name: 'event_time', type: "DateTime64(3, 'UTC')" }])).toBe('current');
+    expect(eventsShapeOf([{ name: 'event_time', type: "DateTime('UTC')" }])).toBe('legacy');
+    expect(eventsShapeOf([])).toBe('legacy');
+  });
+
+  it('tells the format of a line by its field count, whatever its text holds', () => {
+    const hostile = { ...record, eventName: 'a\tb\tc\td', properties: { 'k\t': 'v\t\t' } };
+    expect(eventsRowFormatOfLine(toEventLine(hostile, 0))).toBe(EVENTS_ROW_FORMATS.legacy);
+    expect(eventsRowFormatOfLine(toCurrentEventLine(hostile, 0))).toBe(EVENTS_ROW_FORMATS.current);
+    expect(EVENTS_ROW_FORMATS.current.line(record, 0)).toBe(toCurrentEventLine(record, 0));
+    expect(EVENTS_ROW_FORMATS.legacy.line(record, 0)).toBe(toEventLine(record, 0));
   });
 });

@@ -1,7 +1,9 @@
 /**
- * The `events` table's row, the one owner of its shape (deploy/clickhouse/migrations/0001_events.sql):
- * its columns, the TabSeparated line the processor's writer inserts, and a row read back in API
- * terms for the gateway's readers.
+ * The `events` table's row, the one owner of its shapes: the 18.16-compatible one
+ * (deploy/clickhouse/migrations/0001_events.sql) and the current-server one (CURRENT_EVENTS_DDL,
+ * made by the upgrade, events-upgrade.ts): their columns, the TabSeparated line the processor's
+ * writer inserts for each, which shape a table has, and a row read back in API terms for the
+ * gateway's readers (the same column names on both shapes).
  */
 import type { EventRecord, EventSource } from '@ingest/schemas';
 import { AppError } from '@ingest/platform';
@@ -49,6 +51,88 @@ export function toEventLine(record: EventRecord, insertedAtMs: number): string {
   ].join('\t');
 }
 
+/**
+ * The current-server `events` columns the writer sends, in the order of toCurrentEventLine's
+ * fields. `event_time_ms` and `received_at_ms` are ALIAS columns there (computed from the
+ * DateTime64 times) and `properties_json` (25.8+) is MATERIALIZED: none of them is sent.
+ */
+export const CURRENT_EVENT_COLUMNS = [
+  'account_id',
+  'event_id',
+  'event_name',
+  'email',
+  'domain',
+  'event_time',
+  'received_at',
+  'properties',
+  'source',
+  'job_id',
+  'user_id',
+  'anonymous_id',
+  'context',
+  'inserted_at',
+] as const;
+
+/**
+ * An event as one TabSeparated line of the current-server `events` table: the times as UTC
+ * `YYYY-MM-DD hh:mm:ss.mmm` text, which DateTime64(3, 'UTC') reads exactly (no `*_ms` columns
+ * to send). `user_id`, `anonymous_id` and `context` are empty until the records carry them (the
+ * Segment-compatible intake).
+ */
+export function toCurrentEventLine(record: EventRecord, insertedAtMs: number): string {
+  return [
+    tsv(record.accountId),
+    tsv(record.eventId),
+    tsv(record.eventName),
+    tsv(record.email ?? ''),
+    tsv(record.domain ?? ''),
+    millisText(record.timestampMs),
+    millisText(record.receivedAtMs),
+    tsv(JSON.stringify(record.properties)),
+    record.source,
+    tsv(record.jobId ?? ''),
+    '',
+    '',
+    '',
+    currentInsertedAt(insertedAtMs),
+  ].join('\t');
+}
+
+/** The two shapes of `events`: `legacy` (18.16 and every server before the upgrade) and `current`. */
+export type EventsShape = 'legacy' | 'current';
+
+/** What the writer needs of a shape: the columns it names and the line it sends per event. */
+export interface EventsRowFormat {
+  readonly shape: EventsShape;
+  readonly columns: readonly string[];
+  line(record: EventRecord, insertedAtMs: number): string;
+}
+
+export const EVENTS_ROW_FORMATS: Readonly<Record<EventsShape, EventsRowFormat>> = {
+  legacy: { shape: 'legacy', columns: EVENT_COLUMNS, line: toEventLine },
+  current: { shape: 'current', columns: CURRENT_EVENT_COLUMNS, line: toCurrentEventLine },
+};
+
+/**
+ * Pure: the shape of an `events` table from its columns (system.columns). DateTime64 times are
+ * what only the current shape has; a table without them is the legacy one, whatever the server.
+ */
+export function eventsShapeOf(columns: readonly { name: string; type: string }[]): EventsShape {
+  const eventTime = columns.find((c) => c.name === 'event_time');
+  return eventTime !== undefined && eventTime.type.startsWith('DateTime64') ? 'current' : 'legacy';
+}
+
+/**
+ * The format a batch of lines was made with, told by its field count (13 legacy, 14 current;
+ * escaped text holds no raw tab), so the writer always names the columns the lines have, even
+ * when the table's shape changed while they waited.
+ */
+export function eventsRowFormatOfLine(line: string): EventsRowFormat {
+  let tabs = 0;
+  for (let i = line.indexOf('\t'); i !== -1; i = line.indexOf('\t', i + 1)) tabs++;
+  return tabs === CURRENT_EVENT_COLUMNS.length - 1 ? EVENTS_ROW_FORMATS.current : EVENTS_ROW_FORMATS.legacy;
+}
+
 const NEEDS_ESCAPE = /[\\\t\n\r]/;
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
@@ -70,6 +154,25 @@ function secondFormatter(): (epochMs: number) => string {
   };
 }
 
+/** UTC `YYYY-MM-DD hh:mm:ss.mmm` (DateTime64(3) text). */
+function millisText(epochMs: number): string {
+  return new Date(Math.trunc(epochMs)).toISOString().slice(0, 23).replace('T', ' ');
+}
+
+/** Like secondFormatter, for the one inserted_at of a batch. */
+function cachedMillis(): (epochMs: number) => string {
+  let cachedMs = Number.NaN;
+  let cachedText = '';
+  return (epochMs) => {
+    if (epochMs !== cachedMs) {
+      cachedMs = epochMs;
+      cachedText = millisText(epochMs);
+    }
+    return cachedText;
+  };
+}
+
+const currentInsertedAt = cachedMillis();
 const eventTime = secondFormatter();
 const receivedAt = secondFormatter();
 const insertedAt = secondFormatter();

@@ -31,6 +31,11 @@ export interface ClickHouseOptions {
   /** Default database for unqualified table names; omit to use the server's default. */
   database?: string;
   requestTimeoutMs?: number;
+  /**
+   * For statements that run for minutes (the events upgrade's INSERT … SELECT): the server sends
+   * progress headers every 10 s so proxies keep the idle connection open. Writers only (a setting).
+   */
+  longRunning?: boolean;
 }
 
 export function createClickHouse(options: ClickHouseOptions): ClickHouse {
@@ -42,6 +47,7 @@ export function createClickHouse(options: ClickHouseOptions): ClickHouse {
     request_timeout: options.requestTimeoutMs ?? 30_000,
     compression: { request: false, response: false },
     keep_alive: { enabled: true },
+    ...(options.longRunning ? { clickhouse_settings: { send_progress_in_http_headers: 1, http_headers_progress_interval_ms: '10000' } } : {}),
   });
 
   return {

@@ -37,4 +37,16 @@ describe.each(CHDB_ENGINES)('-- requires on $name', ({ name, serverMajor }) => {
     const tables = await ch.query<{ name: string }>("SELECT name FROM system.tables WHERE database = 'req' AND name LIKE 't%' ORDER BY name");
     expect(tables.map((t) => t.name)).toEqual(['t', 't64', ...(newer ? ['t_newer'] : [])]);
   });
+
+  it('stops on a migration that needs a newer server, naming the version, and applies nothing', async () => {
+    const must = parseMigration('0004_future.sql', '-- needs: clickhouse >= 99.1\nCREATE TABLE t_future (id String) ENGINE = MergeTree ORDER BY id;');
+    const later = parseMigration('0005_later.sql', 'CREATE TABLE t_later (id String) ENGINE = MergeTree ORDER BY id;');
+    await expect(applyPending(ch, [...migrations, must, later], createLogger({ service: 'chdb-test', level: 'silent' }))).rejects.toThrow(
+      /^migration 0004_future needs ClickHouse >= 99\.1; this server is (26\.9|24\.8)\.[\d.]+ \(nothing was applied\)$/,
+    );
+    const tables = await ch.query<{ name: string }>("SELECT name FROM system.tables WHERE database = 'req' AND name IN ('t_future', 't_later')");
+    expect(tables).toEqual([]);
+    const recorded = await ch.query<{ version: number }>('SELECT version FROM schema_migrations WHERE version >= 4');
+    expect(recorded).toEqual([]);
+  });
 });

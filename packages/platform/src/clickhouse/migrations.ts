@@ -12,7 +12,10 @@ import { ident, sql } from './sql.js';
  *
  * A file whose first line is `-- requires: clickhouse >= N` (or `>= N.M`, e.g. `>= 24.8`) is an
  * optional extra for newer servers (DateTime64, TTL, ...): it is skipped, and recorded as
- * skipped, on older ones.
+ * skipped, on older ones; once the server is upgraded far enough, the next run applies it.
+ * A file whose first line is `-- needs: clickhouse >= N.M` is not optional: against an older
+ * server the run stops before applying anything, naming the version it needs. Every run needs at
+ * least MIN_CLICKHOUSE (18.16), the oldest server the schema is written for.
  */
 export interface Migration {
   version: number;
@@ -20,10 +23,15 @@ export interface Migration {
   statements: string[];
   /** From `-- requires: clickhouse >= N[.M]`: the oldest server version it applies on. */
   minServer?: { major: number; minor: number };
+  /** `needs` (stop on older servers) or `requires` (skip there). */
+  onOlder?: 'stop' | 'skip';
 }
 
+/** The oldest ClickHouse the migrations are written for (docs/clickhouse.md). */
+export const MIN_CLICKHOUSE = { major: 18, minor: 16 } as const;
+
 const FILE_PATTERN = /^(\d{4})_([a-z0-9_]+)\.sql$/;
-const REQUIRES_PATTERN = /^--\s*requires:\s*clickhouse\s*>=\s*(\d+)(?:\.(\d+))?/i;
+const REQUIRES_PATTERN = /^--\s*(requires|needs):\s*clickhouse\s*>=\s*(\d+)(?:\.(\d+))?/i;
 
 export function parseMigration(fileName: string, text: string): Migration {
   const match = FILE_PATTERN.exec(fileName);
@@ -44,7 +52,12 @@ export function parseMigration(fileName: string, text: string): Migration {
     version: Number(match[1]),
     name: match[2] ?? fileName,
     statements,
-    ...(requires ? { minServer: { major: Number(requires[1]), minor: Number(requires[2] ?? 0) } } : {}),
+    ...(requires
+      ? {
+          minServer: { major: Number(requires[2]), minor: Number(requires[3] ?? 0) },
+          onOlder: requires[1]?.toLowerCase() === 'needs' ? ('stop' as const) : ('skip' as const),
+        }
+      : {}),
   };
 }
 
@@ -102,21 +115,35 @@ export async function applyPending(ch: ClickHouse, migrations: Migration[], log:
     'CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, status String, applied_at DateTime) ENGINE = MergeTree ORDER BY version',
   );
   const [{ version: serverVersion } = { version: '0' }] = await ch.query<{ version: string }>('SELECT version() AS version');
-  const done = new Set((await ch.query<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => Number(r.version)));
+  const label = (m: Migration) => `${String(m.version).padStart(4, '0')}_${m.name}`;
+  const tooOld = (m: Migration) => m.minServer !== undefined && !serverAtLeast(serverVersion, m.minServer);
+  if (!serverAtLeast(serverVersion, MIN_CLICKHOUSE)) {
+    throw new AppError('server_too_old', `the migrations need ClickHouse >= ${MIN_CLICKHOUSE.major}.${MIN_CLICKHOUSE.minor}; this server is ${serverVersion}`);
+  }
+  const recorded = await ch.query<{ version: number; status: string }>('SELECT version, status FROM schema_migrations');
+  const applied = new Set(recorded.filter((r) => r.status === 'applied').map((r) => Number(r.version)));
+  const skippedBefore = new Set(recorded.filter((r) => r.status === 'skipped').map((r) => Number(r.version)));
+  // Done: applied, or skipped before and still too new for this server (an upgraded server applies it now).
+  const pending = migrations.filter((m) => !applied.has(m.version) && !(skippedBefore.has(m.version) && tooOld(m)));
+  const stopper = pending.find((m) => m.onOlder === 'stop' && tooOld(m));
+  if (stopper?.minServer) {
+    throw new AppError(
+      'server_too_old',
+      `migration ${label(stopper)} needs ClickHouse >= ${stopper.minServer.major}.${stopper.minServer.minor}; this server is ${serverVersion} (nothing was applied)`,
+    );
+  }
 
   const result: MigrateResult = { applied: [], skipped: [], serverVersion };
-  for (const m of migrations) {
-    if (done.has(m.version)) continue;
-    const label = `${String(m.version).padStart(4, '0')}_${m.name}`;
-    const skip = m.minServer !== undefined && !serverAtLeast(serverVersion, m.minServer);
+  for (const m of pending) {
+    const skip = tooOld(m);
     if (!skip) {
       for (const statement of m.statements) await ch.command(statement);
     }
     await ch.insert('schema_migrations', [
       { version: m.version, name: m.name, status: skip ? 'skipped' : 'applied', applied_at: Math.floor(Date.now() / 1000) },
     ]);
-    (skip ? result.skipped : result.applied).push(label);
-    log.info({ migration: label, serverVersion, skipped: skip }, skip ? 'migration skipped on this server version' : 'migration applied');
+    (skip ? result.skipped : result.applied).push(label(m));
+    log.info({ migration: label(m), serverVersion, skipped: skip }, skip ? 'migration skipped on this server version' : 'migration applied');
   }
   return result;
 }

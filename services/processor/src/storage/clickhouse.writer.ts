@@ -18,8 +18,13 @@ export interface ClickHouseWriter {
 export interface ClickHouseWriterDeps {
   ch: ClickHouse;
   table: string;
-  /** Rows come as TabSeparated lines of these columns (toEventLine for `events`). */
-  columns: readonly string[];
+  /**
+   * Rows come as TabSeparated lines of these columns, or of the columns this function tells from
+   * the lines (eventsRowFormatOfLine for `events`, whose two shapes have different columns).
+   */
+  columns: readonly string[] | ((lines: readonly string[]) => readonly string[]);
+  /** Told of an insert ClickHouse refused (not retried), before the error is thrown. */
+  onRejected?: (err: unknown) => Promise<unknown>;
   logger: Logger;
   metrics: Registry;
   initialBackoffMs?: number;
@@ -68,10 +73,11 @@ export function createClickHouseWriter(deps: ClickHouseWriterDeps): ClickHouseWr
   return {
     async write(lines, ctx) {
       if (lines.length === 0) return;
+      const columns = typeof deps.columns === 'function' ? deps.columns(lines) : deps.columns;
       for (let attempt = 0; ; attempt++) {
         const end = duration.startTimer({ table });
         try {
-          await ch.insertTabSeparated(table, deps.columns, lines);
+          await ch.insertTabSeparated(table, columns, lines);
           end();
           rowsInserted.inc({ table }, lines.length);
           batchRows.observe({ table }, lines.length);
@@ -80,7 +86,10 @@ export function createClickHouseWriter(deps: ClickHouseWriterDeps): ClickHouseWr
         } catch (err) {
           const retryable = isRetryable(err);
           failures.inc({ table, retryable: String(retryable) });
-          if (!retryable) throw err;
+          if (!retryable) {
+            await deps.onRejected?.(err);
+            throw err;
+          }
           if (!ctx.shouldContinue()) {
             throw new AppError('aborted', 'stopping while clickhouse is unavailable; batch left uncommitted', { retryable: true, cause: err });
           }

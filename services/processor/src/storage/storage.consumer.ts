@@ -30,6 +30,8 @@ export interface StorageConsumerDeps {
   /** Inserts start at least this far apart; rows gathered meanwhile join (default 500 ms). */
   minInsertIntervalMs?: number;
   now?: () => number;
+  /** The `events` line of a record (default toEventLine, the legacy shape); the writer names its columns. */
+  formatRow?: (record: EventRecord, insertedAtMs: number) => string;
 }
 
 /**
@@ -65,6 +67,7 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
   });
   const log = deps.logger.child({ component: 'storage' });
   const now = deps.now ?? Date.now;
+  const formatRow = deps.formatRow ?? toEventLine;
 
   let session = 0;
   let failure: unknown;
@@ -138,12 +141,12 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
       // After a failed insert nothing more is stored or committed until the restart re-reads.
       if (failure !== undefined) return null;
       const insertedAt = now();
-      // Rows as TabSeparated lines (the writer is created with EVENT_COLUMNS), and their receipt times.
+      // Rows as TabSeparated lines (formatRow's shape; the writer names its columns), and their receipt times.
       const rows: string[] = [];
       const receivedAtMs: number[] = [];
       return {
         step(record) {
-          rows.push(toEventLine(record, insertedAt));
+          rows.push(formatRow(record, insertedAt));
           receivedAtMs.push(record.receivedAtMs);
           return ok();
         },
