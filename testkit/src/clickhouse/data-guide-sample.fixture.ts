@@ -7,7 +7,7 @@ import { EVENT_RECORD_VERSION, type EventRecord } from '@ingest/schemas';
  * engine that answers differently (18.16 or a current one) fails on its own.
  *
  * Deterministic: fixed times in November 2026. Three accounts (the examples read the first; the
- * others hold the same people so a missing account filter shows), anonymous and company-only
+ * others hold the same people so a missing account filter shows), anonymous, company-only and email-only
  * events, a late bulk import, events near midnight in UTC and in Berlin, and redelivered copies
  * inserted in a second batch with a later inserted_at (a read without deduplication counts them
  * twice until the parts merge).
@@ -56,6 +56,9 @@ const ROWS: Row[] = [
   ['acc_guide_c', 'c01', 'Project Created', 'zed@hooli.com', '2026-11-05T10:30:00Z'],
 ];
 
+/** Sent with an email and no domain. */
+const EMAIL_ONLY = new Set(['a09', 'a17']);
+
 /** Delivered twice: the second copy arrives in a later insert. */
 const REDELIVERED = new Set(['a01', 'a04', 'a07', 'a12', 'a13', 'a16', 'a19', 'a20', 'b01']);
 
@@ -72,8 +75,8 @@ export const GUIDE_EVENTS: EventRecord[] = ROWS.map(([accountId, eventId, eventN
     eventId,
     eventName,
     email: email || null,
-    // The company-only event has a domain and no person.
-    domain: email ? domainOf(email) : eventId === 'a16' ? 'umbrella.org' : null,
+    // Producers send the company beside the person, except: a company-only event, an email-only one.
+    domain: eventId === 'a16' ? 'umbrella.org' : email && !EMAIL_ONLY.has(eventId) ? domainOf(email) : null,
     timestampMs,
     receivedAtMs: received ? Date.parse(received) : timestampMs + 2000,
     properties,
