@@ -85,10 +85,10 @@ export const GUIDE_EVENTS: EventRecord[] = ROWS.map(([accountId, eventId, eventN
   };
 });
 
-/** The two inserts, in the writer's row format: every event, then the redelivered copies. */
-export function guideInserts(): string[][] {
-  const first = GUIDE_EVENTS.map((e) => toEventLine(e, Date.parse('2026-11-20T00:00:00Z')));
-  const again = GUIDE_EVENTS.filter((e) => REDELIVERED.has(e.eventId)).map((e) => toEventLine(e, Date.parse('2026-11-21T00:00:00Z')));
+/** The two inserts, in the writer's row format (`line`): every event, then the redelivered copies. */
+export function guideInserts(line: (record: EventRecord, insertedAtMs: number) => string = toEventLine): string[][] {
+  const first = GUIDE_EVENTS.map((e) => line(e, Date.parse('2026-11-20T00:00:00Z')));
+  const again = GUIDE_EVENTS.filter((e) => REDELIVERED.has(e.eventId)).map((e) => line(e, Date.parse('2026-11-21T00:00:00Z')));
   return [first, again];
 }
 

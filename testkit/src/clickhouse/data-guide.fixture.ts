@@ -109,8 +109,13 @@ export function documentedTables(markdown: string): Map<string, DocumentedColumn
   return tables;
 }
 
-/** Tables of the migrations that are not for reading (the guide says so). */
-export const NOT_FOR_READING = (table: string) => table === 'schema_migrations' || table.endsWith('_mv');
+/**
+ * Tables that are not for reading (the guide says so): the migrations' record, the rollups'
+ * materialized views, and what the upgrade of `events` to the current shape leaves (its record and
+ * the legacy table, docs/clickhouse.md).
+ */
+const INTERNAL = new Set(['schema_migrations', 'events_upgrades', 'events_before_upgrade']);
+export const NOT_FOR_READING = (table: string) => INTERNAL.has(table) || table.endsWith('_mv');
 
 interface ServerColumn {
   table: string;
