@@ -1,8 +1,9 @@
 /**
  * Real server: the stack's ClickHouse 18.16, beside the current engines in-process (chdb 26.9
  * and 24.8, installed by scripts/chdb/install.sh, which npm test runs before this project).
- * Every statement of the SQL catalogue that 18.16 is meant to run runs there, and the data
- * guide's example queries (docs/clickhouse.md) give the same answers on all three.
+ * Every statement of the SQL catalogue that 18.16 is meant to run runs there, and the SQL
+ * examples of docs/clickhouse.md give the same answers on all three (the data engineers' example
+ * queries of docs/data-guide.md have tests of their own: data-guide.*.test.ts).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ import { SQL_CATALOGUE } from '@ingest/testkit/sql-catalogue';
 const env = integrationEnv();
 const ACCOUNT = 'acc_guide';
 
-/** The ```sql blocks of the data guide, one statement each, on the test's database and account. */
+/** The ```sql blocks of docs/clickhouse.md, one statement each, on the test's database and account. */
 async function guideQueries(): Promise<string[]> {
   const text = await readFile(join(REPO_ROOT, 'docs', 'clickhouse.md'), 'utf8');
   const blocks = [...text.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
@@ -93,7 +94,7 @@ describe('ClickHouse 18.16 and the current engines', () => {
     expect(row?.n).toBe('1');
   });
 
-  it('answers the data guide example queries the same on 18.16, 26.9 and 24.8', async () => {
+  it('answers the SQL examples of docs/clickhouse.md the same on 18.16, 26.9 and 24.8', async () => {
     const queries = await guideQueries();
     expect(queries.length).toBeGreaterThanOrEqual(5);
     const lines = sample(nowMs);
