@@ -9,8 +9,11 @@ import { type AccountRatePolicyName, capacityOf, gcraParams, type RatePolicy } f
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route's JSON body carries `events` (at most MAX_EVENTS_PER_REQUEST), each counted against the account's events/s ceiling. */
-    countsEvents?: boolean;
+    /**
+     * The route's JSON body carries `events` or a Segment `batch` (at most MAX_EVENTS_PER_REQUEST),
+     * each counted against the account's events/s ceiling; `one`: the body is one event (Segment's single calls).
+     */
+    countsEvents?: boolean | 'one';
   }
 }
 
@@ -69,10 +72,11 @@ export function policiesFor(limits: AccountRateLimits, plan: Plan): [RatePolicy,
  */
 const MAX_COUNTED_EVENTS = MAX_EVENTS_PER_REQUEST;
 
-/** The events a request's body carries (0 for anything that is not `{ events: [...] }`, e.g. a CSV stream). */
+/** The events a request's body carries (0 for anything that is not `{ events: [...] }` or `{ batch: [...] }`, e.g. a CSV stream). */
 export function eventsIn(body: unknown): number {
-  const events = body !== null && typeof body === 'object' ? (body as { events?: unknown }).events : undefined;
-  return Array.isArray(events) ? Math.min(events.length, MAX_COUNTED_EVENTS) : 0;
+  const { events, batch } = body !== null && typeof body === 'object' ? (body as { events?: unknown; batch?: unknown }) : {};
+  const list = Array.isArray(events) ? events : Array.isArray(batch) ? batch : undefined;
+  return list ? Math.min(list.length, MAX_COUNTED_EVENTS) : 0;
 }
 
 export type AccountRateDecision =
@@ -148,7 +152,8 @@ export function accountRateHook(limiter: AccountRateLimiter, options: { failOpen
   return async (request: FastifyRequest): Promise<void> => {
     const account = request.auth?.account;
     if (!account) return;
-    const events = request.routeOptions.config.countsEvents ? eventsIn(request.body) : 0;
+    const counts = request.routeOptions.config.countsEvents;
+    const events = counts === 'one' ? 1 : counts ? eventsIn(request.body) : 0;
     let decision: AccountRateDecision;
     try {
       decision = await limiter(account, events);
