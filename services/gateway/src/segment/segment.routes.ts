@@ -55,8 +55,10 @@ export function segmentRoutes(deps: SegmentIntakeDeps): FastifyPluginAsync {
   };
 
   return async (app) => {
-    // Only in this plugin's scope: analytics-next posts JSON as text/plain (no CORS preflight).
-    app.addContentTypeParser('text/plain', { parseAs: 'buffer' }, parseJsonBody);
+    // Only in this plugin's scope, and always read as JSON: analytics-next posts JSON as
+    // text/plain (no CORS preflight), and RudderStack's Node SDK (axios) labels its gzip JSON as
+    // application/x-www-form-urlencoded. Anything else is still 415.
+    app.addContentTypeParser(['text/plain', 'application/x-www-form-urlencoded'], { parseAs: 'buffer' }, parseJsonBody);
 
     app.post<{ Body: { batch: unknown[]; sentAt?: unknown; context?: unknown } }>(
       '/batch',

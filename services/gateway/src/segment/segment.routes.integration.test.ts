@@ -1,0 +1,104 @@
+/**
+ * Real servers: Kafka and Redis (and the control plane on Kafka). The Segment-compatible routes
+ * as a client sees them, through the gateway app: HTTP Basic and body keys (a bad one is the same
+ * 401 as a bad Bearer key), Segment's answer, its size limits, publishable keys only on the
+ * browser calls, a userId-only message accepted, and refused messages in the dead letters.
+ */
+import { waitFor } from '@ingest/testkit';
+import { ADMIN_TOKEN, type EventRecord, randomClientIp, useGatewayFixture } from '@ingest/testkit/gateway';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const gw = useGatewayFixture();
+let accountId: string;
+let secret: string;
+let publishable: string;
+const ORIGIN = 'https://shop.example';
+
+const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString('base64')}`;
+
+beforeAll(async () => {
+  const created = await gw.newAccount('pro');
+  accountId = created.account.id;
+  secret = created.apiKey;
+  const admin = (method: 'POST' | 'PUT', url: string, payload: object) =>
+    gw.admin.inject({ method, url: `/admin/v1${url}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload, remoteAddress: randomClientIp() });
+  expect((await admin('PUT', `/accounts/${accountId}/allowed-origins`, { origins: [ORIGIN] })).statusCode).toBe(200);
+  const key = await admin('POST', `/accounts/${accountId}/keys`, { name: 'web', type: 'publishable' });
+  publishable = key.json().apiKey;
+  await waitFor(() => gw.controlPlane.listApiKeys(accountId).length === 2 && (gw.controlPlane.accountById(accountId)?.allowedOrigins ?? []).includes(ORIGIN), {
+    description: 'the publishable key and the origin in the gateway\u2019s control plane',
+    timeoutMs: 10_000,
+  });
+}, 30_000);
+
+const post = (url: string, payload: string | object, headers: Record<string, string>) =>
+  gw.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: typeof payload === 'string' ? payload : JSON.stringify(payload), remoteAddress: randomClientIp() });
+
+describe('Segment-compatible routes', () => {
+  it('answer a bad Basic or body key exactly like a bad Bearer key', async () => {
+    const bearer = await post('/v1/events', { events: [{ eventName: 'E', email: 'a@b.co' }] }, { authorization: 'Bearer svc_live_nope' });
+    const strip = (body: Record<string, unknown>) => ({ ...body, requestId: undefined, instance: undefined });
+    for (const res of [
+      await post('/v1/batch', { batch: [{ type: 'track', userId: 'u', event: 'E' }] }, { authorization: basic('svc_live_nope') }),
+      await post('/v1/track', { userId: 'u', event: 'E' }, { authorization: basic(`${secret}x`) }),
+      await post('/v1/track', { userId: 'u', event: 'E' }, {}),
+      await post('/v1/t', { userId: 'u', event: 'E', writeKey: 'svc_pub_nope' }, { 'content-type': 'text/plain' }),
+    ]) {
+      expect(res.statusCode, res.body).toBe(401);
+      expect(strip(res.json())).toEqual(strip(bearer.json()));
+      expect(res.headers['www-authenticate']).toBe(bearer.headers['www-authenticate']);
+    }
+  });
+
+  it('take a batch with Basic auth, answer Segment\u2019s shape, accept a userId-only message and dead-letter the oversize one alone', async () => {
+    const res = await post(
+      '/v1/batch',
+      {
+        batch: [
+          { type: 'track', userId: 'only-user', event: 'Signed In', messageId: 'routes-1' },
+          { type: 'track', userId: 'only-user', event: 'Huge', messageId: 'routes-big', properties: { blob: 'x'.repeat(33 * 1024) } },
+          { type: 'track', event: 'Nobody', messageId: 'routes-nobody' },
+        ],
+        sentAt: new Date().toISOString(),
+        writeKey: secret,
+      },
+      { authorization: basic(secret) },
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ success: true, accepted: 1, rejected: 2, requestId: res.headers['x-request-id'] });
+
+    const { values } = await gw.readTopic<EventRecord>('eventsRaw', (v) => v.some((r) => r.eventId === 'routes-1'), 'the userId-only event in events.raw');
+    expect(values.find((r) => r.eventId === 'routes-1')).toMatchObject({ accountId, eventName: 'Signed In', email: null, domain: null, userId: 'only-user' });
+
+    const letters = await gw.readTopic<{ messageId?: string }>('deadLetters', (v) => ['routes-big', 'routes-nobody'].every((id) => v.some((m) => m?.messageId === id)), 'both refused messages');
+    const keys = letters.keys.filter((k) => k.startsWith(`${accountId}:routes-`));
+    expect(keys.sort()).toEqual([`${accountId}:routes-big`, `${accountId}:routes-nobody`]);
+  });
+
+  it('refuse a batch over 500 KB whole (413), and publishable keys on the server routes (403)', async () => {
+    const big = { batch: Array.from({ length: 20 }, (_, i) => ({ type: 'track', userId: 'u', event: 'E', messageId: `b-${i}`, properties: { blob: 'x'.repeat(30 * 1024) } })) };
+    const tooLarge = await post('/v1/batch', big, { authorization: basic(secret) });
+    expect(tooLarge.statusCode, tooLarge.body).toBe(413);
+    const forbidden = await post('/v1/batch', { batch: [{ type: 'track', userId: 'u', event: 'E' }] }, { authorization: basic(publishable) });
+    expect(forbidden.statusCode).toBe(403);
+    expect(forbidden.json()).toMatchObject({ code: 'publishable_key' });
+  });
+
+  it('take a browser call with the publishable key in a text/plain body, with CORS for the allowed origin, and never keep the key', async () => {
+    const res = await post(
+      '/v1/t',
+      { type: 'track', anonymousId: 'anon-browser', event: 'Button Clicked', messageId: 'browser-1', writeKey: publishable, context: { page: { url: `${ORIGIN}/p` } } },
+      { 'content-type': 'text/plain;charset=UTF-8', origin: ORIGIN },
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.headers['access-control-allow-origin']).toBe(ORIGIN);
+    const { values } = await gw.readTopic<EventRecord>('eventsRaw', (v) => v.some((r) => r.eventId === 'pk:browser-1'), 'the browser event in events.raw');
+    const record = values.find((r) => r.eventId === 'pk:browser-1');
+    expect(record).toMatchObject({ anonymousId: 'anon-browser', context: { page: { url: `${ORIGIN}/p` } } });
+    expect(JSON.stringify(record)).not.toContain(publishable);
+
+    const other = await post('/v1/t', { anonymousId: 'a', event: 'E', writeKey: publishable }, { 'content-type': 'text/plain', origin: 'https://evil.example' });
+    expect(other.statusCode).toBe(403);
+    expect(other.json()).toMatchObject({ code: 'origin_not_allowed' });
+  });
+});
