@@ -49,7 +49,9 @@ export const EventRecord = Type.Object(
     anonymousId: Type.Optional(
       Type.String({ minLength: 1, maxLength: MAX_PERSON_ID_LENGTH, description: 'The device or browser id (Segment `anonymousId`).' }),
     ),
-    context: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Segment `context` as sent (ip, userAgent, page, campaign, library, ...).' })),
+    context: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'Segment `context` as sent (ip, userAgent, page, campaign, library, ...).' }),
+    ),
     originalTimestampMs: Type.Optional(RecordTimeMs('The time the sender claimed (Segment `originalTimestamp`) before the clock-skew correction.')),
   },
   // Open: the optional fields a newer writer adds are ignored, not dead-lettered.

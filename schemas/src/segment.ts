@@ -23,7 +23,11 @@ export const SegmentMessage = Type.Object(
     anonymousId: Type.Optional(Type.String({ description: 'The device or browser id.' })),
     event: Type.Optional(Type.String({ description: 'track: the event name (eventName).' })),
     properties: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'track, page, screen: the properties.' })),
-    traits: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'identify, group: stored as the properties; traits.email (identify), traits.domain or website (group) name whom.' })),
+    traits: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: 'identify, group: stored as the properties; traits.email (identify), traits.domain or website (group) name whom.',
+      }),
+    ),
     groupId: Type.Optional(Type.String({ description: 'group: the group id.' })),
     previousId: Type.Optional(Type.String({ description: 'alias: the earlier id.' })),
     name: Type.Optional(Type.String({ description: 'page, screen: the page name.' })),
@@ -45,9 +49,12 @@ export const SegmentBatchRequest = Type.Object(
 export const SegmentBatchEnvelope = Type.Object({ batch: Type.Array(Type.Unknown(), { minItems: 1, maxItems: MAX_EVENTS_PER_REQUEST }) });
 
 /** The browser and mobile SDKs' body: one message with the write key inside (often sent as text/plain). */
-export const SegmentBrowserRequest = Type.Intersect([SegmentMessage, Type.Object({ writeKey: Type.String({ description: 'The API key (a publishable key from a browser).' }) })], {
-  description: 'POST /v1/t, /v1/i, /v1/p, /v1/g, /v1/a.',
-});
+export const SegmentBrowserRequest = Type.Intersect(
+  [SegmentMessage, Type.Object({ writeKey: Type.String({ description: 'The API key (a publishable key from a browser).' }) })],
+  {
+    description: 'POST /v1/t, /v1/i, /v1/p, /v1/g, /v1/a.',
+  },
+);
 export const SegmentMessageEnvelope = Type.Object({});
 
 export const SegmentReceipt = Type.Object(

@@ -6,7 +6,8 @@ import { mapSegmentMessage, SEGMENT_EVENT_NAMES, segmentMessageBytes } from './s
 import { segmentDeadLetter, toSegmentEventRecord } from './segment-record.js';
 
 const RECEIVED = Date.UTC(2026, 10, 27, 12, 0, 0);
-const map = (input: unknown, options: Partial<Parameters<typeof mapSegmentMessage>[1]> = {}) => mapSegmentMessage(input, { receivedAtMs: RECEIVED, ...options });
+const map = (input: unknown, options: Partial<Parameters<typeof mapSegmentMessage>[1]> = {}) =>
+  mapSegmentMessage(input, { receivedAtMs: RECEIVED, ...options });
 const mapped = (input: unknown, options: Partial<Parameters<typeof mapSegmentMessage>[1]> = {}) => {
   const r = map(input, options);
   if (!r.ok) throw new Error(`refused: ${JSON.stringify(r.error)}`);
@@ -15,7 +16,13 @@ const mapped = (input: unknown, options: Partial<Parameters<typeof mapSegmentMes
 
 describe('mapSegmentMessage', () => {
   it('maps a track call: messageId → eventId, event → eventName, properties, userId, anonymousId and context kept', () => {
-    const context = { ip: '203.0.113.9', userAgent: 'Mozilla/5.0', page: { url: 'https://acme.io/p' }, campaign: { source: 'news' }, library: { name: 'analytics-node', version: '3.1.0' } };
+    const context = {
+      ip: '203.0.113.9',
+      userAgent: 'Mozilla/5.0',
+      page: { url: 'https://acme.io/p' },
+      campaign: { source: 'news' },
+      library: { name: 'analytics-node', version: '3.1.0' },
+    };
     expect(
       mapped({ type: 'track', messageId: 'node-1', userId: 'u-42', anonymousId: 'anon-1', event: 'Order Completed', properties: { total: 12.5 }, context }),
     ).toEqual({
@@ -38,8 +45,14 @@ describe('mapSegmentMessage', () => {
     // Without sentAt the claimed time stands; without any time the receive time is used.
     expect(mapped({ type: 'track', userId: 'u', event: 'E', timestamp: '2026-01-01T00:00:00Z' }).event.timestamp).toBe('2026-01-01T00:00:00.000Z');
     expect(mapped({ type: 'track', userId: 'u', event: 'E' })).not.toHaveProperty('originalTimestampMs');
-    expect(map({ type: 'track', userId: 'u', event: 'E', timestamp: 'yesterday' })).toMatchObject({ ok: false, error: { field: '/timestamp', code: 'invalid_format' } });
-    expect(map({ type: 'track', userId: 'u', event: 'E', timestamp: '2026-01-01T00:00:00Z', sentAt: 5 })).toMatchObject({ ok: false, error: { field: '/sentAt' } });
+    expect(map({ type: 'track', userId: 'u', event: 'E', timestamp: 'yesterday' })).toMatchObject({
+      ok: false,
+      error: { field: '/timestamp', code: 'invalid_format' },
+    });
+    expect(map({ type: 'track', userId: 'u', event: 'E', timestamp: '2026-01-01T00:00:00Z', sentAt: 5 })).toMatchObject({
+      ok: false,
+      error: { field: '/sentAt' },
+    });
   });
 
   it('names the calls without an event name and puts traits in the properties', () => {
@@ -83,7 +96,10 @@ describe('mapSegmentMessage', () => {
     expect(map({ type: 'track', userId: 'x'.repeat(256), event: 'E' })).toMatchObject({ ok: false, error: { field: '/userId', code: 'too_long' } });
     expect(map({ type: 'purchase', userId: 'u' })).toMatchObject({ ok: false, error: { field: '/type', code: 'unknown_type' } });
     expect(map({ type: 'track', userId: 'u' })).toMatchObject({ ok: false, error: { field: '/event', code: 'required' } });
-    expect(map({ type: 'track', userId: 'u', event: 'E', properties: [1] })).toMatchObject({ ok: false, error: { field: '/properties', code: 'invalid_type' } });
+    expect(map({ type: 'track', userId: 'u', event: 'E', properties: [1] })).toMatchObject({
+      ok: false,
+      error: { field: '/properties', code: 'invalid_type' },
+    });
     // A route's own type wins over the message's.
     expect(mapped({ type: 'identify', userId: 'u', event: 'E' }, { type: 'track' }).event.eventName).toBe('E');
     // Numeric ids (some SDKs let them through) become strings.
@@ -91,7 +107,9 @@ describe('mapSegmentMessage', () => {
   });
 
   it('merges a batch context under the message context', () => {
-    expect(mapped({ type: 'track', userId: 'u', event: 'E', context: { ip: '1.2.3.4' } }, { batchContext: { library: { name: 'x' }, ip: '9.9.9.9' } }).context).toEqual({
+    expect(
+      mapped({ type: 'track', userId: 'u', event: 'E', context: { ip: '1.2.3.4' } }, { batchContext: { library: { name: 'x' }, ip: '9.9.9.9' } }).context,
+    ).toEqual({
       library: { name: 'x' },
       ip: '1.2.3.4',
     });
@@ -106,7 +124,15 @@ describe('the record and the dead letter of a Segment message', () => {
   const validate = createEventValidator({ requireContact: false });
 
   it('carries userId, anonymousId, context and originalTimestampMs; a userId-only event is keyed u:<userId> on events.unique', () => {
-    const m = mapped({ type: 'track', messageId: 'm-1', userId: 'u-1', anonymousId: 'a-1', event: 'E', timestamp: '2026-11-27T11:00:00Z', context: { ip: '1.2.3.4' } });
+    const m = mapped({
+      type: 'track',
+      messageId: 'm-1',
+      userId: 'u-1',
+      anonymousId: 'a-1',
+      event: 'E',
+      timestamp: '2026-11-27T11:00:00Z',
+      context: { ip: '1.2.3.4' },
+    });
     const check = validate(m.event, RECEIVED);
     if (!check.ok) throw new Error(JSON.stringify(check.errors));
     const record = toSegmentEventRecord(check.event, m, { accountId: 'acc_x', receivedAtMs: RECEIVED });
@@ -141,10 +167,23 @@ describe('the record and the dead letter of a Segment message', () => {
   });
 
   it('a dead letter is keyed by account and messageId, holds the message and says why', () => {
-    const letter = segmentDeadLetter({ accountId: 'acc_x', messageId: 'm-2', route: '/v1/batch', code: 'too_large', reason: 'r'.repeat(2_000), message: { a: 1 }, atMs: RECEIVED });
+    const letter = segmentDeadLetter({
+      accountId: 'acc_x',
+      messageId: 'm-2',
+      route: '/v1/batch',
+      code: 'too_large',
+      reason: 'r'.repeat(2_000),
+      message: { a: 1 },
+      atMs: RECEIVED,
+    });
     expect(letter.key).toBe('acc_x:m-2');
     expect(letter.value).toBe('{"a":1}');
-    expect(letter.headers).toMatchObject({ 'dlq-code': 'too_large', 'dlq-route': '/v1/batch', 'dlq-consumer': 'gateway', 'dlq-failed-at': new Date(RECEIVED).toISOString() });
+    expect(letter.headers).toMatchObject({
+      'dlq-code': 'too_large',
+      'dlq-route': '/v1/batch',
+      'dlq-consumer': 'gateway',
+      'dlq-failed-at': new Date(RECEIVED).toISOString(),
+    });
     expect(letter.headers?.['dlq-reason']).toHaveLength(1_000);
     expect(letter.headers).not.toHaveProperty('dlq-source-topic');
   });

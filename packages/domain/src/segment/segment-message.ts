@@ -89,7 +89,8 @@ export function mapSegmentMessage(input: unknown, options: SegmentMessageOptions
     ['userId', userId],
     ['anonymousId', anonymousId],
   ] as const) {
-    if (value !== undefined && value.length > MAX_PERSON_ID_LENGTH) return fail(messageId, `/${field}`, 'too_long', `is longer than ${MAX_PERSON_ID_LENGTH} characters`);
+    if (value !== undefined && value.length > MAX_PERSON_ID_LENGTH)
+      return fail(messageId, `/${field}`, 'too_long', `is longer than ${MAX_PERSON_ID_LENGTH} characters`);
   }
   if (userId === undefined && anonymousId === undefined) return fail(messageId, '/userId', 'required', 'a message needs a userId or an anonymousId');
 
@@ -156,9 +157,7 @@ function parseTime(value: unknown): number | undefined | 'invalid' {
   return t.ok ? t.ms : 'invalid';
 }
 
-type Shape =
-  | { ok: true; eventName: string; properties: Json; email?: string; domain?: string }
-  | { ok: false; field: string; code: string; message: string };
+type Shape = { ok: true; eventName: string; properties: Json; email?: string; domain?: string } | { ok: false; field: string; code: string; message: string };
 
 type Field = { value: Json } | { error: Shape };
 

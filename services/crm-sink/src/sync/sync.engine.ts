@@ -350,7 +350,11 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       const mapping = deps.mappings.currentMapping(accountId);
       const ops = mapping ? planSync(mapping.mapping, event.record) : [];
       if (ops.length === 0) {
-        const reason = !mapping ? 'no_mapping' : event.record.email === null && event.record.domain === null ? noContactReason(event.record) : 'no_rule_matched';
+        const reason = !mapping
+          ? 'no_mapping'
+          : event.record.email === null && event.record.domain === null
+            ? noContactReason(event.record)
+            : 'no_rule_matched';
         skipped.push({ event, update: { accountId, eventId, state: 'skipped', reason } });
         continue;
       }

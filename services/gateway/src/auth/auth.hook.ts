@@ -75,9 +75,13 @@ export function authorize(auth: AuthContext, route: { apiScope?: ApiKeyScope; pu
   }
   if (auth.keyType !== 'publishable') return;
   if (!route.publishableKeys) {
-    throw new ProblemError('forbidden', 'Publishable keys can only send events (POST /v1/events, Segment browser calls); bulk and CSV jobs need a secret key from your server.', {
-      extensions: { code: 'publishable_key' },
-    });
+    throw new ProblemError(
+      'forbidden',
+      'Publishable keys can only send events (POST /v1/events, Segment browser calls); bulk and CSV jobs need a secret key from your server.',
+      {
+        extensions: { code: 'publishable_key' },
+      },
+    );
   }
   if (origin !== undefined && !(auth.account.allowedOrigins ?? []).includes(origin)) {
     throw new ProblemError('forbidden', "This origin is not among the account's allowed origins for publishable keys.", {

@@ -72,7 +72,15 @@ export function createSegmentIntake(deps: SegmentIntakeDeps) {
       const message = withoutWriteKey(raw);
       const sentId = messageIdOf(message);
       const refuse = (code: string, reason: string) =>
-        refused.push({ accountId: account.id, ...(sentId !== undefined ? { messageId: sentId } : {}), route: call.route, code, reason, message, atMs: receivedAtMs });
+        refused.push({
+          accountId: account.id,
+          ...(sentId !== undefined ? { messageId: sentId } : {}),
+          route: call.route,
+          code,
+          reason,
+          message,
+          atMs: receivedAtMs,
+        });
       const bytes = segmentMessageBytes(message);
       if (bytes > MAX_SEGMENT_MESSAGE_BYTES) {
         refuse('too_large', `message ${index} is ${bytes} bytes as JSON; a message is at most ${MAX_SEGMENT_MESSAGE_BYTES}`);
@@ -119,7 +127,15 @@ export function createSegmentIntake(deps: SegmentIntakeDeps) {
       accepted = valid.filter((_, i) => reserved.decisions[i] !== 'over');
       valid.forEach((v, i) => {
         if (reserved.decisions[i] === 'over') {
-          refused.push({ accountId: account.id, messageId: v.sentId, route: call.route, code: 'quota_exceeded', reason: 'the monthly allowance is used up', message: v.message, atMs: receivedAtMs });
+          refused.push({
+            accountId: account.id,
+            messageId: v.sentId,
+            route: call.route,
+            code: 'quota_exceeded',
+            reason: 'the monthly allowance is used up',
+            message: v.message,
+            atMs: receivedAtMs,
+          });
         }
       });
       const toWrite = [...new Map(accepted.map((v) => [v.record.eventId, v.record])).values()];
@@ -147,7 +163,9 @@ export function createSegmentIntake(deps: SegmentIntakeDeps) {
       // As POST /v1/events: maybe written → 504 (a retry of the same messageIds is stored once);
       // surely not written → the allowance is given back and 503 (Segment's SDKs retry both).
       if (err instanceof AppError && err.code === 'kafka_outcome_unknown') {
-        throw new ProblemError('outcomeUnknown', 'Kafka did not answer in time; the messages may have been stored. Retry with the same messageIds.', { cause: err });
+        throw new ProblemError('outcomeUnknown', 'Kafka did not answer in time; the messages may have been stored. Retry with the same messageIds.', {
+          cause: err,
+        });
       }
       const counted = valid.filter((_, i) => decisions[i] === 'counted').map((v) => (v.generatedId ? '' : v.record.eventId));
       await deps.allowance.releaseEvents(call.account, counted, deps.now()).catch((releaseErr: unknown) => {

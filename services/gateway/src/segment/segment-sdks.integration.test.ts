@@ -61,7 +61,8 @@ async function storedRows(accountId: string, expected: number) {
   );
 }
 
-const get = (apiKey: string, url: string) => gw.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${apiKey}` }, remoteAddress: randomClientIp() });
+const get = (apiKey: string, url: string) =>
+  gw.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${apiKey}` }, remoteAddress: randomClientIp() });
 
 describe('Segment and RudderStack server SDKs against the gateway', () => {
   it('@segment/analytics-node: every message stored once through a lost answer and its retry, counted once, readable by messageId', async () => {
@@ -125,7 +126,11 @@ describe('Segment and RudderStack server SDKs against the gateway', () => {
     expect(read.statusCode, read.body).toBe(200);
     expect(read.json()).toMatchObject({ eventName: 'Ship Launched' });
 
-    const { values, keys } = await gw.readTopic<{ messageId?: string }>('deadLetters', (v) => v.some((m) => m?.messageId === 'rs-too-big'), 'the oversize message in the dead letters');
+    const { values, keys } = await gw.readTopic<{ messageId?: string }>(
+      'deadLetters',
+      (v) => v.some((m) => m?.messageId === 'rs-too-big'),
+      'the oversize message in the dead letters',
+    );
     expect(keys[values.findIndex((m) => m?.messageId === 'rs-too-big')]).toBe(`${account.id}:rs-too-big`);
   }, 60_000);
 });

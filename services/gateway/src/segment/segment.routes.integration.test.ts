@@ -32,7 +32,13 @@ beforeAll(async () => {
 }, 30_000);
 
 const post = (url: string, payload: string | object, headers: Record<string, string>) =>
-  gw.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: typeof payload === 'string' ? payload : JSON.stringify(payload), remoteAddress: randomClientIp() });
+  gw.app.inject({
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/json', ...headers },
+    payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+    remoteAddress: randomClientIp(),
+  });
 
 describe('Segment-compatible routes', () => {
   it('answer a bad Basic or body key exactly like a bad Bearer key', async () => {
@@ -70,13 +76,25 @@ describe('Segment-compatible routes', () => {
     const { values } = await gw.readTopic<EventRecord>('eventsRaw', (v) => v.some((r) => r.eventId === 'routes-1'), 'the userId-only event in events.raw');
     expect(values.find((r) => r.eventId === 'routes-1')).toMatchObject({ accountId, eventName: 'Signed In', email: null, domain: null, userId: 'only-user' });
 
-    const letters = await gw.readTopic<{ messageId?: string }>('deadLetters', (v) => ['routes-big', 'routes-nobody'].every((id) => v.some((m) => m?.messageId === id)), 'both refused messages');
+    const letters = await gw.readTopic<{ messageId?: string }>(
+      'deadLetters',
+      (v) => ['routes-big', 'routes-nobody'].every((id) => v.some((m) => m?.messageId === id)),
+      'both refused messages',
+    );
     const keys = letters.keys.filter((k) => k.startsWith(`${accountId}:routes-`));
     expect(keys.sort()).toEqual([`${accountId}:routes-big`, `${accountId}:routes-nobody`]);
   });
 
   it('refuse a batch over 500 KB whole (413), and publishable keys on the server routes (403)', async () => {
-    const big = { batch: Array.from({ length: 20 }, (_, i) => ({ type: 'track', userId: 'u', event: 'E', messageId: `b-${i}`, properties: { blob: 'x'.repeat(30 * 1024) } })) };
+    const big = {
+      batch: Array.from({ length: 20 }, (_, i) => ({
+        type: 'track',
+        userId: 'u',
+        event: 'E',
+        messageId: `b-${i}`,
+        properties: { blob: 'x'.repeat(30 * 1024) },
+      })),
+    };
     const tooLarge = await post('/v1/batch', big, { authorization: basic(secret) });
     expect(tooLarge.statusCode, tooLarge.body).toBe(413);
     const forbidden = await post('/v1/batch', { batch: [{ type: 'track', userId: 'u', event: 'E' }] }, { authorization: basic(publishable) });
@@ -87,7 +105,14 @@ describe('Segment-compatible routes', () => {
   it('take a browser call with the publishable key in a text/plain body, with CORS for the allowed origin, and never keep the key', async () => {
     const res = await post(
       '/v1/t',
-      { type: 'track', anonymousId: 'anon-browser', event: 'Button Clicked', messageId: 'browser-1', writeKey: publishable, context: { page: { url: `${ORIGIN}/p` } } },
+      {
+        type: 'track',
+        anonymousId: 'anon-browser',
+        event: 'Button Clicked',
+        messageId: 'browser-1',
+        writeKey: publishable,
+        context: { page: { url: `${ORIGIN}/p` } },
+      },
       { 'content-type': 'text/plain;charset=UTF-8', origin: ORIGIN },
     );
     expect(res.statusCode, res.body).toBe(200);
@@ -97,8 +122,35 @@ describe('Segment-compatible routes', () => {
     expect(record).toMatchObject({ anonymousId: 'anon-browser', context: { page: { url: `${ORIGIN}/p` } } });
     expect(JSON.stringify(record)).not.toContain(publishable);
 
-    const other = await post('/v1/t', { anonymousId: 'a', event: 'E', writeKey: publishable }, { 'content-type': 'text/plain', origin: 'https://evil.example' });
+    const other = await post(
+      '/v1/t',
+      { anonymousId: 'a', event: 'E', writeKey: publishable },
+      { 'content-type': 'text/plain', origin: 'https://evil.example' },
+    );
     expect(other.statusCode).toBe(403);
     expect(other.json()).toMatchObject({ code: 'origin_not_allowed' });
+  });
+
+  it('are in the OpenAPI document the API fuzzing step reads, each with its body and Segment\u2019s answer', async () => {
+    const res = await gw.app.inject({ method: 'GET', url: '/v1/openapi.json', remoteAddress: randomClientIp() });
+    expect(res.statusCode).toBe(200);
+    const paths = res.json().paths as Record<string, { post?: { requestBody?: unknown; responses?: Record<string, unknown> } }>;
+    for (const path of [
+      '/v1/batch',
+      '/v1/track',
+      '/v1/identify',
+      '/v1/group',
+      '/v1/alias',
+      '/v1/page',
+      '/v1/screen',
+      '/v1/t',
+      '/v1/i',
+      '/v1/p',
+      '/v1/g',
+      '/v1/a',
+    ]) {
+      expect(paths[path]?.post?.requestBody, path).toBeDefined();
+      expect(Object.keys(paths[path]?.post?.responses ?? {}), path).toEqual(expect.arrayContaining(['200', '401', '413']));
+    }
   });
 });

@@ -1,11 +1,4 @@
-import {
-  SegmentBatchEnvelope,
-  SegmentBatchRequest,
-  SegmentBrowserRequest,
-  SegmentMessage,
-  SegmentMessageEnvelope,
-  SegmentReceipt,
-} from '@ingest/schemas';
+import { SegmentBatchEnvelope, SegmentBatchRequest, SegmentBrowserRequest, SegmentMessage, SegmentMessageEnvelope, SegmentReceipt } from '@ingest/schemas';
 import { MAX_SEGMENT_BATCH_BYTES, type SegmentType } from '@ingest/domain';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { parseJsonBody, problemResponses } from '@ingest/http';
