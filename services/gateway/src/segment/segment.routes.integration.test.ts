@@ -5,7 +5,7 @@
  * browser calls, a userId-only message accepted, and refused messages in the dead letters.
  */
 import { waitFor } from '@ingest/testkit';
-import { ADMIN_TOKEN, type EventRecord, randomClientIp, useGatewayFixture } from '@ingest/testkit/gateway';
+import { ADMIN_TOKEN, type EventRecord, randomClientIp, signedInOwner, useGatewayFixture } from '@ingest/testkit/gateway';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const gw = useGatewayFixture();
@@ -83,6 +83,20 @@ describe('Segment-compatible routes', () => {
     );
     const keys = letters.keys.filter((k) => k.startsWith(`${accountId}:routes-`));
     expect(keys.sort()).toEqual([`${accountId}:routes-big`, `${accountId}:routes-nobody`]);
+
+    // The account's owner sees them on the dashboard's dead letters, with the reason.
+    const owner = await signedInOwner(gw, accountId);
+    const listed = await waitFor(
+      async () => {
+        const res = await owner.request({ method: 'GET', url: '/dashboard/api/deadletters?refresh=true' });
+        const entries = (res.json().entries ?? []) as { eventId: string | null; eventName: string | null; code: string; reason: string; consumer: string }[];
+        if (!entries.some((e) => e.eventId === 'routes-nobody')) throw new Error(`listed so far: ${res.body}`);
+        return entries;
+      },
+      { description: 'the refused messages on the dashboard', timeoutMs: 20_000 },
+    );
+    expect(listed.find((e) => e.eventId === 'routes-big')).toMatchObject({ eventName: 'Huge', code: 'too_large', consumer: 'gateway' });
+    expect(listed.find((e) => e.eventId === 'routes-nobody')).toMatchObject({ code: 'required', reason: expect.stringContaining('userId') });
   });
 
   it('refuse a batch over 500 KB whole (413), and publishable keys on the server routes (403)', async () => {
