@@ -65,7 +65,8 @@ export function policiesFor(limits: AccountRateLimits, plan: Plan): [RatePolicy,
 }
 
 /**
- * Only POST /v1/events counts its events: its envelope (1 to 100, checked before this hook) is
+ * Only POST /v1/events and the Segment-compatible routes count their events: the envelope (1 to
+ * 100 `events` or `batch` messages, checked before this hook; a single Segment call is one) is
  * what is counted. Bulk jobs and CSV uploads count as one request each: they are governed by the
  * upload slots (concurrent jobs), their byte limits and the allowance, the same for both
  * (docs/limits.md, "Backfills"). The cap only guards a route that opts in without an envelope.
