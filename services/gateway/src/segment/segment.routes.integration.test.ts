@@ -4,6 +4,7 @@
  * 401 as a bad Bearer key), Segment's answer, its size limits, publishable keys only on the
  * browser calls, a userId-only message accepted, and refused messages in the dead letters.
  */
+import { allowancePeriod } from '@ingest/domain';
 import { waitFor } from '@ingest/testkit';
 import { ADMIN_TOKEN, type EventRecord, randomClientIp, signedInOwner, useGatewayFixture } from '@ingest/testkit/gateway';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -166,5 +167,23 @@ describe('Segment-compatible routes', () => {
       expect(paths[path]?.post?.requestBody, path).toBeDefined();
       expect(Object.keys(paths[path]?.post?.responses ?? {}), path).toEqual(expect.arrayContaining(['200', '401', '413']));
     }
+  });
+
+  it('share the monthly allowance: what fits is stored, the rest dead-lettered as quota_exceeded, then 402', async () => {
+    const { account, apiKey } = await gw.newAccount('free');
+    await gw.redis.set(`quota:{${account.id}}:${allowancePeriod(Date.now()).id}`, 999);
+    const track = (messageId: string) => ({ type: 'track', userId: 'u', event: 'Used Feature', messageId });
+    const partial = await post('/v1/batch', { batch: [track('quota-1'), track('quota-2')] }, { authorization: basic(apiKey) });
+    expect(partial.statusCode, partial.body).toBe(200);
+    expect(partial.json()).toMatchObject({ success: true, accepted: 1, rejected: 1 });
+    expect(partial.headers['x-quota-remaining']).toBe('0');
+    const refused = await post('/v1/track', track('quota-3'), { authorization: basic(apiKey) });
+    expect(refused.statusCode, refused.body).toBe(402);
+    const letters = await gw.readTopic<{ messageId?: string }>(
+      'deadLetters',
+      (v) => ['quota-2', 'quota-3'].every((id) => v.some((m) => m?.messageId === id)),
+      'the messages over the allowance',
+    );
+    expect(letters.keys.filter((k) => k.startsWith(`${account.id}:`)).sort()).toEqual([`${account.id}:quota-2`, `${account.id}:quota-3`]);
   });
 });
