@@ -137,6 +137,16 @@ describe('Segment-compatible routes', () => {
     expect(record).toMatchObject({ anonymousId: 'anon-browser', context: { page: { url: `${ORIGIN}/p` } } });
     expect(JSON.stringify(record)).not.toContain(publishable);
 
+    // A preflight (analytics-next sends JSON as text/plain to avoid one; other clients may not).
+    const preflight = await gw.app.inject({
+      method: 'OPTIONS',
+      url: '/v1/i',
+      headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      remoteAddress: randomClientIp(),
+    });
+    expect(preflight.statusCode).toBe(204);
+    expect(preflight.headers['access-control-allow-origin']).toBe(ORIGIN);
+
     const other = await post(
       '/v1/t',
       { anonymousId: 'a', event: 'E', writeKey: publishable },
