@@ -91,7 +91,7 @@ describe('Segment and RudderStack server SDKs against the gateway', () => {
     expect(read.json()).toMatchObject({ eventId: 'seg-track-3', eventName: 'Report Built', properties: { i: 3 } });
 
     // The SDK's retry wrote its batch twice to events.raw; dedupe passed one copy on.
-    const { values } = await gw.readTopic<{ eventId: string; accountId: string; userId?: string }>(
+    const { values, keys } = await gw.readTopic<{ eventId: string; accountId: string; userId?: string }>(
       'eventsUnique',
       (v) => v.filter((r) => r.accountId === account.id).length >= 9,
       'the account\u2019s unique events',
@@ -99,6 +99,12 @@ describe('Segment and RudderStack server SDKs against the gateway', () => {
     const unique = values.filter((r) => r.accountId === account.id);
     expect(unique.filter((r) => r.eventId === 'seg-track-0')).toHaveLength(1);
     expect(unique.find((r) => r.eventId === 'seg-track-0')).toMatchObject({ userId: 'user-1' });
+    // events.unique is keyed by person: the email when the message has one, else u:<userId>, else a:<anonymousId>.
+    const keyOf = (eventId: string) => keys[values.findIndex((r) => r.accountId === account.id && r.eventId === eventId)];
+    expect(keyOf('seg-identify-1')).toBe(`${account.id}:ada@acme.io`);
+    expect(keyOf('seg-track-0')).toBe(`${account.id}:u:user-1`);
+    expect(keyOf('seg-anon-1')).toBe(`${account.id}:a:anon-9`);
+    expect(keyOf('seg-group-1')).toBe(`${account.id}:acme.io`);
   }, 60_000);
 
   it('@rudderstack/rudder-sdk-node (gzip): stored once, counted, readable; a message over 32 KB is dead-lettered while the rest of its batch is stored', async () => {
