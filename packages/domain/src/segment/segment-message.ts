@@ -142,7 +142,9 @@ function timesOf(input: Json, options: SegmentMessageOptions): Times {
   if (claimed === 'invalid') return { ok: false, field: `/${claimedField}`, message: 'must be an ISO 8601 date-time with a zone' };
   const ownSentAt = input.sentAt !== undefined;
   const sentAt = parseTime(ownSentAt ? input.sentAt : options.batchSentAt);
-  if (sentAt === 'invalid') return { ok: false, field: ownSentAt ? '/sentAt' : '/../sentAt', message: 'must be an ISO 8601 date-time with a zone' };
+  if (sentAt === 'invalid') {
+    return { ok: false, field: '/sentAt', message: `${ownSentAt ? '' : "(the batch's) "}must be an ISO 8601 date-time with a zone` };
+  }
   if (claimed === undefined) return { ok: true, timestampMs: options.receivedAtMs };
   const timestampMs = sentAt === undefined ? claimed : options.receivedAtMs - (sentAt - claimed);
   // Date covers ±8.64e15 ms; beyond it the validator could not even print the time.
