@@ -25,6 +25,9 @@ export const EARLIEST_RECORD_TIME_MS = 0;
 export const LATEST_RECORD_TIME_MS = Date.UTC(2100, 0, 1) - 1;
 const RecordTimeMs = (description: string) => Type.Integer({ minimum: EARLIEST_RECORD_TIME_MS, maximum: LATEST_RECORD_TIME_MS, description });
 
+/** Longest `userId` / `anonymousId` kept (Segment sets no limit; ours is the eventId's). */
+export const MAX_PERSON_ID_LENGTH = 255;
+
 export const EventSource = Type.Union([Type.Literal('api'), Type.Literal('bulk'), Type.Literal('csv')]);
 
 export const EventRecord = Type.Object(
@@ -40,6 +43,16 @@ export const EventRecord = Type.Object(
     properties: Type.Record(Type.String(), Type.Unknown()),
     source: EventSource,
     jobId: Type.Union([Type.String(), Type.Null()]),
+    // Optional, same `v` (a reader one release behind ignores them): set by the Segment-compatible
+    // intake (docs/segment.md); absent on events sent to /v1/events, bulk and CSV.
+    userId: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_PERSON_ID_LENGTH, description: "The sender's own user id (Segment `userId`)." })),
+    anonymousId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: MAX_PERSON_ID_LENGTH, description: 'The device or browser id (Segment `anonymousId`).' }),
+    ),
+    context: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'Segment `context` as sent (ip, userAgent, page, campaign, library, ...).' }),
+    ),
+    originalTimestampMs: Type.Optional(RecordTimeMs('The time the sender claimed (Segment `originalTimestamp`) before the clock-skew correction.')),
   },
   // Open: the optional fields a newer writer adds are ignored, not dead-lettered.
   { $id: 'EventRecord' },

@@ -36,7 +36,8 @@ export const EventSyncState = Type.Object(
     }),
     reason: Type.Optional(
       Type.String({
-        description: 'For `skipped`: `no_mapping`, `no_rule_matched` or `missing_identity`. For `failed`: the CRM’s error message.',
+        description:
+          'For `skipped`: `no_mapping`, `no_rule_matched`, `missing_identity` or `identity_unresolved` (a userId/anonymousId but no email or domain). For `failed`: the CRM’s error message.',
       }),
     ),
     updatedAt: Type.Optional(Type.String({ description: 'When the sync state was recorded, ISO 8601 in UTC.' })),

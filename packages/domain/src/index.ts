@@ -50,6 +50,8 @@ export * from './events/publishable-ids.js';
 export * from './events/raw-event-message.js';
 export * from './events/timestamp.js';
 export * from './events/validate-event.js';
+export * from './segment/segment-message.js';
+export * from './segment/segment-record.js';
 export * from './jobs/job-status.store.js';
 export { normaliseOwnerEmail } from './control-plane/owners.state.js';
 export * from './audit/audit-record.js';

@@ -61,6 +61,7 @@ export const METRIC_NAMES = {
   crmRecordsCoalesced: 'ingest_crm_events_coalesced_total',
   crmSyncLag: 'ingest_crm_sync_lag_seconds',
   crmSyncOutcomes: 'ingest_crm_sync_outcomes_total',
+  crmSyncSkipped: 'ingest_crm_sync_skipped_total',
   crmPausedAccounts: 'ingest_crm_paused_accounts',
   crmParkEvents: 'ingest_crm_park_events_total',
   crmParkedAccounts: 'ingest_crm_parked_accounts',

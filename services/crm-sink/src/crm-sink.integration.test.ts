@@ -4,9 +4,9 @@
  * Events are produced to events.unique directly, as the dedupe step would.
  */
 import type { EventRecord } from '@ingest/schemas';
-import { committedOffsets, readDeadLetters } from '@ingest/platform';
+import { committedOffsets, createMetricsRegistry, readDeadLetters } from '@ingest/platform';
 import { type CrmCredential } from '@ingest/domain';
-import { testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { sampleValue, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryCrm, createStaticMappings, type MemoryCrm } from './adapters/memory-crm.fixture.js';
 import { createSinkFixture, everyKindMapping, type SinkFixture, T0 } from './crm-sink.fixture.js';
@@ -18,6 +18,7 @@ const NO_CREDENTIAL = 'acc_nocred';
 const crms = new Map<string, MemoryCrm>(ACCOUNTS.map((a) => [a, createMemoryCrm({ maxBatchSize: a === 'acc_volume' ? 4 : 100 })]));
 let fx: SinkFixture;
 let groupId: string;
+const sinkMetrics = createMetricsRegistry('crm-sink-test');
 
 function crmOf(accountId: string): MemoryCrm {
   return crms.get(accountId) as MemoryCrm;
@@ -34,7 +35,7 @@ beforeAll(async () => {
     createAdapter: (credential) => crmOf(credential.type === 'hubspot' ? credential.accessToken : '').adapter,
   });
   groupId = `crm-sink-${uniqueSuffix()}`;
-  await fx.startSink(groupId);
+  await fx.startSink(groupId, { metrics: sinkMetrics });
 });
 
 afterAll(async () => {
@@ -60,6 +61,8 @@ describe('crm-sink', () => {
       event('acc_rules', 'Signed Up', 'carol@acme.com', { plan: 'team', source: 'partner' }, 2, 'acme.com'),
       event('acc_rules', 'Newsletter Opened', 'alice@acme.com', {}, 3),
       event('acc_rules', 'Page Viewed', null, { path: '/x' }, 3),
+      // A Segment message named by its userId only: stored, and skipped here with its own reason (docs/segment.md).
+      { ...event('acc_rules', 'Page Viewed', null, { path: '/y' }, 4), userId: 'seg-user-1' },
     ];
     await produce(events);
     await allSettled(events);
@@ -92,7 +95,11 @@ describe('crm-sink', () => {
       'synced',
       'skipped:no_rule_matched',
       'skipped:missing_identity',
+      'skipped:identity_unresolved',
     ]);
+    const skipped = (reason: string) => sinkMetrics.metrics().then((text) => sampleValue(text, 'ingest_crm_sync_skipped_total', { reason }));
+    expect(await skipped('identity_unresolved')).toBe(1);
+    expect(await skipped('missing_identity')).toBeGreaterThanOrEqual(1);
   });
 
   it('coalesces 1,000 events for 10 contacts into few batched calls within the rate limit', async () => {

@@ -31,6 +31,7 @@ import { csvRoutes } from './csv/csv.routes.js';
 import { eventReadRoutes } from './events/event-read.routes.js';
 import { eventsRoutes } from './events/events.routes.js';
 import { jobsRoutes } from './jobs/jobs.routes.js';
+import { segmentRoutes } from './segment/segment.routes.js';
 import { accountRateHook, accountRateLimitsOf, createAccountRateLimiter } from './limits/account-rate.limiter.js';
 
 export interface GatewayDeps {
@@ -84,8 +85,12 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       });
       v1.addHook('preParsing', async (request, _reply, payload) => {
         // CORS preflights carry no key (publishable-cors.ts answers them).
-        if (request.method !== 'OPTIONS') await authenticate(request);
+        if (request.method !== 'OPTIONS' && request.routeOptions.config.keyIn !== 'body') await authenticate(request);
         return payload;
+      });
+      // Segment's browser routes carry the key in the body (small: their bodyLimit is 64 KiB).
+      v1.addHook('preValidation', async (request) => {
+        if (request.routeOptions.config.keyIn === 'body') await authenticate(request);
       });
       // preHandler: after the body is parsed (its events are counted) and its envelope checked,
       // so a request no wait can make acceptable (10,001 events, a wrong shape) is its 400, never
@@ -113,6 +118,17 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
           rawTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsRaw'),
           allowance,
           validate,
+          metrics: ingestMetrics,
+          now,
+        }),
+      );
+      await v1.register(
+        segmentRoutes({
+          producer: deps.producer,
+          rawTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsRaw'),
+          deadLetterTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'deadLetters'),
+          allowance,
+          validate: createEventValidator({ maxFutureMs: config.MAX_FUTURE_SKEW_MS, requireContact: false }),
           metrics: ingestMetrics,
           now,
         }),

@@ -36,9 +36,19 @@ export function parseRawEventKey(key: string): { accountId: string; eventId: str
   return { accountId: key.slice(0, colon), eventId: key.slice(colon + 1) };
 }
 
-/** Whom an event is about: its email, else its domain, else nobody (''). */
+/**
+ * Whom an event is about: its email, else its domain, else its sender's user id (`u:<userId>`),
+ * else its device id (`a:<anonymousId>`), else nobody (''). The prefixes keep a user id that looks
+ * like an email or a host apart from the real ones; the last two come only from the
+ * Segment-compatible intake (docs/segment.md), so every event of one person stays on one
+ * events.unique partition, in order, even before we know the person's email.
+ */
 export function identityOf(record: EventRecord): string {
-  return record.email ?? record.domain ?? '';
+  const contact = record.email ?? record.domain;
+  if (contact !== null) return contact;
+  if (record.userId !== undefined) return `u:${record.userId}`;
+  if (record.anonymousId !== undefined) return `a:${record.anonymousId}`;
+  return '';
 }
 
 /** events.unique's key: a contact's (or a company's) events share a partition, in order. */

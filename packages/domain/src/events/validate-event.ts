@@ -34,6 +34,11 @@ export interface EventValidatorOptions {
   /** Nesting depth allowed inside property values. */
   maxPropertyDepth?: number;
   generateId?: () => string;
+  /**
+   * Whether an event needs an email or a domain (default true). The Segment-compatible intake
+   * turns it off: its messages name their person by userId/anonymousId, which it checks itself.
+   */
+  requireContact?: boolean;
 }
 
 const KEYWORD_CODES: Record<string, string> = {
@@ -53,6 +58,7 @@ export function createEventValidator(options: EventValidatorOptions = {}): (inpu
   const maxFutureMs = options.maxFutureMs ?? 24 * 60 * 60 * 1000;
   const maxDepth = options.maxPropertyDepth ?? 16;
   const generateId = options.generateId ?? uuidv7;
+  const requireContact = options.requireContact ?? true;
   const validateShape = compileValidator<IngestEvent>(IngestEvent, 'all');
 
   return (input, receivedAtMs) => {
@@ -70,7 +76,7 @@ export function createEventValidator(options: EventValidatorOptions = {}): (inpu
 
     let email: string | null = null;
     let domain: string | null = null;
-    if (event.email === undefined && event.domain === undefined) {
+    if (requireContact && event.email === undefined && event.domain === undefined) {
       errors.push({ field: '/email', code: 'required', message: 'at least one of email or domain is required' });
     }
     if (event.email !== undefined) {

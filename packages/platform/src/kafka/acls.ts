@@ -59,7 +59,8 @@ export const ROLE_GRANTS: Readonly<Record<KafkaRole, RoleGrants>> = {
   ingest: {
     // API keys authenticate requests; accounts carry plan, suspension and browser origins.
     read: ['controlAccounts', 'controlApiKeys'],
-    write: ['eventsRaw', 'jobChunks', 'jobProgress'],
+    // events.deadletter: the Segment-compatible routes record the messages they refuse (docs/segment.md).
+    write: ['eventsRaw', 'jobChunks', 'jobProgress', 'deadLetters'],
     groups: [CONTROL_PLANE_GROUP_PREFIX],
   },
   console: {

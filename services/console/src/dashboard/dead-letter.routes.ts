@@ -139,9 +139,12 @@ function toView(topic: 'events' | 'crm', e: DeadLetterEntry): DeadLetterView {
   let eventId: string | null = null;
   let eventName: string | null = null;
   try {
-    const parsed = JSON.parse(e.value?.toString('utf8') ?? '') as { eventId?: unknown; eventName?: unknown };
+    const parsed = JSON.parse(e.value?.toString('utf8') ?? '') as { eventId?: unknown; eventName?: unknown; messageId?: unknown; event?: unknown };
     if (typeof parsed.eventId === 'string') eventId = parsed.eventId;
     if (typeof parsed.eventName === 'string') eventName = parsed.eventName;
+    // A Segment message the gateway refused (docs/segment.md) is in its own words.
+    if (eventId === null && typeof parsed.messageId === 'string') eventId = parsed.messageId;
+    if (eventName === null && typeof parsed.event === 'string') eventName = parsed.event;
   } catch {
     // a letter whose value is not JSON shows without event fields
   }

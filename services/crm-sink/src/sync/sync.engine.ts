@@ -350,7 +350,11 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       const mapping = deps.mappings.currentMapping(accountId);
       const ops = mapping ? planSync(mapping.mapping, event.record) : [];
       if (ops.length === 0) {
-        const reason = !mapping ? 'no_mapping' : event.record.email === null && event.record.domain === null ? 'missing_identity' : 'no_rule_matched';
+        const reason = !mapping
+          ? 'no_mapping'
+          : event.record.email === null && event.record.domain === null
+            ? noContactReason(event.record)
+            : 'no_rule_matched';
         skipped.push({ event, update: { accountId, eventId, state: 'skipped', reason } });
         continue;
       }
@@ -365,6 +369,7 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
     await deps.syncStates.record(skipped.map((s) => s.update));
     for (const s of skipped) {
       deps.metrics.outcomes.inc({ state: 'skipped' });
+      deps.metrics.skipped.inc({ reason: s.update.reason ?? 'unknown' });
       s.event.finish();
     }
   }
@@ -486,4 +491,13 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       await Promise.allSettled([...workers.values()].map((w) => (w.adapter ? closeAdapter(w.adapter.adapter) : undefined)));
     },
   };
+}
+
+/**
+ * Why an event without email or domain has no CRM work: `identity_unresolved` when it names its
+ * person by a Segment userId/anonymousId (their email is not known to us yet: docs/segment.md),
+ * else `missing_identity`.
+ */
+function noContactReason(record: EventRecord): string {
+  return record.userId !== undefined || record.anonymousId !== undefined ? 'identity_unresolved' : 'missing_identity';
 }

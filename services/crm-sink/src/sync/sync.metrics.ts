@@ -3,6 +3,8 @@ import { METRIC_NAMES, type Registry } from '@ingest/platform';
 
 export interface SyncMetrics {
   outcomes: Counter<'state'>;
+  /** Skipped events by reason (no_mapping, no_rule_matched, missing_identity, identity_unresolved). */
+  skipped: Counter<'reason'>;
   retries: Counter<'kind'>;
   coalesced: Counter;
   lag: Histogram;
@@ -30,6 +32,12 @@ export function createSyncMetrics(registry: Registry, suspendedAccounts?: () => 
       name: METRIC_NAMES.crmSyncOutcomes,
       help: 'Events by CRM sync outcome (synced, skipped, failed)',
       labelNames: ['state'],
+      registers: [registry],
+    }),
+    skipped: new Counter({
+      name: METRIC_NAMES.crmSyncSkipped,
+      help: 'Events the CRM sync skipped, by reason',
+      labelNames: ['reason'],
       registers: [registry],
     }),
     retries: new Counter({

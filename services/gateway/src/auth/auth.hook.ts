@@ -11,6 +11,7 @@ import {
 } from '@ingest/domain';
 import type { FastifyRequest } from 'fastify';
 import { ProblemError } from '@ingest/http';
+import { type KeyCarrier, presentedKey } from './presented-key.js';
 
 export interface AuthContext {
   account: Account;
@@ -28,6 +29,12 @@ declare module 'fastify' {
     apiScope?: ApiKeyScope;
     /** Publishable keys may call this route (POST /v1/events only: never a job, never a read); default no. */
     publishableKeys?: boolean;
+    /**
+     * Where the route takes its key: `bearer` (default), `basic` (also HTTP Basic with the key as
+     * user name, as Segment's server SDKs send it) or `body` (a `writeKey` member of the JSON
+     * body, as Segment's browser SDK sends it: authenticated once the body is parsed).
+     */
+    keyIn?: KeyCarrier;
   }
 }
 
@@ -37,9 +44,7 @@ declare module 'fastify' {
  */
 const UNAUTHORIZED_DETAIL = 'Send a valid, unrevoked API key as `Authorization: Bearer svc_live_...`.';
 
-export function authenticate(controlPlane: ControlPlaneReader, authorization: string | undefined): AuthContext {
-  const match = /^Bearer ([^\s]+)$/i.exec(authorization?.trim() ?? '');
-  const candidate = match?.[1];
+export function authenticate(controlPlane: ControlPlaneReader, candidate: string | undefined): AuthContext {
   if (candidate && isWellFormedApiKey(candidate)) {
     const key = controlPlane.apiKeyByHash(hashApiKey(candidate));
     const account = key && key.revokedAt === null ? controlPlane.accountById(key.accountId) : undefined;
@@ -70,9 +75,13 @@ export function authorize(auth: AuthContext, route: { apiScope?: ApiKeyScope; pu
   }
   if (auth.keyType !== 'publishable') return;
   if (!route.publishableKeys) {
-    throw new ProblemError('forbidden', 'Publishable keys can only send events (POST /v1/events); bulk and CSV jobs need a secret key from your server.', {
-      extensions: { code: 'publishable_key' },
-    });
+    throw new ProblemError(
+      'forbidden',
+      'Publishable keys can only send events (POST /v1/events, Segment browser calls); bulk and CSV jobs need a secret key from your server.',
+      {
+        extensions: { code: 'publishable_key' },
+      },
+    );
   }
   if (origin !== undefined && !(auth.account.allowedOrigins ?? []).includes(origin)) {
     throw new ProblemError('forbidden', "This origin is not among the account's allowed origins for publishable keys.", {
@@ -84,7 +93,7 @@ export function authorize(auth: AuthContext, route: { apiScope?: ApiKeyScope; pu
 /** `onKeyUsed` must be cheap and must not throw: it runs on every authenticated request. */
 export function createAuthHook(controlPlane: ControlPlaneReader, onKeyUsed: (keyId: string) => void = () => {}) {
   return async (request: FastifyRequest): Promise<void> => {
-    request.auth = authenticate(controlPlane, request.headers.authorization);
+    request.auth = authenticate(controlPlane, presentedKey(request.routeOptions.config.keyIn ?? 'bearer', request.headers.authorization, request.body));
     onKeyUsed(request.auth.keyId);
     authorize(request.auth, request.routeOptions.config, request.headers.origin);
   };

@@ -3,7 +3,7 @@ import type { ControlPlaneReader } from '@ingest/domain';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 /** The routes a publishable key may call from a browser; everything else has no CORS at all. */
-export const BROWSER_INGEST_PATHS: ReadonlySet<string> = new Set(['/v1/events']);
+export const BROWSER_INGEST_PATHS: ReadonlySet<string> = new Set(['/v1/events', '/v1/t', '/v1/i', '/v1/p', '/v1/g', '/v1/a']);
 /** Browsers cache a preflight this long (Chromium caps it at 2 h); preflights count against the per-address rate limit. */
 export const PREFLIGHT_MAX_AGE_S = 600;
 

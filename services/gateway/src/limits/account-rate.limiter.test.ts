@@ -21,6 +21,9 @@ describe('account rate hook', () => {
     expect(eventsIn({ events: [1, 2, 3] })).toBe(3);
     expect(eventsIn({ events: Array.from({ length: 20_000 }) })).toBe(100);
     expect(eventsIn({ events: 'no' })).toBe(0);
+    // A Segment /v1/batch counts its messages (docs/segment.md).
+    expect(eventsIn({ batch: [1, 2], sentAt: 'x' })).toBe(2);
+    expect(eventsIn({ batch: Array.from({ length: 500 }) })).toBe(100);
     expect(eventsIn(undefined)).toBe(0);
     expect(eventsIn(null)).toBe(0);
   });
@@ -35,7 +38,9 @@ describe('account rate hook', () => {
       { failOpen: true, metrics: createMetricsRegistry('test') },
     );
     await hook(requestOf(7));
-    expect(seen).toEqual([7]);
+    // A Segment single call (`countsEvents: 'one'`) is one event whatever its body holds.
+    await hook({ ...requestOf(0), body: { userId: 'u' }, routeOptions: { config: { countsEvents: 'one' } } } as unknown as FastifyRequest);
+    expect(seen).toEqual([7, 1]);
   });
 
   it('serves without the ceilings while Redis is away when failing open, and answers 503 (a retryable redis_unavailable) when failing closed', async () => {

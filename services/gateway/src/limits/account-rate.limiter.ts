@@ -9,8 +9,11 @@ import { type AccountRatePolicyName, capacityOf, gcraParams, type RatePolicy } f
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route's JSON body carries `events` (at most MAX_EVENTS_PER_REQUEST), each counted against the account's events/s ceiling. */
-    countsEvents?: boolean;
+    /**
+     * The route's JSON body carries `events` or a Segment `batch` (at most MAX_EVENTS_PER_REQUEST),
+     * each counted against the account's events/s ceiling; `one`: the body is one event (Segment's single calls).
+     */
+    countsEvents?: boolean | 'one';
   }
 }
 
@@ -62,17 +65,19 @@ export function policiesFor(limits: AccountRateLimits, plan: Plan): [RatePolicy,
 }
 
 /**
- * Only POST /v1/events counts its events: its envelope (1 to 100, checked before this hook) is
+ * Only POST /v1/events and the Segment-compatible routes count their events: the envelope (1 to
+ * 100 `events` or `batch` messages, checked before this hook; a single Segment call is one) is
  * what is counted. Bulk jobs and CSV uploads count as one request each: they are governed by the
  * upload slots (concurrent jobs), their byte limits and the allowance, the same for both
  * (docs/limits.md, "Backfills"). The cap only guards a route that opts in without an envelope.
  */
 const MAX_COUNTED_EVENTS = MAX_EVENTS_PER_REQUEST;
 
-/** The events a request's body carries (0 for anything that is not `{ events: [...] }`, e.g. a CSV stream). */
+/** The events a request's body carries (0 for anything that is not `{ events: [...] }` or `{ batch: [...] }`, e.g. a CSV stream). */
 export function eventsIn(body: unknown): number {
-  const events = body !== null && typeof body === 'object' ? (body as { events?: unknown }).events : undefined;
-  return Array.isArray(events) ? Math.min(events.length, MAX_COUNTED_EVENTS) : 0;
+  const { events, batch } = body !== null && typeof body === 'object' ? (body as { events?: unknown; batch?: unknown }) : {};
+  const list = Array.isArray(events) ? events : Array.isArray(batch) ? batch : undefined;
+  return list ? Math.min(list.length, MAX_COUNTED_EVENTS) : 0;
 }
 
 export type AccountRateDecision =
@@ -148,7 +153,8 @@ export function accountRateHook(limiter: AccountRateLimiter, options: { failOpen
   return async (request: FastifyRequest): Promise<void> => {
     const account = request.auth?.account;
     if (!account) return;
-    const events = request.routeOptions.config.countsEvents ? eventsIn(request.body) : 0;
+    const counts = request.routeOptions.config.countsEvents;
+    const events = counts === 'one' ? 1 : counts ? eventsIn(request.body) : 0;
     let decision: AccountRateDecision;
     try {
       decision = await limiter(account, events);
