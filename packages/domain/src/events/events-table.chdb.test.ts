@@ -49,7 +49,18 @@ function record(i: number, fields: Partial<EventRecord> = {}): EventRecord {
 
 const records: EventRecord[] = [
   ...HOSTILE.map((text, i) =>
-    record(i, { eventId: `evt-${i}-${text}`, eventName: text, email: text, domain: text, jobId: text, properties: { text, [text]: [text, { nested: text }] } }),
+    record(i, {
+      eventId: `evt-${i}-${text}`,
+      eventName: text,
+      email: text,
+      domain: text,
+      jobId: text,
+      properties: { text, [text]: [text, { nested: text }] },
+      // The Segment-compatible intake's fields (current shape only; the legacy line has none).
+      userId: text,
+      anonymousId: `a-${text}`,
+      context: { ip: '203.0.113.9', page: { title: text } },
+    }),
   ),
   // Maximum lengths (schemas/src/event-record.ts) and 50 properties (MAX_PROPERTIES).
   record(100, {
@@ -140,7 +151,7 @@ describe.each(CHDB_ENGINES)('events on $name', ({ name, serverMajor }) => {
       await ch.insertTabSeparated('events', format.columns, lines);
       // Each String column as hex (the exact bytes stored), the rest as text; the legacy column
       // names on both shapes (event_time_ms and received_at_ms are ALIAS columns of the current one).
-      const hex = new Set(['account_id', 'event_id', 'event_name', 'email', 'domain', 'properties', 'job_id']);
+      const hex = new Set(['account_id', 'event_id', 'event_name', 'email', 'domain', 'properties', 'job_id', 'user_id', 'anonymous_id', 'context']);
       const extra = shape === 'current' ? ['user_id', 'anonymous_id', 'context'] : [];
       const rows = await ch.query<Record<string, string>>(
         `SELECT ${[...EVENT_COLUMNS, ...extra].map((c) => (hex.has(c) ? `hex(${c}) AS ${c}` : `toString(${c}) AS ${c}`)).join(', ')} FROM events`,
@@ -169,7 +180,13 @@ describe.each(CHDB_ENGINES)('events on $name', ({ name, serverMajor }) => {
           source: r.source,
           job_id: bytes(r.jobId ?? ''),
           inserted_at: time(insertedAtMs),
-          ...Object.fromEntries(extra.map((c) => [c, ''])),
+          ...(shape === 'current'
+            ? {
+                user_id: bytes(r.userId ?? ''),
+                anonymous_id: bytes(r.anonymousId ?? ''),
+                context: bytes(r.context === undefined ? '' : JSON.stringify(r.context)),
+              }
+            : {}),
         });
       }
     });

@@ -144,6 +144,15 @@ describe('toCurrentEventLine (the current-server shape)', () => {
     expect(JSON.parse(unescape(fields[CURRENT_EVENT_COLUMNS.indexOf('properties')] ?? ''))).toEqual(record.properties);
   });
 
+  it("writes the Segment-compatible intake's userId, anonymousId and context (JSON text), escaped", () => {
+    const segment = { ...record, userId: 'user\t1', anonymousId: 'anon\n2', context: { ip: '203.0.113.9', page: { title: 'a\tb' } } } as EventRecord;
+    const fields = toCurrentEventLine(segment, 0).split('\t').map(unescape);
+    expect(fields[CURRENT_EVENT_COLUMNS.indexOf('user_id')]).toBe('user\t1');
+    expect(fields[CURRENT_EVENT_COLUMNS.indexOf('anonymous_id')]).toBe('anon\n2');
+    expect(JSON.parse(fields[CURRENT_EVENT_COLUMNS.indexOf('context')] ?? '')).toEqual(segment.context);
+    expect(eventsRowFormatOfLine(toCurrentEventLine(segment, 0))).toBe(EVENTS_ROW_FORMATS.current);
+  });
+
   it('keeps the milliseconds at both ends of the record time range, and tracks a changing inserted_at', () => {
     const first = toCurrentEventLine({ ...record, timestampMs: 0, receivedAtMs: Date.UTC(2100, 0, 1) - 1 }, 5).split('\t');
     expect(first[CURRENT_EVENT_COLUMNS.indexOf('event_time')]).toBe('1970-01-01 00:00:00.000');

@@ -76,8 +76,9 @@ export const CURRENT_EVENT_COLUMNS = [
 /**
  * An event as one TabSeparated line of the current-server `events` table: the times as UTC
  * `YYYY-MM-DD hh:mm:ss.mmm` text, which DateTime64(3, 'UTC') reads exactly (no `*_ms` columns
- * to send). `user_id`, `anonymous_id` and `context` are empty until the records carry them (the
- * Segment-compatible intake).
+ * to send). `user_id`, `anonymous_id` and `context` (JSON text) come from the records of the
+ * Segment-compatible intake, empty for other events. The legacy shape has no such columns: on a
+ * server not upgraded they are kept in Kafka only (docs/segment.md).
  */
 export function toCurrentEventLine(record: EventRecord, insertedAtMs: number): string {
   return [
@@ -91,9 +92,9 @@ export function toCurrentEventLine(record: EventRecord, insertedAtMs: number): s
     tsv(JSON.stringify(record.properties)),
     record.source,
     tsv(record.jobId ?? ''),
-    '',
-    '',
-    '',
+    tsv(record.userId ?? ''),
+    tsv(record.anonymousId ?? ''),
+    tsv(record.context === undefined ? '' : JSON.stringify(record.context)),
     currentInsertedAt(insertedAtMs),
   ].join('\t');
 }
