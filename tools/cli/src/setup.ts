@@ -6,6 +6,7 @@
  */
 import {
   applyAcls,
+  applyRetention,
   CLICKHOUSE_MIGRATIONS_DIR,
   ClickHouseConfig,
   CommonConfig,
@@ -20,6 +21,7 @@ import {
   parseAclPrincipals,
   readRedisTlsCa,
   readerUserStatements,
+  ROLLUPS_MIN_DAYS,
   serverHasSqlUsers,
 } from '@ingest/platform';
 import { Type } from '@sinclair/typebox';
@@ -36,6 +38,13 @@ const SetupConfigSchema = Type.Object({
   /** The gateway's read-only user, created on servers with SQL users (20.4+); 18.16 takes it from users.xml. */
   CLICKHOUSE_READER_USER: Type.String({ default: '' }),
   CLICKHOUSE_READER_PASSWORD: Type.String({ default: '' }),
+  /**
+   * Retention (docs/clickhouse-retention.md): days of events kept, by event time; 0 keeps them
+   * forever. A TTL on current servers; on 18.16 (no TTL) setup drops expired months, so run it daily there.
+   */
+  EVENTS_RETENTION_DAYS: Type.Integer({ minimum: 0, default: 0 }),
+  /** Days of the rollups (usage_hourly, events_daily) kept; 0: forever, else at least ROLLUPS_MIN_DAYS (they are read back that far). */
+  ROLLUPS_RETENTION_DAYS: Type.Integer({ minimum: 0, default: 0 }),
   /**
    * A Redis user with ACL rights (the default user, or an admin): setup creates the role users of
    * REDIS_ROLE_PASSWORDS and checks every role's (docs/security.md, "Redis users"); empty: Redis
@@ -56,6 +65,9 @@ export const SETUP_COMMAND: Command<'setup'> = {
 
 export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
   const config = loadConfig(SetupConfigSchema, io.env);
+  if (config.ROLLUPS_RETENTION_DAYS > 0 && config.ROLLUPS_RETENTION_DAYS < ROLLUPS_MIN_DAYS) {
+    throw new Error(`ROLLUPS_RETENTION_DAYS must be 0 (forever) or at least ${ROLLUPS_MIN_DAYS}: the dashboard and the billing ledger read them back that far`);
+  }
   const logger = createLogger({ service: 'setup', level: config.LOG_LEVEL });
 
   const kafka = await openKafkaClientFromConfig(config, 'setup', logger);
@@ -71,6 +83,23 @@ export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
     dir: config.CLICKHOUSE_MIGRATIONS_DIR,
     logger,
   });
+
+  const retentionClient = createClickHouse({
+    url: config.CLICKHOUSE_URL,
+    username: config.CLICKHOUSE_USER,
+    password: config.CLICKHOUSE_PASSWORD,
+    database: config.CLICKHOUSE_DATABASE,
+  });
+  let retention;
+  try {
+    retention = await applyRetention(retentionClient, {
+      settings: { eventsDays: config.EVENTS_RETENTION_DAYS, rollupsDays: config.ROLLUPS_RETENTION_DAYS },
+      serverVersion: result.serverVersion,
+      logger,
+    });
+  } finally {
+    await retentionClient.close();
+  }
 
   if (config.CLICKHOUSE_READER_USER !== '') {
     if (!serverHasSqlUsers(result.serverVersion)) {
@@ -109,6 +138,8 @@ export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
       kafkaAcls: acls,
       migrationsApplied: result.applied,
       migrationsSkipped: result.skipped,
+      retentionTtlChanged: retention.ttlChanged,
+      retentionPartitionsDropped: retention.partitionsDropped.length,
       clickhouse: result.serverVersion,
       redisRoleUsers: redisRoles ?? 'not checked (no REDIS_ADMIN_URL)',
     },

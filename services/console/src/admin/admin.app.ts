@@ -1,4 +1,4 @@
-import { type ClickHouse, type Producer, topicName } from '@ingest/platform';
+import { type ClickHouse, createClickHouse, type Producer, topicName } from '@ingest/platform';
 import {
   type ControlPlane,
   createAllowance,
@@ -90,6 +90,15 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
       ledger,
       outboundPolicy: deps.outboundPolicy ?? createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS }),
       mappingCheck: createMappingCrmCheck({ channel: connectionChannelFromConfig(config), controlPlane: deps.controlPlane }),
+      clickhouseReaders: {
+        database: config.CLICKHOUSE_DATABASE,
+        ...(config.CLICKHOUSE_ACCESS_USER === ''
+          ? {}
+          : {
+              openAccessClient: () =>
+                createClickHouse({ url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_ACCESS_USER, password: config.CLICKHOUSE_ACCESS_PASSWORD }),
+            }),
+      },
       ...(deps.now ? { now: deps.now } : {}),
     }),
     { prefix: '/admin/v1' },
