@@ -1,0 +1,164 @@
+/**
+ * Real servers: Kafka (control plane), Redis, and the stack's ClickHouse (18.16 here; a current
+ * server where CLICKHOUSE_URL points at one). A per-account reader is made only where the server
+ * can restrict it to its account's rows: on 18.16 the admin API refuses it, and this file shows
+ * why (18.16 ignores a users.xml row filter: a reader so configured reads every account). On a
+ * current server it creates the reader and checks, logged in as it, what it sees and may do.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type ClickHouse, createClickHouse, serverHasSqlUsers } from '@ingest/platform';
+import { createTestClickHouse, integrationEnv, stackDir, storedEvent, storeEvents, type TestClickHouse, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const TOKEN = 'admin-secret-token-for-the-clickhouse-reader-tests';
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+let stack: AdminTestStack;
+let data: TestClickHouse;
+let app: FastifyInstance;
+let version: string;
+let accountA: string;
+let accountB: string;
+
+beforeAll(async () => {
+  [stack, data] = await Promise.all([startAdminTestStack(), createTestClickHouse()]);
+  const env = integrationEnv();
+  app = await stack.app(TOKEN, {
+    env: {
+      CLICKHOUSE_URL: env.clickhouseUrl,
+      CLICKHOUSE_DATABASE: data.database,
+      CLICKHOUSE_ACCESS_USER: env.clickhouseUser,
+      CLICKHOUSE_ACCESS_PASSWORD: env.clickhousePassword,
+    },
+  });
+  const create = async (name: string) =>
+    (await app.inject({ method: 'POST', url: '/admin/v1/accounts', headers: auth, payload: { name, plan: 'free' } })).json<{ id: string }>().id;
+  [accountA, accountB] = await Promise.all([create('Reader A'), create('Reader B')]);
+  await storeEvents(data.ch, [storedEvent(accountA, { eventId: 'evt-a' }), storedEvent(accountB, { eventId: 'evt-b' })]);
+  [{ v: version = '0' } = { v: '0' }] = await data.ch.query<{ v: string }>('SELECT version() AS v');
+});
+
+afterAll(async () => {
+  await stack?.close();
+  await data?.cleanup();
+});
+
+const seen = (res: { statusCode: number; body: string }) => `${res.statusCode} ${res.body}`;
+
+describe('the admin API’s ClickHouse reader: refusals', () => {
+  it('answers 404 for an unknown account', async () => {
+    const res = await app.inject({ method: 'POST', url: '/admin/v1/accounts/acc_nope/clickhouse-reader', headers: auth });
+    expect(seen(res)).toMatch(/^404 /);
+  });
+
+  it('answers 409 naming CLICKHOUSE_ACCESS_USER when the console has no user that may manage users', async () => {
+    const bare = await stack.app(TOKEN, { env: { CLICKHOUSE_URL: integrationEnv().clickhouseUrl } });
+    const res = await bare.inject({ method: 'POST', url: `/admin/v1/accounts/${accountA}/clickhouse-reader`, headers: auth });
+    expect(seen(res)).toMatch(/^409 .*CLICKHOUSE_ACCESS_USER/);
+  });
+});
+
+/** Logs in as `user` and answers each query's rows, or its error text (readers' answers are compared, not thrown). */
+async function asUser(user: string, password: string, queries: string[]): Promise<string[]> {
+  const ch = createClickHouse({ url: integrationEnv().clickhouseUrl, username: user, password, database: data.database });
+  try {
+    const out: string[] = [];
+    for (const q of queries)
+      out.push(
+        await ch.query(q).then(
+          (rows) => JSON.stringify(rows),
+          (err: unknown) => `error: ${String(err)}`,
+        ),
+      );
+    return out;
+  } finally {
+    await ch.close();
+  }
+}
+
+// One test per server kind, chosen by the server's measured version (not skipped: each server runs the checks it can).
+describe('a per-account reader is made only where the server restricts it to its account', () => {
+  it('18.16: every reader route answers 409 naming the version, and none is made; or, on a current server, the reader sees its rows only', async () => {
+    if (serverHasSqlUsers(version)) {
+      await currentServerChecks();
+      return;
+    }
+    for (const [method, url] of [
+      ['POST', `/admin/v1/accounts/${accountA}/clickhouse-reader`],
+      ['POST', `/admin/v1/accounts/${accountA}/clickhouse-reader/rotate`],
+      ['GET', `/admin/v1/accounts/${accountA}/clickhouse-reader`],
+      ['DELETE', `/admin/v1/accounts/${accountA}/clickhouse-reader`],
+    ] as const) {
+      const res = await app.inject({ method, url, headers: auth });
+      expect(seen(res)).toMatch(new RegExp(`^409 .*ClickHouse ${version.replaceAll('.', '\\.')} cannot restrict a reader`));
+    }
+    // Nothing reached the server: no SQL users there, and no users.d file was written.
+    expect(await asUser(`reader_${accountA}`, 'x', ['SELECT 1'])).toEqual([expect.stringMatching(/^error: .*(Unknown user|password)/i)]);
+  });
+
+  it('why 18.16 refuses: it ignores a users.xml row filter, so a user with one reads every account (written to the stack’s users.d)', async () => {
+    if (serverHasSqlUsers(version)) return; // Current servers enforce row policies (the test above checks them).
+    // users.d next to the stack's users.xml: ClickHouse merges and reloads it by itself (every few seconds).
+    const dir = process.env.CLICKHOUSE_USERS_D_DIR ?? join(stackDir(), 'clickhouse', 'etc', 'users.d');
+    const user = `rdx_${uniqueSuffix()}`;
+    const password = `pw-${uniqueSuffix()}`;
+    const file = join(dir, `${user}.xml`);
+    const filters = ['events', 'events_dedup'].map((t) => `<${t}><filter>account_id = '${accountA}'</filter></${t}>`).join('');
+    await mkdir(dir, { recursive: true });
+    await writeFile(
+      file,
+      `<?xml version="1.0"?><yandex><users><${user}><password_sha256_hex>${createHash('sha256').update(password).digest('hex')}</password_sha256_hex>` +
+        `<networks><ip>::1</ip><ip>127.0.0.1</ip></networks><profile>readonly</profile><quota>default</quota>` +
+        `<allow_databases><database>${data.database}</database></allow_databases><databases><${data.database}>${filters}</${data.database}></databases>` +
+        `</${user}></users></yandex>\n`,
+    );
+    try {
+      await waitFor(async () => (await asUser(user, password, ['SELECT 1 AS n']))[0]?.startsWith('[') || undefined, {
+        description: `user ${user} of ${file} to log in`,
+        timeoutMs: 20_000,
+      });
+      const [events, other] = await asUser(user, password, [
+        'SELECT DISTINCT account_id FROM events ORDER BY account_id',
+        'SELECT count() AS n FROM default.nonexistent_table',
+      ]);
+      expect(JSON.parse(events ?? '[]')).toEqual([accountA, accountB].sort().map((account_id) => ({ account_id })));
+      // What 18.16 does enforce for such a user: its database only (allow_databases).
+      expect(other).toMatch(/Access denied to database default/);
+    } finally {
+      await rm(file, { force: true });
+    }
+  });
+});
+
+/** A current server (20.4+): create, read as the reader, the limits, rotate, remove. */
+async function currentServerChecks(): Promise<void> {
+  const url = `/admin/v1/accounts/${accountA}/clickhouse-reader`;
+  const created = await app.inject({ method: 'POST', url, headers: auth });
+  expect(seen(created)).toMatch(/^201 /);
+  const { user, password } = created.json<{ user: string; password: string }>();
+  expect(seen(await app.inject({ method: 'POST', url, headers: auth }))).toMatch(/^409 .*exists/);
+  const [events, dedup, audit, setting, others] = await asUser(user, password, [
+    'SELECT DISTINCT account_id FROM events',
+    'SELECT DISTINCT account_id FROM events_dedup',
+    'SELECT count() FROM audit_log',
+    'SELECT 1 SETTINGS max_result_rows = 1000000000',
+    "SELECT value FROM system.settings WHERE name = 'max_concurrent_queries_for_user'",
+  ]);
+  expect(JSON.parse(events ?? '[]')).toEqual([{ account_id: accountA }]);
+  expect(JSON.parse(dedup ?? '[]')).toEqual([{ account_id: accountA }]);
+  expect(audit).toMatch(/^error: .*(ACCESS_DENIED|Not enough privileges)/);
+  expect(setting).toMatch(/^error: .*readonly/);
+  expect(others).toContain('2');
+  // Everyone else keeps every row (the all-rows policy): the service's own user sees both accounts.
+  expect((await data.ch.query('SELECT DISTINCT account_id FROM events')).length).toBe(2);
+  const rotated = await app.inject({ method: 'POST', url: `${url}/rotate`, headers: auth });
+  expect(seen(rotated)).toMatch(/^200 /);
+  expect(await asUser(user, password, ['SELECT 1'])).toEqual([expect.stringMatching(/^error: /)]);
+  expect(await asUser(user, rotated.json<{ password: string }>().password, ['SELECT 1 AS n'])).toEqual(['[{"n":1}]']);
+  expect(seen(await app.inject({ method: 'DELETE', url, headers: auth }))).toMatch(/^200 .*"exists":false/);
+  expect(seen(await app.inject({ method: 'GET', url, headers: auth }))).toMatch(/^200 .*"exists":false/);
+}
