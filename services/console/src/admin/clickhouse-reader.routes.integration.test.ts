@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ClickHouse, createClickHouse, serverHasSqlUsers } from '@ingest/platform';
+import { createClickHouse, serverHasSqlUsers } from '@ingest/platform';
 import { createTestClickHouse, integrationEnv, stackDir, storedEvent, storeEvents, type TestClickHouse, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 import type { FastifyInstance } from 'fastify';
