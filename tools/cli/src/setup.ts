@@ -1,7 +1,8 @@
 /**
  * `ingest setup`: provisions what the services need before they start: Kafka topics, the
  * services' Kafka ACLs (when KAFKA_ACL_PRINCIPALS is set; docs/security.md), ClickHouse
- * migrations and the Redis role users (when REDIS_ADMIN_URL is set). Idempotent; `npm start` runs it every time, operators run `npm run setup`, the
+ * migrations, retention (docs/clickhouse-retention.md: TTLs, or on 18.16 the drop of expired
+ * months, so run it daily there) and the Redis role users (when REDIS_ADMIN_URL is set). Idempotent; `npm start` runs it every time, operators run `npm run setup`, the
  * image's setup Job runs `ingest setup`. Logs (pino) on stdout; a failure is thrown to the frame.
  */
 import {
