@@ -29,6 +29,8 @@ export interface AdminAppDeps extends Omit<BaseAppDeps, 'config'> {
   ch: ClickHouse;
   /** Where CRM credentials may point; default from CRM_ALLOW_HTTP and CRM_ALLOWED_CIDRS. */
   outboundPolicy?: OutboundPolicy;
+  /** The per-account readers' ClickHouse access client; default: CLICKHOUSE_ACCESS_USER's (none when it is empty). */
+  openClickHouseAccess?: () => ClickHouse;
   now?: () => number;
 }
 
@@ -92,12 +94,14 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
       mappingCheck: createMappingCrmCheck({ channel: connectionChannelFromConfig(config), controlPlane: deps.controlPlane }),
       clickhouseReaders: {
         database: config.CLICKHOUSE_DATABASE,
-        ...(config.CLICKHOUSE_ACCESS_USER === ''
-          ? {}
-          : {
-              openAccessClient: () =>
-                createClickHouse({ url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_ACCESS_USER, password: config.CLICKHOUSE_ACCESS_PASSWORD }),
-            }),
+        ...(deps.openClickHouseAccess
+          ? { openAccessClient: deps.openClickHouseAccess }
+          : config.CLICKHOUSE_ACCESS_USER === ''
+            ? {}
+            : {
+                openAccessClient: () =>
+                  createClickHouse({ url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_ACCESS_USER, password: config.CLICKHOUSE_ACCESS_PASSWORD }),
+              }),
       },
       ...(deps.now ? { now: deps.now } : {}),
     }),

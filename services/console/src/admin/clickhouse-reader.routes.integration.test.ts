@@ -8,8 +8,18 @@
 import { createHash } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createClickHouse, serverHasSqlUsers } from '@ingest/platform';
-import { createTestClickHouse, integrationEnv, stackDir, storedEvent, storeEvents, type TestClickHouse, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { type ClickHouse, createBatchConsumer, createClickHouse, serverHasSqlUsers } from '@ingest/platform';
+import {
+  createTestClickHouse,
+  integrationEnv,
+  stackDir,
+  storedEvent,
+  storeEvents,
+  type TestClickHouse,
+  testLogger,
+  uniqueSuffix,
+  waitFor,
+} from '@ingest/testkit';
 import { type AdminTestStack, startAdminTestStack } from '@ingest/testkit/gateway';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -117,10 +127,14 @@ describe('a per-account reader is made only where the server restricts it to its
         `</${user}></users></yandex>\n`,
     );
     try {
-      await waitFor(async () => (await asUser(user, password, ['SELECT 1 AS n']))[0]?.startsWith('[') || undefined, {
-        description: `user ${user} of ${file} to log in`,
-        timeoutMs: 20_000,
-      });
+      await waitFor(
+        async () => {
+          const [answer = ''] = await asUser(user, password, ['SELECT 1 AS n']);
+          if (!answer.startsWith('[')) throw new Error(answer.slice(0, 300));
+          return true;
+        },
+        { description: `user ${user} of ${file} to log in (CLICKHOUSE_USERS_D_DIR: the stack's users.d)`, timeoutMs: 20_000 },
+      );
       const [events, other] = await asUser(user, password, [
         'SELECT DISTINCT account_id FROM events ORDER BY account_id',
         'SELECT count() AS n FROM default.nonexistent_table',
@@ -162,3 +176,97 @@ async function currentServerChecks(): Promise<void> {
   expect(seen(await app.inject({ method: 'DELETE', url, headers: auth }))).toMatch(/^200 .*"exists":false/);
   expect(seen(await app.inject({ method: 'GET', url, headers: auth }))).toMatch(/^200 .*"exists":false/);
 }
+
+/**
+ * The route's SQL and answers for a current server, through a recording stand-in of its access
+ * SQL (the machine's stack is 18.16): it answers `version()` as 26.9 and `system.users` from what
+ * it was told, and fails a command as the server would when told to. Whether the statements do
+ * what they say is for a current server (the test above) and, their syntax, the chdb catalogue.
+ */
+function recordingServer(options: { failWith?: string } = {}) {
+  const users = new Set<string>();
+  const statements: string[] = [];
+  const open = (): ClickHouse =>
+    ({
+      async query(q: string) {
+        if (q.includes('version()')) return [{ v: '26.9.1.1' }];
+        const name = /name = '([^']+)'/.exec(q)?.[1] ?? '';
+        return [{ n: users.has(name) ? 1 : 0 }];
+      },
+      async command(q: string) {
+        statements.push(q);
+        if (options.failWith && q.startsWith('GRANT')) throw new Error(options.failWith);
+        const created = /^CREATE USER `([^`]+)`/.exec(q)?.[1];
+        if (created) users.add(created);
+        const dropped = /^DROP USER IF EXISTS `([^`]+)`/.exec(q)?.[1];
+        if (dropped) users.delete(dropped);
+      },
+      async close() {},
+    }) as unknown as ClickHouse;
+  return { open, statements, users };
+}
+
+describe('the reader routes on a current server (a recording stand-in of its access SQL)', () => {
+  it('creates (password once, only its SHA-256 sent), refuses a second, rotates, removes; all audited', async () => {
+    const server = recordingServer();
+    const current = await stack.app(TOKEN, { env: { CLICKHOUSE_DATABASE: data.database }, openClickHouseAccess: server.open });
+    const url = `/admin/v1/accounts/${accountB}/clickhouse-reader`;
+    const created = await current.inject({ method: 'POST', url, headers: auth });
+    expect(seen(created)).toMatch(/^201 /);
+    const body = created.json<{ user: string; password: string; tables: string[]; exists: boolean }>();
+    expect(body).toMatchObject({
+      user: `reader_${accountB}`,
+      exists: true,
+      tables: ['events', 'events_dedup', 'usage_hourly', 'events_daily', 'billing_ledger'],
+    });
+    const all = server.statements.join('\n');
+    expect(all).not.toContain(body.password);
+    expect(all).toContain(createHash('sha256').update(body.password).digest('hex'));
+    expect(server.statements.filter((q) => q.includes(`AS RESTRICTIVE FOR SELECT USING account_id = '${accountB}'`))).toHaveLength(5);
+    expect(seen(await current.inject({ method: 'POST', url, headers: auth }))).toMatch(/^409 .*exists/);
+    expect(seen(await current.inject({ method: 'GET', url, headers: auth }))).toMatch(/^200 .*"exists":true/);
+    const rotated = await current.inject({ method: 'POST', url: `${url}/rotate`, headers: auth });
+    expect(seen(rotated)).toMatch(/^200 /);
+    const newPassword = rotated.json<{ password: string }>().password;
+    expect(newPassword).not.toBe(body.password);
+    expect(server.statements.at(-1)).toBe(
+      `ALTER USER \`reader_${accountB}\` IDENTIFIED WITH sha256_hash BY '${createHash('sha256').update(newPassword).digest('hex')}'`,
+    );
+    expect(seen(await current.inject({ method: 'DELETE', url, headers: auth }))).toMatch(/^200 .*"exists":false/);
+    expect(server.users.size).toBe(0);
+    expect(seen(await current.inject({ method: 'DELETE', url, headers: auth }))).toMatch(/^404 /);
+    expect(seen(await current.inject({ method: 'POST', url: `${url}/rotate`, headers: auth }))).toMatch(/^404 /);
+    // The audit log's topic: the three changes, naming the user and never a password.
+    const audit: { action: string; accountId: string; target: string }[] = [];
+    const consumer = createBatchConsumer(stack.kafka.kafka, {
+      name: 'test-audit-reader',
+      groupId: `audit-${uniqueSuffix()}`,
+      topics: [stack.kafka.topic('auditLog')],
+      logger: testLogger(),
+      handleBatch: async (messages) => {
+        for (const m of messages) audit.push(JSON.parse(m.value?.toString() ?? 'null') as (typeof audit)[number]);
+      },
+    });
+    await consumer.start();
+    try {
+      const mine = () => audit.filter((r) => r.accountId === accountB && r.action.startsWith('clickhouse_reader.')).map((r) => `${r.action} ${r.target}`);
+      await waitFor(() => mine().length >= 3 || undefined, {
+        description: `three reader records in the audit topic (seen: ${JSON.stringify(audit)})`,
+        timeoutMs: 20_000,
+      });
+      expect(mine()).toEqual(['create', 'rotate', 'remove'].map((a) => `clickhouse_reader.${a} reader_${accountB}`));
+      expect(JSON.stringify(audit)).not.toContain(newPassword);
+    } finally {
+      await consumer.stop();
+    }
+  });
+
+  it('a refused grant (the access user lacks a right) answers 409 naming CLICKHOUSE_ACCESS_USER and leaves no user behind', async () => {
+    const server = recordingServer({ failWith: 'Code: 497. DB::Exception: ingest_access: Not enough privileges. (ACCESS_DENIED)' });
+    const current = await stack.app(TOKEN, { env: { CLICKHOUSE_DATABASE: data.database }, openClickHouseAccess: server.open });
+    const res = await current.inject({ method: 'POST', url: `/admin/v1/accounts/${accountA}/clickhouse-reader`, headers: auth });
+    expect(seen(res)).toMatch(/^409 .*CLICKHOUSE_ACCESS_USER may not manage this reader \(ClickHouse code 497\)/);
+    expect(server.users.size).toBe(0);
+    expect(server.statements.at(-1)).toMatch(/^DROP SETTINGS PROFILE IF EXISTS `reader_/);
+  });
+});

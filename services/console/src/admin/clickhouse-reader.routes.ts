@@ -2,6 +2,7 @@ import { AccountIdParams, ClickHouseReaderView, ClickHouseReaderWithPassword } f
 import type { ControlPlane } from '@ingest/domain';
 import {
   type ClickHouse,
+  clickhouseErrorCode,
   clickhouseServerVersion,
   createTenantReader,
   newReaderPassword,
@@ -76,6 +77,14 @@ export function clickhouseReaderRoutes(deps: ClickHouseReaderRoutesDeps): Fastif
         return await work(ch, await tenantReaderExists(ch, accountId));
       } catch (err) {
         if (err instanceof ProblemError) throw err;
+        // The access user lacks a right (497), or the server keeps users in read-only storage (514): the operator's to fix, not a retry.
+        const code = clickhouseErrorCode(err);
+        if (code === 497 || code === 514) {
+          throw new ProblemError(
+            'conflict',
+            `CLICKHOUSE_ACCESS_USER may not manage this reader (ClickHouse code ${code}); grant it the rights in docs/clickhouse-readers.md.`,
+          );
+        }
         throw toClickHouseAppError(err, 'manage a ClickHouse reader');
       } finally {
         await ch.close();
