@@ -12,6 +12,7 @@ import {
 } from '@ingest/domain';
 import { createClickHouseEventStore } from '@ingest/http';
 import {
+  accessUserStatements,
   applyPending,
   applyRetention,
   CLICKHOUSE_MIGRATIONS_DIR,
@@ -164,12 +165,14 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
     run: (ch) => readAllowanceHistory(ch, HOSTILE, T0),
   },
   {
-    name: 'setup: the read-only user (CREATE USER, ALTER USER, GRANT)',
+    name: 'setup: the read-only user and the access user (CREATE USER, ALTER USER, GRANT)',
     site: 'tools/cli/src/setup.ts',
     check: 'parse',
     servers: 'current',
     run: async (ch) => {
       for (const statement of readerUserStatements('ingest_reader', HOSTILE, 'ingest')) await ch.command(statement);
+      // The console's access user for per-account readers (CLICKHOUSE_ACCESS_USER), through the same call site.
+      for (const statement of accessUserStatements('ingest_access', HOSTILE, 'ingest')) await ch.command(statement);
     },
   },
   {

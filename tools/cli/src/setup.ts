@@ -6,6 +6,7 @@
  * image's setup Job runs `ingest setup`. Logs (pino) on stdout; a failure is thrown to the frame.
  */
 import {
+  accessUserStatements,
   applyAcls,
   applyRetention,
   CLICKHOUSE_MIGRATIONS_DIR,
@@ -39,6 +40,12 @@ const SetupConfigSchema = Type.Object({
   /** The gateway's read-only user, created on servers with SQL users (20.4+); 18.16 takes it from users.xml. */
   CLICKHOUSE_READER_USER: Type.String({ default: '' }),
   CLICKHOUSE_READER_PASSWORD: Type.String({ default: '' }),
+  /**
+   * The console's user for per-account readers (docs/clickhouse-readers.md), created on servers
+   * with SQL users when both are set; the console gets the same pair.
+   */
+  CLICKHOUSE_ACCESS_USER: Type.String({ default: '' }),
+  CLICKHOUSE_ACCESS_PASSWORD: Type.String({ default: '' }),
   /**
    * Retention (docs/clickhouse-retention.md): days of events kept, by event time; 0 keeps them
    * forever. A TTL on current servers; on 18.16 (no TTL) setup drops expired months, so run it daily there.
@@ -102,6 +109,21 @@ export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
     await retentionClient.close();
   }
 
+  const sqlUsers: { user: string; statements: string[] }[] = [];
+  if (config.CLICKHOUSE_ACCESS_USER !== '') {
+    if (config.CLICKHOUSE_ACCESS_PASSWORD === '') throw new Error('CLICKHOUSE_ACCESS_PASSWORD is required with CLICKHOUSE_ACCESS_USER');
+    if (serverHasSqlUsers(result.serverVersion)) {
+      sqlUsers.push({
+        user: config.CLICKHOUSE_ACCESS_USER,
+        statements: accessUserStatements(config.CLICKHOUSE_ACCESS_USER, config.CLICKHOUSE_ACCESS_PASSWORD, config.CLICKHOUSE_DATABASE),
+      });
+    } else {
+      logger.info(
+        { user: config.CLICKHOUSE_ACCESS_USER, clickhouse: result.serverVersion },
+        'no SQL users on this server: no per-account readers, and no access user for them (docs/clickhouse-readers.md)',
+      );
+    }
+  }
   if (config.CLICKHOUSE_READER_USER !== '') {
     if (!serverHasSqlUsers(result.serverVersion)) {
       logger.info(
@@ -111,15 +133,20 @@ export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
     } else if (config.CLICKHOUSE_READER_PASSWORD === '') {
       throw new Error('CLICKHOUSE_READER_PASSWORD is required with CLICKHOUSE_READER_USER');
     } else {
-      const admin = createClickHouse({ url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_USER, password: config.CLICKHOUSE_PASSWORD });
-      try {
-        for (const statement of readerUserStatements(config.CLICKHOUSE_READER_USER, config.CLICKHOUSE_READER_PASSWORD, config.CLICKHOUSE_DATABASE))
-          await admin.command(statement);
-      } finally {
-        await admin.close();
-      }
-      logger.info({ user: config.CLICKHOUSE_READER_USER, database: config.CLICKHOUSE_DATABASE }, 'clickhouse read-only user ensured');
+      sqlUsers.push({
+        user: config.CLICKHOUSE_READER_USER,
+        statements: readerUserStatements(config.CLICKHOUSE_READER_USER, config.CLICKHOUSE_READER_PASSWORD, config.CLICKHOUSE_DATABASE),
+      });
     }
+  }
+  if (sqlUsers.length > 0) {
+    const admin = createClickHouse({ url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_USER, password: config.CLICKHOUSE_PASSWORD });
+    try {
+      for (const { statements } of sqlUsers) for (const statement of statements) await admin.command(statement);
+    } finally {
+      await admin.close();
+    }
+    logger.info({ users: sqlUsers.map((u) => u.user), database: config.CLICKHOUSE_DATABASE }, 'clickhouse users ensured');
   }
 
   const redisRoles =

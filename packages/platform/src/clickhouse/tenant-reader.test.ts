@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
+  accessUserStatements,
   ALL_ROWS_POLICY,
   createTenantReaderStatements,
   newReaderPassword,
@@ -52,5 +53,16 @@ describe('per-account ClickHouse readers (statements)', () => {
   it.each(["acc_x' OR 1=1", 'acc`x', '', 'a\nb', 'x'.repeat(101)])('refuses an account id that is not an id: %j', (accountId) => {
     expect(() => tenantReaderName(accountId)).toThrow(/account id/);
     expect(() => createTenantReaderStatements({ ...input, accountId })).toThrow(/account id/);
+  });
+
+  it("the console's access user: reader management and SELECT to hand on, its password as SHA-256, never ACCESS MANAGEMENT", () => {
+    const sql = accessUserStatements('ingest_access', 'pw-in-clear', 'ingest');
+    const hash = createHash('sha256').update('pw-in-clear').digest('hex');
+    expect(sql.slice(0, 2)).toEqual([
+      `CREATE USER IF NOT EXISTS \`ingest_access\` IDENTIFIED WITH sha256_hash BY '${hash}'`,
+      `ALTER USER \`ingest_access\` IDENTIFIED WITH sha256_hash BY '${hash}'`,
+    ]);
+    expect(sql.join('\n')).not.toMatch(/pw-in-clear|ACCESS MANAGEMENT|ROLE ADMIN|ON \*\.\* TO .* WITH GRANT OPTION/);
+    expect(sql.at(-1)).toBe('GRANT SELECT ON `ingest`.* TO `ingest_access` WITH GRANT OPTION');
   });
 });

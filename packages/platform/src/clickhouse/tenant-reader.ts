@@ -148,3 +148,22 @@ export async function rotateTenantReader(ch: ClickHouse, input: { accountId: str
 export async function removeTenantReader(ch: ClickHouse, input: { accountId: string; database: string }): Promise<void> {
   for (const statement of removeTenantReaderStatements(input)) await ch.command(statement);
 }
+
+/**
+ * The console's access user (CLICKHOUSE_ACCESS_USER), made by `ingest setup` on current servers:
+ * the rights to manage readers and nothing else (not ACCESS MANAGEMENT, which holds ROLE ADMIN:
+ * granting any role to anyone), and SELECT on the service's tables with GRANT OPTION, which it
+ * hands on to readers. The password travels as its SHA-256. Re-applied on every run.
+ */
+export function accessUserStatements(user: string, password: string, database: string): string[] {
+  const name = ident(user).text;
+  const hash = literal(createHash('sha256').update(password, 'utf8').digest('hex'));
+  const db = ident(database).text;
+  return [
+    `CREATE USER IF NOT EXISTS ${name} IDENTIFIED WITH sha256_hash BY ${hash}`,
+    `ALTER USER ${name} IDENTIFIED WITH sha256_hash BY ${hash}`,
+    `GRANT CREATE USER, ALTER USER, DROP USER, SHOW USERS, CREATE SETTINGS PROFILE, ALTER SETTINGS PROFILE, DROP SETTINGS PROFILE, CREATE QUOTA, ALTER QUOTA, DROP QUOTA ON *.* TO ${name}`,
+    `GRANT CREATE ROW POLICY, ALTER ROW POLICY, DROP ROW POLICY ON ${db}.* TO ${name}`,
+    `GRANT SELECT ON ${db}.* TO ${name} WITH GRANT OPTION`,
+  ];
+}
