@@ -6,7 +6,7 @@
  * current server it creates the reader and checks, logged in as it, what it sees and may do.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type ClickHouse, createBatchConsumer, createClickHouse, serverHasSqlUsers } from '@ingest/platform';
 import {
@@ -118,7 +118,8 @@ describe('a per-account reader is made only where the server restricts it to its
     const password = `pw-${uniqueSuffix()}`;
     const file = join(dir, `${user}.xml`);
     const filters = ['events', 'events_dedup'].map((t) => `<${t}><filter>account_id = '${accountA}'</filter></${t}>`).join('');
-    await mkdir(dir, { recursive: true });
+    // The first directory mkdir made (undefined: it was there): removed again afterwards.
+    const made = await mkdir(dir, { recursive: true });
     await writeFile(
       file,
       `<?xml version="1.0"?><yandex><users><${user}><password_sha256_hex>${createHash('sha256').update(password).digest('hex')}</password_sha256_hex>` +
@@ -144,6 +145,8 @@ describe('a per-account reader is made only where the server restricts it to its
       expect(other).toMatch(/Access denied to database default/);
     } finally {
       await rm(file, { force: true });
+      // rmdir: only if empty (a file someone else put there stays).
+      if (made) await rmdir(made).catch(() => undefined);
     }
   });
 });
