@@ -65,6 +65,18 @@ describe('the admin API’s ClickHouse reader: refusals', () => {
     expect(seen(res)).toMatch(/^404 /);
   });
 
+  it('answers 409 naming CLICKHOUSE_ACCESS_USER when its password is wrong (the real server refuses the login)', async () => {
+    const wrong = await stack.app(TOKEN, {
+      env: {
+        CLICKHOUSE_URL: integrationEnv().clickhouseUrl,
+        CLICKHOUSE_ACCESS_USER: integrationEnv().clickhouseReader.user,
+        CLICKHOUSE_ACCESS_PASSWORD: 'not-its-password',
+      },
+    });
+    const res = await wrong.inject({ method: 'GET', url: `/admin/v1/accounts/${accountA}/clickhouse-reader`, headers: auth });
+    expect(seen(res)).toMatch(/^409 .*CLICKHOUSE_ACCESS_USER cannot log in/);
+  });
+
   it('answers 409 naming CLICKHOUSE_ACCESS_USER when the console has no user that may manage users', async () => {
     const bare = await stack.app(TOKEN, { env: { CLICKHOUSE_URL: integrationEnv().clickhouseUrl } });
     const res = await bare.inject({ method: 'POST', url: `/admin/v1/accounts/${accountA}/clickhouse-reader`, headers: auth });
@@ -268,7 +280,7 @@ describe('the reader routes on a current server (a recording stand-in of its acc
     const server = recordingServer({ failWith: 'Code: 497. DB::Exception: ingest_access: Not enough privileges. (ACCESS_DENIED)' });
     const current = await stack.app(TOKEN, { env: { CLICKHOUSE_DATABASE: data.database }, openClickHouseAccess: server.open });
     const res = await current.inject({ method: 'POST', url: `/admin/v1/accounts/${accountA}/clickhouse-reader`, headers: auth });
-    expect(seen(res)).toMatch(/^409 .*CLICKHOUSE_ACCESS_USER may not manage this reader \(ClickHouse code 497\)/);
+    expect(seen(res)).toMatch(/^409 .*CLICKHOUSE_ACCESS_USER cannot log in or may not manage this reader \(ClickHouse code 497\)/);
     expect(server.users.size).toBe(0);
     expect(server.statements.at(-1)).toMatch(/^DROP SETTINGS PROFILE IF EXISTS `reader_/);
   });

@@ -34,12 +34,13 @@ export interface ClickHouseReaderRoutesDeps {
 
 const problems = (...statuses: number[]) => problemResponses(...new Set([...statuses, 400, 401, 429, 503, 504]));
 const PATH = '/accounts/:accountId/clickhouse-reader';
+const ACCESS_USER_CODES = new Set([192, 193, 497, 514, 516]);
 
 /**
  * The per-account ClickHouse reader of an account's data engineers (docs/clickhouse-readers.md):
  * GET shows it, POST creates it (password shown once), POST …/rotate gives it a new password,
  * DELETE removes it (200, `exists: false`). Only servers with SQL users and row policies (20.4+) can restrict a reader
- * to one account's rows; on others (18.16) every route but GET answers 409 and creates nothing.
+ * to one account's rows; on others (18.16) every route answers 409 and creates nothing.
  * Logs and the audit log carry the user name, never the password or its hash.
  */
 export function clickhouseReaderRoutes(deps: ClickHouseReaderRoutesDeps): FastifyPluginAsync {
@@ -77,12 +78,13 @@ export function clickhouseReaderRoutes(deps: ClickHouseReaderRoutesDeps): Fastif
         return await work(ch, await tenantReaderExists(ch, accountId));
       } catch (err) {
         if (err instanceof ProblemError) throw err;
-        // The access user lacks a right (497), or the server keeps users in read-only storage (514): the operator's to fix, not a retry.
+        // The access user cannot log in (192, 193, 516), lacks a right (497), or the server keeps
+        // users in read-only storage (514): the operator's to fix, not a retry.
         const code = clickhouseErrorCode(err);
-        if (code === 497 || code === 514) {
+        if (code !== undefined && ACCESS_USER_CODES.has(code)) {
           throw new ProblemError(
             'conflict',
-            `CLICKHOUSE_ACCESS_USER may not manage this reader (ClickHouse code ${code}); grant it the rights in docs/clickhouse-readers.md.`,
+            `CLICKHOUSE_ACCESS_USER cannot log in or may not manage this reader (ClickHouse code ${code}); check its password and grant it the rights in docs/clickhouse-readers.md.`,
           );
         }
         throw toClickHouseAppError(err, 'manage a ClickHouse reader');
