@@ -199,9 +199,11 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
       const first = await applyRetention(ch, { settings, serverVersion: version, logger });
       // Applied once: a second run with the same settings must find the TTLs in place.
       const again = await applyRetention(ch, { settings, serverVersion: version, logger });
-      await applyRetention(ch, { settings: { eventsDays: 0, rollupsDays: 0 }, serverVersion: version, logger });
+      const removed = await applyRetention(ch, { settings: { eventsDays: 0, rollupsDays: 0 }, serverVersion: version, logger });
       await applyRetention(ch, { settings, serverVersion: '18.16.1', logger, now: () => T0 });
-      if (first.ttlChanged.length !== 3 || again.ttlChanged.length !== 0) throw new Error(`retention: ${JSON.stringify({ first, again })}`);
+      if (first.ttlChanged.length !== 3 || again.ttlChanged.length !== 0 || removed.ttlChanged.length !== 3) {
+        throw new Error(`retention: ${JSON.stringify({ first, again, removed })}`);
+      }
     },
   },
 ];

@@ -84,7 +84,8 @@ export async function applyRetention(
       if (days > 0 && current !== days) {
         await ch.command(`ALTER TABLE ${ident(table).text} MODIFY TTL ${ttlExpression(column, days)}`);
         result.ttlChanged.push(table);
-      } else if (days === 0 && /\bTTL\b/.test(engineFull)) {
+      } else if (days === 0 && current !== undefined) {
+        // Only a TTL of ours (a table TTL in our form): one a migration or an operator set stays.
         await ch.command(`ALTER TABLE ${ident(table).text} REMOVE TTL`);
         result.ttlChanged.push(table);
       }
