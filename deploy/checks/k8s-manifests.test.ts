@@ -163,6 +163,8 @@ describe('configuration', () => {
     'CLICKHOUSE_MIGRATIONS_DIR',
     'CLICKHOUSE_READER_USER',
     'CLICKHOUSE_READER_PASSWORD',
+    'EVENTS_RETENTION_DAYS',
+    'ROLLUPS_RETENTION_DAYS',
     'KAFKA_ACL_PRINCIPALS',
     'REDIS_ADMIN_URL',
     'REDIS_ROLE_PASSWORDS',
@@ -210,6 +212,7 @@ describe('configuration', () => {
     expect(Object.keys(secretTemplate.stringData).sort()).toEqual([
       'ADMIN_TOKEN',
       'ADMIN_TOKEN_PREVIOUS',
+      'CLICKHOUSE_ACCESS_PASSWORD',
       'CLICKHOUSE_PASSWORD',
       'CLICKHOUSE_READER_PASSWORD',
       'CRM_OAUTH_HUBSPOT_CLIENT_SECRET',
@@ -232,8 +235,10 @@ describe('configuration', () => {
       'SEEN_IDS_HMAC_KEY',
     ]);
     // ADMIN_TOKEN_PREVIOUS is empty outside a rotation (a placeholder there would be a valid
-    // token); an empty KAFKA_SSL_CA means the system CAs; empty OAuth client secrets: no OAuth app.
+    // token); an empty KAFKA_SSL_CA means the system CAs; empty OAuth client secrets: no OAuth app;
+    // an empty CLICKHOUSE_ACCESS_PASSWORD: no per-account ClickHouse readers.
     const {
+      CLICKHOUSE_ACCESS_PASSWORD: access,
       ADMIN_TOKEN_PREVIOUS: previous,
       CRM_SINK_INTERNAL_TOKEN_PREVIOUS: previousChannel,
       KAFKA_SSL_CA: ca,
@@ -241,7 +246,7 @@ describe('configuration', () => {
       CRM_OAUTH_SALESFORCE_CLIENT_SECRET: salesforceSecret,
       ...placeholders
     } = secretTemplate.stringData;
-    expect([previous, previousChannel, ca, hubspotSecret, salesforceSecret]).toEqual(['', '', '', '', '']);
+    expect([previous, previousChannel, ca, hubspotSecret, salesforceSecret, access]).toEqual(['', '', '', '', '', '']);
     expect(Object.values(placeholders).every((v) => v.startsWith('REPLACE_ME'))).toBe(true);
     const refs = workloads.flatMap((w) =>
       w.spec.template.spec.containers.flatMap((c) => (c.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : []))),

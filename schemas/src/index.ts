@@ -13,3 +13,4 @@ export * from './admin-audit.js';
 export * from './validator.js';
 export * from './csv-columns.js';
 export * from './segment.js';
+export * from './clickhouse-reader.js';

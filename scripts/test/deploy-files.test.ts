@@ -46,6 +46,9 @@ describe('docker-compose.yml', () => {
     // tools/cli/src/setup.ts: the gateway's read-only ClickHouse user, the services' Kafka ACLs.
     'CLICKHOUSE_READER_USER',
     'CLICKHOUSE_READER_PASSWORD',
+    // tools/cli/src/setup.ts: retention (docs/clickhouse-retention.md).
+    'EVENTS_RETENTION_DAYS',
+    'ROLLUPS_RETENTION_DAYS',
     'KAFKA_ACL_PRINCIPALS',
     'SERVICE',
     // tools/cli/src/setup.ts: the Redis users it creates.

@@ -2,6 +2,8 @@ export * from './clickhouse/client.js';
 export * from './clickhouse/errors.js';
 export * from './clickhouse/migrations.js';
 export * from './clickhouse/reader-user.js';
+export * from './clickhouse/tenant-reader.js';
+export * from './clickhouse/retention.js';
 export * from './clickhouse/sql.js';
 export * from './config.js';
 export * from './errors.js';

@@ -48,6 +48,13 @@ export const ConsoleConfigSchema = Type.Object({
    */
   ADMIN_HOST: Type.String({ default: '127.0.0.1' }),
   ADMIN_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3200 }),
+  /**
+   * A ClickHouse user that may create users, row policies, settings profiles and quotas (and
+   * GRANT SELECT on the service's tables): the admin API's per-account readers use it
+   * (docs/clickhouse-readers.md). Empty: those routes answer 409. Never the console's reader.
+   */
+  CLICKHOUSE_ACCESS_USER: Type.String({ default: '' }),
+  CLICKHOUSE_ACCESS_PASSWORD: Type.String({ default: '' }),
   /** The public API's rule, applied to the events of a mapping dry-run and the dashboard's CSV uploads. */
   MAX_FUTURE_SKEW_MS: Type.Integer({ minimum: 0, default: 24 * 60 * 60 * 1000 }),
   /**

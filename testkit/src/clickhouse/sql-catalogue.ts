@@ -14,7 +14,22 @@ import {
   upgradeEvents,
 } from '@ingest/domain';
 import { createClickHouseEventStore } from '@ingest/http';
-import { applyPending, CLICKHOUSE_MIGRATIONS_DIR, type ClickHouse, createLogger, loadMigrations, readerUserStatements } from '@ingest/platform';
+import {
+  accessUserStatements,
+  applyPending,
+  applyRetention,
+  CLICKHOUSE_MIGRATIONS_DIR,
+  type ClickHouse,
+  clickhouseServerVersion,
+  createLogger,
+  createTenantReader,
+  loadMigrations,
+  newReaderPassword,
+  readerUserStatements,
+  removeTenantReader,
+  rotateTenantReader,
+  tenantReaderExists,
+} from '@ingest/platform';
 import { createClickHouseWriter, createExactCountsStore } from '@ingest/processor';
 import { EVENT_RECORD_VERSION } from '@ingest/schemas';
 import { Registry } from 'prom-client';
@@ -153,12 +168,45 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
     run: (ch) => readAllowanceHistory(ch, HOSTILE, T0),
   },
   {
-    name: 'setup: the read-only user (CREATE USER, ALTER USER, GRANT)',
+    name: 'setup: the read-only user and the access user (CREATE USER, ALTER USER, GRANT)',
     site: 'tools/cli/src/setup.ts',
     check: 'parse',
     servers: 'current',
     run: async (ch) => {
       for (const statement of readerUserStatements('ingest_reader', HOSTILE, 'ingest')) await ch.command(statement);
+      // The console's access user for per-account readers (CLICKHOUSE_ACCESS_USER), through the same call site.
+      for (const statement of accessUserStatements('ingest_access', HOSTILE, 'ingest')) await ch.command(statement);
+    },
+  },
+  {
+    name: 'admin API: a per-account ClickHouse reader (version, exists, CREATE USER/ROW POLICY/SETTINGS PROFILE/QUOTA, ALTER USER, DROP)',
+    site: 'packages/platform/src/clickhouse/tenant-reader.ts',
+    check: 'parse',
+    servers: 'current',
+    run: async (ch) => {
+      await clickhouseServerVersion(ch);
+      // Account ids are acc_ + base62 (tenantReaderName refuses anything else): no hostile text reaches this SQL.
+      await tenantReaderExists(ch, 'acc_cat');
+      const { sha256Hex } = newReaderPassword();
+      await createTenantReader(ch, { accountId: 'acc_cat', database: 'ingest', sha256Hex });
+      await rotateTenantReader(ch, { accountId: 'acc_cat', sha256Hex });
+      await removeTenantReader(ch, { accountId: 'acc_cat', database: 'ingest' });
+    },
+  },
+  {
+    name: 'setup: retention (TTL set, kept, removed; and the partition drop of servers without TTL)',
+    site: 'packages/platform/src/clickhouse/retention.ts',
+    run: async (ch) => {
+      const [{ v: version = '0' } = {}] = await ch.query<{ v: string }>('SELECT version() AS v');
+      const settings = { eventsDays: 30, rollupsDays: 400 };
+      const first = await applyRetention(ch, { settings, serverVersion: version, logger });
+      // Applied once: a second run with the same settings must find the TTLs in place.
+      const again = await applyRetention(ch, { settings, serverVersion: version, logger });
+      const removed = await applyRetention(ch, { settings: { eventsDays: 0, rollupsDays: 0 }, serverVersion: version, logger });
+      await applyRetention(ch, { settings, serverVersion: '18.16.1', logger, now: () => T0 });
+      if (first.ttlChanged.length !== 3 || again.ttlChanged.length !== 0 || removed.ttlChanged.length !== 3) {
+        throw new Error(`retention: ${JSON.stringify({ first, again, removed })}`);
+      }
     },
   },
   {
@@ -219,4 +267,6 @@ export const CATALOGUED_CALL_SITES: Readonly<Record<string, number>> = {
   'services/console/src/dashboard/allowance-history.store.ts': 1,
   'tools/cli/src/setup.ts': 1,
   'packages/domain/src/events/events-upgrade.ts': 20,
+  'packages/platform/src/clickhouse/tenant-reader.ts': 5,
+  'packages/platform/src/clickhouse/retention.ts': 5,
 };

@@ -1,5 +1,5 @@
 import { type ControlPlane, createControlPlane, type OutboundPolicy } from '@ingest/domain';
-import { createMetricsRegistry, createProducer, createRedis, type Producer, type Redis } from '@ingest/platform';
+import { type ClickHouse, createMetricsRegistry, createProducer, createRedis, type Producer, type Redis } from '@ingest/platform';
 import {
   createTestClickHouse,
   createTestKafka,
@@ -26,7 +26,10 @@ export interface AdminTestStack {
   redis: Redis;
   redisKeyPrefix: string;
   /** A new app over the same control plane, e.g. with another token or outbound policy (default: the production one). */
-  app(adminToken: string, options?: { outboundPolicy?: OutboundPolicy; env?: Record<string, string> }): Promise<FastifyInstance>;
+  app(
+    adminToken: string,
+    options?: { outboundPolicy?: OutboundPolicy; env?: Record<string, string>; openClickHouseAccess?: () => ClickHouse },
+  ): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
 

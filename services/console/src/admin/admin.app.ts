@@ -1,4 +1,4 @@
-import { type ClickHouse, type Producer, topicName } from '@ingest/platform';
+import { type ClickHouse, createClickHouse, type Producer, topicName } from '@ingest/platform';
 import {
   type ControlPlane,
   createAllowance,
@@ -29,6 +29,8 @@ export interface AdminAppDeps extends Omit<BaseAppDeps, 'config'> {
   ch: ClickHouse;
   /** Where CRM credentials may point; default from CRM_ALLOW_HTTP and CRM_ALLOWED_CIDRS. */
   outboundPolicy?: OutboundPolicy;
+  /** The per-account readers' ClickHouse access client; default: CLICKHOUSE_ACCESS_USER's (none when it is empty). */
+  openClickHouseAccess?: () => ClickHouse;
   now?: () => number;
 }
 
@@ -90,6 +92,17 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
       ledger,
       outboundPolicy: deps.outboundPolicy ?? createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS }),
       mappingCheck: createMappingCrmCheck({ channel: connectionChannelFromConfig(config), controlPlane: deps.controlPlane }),
+      clickhouseReaders: {
+        database: config.CLICKHOUSE_DATABASE,
+        ...(deps.openClickHouseAccess
+          ? { openAccessClient: deps.openClickHouseAccess }
+          : config.CLICKHOUSE_ACCESS_USER === ''
+            ? {}
+            : {
+                openAccessClient: () =>
+                  createClickHouse({ url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_ACCESS_USER, password: config.CLICKHOUSE_ACCESS_PASSWORD }),
+              }),
+      },
       ...(deps.now ? { now: deps.now } : {}),
     }),
     { prefix: '/admin/v1' },

@@ -35,6 +35,7 @@ import { accessRoutes } from './access.routes.js';
 import { createAdminAuth, requireAdmin } from './admin-auth.js';
 import { adminsRoutes } from './admins.routes.js';
 import { ledgerRoutes } from './ledger.routes.js';
+import { clickhouseReaderRoutes, type ClickHouseReaderRoutesDeps } from './clickhouse-reader.routes.js';
 import { crmRoutes } from './crm.routes.js';
 import type { MappingCrmCheck } from '../crm/mapping-crm.check.js';
 import { ownersRoutes } from './owners.routes.js';
@@ -61,6 +62,8 @@ export interface AdminRoutesDeps {
     reader: LedgerReader;
     periodCounts: Allowance['periodCounts'];
   };
+  /** Per-account ClickHouse readers (clickhouse-reader.routes.ts). */
+  clickhouseReaders: Pick<ClickHouseReaderRoutesDeps, 'database' | 'openAccessClient'>;
   now?: () => number;
 }
 
@@ -108,6 +111,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
       adminsRoutes({ controlPlane: cp, auditor, reader: deps.audit.reader, environmentTokens: { previous: Boolean(deps.adminTokenPrevious) } }),
     );
     await app.register(ledgerRoutes({ reader: deps.ledger.reader }));
+    await app.register(clickhouseReaderRoutes({ controlPlane: cp, auditor, ...deps.clickhouseReaders }));
     const now = deps.now ?? Date.now;
 
     app.post<{ Body: CreateAccountBody }>(

@@ -3,6 +3,7 @@ import { text as readAll } from 'node:stream/consumers';
 import { API_KEY_SCOPE_IDS, API_KEY_TYPE_IDS, PLAN_IDS, type PlanId, PUBLISHABLE_EVENT_ID_MODES, type PublishableEventIdMode } from '@ingest/schemas';
 import { CRM_ENV_USAGE, CRM_USAGE, type CrmCommand, crmRequestFor, type Flag, InputError, isCrmCommand, loadBody, parseCrmCommand } from './crm-commands.js';
 import { ADMINS_USAGE, type AdminsCommand, adminsRequestFor, isAdminsCommand, parseAdminsCommand, parseAuditCommand } from './admins-commands.js';
+import { isReadersCommand, parseReadersCommand, READERS_USAGE, type ReadersCommand, readersRequestFor } from './readers-commands.js';
 import { formatProblem, formatSuccess } from './format.js';
 import { type Command as FrameCommand, describeError, EXIT_FAILED, EXIT_OK, HELP, type Io, parseCommandLine, runCommand, UsageError } from '../frame.js';
 
@@ -29,7 +30,7 @@ export type CoreCommand =
   | { kind: 'owners list'; accountId: string }
   | { kind: 'ledger'; accountId?: string; period?: string; csv: boolean };
 
-export type Command = { kind: 'help' } | CoreCommand | CrmCommand | AdminsCommand;
+export type Command = { kind: 'help' } | CoreCommand | CrmCommand | AdminsCommand | ReadersCommand;
 
 export interface Invocation {
   command: Command;
@@ -61,6 +62,7 @@ commands:
                                                            OWNER_PASSWORD, stdin, or is generated and shown once
   owners list <accountId>                                  list an account's dashboard owners
 ${ADMINS_USAGE}
+${READERS_USAGE}
   ledger [--account <accountId>] [--period YYYYMM] [--csv] the billing ledger: closed months and plan changes
 ${CRM_USAGE}
   help                                                     this text
@@ -200,6 +202,8 @@ export function parseInvocation(argv: readonly string[]): Invocation {
     default: {
       const access = parseAdminsCommand(group, action ?? '', { flags: values, allow, args, usageError: (m) => new UsageError(m) });
       if (access) return { command: access, json };
+      const reader = parseReadersCommand(group, action ?? '', { allow, args });
+      if (reader) return { command: reader, json };
       const crm =
         group === 'mapping' || group === 'credentials'
           ? parseCrmCommand(group, { action: action ?? '', flags: values, allow, args, usageError: (m) => new UsageError(m) })
@@ -330,8 +334,9 @@ export interface CliIo extends Io {
   readStdin?(): Promise<string>;
 }
 
-async function buildRequest(command: CoreCommand | CrmCommand | AdminsCommand, io: CliIo): Promise<ApiRequest> {
+async function buildRequest(command: CoreCommand | CrmCommand | AdminsCommand | ReadersCommand, io: CliIo): Promise<ApiRequest> {
   if (isAdminsCommand(command)) return adminsRequestFor(command);
+  if (isReadersCommand(command)) return readersRequestFor(command);
   if (!isCrmCommand(command)) return requestFor(command);
   const { hasBody, ...request } = crmRequestFor(command);
   if (!hasBody) return request;

@@ -2,6 +2,7 @@ import { type BillingLedgerRecord, ledgerCsv } from '@ingest/domain';
 import type { Command } from './cli.js';
 import { table } from '../frame.js';
 import { formatAdminsSuccess, isAdminsCommand } from './admins-commands.js';
+import { formatReadersSuccess, isReadersCommand } from './readers-commands.js';
 import { formatCrmSuccess, isCrmCommand } from './crm-commands.js';
 
 /** Human-readable output of the admin CLI. Inputs are the admin API's JSON bodies. */
@@ -30,6 +31,7 @@ interface KeyOut {
 export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body: unknown): string {
   if (isCrmCommand(command)) return formatCrmSuccess(command, body, table);
   if (isAdminsCommand(command)) return formatAdminsSuccess(command, body, table);
+  if (isReadersCommand(command)) return formatReadersSuccess(command, body);
   switch (command.kind) {
     case 'accounts create':
       return `created account ${accountBlock(body as AccountOut)}`;
