@@ -28,6 +28,8 @@ export interface ClientOptions {
   retry?: Partial<RetryOptions>;
   /** Deadline of one request, answer included. Default 15,000 ms. */
   timeoutMs?: number;
+  /** Deadline of a bulk or CSV upload request. Default 120,000 ms. */
+  uploadTimeoutMs?: number;
   /** Request bodies gzipped (`gzip`, default) or not (`none`). */
   compression?: 'gzip' | 'none';
   /** A batch given up (retries exhausted, or refused by the API), or sending stopped by a 402. Default: one line on console.error. */
@@ -49,6 +51,7 @@ export interface ResolvedOptions {
   maxWaiting: number;
   retry: RetryOptions;
   timeoutMs: number;
+  uploadTimeoutMs: number;
   compression: 'gzip' | 'none';
   onError: (error: IngestClientError) => void;
   onRejected: (rejections: Rejection[]) => void;
@@ -77,6 +80,7 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     maxWaiting: positive('queue.maxWaiting', options.queue?.maxWaiting ?? 1_000),
     retry,
     timeoutMs: positive('timeoutMs', options.timeoutMs ?? 15_000),
+    uploadTimeoutMs: positive('uploadTimeoutMs', options.uploadTimeoutMs ?? 120_000),
     compression: options.compression ?? 'gzip',
     onError: options.onError ?? ((e) => console.error(`@ingest/client: ${e.code}: ${e.message}`)),
     onRejected:

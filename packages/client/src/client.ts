@@ -1,10 +1,11 @@
 import { v7 as uuidv7 } from 'uuid';
-import { type BatchOutcome, type Rejection, sendBatch, type SenderDeps } from './batch.sender.js';
+import { type BatchOutcome, type Rejection, sendBatch } from './batch.sender.js';
 import { type ClientOptions, resolveOptions, type ResolvedOptions } from './client.options.js';
 import { IngestClientError, type QuotaExceededError } from './errors.js';
 import { checkEvent } from './event.check.js';
 import type { QueuedEvent, TrackEvent } from './event.types.js';
 import type { TransportOptions } from './http.transport.js';
+import { bulk, type CsvOptions, type CsvSource, type JobDeps, type JobOptions, type JobStatus, uploadCsv } from './jobs.js';
 
 /**
  * The producer's side of `POST /v1/events`: a bounded FIFO queue in memory, one worker that
@@ -47,7 +48,7 @@ const ENVELOPE_BYTES = '{"events":[]}'.length;
 
 export class IngestClient {
   readonly #options: ResolvedOptions;
-  readonly #sender: SenderDeps;
+  readonly #sender: JobDeps;
   #queue: Entry[] = [];
   #inFlight: Entry[] = [];
   #seq = 0;
@@ -80,6 +81,7 @@ export class IngestClient {
       random: Math.random,
       sleep: (ms) => this.#sleep(ms),
       onRetry: () => void this.#stats.retries++,
+      uploadTimeoutMs: this.#options.uploadTimeoutMs,
     };
   }
 
@@ -153,6 +155,16 @@ export class IngestClient {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
+  }
+
+  /** Up to 10,000 events as one backfill job (`POST /v1/events/bulk`), with an Idempotency-Key; resolves with the job's final status. */
+  bulk(events: readonly TrackEvent[], options?: JobOptions): Promise<JobStatus> {
+    return bulk(this.#sender, events, options);
+  }
+
+  /** A CSV file as one backfill job (`POST /v1/backfill/csv`), gzipped, with an Idempotency-Key; resolves with the job's final status. */
+  uploadCsv(source: CsvSource, options?: CsvOptions): Promise<JobStatus> {
+    return uploadCsv(this.#sender, source, options);
   }
 
   /** After a 402: sends again (e.g. once the plan was upgraded or the month turned). */
