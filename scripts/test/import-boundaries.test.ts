@@ -68,8 +68,11 @@ const LAYERS: Record<string, readonly string[] | 'any'> = {
 };
 /** Workspaces only tests may import (besides the units LAYERS lets: the benchmark). */
 const TEST_ONLY = ['@ingest/testkit'];
-/** What the tests of one unit may import besides: the SDK's tests hold its local event check to the API's own validator. */
-const TEST_ONLY_BY_UNIT: Record<string, readonly string[]> = { 'packages/client': ['@ingest/domain'] };
+/**
+ * What the tests of one unit may import besides: the SDK's tests hold its local event check to
+ * the API's own validator (domain) and read what the real gateway stored (platform's ClickHouse).
+ */
+const TEST_ONLY_BY_UNIT: Record<string, readonly string[]> = { 'packages/client': ['@ingest/domain', '@ingest/platform'] };
 /** The manifests that may name the test kit: the root (workspaces are hoisted, so every test resolves it) and the benchmark. */
 const TESTKIT_DEPENDENTS = ['.', 'bench'];
 

@@ -30,7 +30,11 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Deadline of a bulk or CSV upload request. Default 120,000 ms. */
   uploadTimeoutMs?: number;
-  /** Request bodies gzipped (`gzip`, default) or not (`none`). */
+  /**
+   * Request bodies gzipped (`gzip`) or not (`none`). Default `gzip`, except with a publishable key
+   * (`svc_pub_`, browsers): the gateway's CORS answer does not allow the `Content-Encoding`
+   * header yet, so a browser's gzipped request would fail its preflight.
+   */
   compression?: 'gzip' | 'none';
   /** A batch given up (retries exhausted, or refused by the API), or sending stopped by a 402. Default: one line on console.error. */
   onError?: (error: IngestClientError) => void;
@@ -81,7 +85,7 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     retry,
     timeoutMs: positive('timeoutMs', options.timeoutMs ?? 15_000),
     uploadTimeoutMs: positive('uploadTimeoutMs', options.uploadTimeoutMs ?? 120_000),
-    compression: options.compression ?? 'gzip',
+    compression: options.compression ?? (options.apiKey.startsWith('svc_pub_') ? 'none' : 'gzip'),
     onError: options.onError ?? ((e) => console.error(`@ingest/client: ${e.code}: ${e.message}`)),
     onRejected:
       options.onRejected ??

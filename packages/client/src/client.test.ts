@@ -274,3 +274,25 @@ describe('shutdown', () => {
     await expect(c.track(event(1))).rejects.toMatchObject({ code: 'closed' });
   });
 });
+
+describe('options and backfills', () => {
+  it('a publishable key sends uncompressed by default (the gateway’s CORS does not allow Content-Encoding)', async () => {
+    const c = client({ apiKey: 'svc_pub_test' });
+    for (let i = 0; i < 100; i++) await c.track(event(i));
+    await c.flush();
+    expect(api.requests[0]?.headers['content-encoding']).toBeUndefined();
+  });
+
+  it('refuses settings outside the API’s limits when the client is made', () => {
+    expect(() => client({ batch: { maxEvents: 101 } })).toThrow(/batch.maxEvents must be an integer from 1 to 100/);
+    expect(() => client({ baseUrl: 'ftp://x' })).toThrow(/http\(s\)/);
+  });
+
+  it('bulk() checks every event first: one bad event refuses the call with its index, and nothing is sent', async () => {
+    const c = client();
+    const events = [event(0), { eventName: 'x', email: 'nope' }, event(2)];
+    await expect(c.bulk(events)).rejects.toMatchObject({ code: 'invalid_event', errors: [{ index: 1, field: '/email', code: 'invalid_format' }] });
+    await expect(c.bulk([])).rejects.toMatchObject({ errors: [{ code: 'too_few_items' }] });
+    expect(api.requests).toHaveLength(0);
+  });
+});
