@@ -296,3 +296,30 @@ describe('options and backfills', () => {
     expect(api.requests).toHaveLength(0);
   });
 });
+
+describe('flushKeepalive (page hide)', () => {
+  it('sends what is queued at once with keepalive, within the 64 KiB budget; the rest stays queued', async () => {
+    const keepalive: { flag: boolean | undefined; bytes: number }[] = [];
+    const c = client({
+      apiKey: 'svc_pub_test',
+      batch: { intervalMs: 600_000 },
+      fetch: (input, init) => {
+        keepalive.push({ flag: init?.keepalive, bytes: (init?.body as Uint8Array).byteLength });
+        return fetch(input, init);
+      },
+    });
+    // 90 events of about 1 KB: fewer than a batch (nothing is sent before), more than the budget.
+    for (let i = 0; i < 90; i++) await c.track({ ...event(i), properties: { blob: 'x'.repeat(900) } });
+    const queuedBefore = c.stats().queued;
+    c.flushKeepalive();
+    await until(() => c.stats().inFlight === 0 && c.stats().accepted > 0, 'the keepalive batches are answered', c);
+    expect(keepalive.every((k) => k.flag === true)).toBe(true);
+    expect(keepalive.reduce((n, k) => n + k.bytes, 0)).toBeLessThanOrEqual(60 * 1024);
+    expect(c.stats().accepted).toBeGreaterThan(40);
+    expect(c.stats().accepted).toBeLessThan(90);
+    expect(c.stats().accepted + c.stats().queued).toBe(queuedBefore);
+    // What stayed queued goes out as usual.
+    await c.flush();
+    expect(c.stats()).toMatchObject({ accepted: queuedBefore, queued: 0 });
+  });
+});

@@ -45,12 +45,16 @@ interface Entry {
 }
 
 const ENVELOPE_BYTES = '{"events":[]}'.length;
+/** Browsers refuse keepalive requests once their bodies in flight pass 64 KiB; a little is left for others. */
+const KEEPALIVE_BUDGET_BYTES = 60 * 1024;
 
 export class IngestClient {
   readonly #options: ResolvedOptions;
   readonly #sender: JobDeps;
   #queue: Entry[] = [];
   #inFlight: Entry[] = [];
+  /** Batches sent by flushKeepalive() beside the worker's. */
+  #sideFlights: Entry[][] = [];
   #seq = 0;
   #waiting: (() => void)[] = [];
   #flushes: { through: number; resolve: () => void; reject: (e: Error) => void }[] = [];
@@ -182,13 +186,39 @@ export class IngestClient {
   }
 
   stats(): ClientStats {
-    return { queued: this.#queue.length, inFlight: this.#inFlight.length, ...this.#stats };
+    return { queued: this.#queue.length, inFlight: this.#inFlight.length + this.#sideFlights.reduce((n, b) => n + b.length, 0), ...this.#stats };
   }
 
-  /** Whether every event up to `seq` has left the queue and the request in flight. */
+  /**
+   * Sends what is queued at once with `fetch(…, { keepalive: true })`, up to the browsers' 64 KiB
+   * budget for requests that outlive their page: what a page does when it is hidden or unloaded
+   * (`createBrowserClient` calls it on `visibilitychange` to hidden and on `pagehide`). What does
+   * not fit stays queued, and is sent as usual if the page lives on.
+   */
+  flushKeepalive(): void {
+    let budget = KEEPALIVE_BUDGET_BYTES;
+    const deps = { ...this.#sender, transport: { ...this.#sender.transport, keepalive: true } };
+    while (this.#queue.length > 0 && !this.#stopped) {
+      const batch = this.#takeBatch(Math.min(budget, this.#options.maxBatchBytes));
+      if (batch.length === 0) break;
+      budget -= batch.reduce((n, e) => n + e.bytes + 1, ENVELOPE_BYTES);
+      this.#sideFlights.push(batch);
+      for (const wake of this.#waiting.splice(0, batch.length)) wake();
+      void sendBatch(
+        deps,
+        batch.map((e) => e.event),
+      ).then((outcome) => {
+        this.#sideFlights = this.#sideFlights.filter((b) => b !== batch);
+        this.#settle(batch, outcome);
+        this.#settleFlushes();
+      });
+    }
+  }
+
+  /** Whether every event up to `seq` has left the queue and the requests in flight. */
   #settledThrough(seq: number): boolean {
-    const first = this.#inFlight[0] ?? this.#queue[0];
-    return first === undefined || first.seq > seq;
+    const firsts = [this.#inFlight[0], this.#queue[0], ...this.#sideFlights.map((b) => b[0])].filter((e): e is Entry => e !== undefined);
+    return firsts.every((e) => e.seq > seq);
   }
 
   #settleFlushes(): void {
@@ -222,11 +252,11 @@ export class IngestClient {
     return total;
   }
 
-  #takeBatch(): Entry[] {
+  #takeBatch(maxBytes = this.#options.maxBatchBytes): Entry[] {
     let bytes = ENVELOPE_BYTES;
     let n = 0;
     for (const e of this.#queue) {
-      if (n === this.#options.maxBatchEvents || bytes + e.bytes + 1 > this.#options.maxBatchBytes) break;
+      if (n === this.#options.maxBatchEvents || bytes + e.bytes + 1 > maxBytes) break;
       bytes += e.bytes + 1;
       n++;
     }
@@ -252,7 +282,9 @@ export class IngestClient {
           this.#sender,
           this.#inFlight.map((e) => e.event),
         );
-        this.#settle(outcome);
+        const batch = this.#inFlight;
+        this.#inFlight = [];
+        this.#settle(batch, outcome);
         // Whatever the timer was due for has been sent; the rest waits for its own reason.
         timerFired = false;
       }
@@ -263,9 +295,7 @@ export class IngestClient {
     }
   }
 
-  #settle(outcome: BatchOutcome): void {
-    const batch = this.#inFlight;
-    this.#inFlight = [];
+  #settle(batch: Entry[], outcome: BatchOutcome): void {
     if (outcome.kind === 'failed') {
       this.#stats.failed += batch.length;
       this.#options.onError(outcome.error);

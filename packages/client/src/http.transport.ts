@@ -15,6 +15,8 @@ export interface TransportOptions {
   /** Bodies smaller than this go uncompressed: gzip's 18-byte frame and the CPU buy nothing there. */
   compressMinBytes: number;
   fetch: typeof fetch;
+  /** `fetch(…, { keepalive: true })`: the request outlives the page (browsers cap such bodies at 64 KiB in all). */
+  keepalive?: boolean;
 }
 
 export type Exchange = { kind: 'answer'; status: number; headers: Headers; body: unknown; rawLength: number } | { kind: 'network'; error: Error };
@@ -81,6 +83,7 @@ export async function exchange(
       headers,
       ...(request.body ? { body: request.body.body as NonNullable<RequestInit['body']> } : {}),
       signal,
+      ...(options.keepalive ? { keepalive: true } : {}),
     });
     const { text, length } = await readBounded(response);
     let body: unknown;

@@ -1,3 +1,4 @@
+export { createBrowserClient } from './browser.js';
 export { createClient, IngestClient, type ClientStats, type TrackResult } from './client.js';
 export type { ClientOptions } from './client.options.js';
 export type { Rejection } from './batch.sender.js';

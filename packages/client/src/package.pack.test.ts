@@ -36,8 +36,19 @@ beforeAll(async () => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('the packed @ingest/client', () => {
-  it('holds the ESM entry, its declarations, README, CHANGELOG and package.json: no sources, tests or fixtures', () => {
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'CHANGELOG.md', 'dist/index.js', 'dist/index.d.ts', 'dist/client.d.ts']));
+  it('holds the ESM entry, the self-contained browser module, their declarations, README, CHANGELOG and package.json: no sources, tests or fixtures', () => {
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'README.md',
+        'CHANGELOG.md',
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/client.d.ts',
+        'dist/browser.js',
+        'dist/browser.d.ts',
+      ]),
+    );
     expect(files.filter((f) => /(^src\/|\.test\.|fixture|\.ts$)/.test(f) && !f.endsWith('.d.ts'))).toEqual([]);
   });
 

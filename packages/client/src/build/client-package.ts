@@ -7,7 +7,7 @@
  * the packed tarball.
  */
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
@@ -32,22 +32,33 @@ const schemaAsJson: Plugin = {
   },
 };
 
-export async function buildClientPackage(): Promise<void> {
-  const dist = join(PACKAGE_DIR, 'dist');
-  rmSync(dist, { recursive: true, force: true });
-  await build({
+const bundle = (outfile: string, browser: boolean) =>
+  build({
     entryPoints: [join(PACKAGE_DIR, 'src/index.ts')],
-    outfile: join(dist, 'index.js'),
+    outfile,
     bundle: true,
     format: 'esm',
-    platform: 'neutral',
-    target: ['es2022', 'node22'],
-    external: ['uuid'],
+    platform: browser ? 'browser' : 'neutral',
+    target: browser ? ['es2022', 'chrome111', 'firefox113', 'safari16.4'] : ['es2022', 'node22'],
+    // For bundlers and Node, uuid is a dependency; the browser file stands alone (a <script type="module"> or a CDN).
+    external: browser ? [] : ['uuid'],
+    minify: browser,
     sourcemap: true,
     legalComments: 'none',
     plugins: [schemaAsJson],
     logLevel: 'warning',
   });
+
+/** `dist/browser.js`: one self-contained, minified ES module for pages (uuid inlined). */
+export const buildBrowserBundle = (outfile = join(PACKAGE_DIR, 'dist/browser.js')) => bundle(outfile, true);
+
+export async function buildClientPackage(): Promise<void> {
+  const dist = join(PACKAGE_DIR, 'dist');
+  rmSync(dist, { recursive: true, force: true });
+  await bundle(join(dist, 'index.js'), false);
+  await buildBrowserBundle();
+  // The browser file is the same API as the main entry: its declarations are the main ones.
+  writeFileSync(join(dist, 'browser.d.ts'), "export * from './index.js';\n");
   const tsc = join(PACKAGE_DIR, '../../node_modules/typescript/bin/tsc');
   execFileSync(process.execPath, [tsc, '-p', join(PACKAGE_DIR, 'tsconfig.build.json')], { stdio: 'inherit' });
 }
