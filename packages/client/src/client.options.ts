@@ -75,7 +75,8 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
   positive('retry.maxAttempts', retry.maxAttempts, 100);
   return {
     apiKey: options.apiKey,
-    baseUrl: base.href,
+    // A trailing slash, so that the API's paths resolve under a path prefix (https://host/ingest/).
+    baseUrl: base.href.endsWith('/') ? base.href : `${base.href}/`,
     maxBatchEvents: positive('batch.maxEvents', options.batch?.maxEvents ?? MAX_EVENTS_PER_REQUEST, MAX_EVENTS_PER_REQUEST),
     maxBatchBytes: positive('batch.maxBytes', options.batch?.maxBytes ?? 512 * 1024, 1024 * 1024 - 1024),
     intervalMs: positive('batch.intervalMs', options.batch?.intervalMs ?? 2_000),

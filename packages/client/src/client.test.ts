@@ -55,7 +55,7 @@ beforeEach(async () => {
 
 afterEach(async () => {
   for (const c of clients) c.takeUnsent();
-  await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+  await Promise.all(clients.map((c) => c.close({ timeoutMs: 1_000 }).catch(() => undefined)));
   clients = [];
   await api.close();
 });
@@ -321,5 +321,33 @@ describe('flushKeepalive (page hide)', () => {
     // What stayed queued goes out as usual.
     await c.flush();
     expect(c.stats()).toMatchObject({ accepted: queuedBefore, queued: 0 });
+  });
+});
+
+describe('shutdown with a deadline, and a base URL with a path', () => {
+  it('close({ timeoutMs }) against a hanging server rejects with close_timeout, and takeUnsent() hands the events over', async () => {
+    api.script({ hang: true });
+    const c = client({ timeoutMs: 30_000 });
+    for (let i = 0; i < 3; i++) await c.track(event(i));
+    const started = Date.now();
+    await expect(c.close({ timeoutMs: 300 })).rejects.toMatchObject({ code: 'close_timeout', eventCount: 3 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(c.takeUnsent().map((e) => e.email)).toEqual([0, 1, 2].map((i) => `user${i}@example.com`));
+  });
+
+  it('a 402 tells callers waiting for room instead of leaving them waiting', async () => {
+    api.script({ status: 402, body: { type: '/problems/quota-exceeded', limit: 10, used: 10, remaining: 0 } });
+    const c = client({ queue: { maxEvents: 100, whenFull: 'wait' }, batch: { maxEvents: 100 } });
+    for (let i = 0; i < 100; i++) await c.track(event(i));
+    // The full queue was sent as one batch; the 402 put it back: the queue is full again.
+    await until(() => errors.length === 1, 'the 402 surfaced', c);
+    await expect(c.track(event(100))).rejects.toMatchObject({ code: 'quota_exceeded' });
+  });
+
+  it('keeps the base URL’s path: the API behind a prefix', async () => {
+    const c = client({ baseUrl: `${api.url}/ingest` });
+    await c.track(event(1));
+    await c.flush();
+    expect(api.requests[0]?.url).toBe('/ingest/v1/events');
   });
 });

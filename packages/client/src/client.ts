@@ -132,6 +132,7 @@ export class IngestClient {
       do {
         await new Promise<void>((resolve) => this.#waiting.push(resolve));
         if (this.#closed) throw new IngestClientError('closed', 'the client was closed while track() waited for room');
+        if (this.#stopped && this.#queue.length >= this.#options.maxQueueEvents) throw this.#stopped;
       } while (this.#queue.length >= this.#options.maxQueueEvents);
     }
     this.#queue.push({ event: queued, bytes, seq: ++this.#seq });
@@ -149,13 +150,34 @@ export class IngestClient {
     });
   }
 
-  /** Refuses further track() calls, sends what is queued (flush()) and stops the timer. Nothing queued is lost unless sending is stopped by a 402 (then it rejects with that error; `takeUnsent()` hands the events over). */
-  async close(): Promise<void> {
+  /**
+   * Refuses further track() calls, sends what is queued (flush()) and stops the timer. Nothing
+   * queued is lost unless sending is stopped by a 402 (then it rejects with that error) or
+   * `timeoutMs` passes first (then it rejects with `close_timeout`); either way `takeUnsent()`
+   * hands over what was not sent, e.g. to write it to disk before the process exits.
+   */
+  async close(options: { timeoutMs?: number } = {}): Promise<void> {
     this.#closed = true;
     for (const wake of this.#waiting.splice(0)) wake();
+    let deadline: ReturnType<typeof setTimeout> | undefined;
     try {
-      await this.flush();
+      const flushed = this.flush();
+      if (options.timeoutMs === undefined) return await flushed;
+      await Promise.race([
+        flushed,
+        new Promise<never>((_, reject) => {
+          deadline = setTimeout(() => {
+            const unsent = this.#queue.length + this.#inFlight.length;
+            reject(
+              new IngestClientError('close_timeout', `close() gave up after ${options.timeoutMs} ms with ${unsent} events not yet sent`, {
+                eventCount: unsent,
+              }),
+            );
+          }, options.timeoutMs);
+        }),
+      ]);
     } finally {
+      clearTimeout(deadline);
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
@@ -177,12 +199,17 @@ export class IngestClient {
     void this.#pump();
   }
 
-  /** The events not yet sent (e.g. held by a 402 at shutdown), removed from the queue. */
+  /**
+   * The events not yet settled, e.g. held by a 402 or a hanging server at shutdown: the queue
+   * (removed from it) and the requests still in flight (their answer may yet come: their
+   * `eventId`s make sending them again safe).
+   */
   takeUnsent(): QueuedEvent[] {
+    const inFlight = [this.#inFlight, ...this.#sideFlights].flat().map((e) => e.event);
     const events = this.#queue.splice(0).map((e) => e.event);
     this.#settleFlushes();
     for (const wake of this.#waiting.splice(0)) wake();
-    return events;
+    return [...inFlight, ...events];
   }
 
   stats(): ClientStats {
@@ -311,6 +338,8 @@ export class IngestClient {
     const unsent = new Set(outcome.unsent.map((e) => e.eventId));
     this.#queue.unshift(...batch.filter((e) => unsent.has(e.event.eventId)));
     this.#stopped = outcome.error;
+    // Callers waiting for room would wait until resume(): they are told instead.
+    for (const wake of this.#waiting.splice(0)) wake();
     this.#options.onError(outcome.error);
   }
 

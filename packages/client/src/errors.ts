@@ -28,6 +28,8 @@ export type ClientErrorCode =
   | 'queue_full'
   /** `track()` after `close()`. */
   | 'closed'
+  /** `close({ timeoutMs })` passed its deadline before everything was sent. */
+  | 'close_timeout'
   /** A job (bulk, CSV) ended `failed`, or polling it was given up. */
   | 'job_failed';
 

@@ -11,6 +11,7 @@ import { gunzipSync } from 'node:zlib';
 
 export interface RecordedRequest {
   at: number;
+  url: string | undefined;
   headers: IncomingMessage['headers'];
   /** The body's bytes as sent (compressed when `content-encoding` says so). */
   wireBytes: number;
@@ -59,7 +60,7 @@ export async function startFakeApi(): Promise<FakeApi> {
       const raw = Buffer.concat(chunks);
       const json = req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
       const events = (JSON.parse(json.toString('utf8') || '{"events":[]}') as { events: RecordedRequest['events'] }).events;
-      requests.push({ at: Date.now(), headers: req.headers, wireBytes: raw.byteLength, events });
+      requests.push({ at: Date.now(), url: req.url, headers: req.headers, wireBytes: raw.byteLength, events });
       const step = steps.shift();
       const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
         res.writeHead(status, { 'content-type': 'application/json', ...headers });

@@ -78,7 +78,8 @@ export async function exchange(
   const deadline = AbortSignal.timeout(options.timeoutMs);
   const signal = request.signal ? AbortSignal.any([deadline, request.signal]) : deadline;
   try {
-    const response = await options.fetch(new URL(request.path, options.baseUrl), {
+    // Relative to the base URL, keeping a path prefix it may have (`/v1/events` → `v1/events`).
+    const response = await options.fetch(new URL(request.path.replace(/^\//, ''), options.baseUrl), {
       method: request.method,
       headers,
       ...(request.body ? { body: request.body.body as NonNullable<RequestInit['body']> } : {}),
