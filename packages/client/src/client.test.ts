@@ -2,6 +2,8 @@
  * The client against a scripted fake API on a real socket (fake-api.fixture.ts): batching,
  * gzip, ids, retries and what each answer means, the bounded queue, shutdown.
  */
+import { Readable } from 'node:stream';
+import { gunzipSync } from 'node:zlib';
 import { waitFor } from '@ingest/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Rejection } from './batch.sender.js';
@@ -349,5 +351,67 @@ describe('shutdown with a deadline, and a base URL with a path', () => {
     await c.track(event(1));
     await c.flush();
     expect(api.requests[0]?.url).toBe('/ingest/v1/events');
+  });
+});
+
+describe('uploadCsv() and bulk() against the fake', () => {
+  const job = (status: string, processed: number) => ({
+    status: 200,
+    body: {
+      jobId: 'job-1',
+      source: 'csv',
+      status,
+      totalEvents: 2,
+      processed,
+      accepted: processed,
+      rejected: 0,
+      duplicates: 0,
+      errors: [],
+      createdAt: 'x',
+      completedAt: null,
+    },
+  });
+
+  it('sends a stream as a gzipped file part with an Idempotency-Key kept across a retry, then polls and reports progress', async () => {
+    api.script(
+      { status: 503, headers: { 'retry-after': '0' } },
+      { status: 202, body: { jobId: 'job-1', totalEvents: 2, status: 'queued' } },
+      job('queued', 0),
+      job('processing', 1),
+      job('processing', 1),
+      job('completed', 2),
+    );
+    const c = client();
+    const csv = 'event_name,timestamp,email\nA,2026-01-01T00:00:00Z,a@example.com\nB,2026-01-01T00:00:00Z,b@example.com\n';
+    const progress: string[] = [];
+    const done = await c.uploadCsv(Readable.from([Buffer.from(csv.slice(0, 30)), Buffer.from(csv.slice(30))]), {
+      timezone: 'UTC',
+      pollIntervalMs: 5,
+      onProgress: (s) => progress.push(`${s.status}:${s.processed}`),
+    });
+    expect(done).toMatchObject({ status: 'completed', processed: 2 });
+    expect(progress).toEqual(['queued:0', 'processing:1', 'completed:2']);
+    const [first, second, ...polls] = api.requests;
+    expect(first?.url).toBe('/v1/backfill/csv');
+    expect(first?.headers['idempotency-key']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(second?.headers['idempotency-key']).toBe(first?.headers['idempotency-key']);
+    expect(first?.headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
+    const body = second?.raw ?? Buffer.alloc(0);
+    expect(body.toString('latin1')).toContain('filename="events.csv.gz"');
+    expect(body.toString('latin1')).toContain('name="timezone"');
+    // The file part is gzip (its magic bytes), and inflates to the CSV.
+    const start = body.indexOf('\r\n\r\n', body.indexOf('filename="events.csv.gz"')) + 4;
+    const part = body.subarray(start, body.lastIndexOf('\r\n--'));
+    expect([...part.subarray(0, 2)]).toEqual([0x1f, 0x8b]);
+    expect(gunzipSync(part).toString()).toBe(csv);
+    expect(polls.map((r) => r.url)).toEqual(Array(4).fill('/v1/jobs/job-1'));
+  });
+
+  it('bulk(): a 402 rejects with the quota fields and no job is polled', async () => {
+    api.script({ status: 402, body: { type: '/problems/quota-exceeded', limit: 1000, used: 990, remaining: 10, resetsAt: '2026-12-01T00:00:00.000Z' } });
+    const c = client();
+    await expect(c.bulk([event(1), event(2)])).rejects.toMatchObject({ code: 'quota_exceeded', quota: { remaining: 10 } });
+    expect(api.requests).toHaveLength(1);
+    expect(api.requests[0]?.events.every((e) => UUID_V7.test(e.eventId))).toBe(true);
   });
 });

@@ -15,6 +15,8 @@ export interface RecordedRequest {
   headers: IncomingMessage['headers'];
   /** The body's bytes as sent (compressed when `content-encoding` says so). */
   wireBytes: number;
+  /** The body as sent, for the requests that are no JSON (multipart CSV uploads). */
+  raw: Buffer;
   events: { eventId: string; [k: string]: unknown }[];
 }
 
@@ -59,8 +61,9 @@ export async function startFakeApi(): Promise<FakeApi> {
     req.on('end', () => {
       const raw = Buffer.concat(chunks);
       const json = req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw;
-      const events = (JSON.parse(json.toString('utf8') || '{"events":[]}') as { events: RecordedRequest['events'] }).events;
-      requests.push({ at: Date.now(), url: req.url, headers: req.headers, wireBytes: raw.byteLength, events });
+      const isJson = req.headers['content-type'] === 'application/json' && json.byteLength > 0;
+      const events = isJson ? (JSON.parse(json.toString('utf8')) as { events: RecordedRequest['events'] }).events : [];
+      requests.push({ at: Date.now(), url: req.url, headers: req.headers, wireBytes: raw.byteLength, raw, events });
       const step = steps.shift();
       const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
         res.writeHead(status, { 'content-type': 'application/json', ...headers });
