@@ -24,10 +24,10 @@ export function createBrowserClient(options: ClientOptions): IngestClient {
   page.document?.addEventListener('visibilitychange', onVisibility);
   page.addEventListener?.('pagehide', onPageHide);
   const close = client.close.bind(client);
-  client.close = async () => {
+  client.close = async (options) => {
     page.document?.removeEventListener('visibilitychange', onVisibility);
     page.removeEventListener?.('pagehide', onPageHide);
-    await close();
+    await close(options);
   };
   return client;
 }

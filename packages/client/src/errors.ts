@@ -30,7 +30,7 @@ export type ClientErrorCode =
   | 'closed'
   /** `close({ timeoutMs })` passed its deadline before everything was sent. */
   | 'close_timeout'
-  /** A job (bulk, CSV) ended `failed`, or polling it was given up. */
+  /** Polling a job (bulk, CSV) was given up (`maxWaitMs`); a job that ended `failed` is returned, with its `failureReason`. */
   | 'job_failed';
 
 export class IngestClientError extends Error {
