@@ -415,3 +415,37 @@ describe('uploadCsv() and bulk() against the fake', () => {
     expect(api.requests[0]?.events.every((e) => UUID_V7.test(e.eventId))).toBe(true);
   });
 });
+
+describe('under continuous traffic', () => {
+  it('flush() resolves once what was queued before it is sent, while track() keeps adding', async () => {
+    api.slowBy(20);
+    const c = client();
+    for (let i = 0; i < 150; i++) await c.track(event(i));
+    let stop = false;
+    const producer = (async () => {
+      for (let i = 0; !stop; i++) {
+        await c.track(event(1_000 + i));
+        if (i % 50 === 0) await new Promise((r) => setTimeout(r, 1));
+      }
+    })();
+    await c.flush();
+    stop = true;
+    await producer;
+    const sentIds = new Set(api.requests.flatMap((r) => r.events.map((e) => e.email)));
+    for (let i = 0; i < 150; i++) expect(sentIds.has(`user${i}@example.com`)).toBe(true);
+  });
+
+  it('a callback that throws does not stop sending', async () => {
+    api.script({ acceptExcept: { 0: 'invalid_format' } });
+    const c = client({
+      onRejected: () => {
+        throw new Error('callback bug');
+      },
+    });
+    for (let i = 0; i < 100; i++) await c.track(event(i));
+    await c.flush();
+    for (let i = 0; i < 100; i++) await c.track(event(i));
+    await c.flush();
+    expect(c.stats()).toMatchObject({ accepted: 199, rejected: 1 });
+  });
+});

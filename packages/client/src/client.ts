@@ -312,6 +312,8 @@ export class IngestClient {
         const batch = this.#inFlight;
         this.#inFlight = [];
         this.#settle(batch, outcome);
+        // A flush that is now settled resolves at once, not when traffic pauses.
+        this.#settleFlushes();
         // Whatever the timer was due for has been sent; the rest waits for its own reason.
         timerFired = false;
       }
@@ -325,7 +327,7 @@ export class IngestClient {
   #settle(batch: Entry[], outcome: BatchOutcome): void {
     if (outcome.kind === 'failed') {
       this.#stats.failed += batch.length;
-      this.#options.onError(outcome.error);
+      this.#notify(() => this.#options.onError(outcome.error));
       return;
     }
     this.#stats.accepted += outcome.accepted;
@@ -340,13 +342,22 @@ export class IngestClient {
     this.#stopped = outcome.error;
     // Callers waiting for room would wait until resume(): they are told instead.
     for (const wake of this.#waiting.splice(0)) wake();
-    this.#options.onError(outcome.error);
+    this.#notify(() => this.#options.onError(outcome.error));
   }
 
   #report(rejected: Rejection[]): void {
     if (rejected.length === 0) return;
     this.#stats.rejected += rejected.length;
-    this.#options.onRejected(rejected);
+    this.#notify(() => this.#options.onRejected(rejected));
+  }
+
+  /** A callback of the caller that throws must not stop the sending loop (nor crash the process as an unhandled rejection). */
+  #notify(callback: () => void): void {
+    try {
+      callback();
+    } catch (err) {
+      console.error(`@ingest/client: an onError/onRejected callback threw: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   #sleep(ms: number): Promise<void> {
