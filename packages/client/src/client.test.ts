@@ -142,6 +142,16 @@ describe('retries', () => {
     expect(second.at - first.at).toBeLessThan(10_000);
   });
 
+  it('a 202 whose RateLimit header says a policy is exhausted: the next request waits its t instead of meeting a 429', async () => {
+    api.script({ acceptExcept: {}, headers: { ratelimit: '"ip";r=0;t=1, "account_events";r=500;t=1' } });
+    const c = client();
+    for (let i = 0; i < 200; i++) await c.track(event(i));
+    await c.flush();
+    const [first, second] = gapOf(api.requests);
+    expect(second.at - first.at).toBeGreaterThanOrEqual(950);
+    expect(c.stats()).toMatchObject({ accepted: 200, retries: 0 });
+  });
+
   it('503, 504, a connection reset and a 2xx that is not a receipt are retried until a 202', async () => {
     api.script(
       { status: 503, body: { type: '/problems/unavailable' } },
