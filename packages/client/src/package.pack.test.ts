@@ -4,7 +4,7 @@
  * tsc in strict mode against its declarations alone. No servers.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -50,6 +50,19 @@ describe('the packed @ingest/client', () => {
       ]),
     );
     expect(files.filter((f) => /(^src\/|\.test\.|fixture|\.ts$)/.test(f) && !f.endsWith('.d.ts'))).toEqual([]);
+  });
+
+  it('stays light: the API schema is inlined as JSON (no TypeBox, no Ajv) and uuid is its one dependency', () => {
+    const main = readFileSync(join(app, 'node_modules/@ingest/client/dist/index.js'), 'utf8');
+    const browser = readFileSync(join(app, 'node_modules/@ingest/client/dist/browser.js'), 'utf8');
+    for (const bundle of [main, browser]) {
+      expect(bundle).not.toMatch(/sinclair|typebox|ajv|new Function/i);
+      expect(bundle).toMatch(/maxProperties"?:\s*50/);
+    }
+    expect(main.length).toBeLessThan(64 * 1024);
+    expect(browser.length).toBeLessThan(32 * 1024);
+    const manifest = JSON.parse(readFileSync(join(app, 'node_modules/@ingest/client/package.json'), 'utf8')) as { dependencies?: object };
+    expect(Object.keys(manifest.dependencies ?? {})).toEqual(['uuid']);
   });
 
   it('works when imported by Node from the unpacked tarball: sends a gzipped batch with UUIDv7 ids and refuses a bad event locally', () => {
