@@ -235,6 +235,18 @@ describe('what the API answers per event', () => {
     expect(c.stats()).toMatchObject({ queued: 0, accepted: 4 });
   });
 
+  it('402: sending resumes by itself when the allowance resets (resetsAt)', async () => {
+    api.script({
+      status: 402,
+      body: { type: '/problems/quota-exceeded', limit: 10, used: 10, remaining: 0, resetsAt: new Date(Date.now() + 300).toISOString() },
+    });
+    const c = client();
+    for (let i = 0; i < 3; i++) await c.track(event(i));
+    await expect(c.flush()).rejects.toMatchObject({ code: 'quota_exceeded' });
+    await until(() => c.stats().accepted === 3, 'the events sent after resetsAt', c);
+    expect(api.requests).toHaveLength(2);
+  });
+
   it('a 202 whose rejections are quota_exceeded: those events are kept for after resume(), the others settled', async () => {
     api.script({ acceptExcept: { 1: 'quota_exceeded', 2: 'quota_exceeded' }, headers: { 'x-quota-limit': '50000', 'x-quota-remaining': '0' } });
     const c = client();

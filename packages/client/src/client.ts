@@ -62,6 +62,7 @@ export class IngestClient {
   #pumping = false;
   #pauseUntil = 0;
   #stopped: QuotaExceededError | undefined;
+  #resumeTimer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   readonly #stats = { accepted: 0, rejected: 0, failed: 0, dropped: 0, requests: 0, retries: 0 };
 
@@ -179,6 +180,7 @@ export class IngestClient {
     } finally {
       clearTimeout(deadline);
       clearTimeout(this.#timer);
+      clearTimeout(this.#resumeTimer);
       this.#timer = undefined;
     }
   }
@@ -193,10 +195,26 @@ export class IngestClient {
     return uploadCsv(this.#sender, source, options);
   }
 
-  /** After a 402: sends again (e.g. once the plan was upgraded or the month turned). */
+  /** After a 402: sends again at once (e.g. once the plan was upgraded). The client also resumes by itself when the allowance resets (`resetsAt`). */
   resume(): void {
+    clearTimeout(this.#resumeTimer);
+    this.#resumeTimer = undefined;
     this.#stopped = undefined;
     void this.#pump();
+  }
+
+  /**
+   * Resumes when the allowance resets. The timer is unref'd in Node: a process whose only work
+   * left is events held by a 402 may end (close() rejects and takeUnsent() hands them over)
+   * rather than stay up until the month turns.
+   */
+  #resumeAtReset(error: QuotaExceededError): void {
+    const at = error.quota.resetsAt === undefined ? Number.NaN : Date.parse(error.quota.resetsAt);
+    const wait = at - Date.now();
+    // setTimeout's limit is 2^31-1 ms (24.8 days); a reset further away is left to resume().
+    if (!Number.isFinite(wait) || wait > 2 ** 31 - 1 || this.#resumeTimer !== undefined) return;
+    this.#resumeTimer = setTimeout(() => this.resume(), Math.max(0, wait));
+    (this.#resumeTimer as { unref?: () => void }).unref?.();
   }
 
   /**
@@ -340,6 +358,7 @@ export class IngestClient {
     const unsent = new Set(outcome.unsent.map((e) => e.eventId));
     this.#queue.unshift(...batch.filter((e) => unsent.has(e.event.eventId)));
     this.#stopped = outcome.error;
+    this.#resumeAtReset(outcome.error);
     // Callers waiting for room would wait until resume(): they are told instead.
     for (const wake of this.#waiting.splice(0)) wake();
     this.#notify(() => this.#options.onError(outcome.error));
