@@ -19,6 +19,7 @@ COPY schemas/package.json schemas/
 COPY packages/platform/package.json packages/platform/
 COPY packages/domain/package.json packages/domain/
 COPY packages/http/package.json packages/http/
+COPY packages/client/package.json packages/client/
 COPY services/gateway/package.json services/gateway/
 COPY services/console/package.json services/console/
 COPY services/processor/package.json services/processor/
