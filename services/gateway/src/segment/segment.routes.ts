@@ -95,6 +95,9 @@ export function segmentRoutes(deps: SegmentIntakeDeps): FastifyPluginAsync {
           validatorCompiler: envelopeValidator(SegmentMessageEnvelope),
           schema: {
             summary: `Segment browser ${type} call (key in the body)`,
+            description: "The API key (a publishable one from a browser) is the body's `writeKey`, as analytics-next sends it: no Authorization header.",
+            // No header scheme: the key is in the body (an absent or wrong writeKey is the usual 401).
+            security: [],
             tags: TAGS,
             body: SegmentBrowserRequest,
             response: RESPONSES,
