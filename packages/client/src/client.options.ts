@@ -32,8 +32,8 @@ export interface ClientOptions {
   uploadTimeoutMs?: number;
   /**
    * Request bodies gzipped (`gzip`) or not (`none`). Default `gzip`, except with a publishable key
-   * (`svc_pub_`, browsers): the gateway's CORS answer does not allow the `Content-Encoding`
-   * header yet, so a browser's gzipped request would fail its preflight.
+   * (`svc_pub_`, browsers): gateways before this release refuse a browser's `Content-Encoding`
+   * in the CORS preflight. Current gateways allow it: pass `gzip` to compress in browsers too.
    */
   compression?: 'gzip' | 'none';
   /** A batch given up (retries exhausted, or refused by the API), or sending stopped by a 402. Default: one line on console.error. */

@@ -100,6 +100,39 @@ describe('publishable keys from a browser', () => {
     await page.close();
   });
 
+  it('takes a gzip body from an allowed origin (the SDK compresses) and lets the page read the RateLimit fields', async () => {
+    const page = await pageOn(allowedOrigin);
+    const before = await used();
+    const result = await page.evaluate(
+      async ({ url, key }) => {
+        try {
+          const json = new Blob([JSON.stringify({ events: [{ eventName: 'Browser Gzip', email: 'ada@example.com' }] })]);
+          const body = await new Response(json.stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer();
+          const response = await fetch(url, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+            body,
+          });
+          return {
+            status: response.status,
+            body: await response.text(),
+            rateLimit: response.headers.get('ratelimit'),
+            policy: response.headers.get('ratelimit-policy'),
+          };
+        } catch (err) {
+          return { error: String(err) };
+        }
+      },
+      { url: `${apiUrl}/v1/events`, key: publishableKey },
+    );
+    expect(result, JSON.stringify(result)).toMatchObject({ status: 202 });
+    expect(JSON.parse((result as { body: string }).body)).toMatchObject({ accepted: 1, rejected: 0 });
+    expect((result as { rateLimit: string | null }).rateLimit).toMatch(/^"ip";r=\d+;t=\d+/);
+    expect((result as { policy: string | null }).policy).toMatch(/^"ip";q=\d+;w=\d+/);
+    expect(await used()).toBe(before + 1);
+    await page.close();
+  });
+
   it('is stopped by the preflight from an origin the account does not allow, and nothing is counted', async () => {
     const page = await pageOn(otherOrigin);
     const before = await used();

@@ -36,9 +36,13 @@ export async function registerPublishableCors(app: FastifyInstance, controlPlane
       callback(null, {
         origin: allowed ? origin : false,
         methods: ['POST'],
-        allowedHeaders: ['authorization', 'content-type'],
+        // content-encoding: the SDK's browser build gzips its bodies (CompressionStream).
+        allowedHeaders: ['authorization', 'content-type', 'content-encoding'],
         exposedHeaders: [
           'x-request-id',
+          // The structured RateLimit fields (draft 9), which a client waits by before a 429.
+          'ratelimit',
+          'ratelimit-policy',
           'ratelimit-limit',
           'ratelimit-remaining',
           'ratelimit-reset',
