@@ -20,7 +20,9 @@ describe('backupTopicKeys', () => {
     const control = Object.values(TOPICS)
       .filter((t) => t.name.startsWith('control.') && t.config['cleanup.policy'] === 'compact')
       .map((t) => t.name);
-    expect(control).toEqual(expect.arrayContaining(['control.accounts', 'control.apikeys', 'control.owners', 'control.admins', 'control.mappings', 'control.crm-credentials']));
+    expect(control).toEqual(
+      expect.arrayContaining(['control.accounts', 'control.apikeys', 'control.owners', 'control.admins', 'control.mappings', 'control.crm-credentials']),
+    );
     expect(names.sort()).toEqual([...control, 'billing.ledger', 'audit.log'].sort());
     for (const skipped of ['events.raw', 'events.unique', 'dedupe.changelog', 'jobs.chunks']) expect(names).not.toContain(skipped);
   });

@@ -28,16 +28,7 @@ import {
 import { Type, type Static } from '@sinclair/typebox';
 import { type Command, EXIT_OK, HELP, InputError, type Io, isHelp, parseCommandLine, UsageError } from '../frame.js';
 import { type BackupManifest, MANIFEST_FILE, MANIFEST_VERSION, readManifest, verifyFiles, writeManifest } from './manifest.js';
-import {
-  type ClickHouseHttp,
-  dataTables,
-  dumpTable,
-  insertableColumns,
-  insertPartition,
-  materializedViews,
-  rowCount,
-  type TableDump,
-} from './table-dump.js';
+import { type ClickHouseHttp, dataTables, dumpTable, insertableColumns, insertPartition, materializedViews, rowCount, type TableDump } from './table-dump.js';
 import { backupTopicKeys, dumpTopic, restoreTopic } from './topic-dump.js';
 
 const BackupConfigSchema = Type.Object({
@@ -138,7 +129,15 @@ async function runBackup(parsed: BackupParsed, io: Io): Promise<number> {
     backupTopicKeys().map((key) => {
       const name = TOPICS[key].name;
       const file = `kafka/${name}.jsonl.gz`;
-      return dumpTopic({ kafka: ctx.kafka, topic: `${prefix}${name}`, name, path: join(parsed.dir, file), file, logger: ctx.logger, timeoutMs: ctx.config.BACKUP_TOPIC_TIMEOUT_MS });
+      return dumpTopic({
+        kafka: ctx.kafka,
+        topic: `${prefix}${name}`,
+        name,
+        path: join(parsed.dir, file),
+        file,
+        logger: ctx.logger,
+        timeoutMs: ctx.config.BACKUP_TOPIC_TIMEOUT_MS,
+      });
     }),
   );
   for (const t of topics) ctx.logger.info({ topic: t.name, records: t.records, tombstones: t.tombstones }, 'backup: topic dumped');
@@ -146,7 +145,9 @@ async function runBackup(parsed: BackupParsed, io: Io): Promise<number> {
   const ch = clickhouseOf(ctx);
   try {
     const [version] = await ch.query<{ v: string }>('SELECT version() AS v');
-    const migrations = (await ch.query<{ version: string | number }>(`SELECT DISTINCT version FROM ${MIGRATIONS_TABLE} ORDER BY version`)).map((r) => Number(r.version));
+    const migrations = (await ch.query<{ version: string | number }>(`SELECT DISTINCT version FROM ${MIGRATIONS_TABLE} ORDER BY version`)).map((r) =>
+      Number(r.version),
+    );
     const tables: TableDump[] = [];
     for (const table of await dataTables(ch, ctx.http.database)) {
       const relDir = `clickhouse/${table.name}`;
@@ -215,7 +216,10 @@ async function runRestore(parsed: RestoreParsed, io: Io): Promise<number> {
         if (table.name === MIGRATIONS_TABLE) continue;
         for (const [index, part] of table.partitions.entries()) {
           await insertPartition(ctx.http, table.name, table.columns, join(parsed.dir, part.file));
-          ctx.logger.info({ table: table.name, partition: part.partition, rows: part.rows, done: `${index + 1}/${table.partitions.length}` }, 'restore: table partition inserted');
+          ctx.logger.info(
+            { table: table.name, partition: part.partition, rows: part.rows, done: `${index + 1}/${table.partitions.length}` },
+            'restore: table partition inserted',
+          );
         }
       }
     } finally {
@@ -247,7 +251,9 @@ async function checkTarget(ctx: Context, ch: ReturnType<typeof clickhouseOf>, ma
   const applied = new Set((await ch.query<{ version: string | number }>(`SELECT version FROM ${MIGRATIONS_TABLE}`)).map((r) => Number(r.version)));
   const missing = manifest.clickhouse.migrations.filter((v) => !applied.has(v));
   if (missing.length > 0)
-    throw new InputError(`database ${ctx.http.database} lacks migration(s) ${missing.join(', ')} of the backup: run \`ingest setup\` of this version (or newer) first`);
+    throw new InputError(
+      `database ${ctx.http.database} lacks migration(s) ${missing.join(', ')} of the backup: run \`ingest setup\` of this version (or newer) first`,
+    );
   const present = new Set((await dataTables(ch, ctx.http.database)).map((t) => t.name));
   for (const table of manifest.clickhouse.tables) {
     if (table.name === MIGRATIONS_TABLE) continue;
@@ -261,4 +267,3 @@ async function checkTarget(ctx: Context, ch: ReturnType<typeof clickhouseOf>, ma
     throw new InputError(`the target is not empty (${notEmpty.join(', ')}): restore into empty topics and tables, or pass --force to add to them`);
   if (notEmpty.length > 0) ctx.logger.warn({ notEmpty }, 'restore: adding to a target that is not empty (--force)');
 }
-

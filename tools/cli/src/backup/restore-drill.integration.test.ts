@@ -16,14 +16,7 @@ import { gunzipSync } from 'node:zlib';
 import { API_KEY_SCOPES } from '@ingest/domain';
 import { type Component, type ConsumedMessage, readTopicToEnd, TOPICS, type TopicKey } from '@ingest/platform';
 import { createTestClickHouse, createTestKafka, integrationEnv, storedEvent, storeEvents, testLogger, waitFor } from '@ingest/testkit';
-import {
-  ADMIN_TOKEN,
-  createGatewayFixture,
-  createOwner,
-  type GatewayFixture,
-  randomClientIp,
-  signInRequest,
-} from '@ingest/testkit/gateway';
+import { ADMIN_TOKEN, createGatewayFixture, createOwner, type GatewayFixture, randomClientIp, signInRequest } from '@ingest/testkit/gateway';
 import { startProcessorFor } from '@ingest/testkit/processor';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runIngest } from '../ingest.js';
@@ -80,7 +73,12 @@ beforeAll(async () => {
   const created = await source.admin.inject({ method: 'POST', url: '/admin/v1/accounts', headers: admin, payload: { name: 'Drill Ltd', plan: 'free' } });
   expect(created.statusCode).toBe(201);
   accountId = (created.json() as { id: string }).id;
-  const key = await source.admin.inject({ method: 'POST', url: `/admin/v1/accounts/${accountId}/keys`, headers: admin, payload: { name: 'drill', scopes: [...API_KEY_SCOPES] } });
+  const key = await source.admin.inject({
+    method: 'POST',
+    url: `/admin/v1/accounts/${accountId}/keys`,
+    headers: admin,
+    payload: { name: 'drill', scopes: [...API_KEY_SCOPES] },
+  });
   expect(key.statusCode).toBe(201);
   apiKey = (key.json() as { apiKey: string }).apiKey;
   owner = await createOwner(source, accountId);
@@ -103,7 +101,12 @@ beforeAll(async () => {
   const march = Date.UTC(2026, 2, 10, 12);
   const april = Date.UTC(2026, 3, 10, 12);
   const events = Array.from({ length: 120 }, (_, i) =>
-    storedEvent(accountId, { eventId: `evt-drill-${i}`, timestampMs: (i % 2 ? march : april) + i * 1000, receivedAtMs: april + i * 1000, email: `p${i % 7}@example.com` }),
+    storedEvent(accountId, {
+      eventId: `evt-drill-${i}`,
+      timestampMs: (i % 2 ? march : april) + i * 1000,
+      receivedAtMs: april + i * 1000,
+      email: `p${i % 7}@example.com`,
+    }),
   );
   await storeEvents(source.clickhouse.ch, events);
   await storeEvents(source.clickhouse.ch, events.slice(0, 1));
@@ -136,9 +139,19 @@ afterAll(async () => {
 
 describe('ingest backup and ingest restore (the restore drill)', () => {
   it('backs up every control topic, the ledger, the audit log and every table; the secrets stay sealed', async () => {
-    for (const topic of ['control.accounts', 'control.apikeys', 'control.owners', 'control.admins', 'control.mappings', 'control.crm-credentials', 'billing.ledger', 'audit.log'])
+    for (const topic of [
+      'control.accounts',
+      'control.apikeys',
+      'control.owners',
+      'control.admins',
+      'control.mappings',
+      'control.crm-credentials',
+      'billing.ledger',
+      'audit.log',
+    ])
       expect(backupOutput).toContain(`${topic}:`);
-    for (const table of ['events', 'usage_hourly', 'events_daily', 'billing_ledger', 'audit_log', 'schema_migrations']) expect(backupOutput).toContain(`  ${table}:`);
+    for (const table of ['events', 'usage_hourly', 'events_daily', 'billing_ledger', 'audit_log', 'schema_migrations'])
+      expect(backupOutput).toContain(`  ${table}:`);
     expect(backupOutput).toContain('events: 121 rows in 2 partition(s)');
     const files = await readdir(dir, { recursive: true });
     const everything = Buffer.concat(
@@ -159,7 +172,15 @@ describe('ingest backup and ingest restore (the restore drill)', () => {
     restored = await createGatewayFixture({}, { stores: { kafka, clickhouse } });
 
     // Control topics: the same records, tombstones and partitions included.
-    for (const key of ['controlAccounts', 'controlApiKeys', 'controlOwners', 'controlMappings', 'controlCrmCredentials', 'billingLedger', 'auditLog'] as TopicKey[])
+    for (const key of [
+      'controlAccounts',
+      'controlApiKeys',
+      'controlOwners',
+      'controlMappings',
+      'controlCrmCredentials',
+      'billingLedger',
+      'auditLog',
+    ] as TopicKey[])
       expect(await rawTopic(restored, key), key).toEqual(await rawTopic(source, key));
 
     // The owner signs in with their password; the removed owner stays removed.
@@ -186,7 +207,10 @@ describe('ingest backup and ingest restore (the restore drill)', () => {
     const facts = async (gw: GatewayFixture) => ({
       events: await query(gw, 'SELECT count() AS n, uniqExact(event_id) AS u FROM events'),
       hourly: await query(gw, 'SELECT account_id, hour, uniqExactMerge(events) AS n FROM usage_hourly GROUP BY account_id, hour ORDER BY account_id, hour'),
-      daily: await query(gw, 'SELECT day, event_name, uniqExactMerge(events) AS n, uniqExactIfMerge(contacts) AS c FROM events_daily GROUP BY day, event_name ORDER BY day, event_name'),
+      daily: await query(
+        gw,
+        'SELECT day, event_name, uniqExactMerge(events) AS n, uniqExactIfMerge(contacts) AS c FROM events_daily GROUP BY day, event_name ORDER BY day, event_name',
+      ),
       rows: await query(gw, 'SELECT (SELECT count() FROM usage_hourly) AS hourly, (SELECT count() FROM events_daily) AS daily'),
     });
     const [sourceFacts, restoredFacts] = [await facts(source), await facts(restored)];

@@ -15,6 +15,7 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { createGunzip, createGzip } from 'node:zlib';
 import { AppError, type ClickHouse, ident, literal, type Logger } from '@ingest/platform';
 import { fileDigest } from './topic-dump.js';
@@ -143,14 +144,17 @@ export async function dumpTable(options: DumpTableOptions): Promise<TableDump> {
     const counter = rowCounter();
     const digest = fileDigest();
     await pipeline(
-      Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>),
+      Readable.fromWeb(response.body as WebReadableStream<Uint8Array>),
       counter.tap,
       createGzip(),
       digest.tap,
       createWriteStream(`${options.dir}/${file}`, { mode: 0o600, flags: 'wx' }),
     );
     partitions.push({ partition: part.partition, file, rows: counter.rows(), ...digest.result() });
-    options.logger.info({ table: table.name, partition: part.partition, rows: counter.rows(), done: `${index + 1}/${parts.length}` }, 'backup: table partition dumped');
+    options.logger.info(
+      { table: table.name, partition: part.partition, rows: counter.rows(), done: `${index + 1}/${parts.length}` },
+      'backup: table partition dumped',
+    );
   }
   return { name: table.name, engine: table.engine, columns, partitions, rows: partitions.reduce((n, p) => n + p.rows, 0) };
 }
