@@ -28,7 +28,17 @@ import {
 import { Type, type Static } from '@sinclair/typebox';
 import { type Command, EXIT_OK, HELP, InputError, type Io, isHelp, parseCommandLine, UsageError } from '../frame.js';
 import { type BackupManifest, MANIFEST_FILE, MANIFEST_VERSION, readManifest, verifyFiles, writeManifest } from './manifest.js';
-import { type ClickHouseHttp, dataTables, dumpTable, insertableColumns, insertPartition, materializedViews, rowCount, type TableDump } from './table-dump.js';
+import {
+  type ClickHouseHttp,
+  dataTables,
+  dumpTable,
+  insertableColumns,
+  insertPartition,
+  materializedViews,
+  restoreInsertSettings,
+  rowCount,
+  type TableDump,
+} from './table-dump.js';
 import { backupTopicKeys, dumpTopic, restoreTopic } from './topic-dump.js';
 
 const BackupConfigSchema = Type.Object({
@@ -209,13 +219,14 @@ async function runRestore(parsed: RestoreParsed, io: Io): Promise<number> {
     // The rollups are restored from their own dump, so inserting `events` must not feed the
     // materialized views a second time: they are detached while the tables are inserted and
     // attached again afterwards (even after a failure).
+    const settings = await restoreInsertSettings(ch);
     const views = await materializedViews(ch, ctx.http.database);
     for (const v of views) await ch.command(`DETACH TABLE ${ident(v).text}`);
     try {
       for (const table of manifest.clickhouse.tables) {
         if (table.name === MIGRATIONS_TABLE) continue;
         for (const [index, part] of table.partitions.entries()) {
-          await insertPartition(ctx.http, table.name, table.columns, join(parsed.dir, part.file));
+          await insertPartition(ctx.http, table.name, table.columns, join(parsed.dir, part.file), settings);
           ctx.logger.info(
             { table: table.name, partition: part.partition, rows: part.rows, done: `${index + 1}/${table.partitions.length}` },
             'restore: table partition inserted',

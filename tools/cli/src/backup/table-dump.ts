@@ -107,6 +107,24 @@ function rowCounter(): { tap: Transform; rows(): number } {
   return { tap, rows: () => rows };
 }
 
+/** The partitions of the table's active parts, `partition` as a SQL literal and `partition_id` fit for a file name. */
+export function tablePartitions(ch: ClickHouse, database: string, table: string): Promise<{ partition: string; partition_id: string }[]> {
+  return ch.query<{ partition: string; partition_id: string }>(
+    `SELECT partition, partition_id FROM system.parts WHERE database = ${literal(database)} AND table = ${literal(table)} AND active GROUP BY partition, partition_id ORDER BY partition_id`,
+  );
+}
+
+/** The SELECT of one partition's rows, the columns in the manifest's order (FORMAT is appended by the caller). */
+export function selectOfPartition(database: string, table: { name: string; partitionKey: string }, columns: readonly ColumnSpec[], partition: string): string {
+  const select = `SELECT ${columns.map((c) => ident(c.name).text).join(', ')} FROM ${ident(database).text}.${ident(table.name).text}`;
+  return `${select}${whereOfPartition(table.partitionKey, partition)}`;
+}
+
+/** The INSERT a dumped partition's TabSeparated rows follow. */
+export function insertStatement(database: string, table: string, columns: readonly ColumnSpec[]): string {
+  return `INSERT INTO ${ident(database).text}.${ident(table).text} (${columns.map((c) => ident(c.name).text).join(', ')}) FORMAT TabSeparated`;
+}
+
 function whereOfPartition(partitionKey: string, partition: string): string {
   if (partitionKey.trim() === '') return '';
   // A tuple key shows its value as (a, b); a single expression as a plain literal.
@@ -128,17 +146,14 @@ export interface DumpTableOptions {
 export async function dumpTable(options: DumpTableOptions): Promise<TableDump> {
   const { ch, http, table } = options;
   const columns = await insertableColumns(ch, http.database, table.name);
-  const parts = await ch.query<{ partition: string; partition_id: string }>(
-    `SELECT partition, partition_id FROM system.parts WHERE database = ${literal(http.database)} AND table = ${literal(table.name)} AND active GROUP BY partition, partition_id ORDER BY partition_id`,
-  );
-  const select = `SELECT ${columns.map((c) => ident(c.name).text).join(', ')} FROM ${ident(http.database).text}.${ident(table.name).text}`;
+  const parts = await tablePartitions(ch, http.database, table.name);
   const partitions: PartitionDump[] = [];
   for (const [index, part] of parts.entries()) {
     const file = `${options.relDir}/${part.partition_id.replace(/[^A-Za-z0-9_-]/g, '_')}.tsv.gz`;
     const response = await fetch(endpoint(http, undefined, { wait_end_of_query: '1' }), {
       method: 'POST',
       headers: authHeaders(http),
-      body: `${select}${whereOfPartition(table.partitionKey, part.partition)} FORMAT TabSeparated`,
+      body: `${selectOfPartition(http.database, table, columns, part.partition)} FORMAT TabSeparated`,
     });
     if (!response.ok || !response.body) throw await failure(response, `dump of ${table.name} partition ${part.partition}`);
     const counter = rowCounter();
@@ -159,10 +174,27 @@ export async function dumpTable(options: DumpTableOptions): Promise<TableDump> {
   return { name: table.name, engine: table.engine, columns, partitions, rows: partitions.reduce((n, p) => n + p.rows, 0) };
 }
 
+/**
+ * Settings of a restore's inserts on this server. Servers since 20.x merge rows of one insert
+ * block that share a sorting key in Replacing/Aggregating tables (`optimize_on_insert`): a
+ * restore would then hold fewer rows than the source (the same after a merge or FINAL, but no
+ * longer the same table). Off where the setting exists; 18.16 has no such step (and refuses
+ * settings it does not know).
+ */
+export async function restoreInsertSettings(ch: ClickHouse): Promise<Record<string, string>> {
+  const rows = await ch.query<{ name: string }>(`SELECT name FROM system.settings WHERE name = 'optimize_on_insert'`);
+  return rows.length > 0 ? { optimize_on_insert: '0' } : {};
+}
+
 /** Inserts one dumped partition, streamed from the file (the memory stays flat). */
-export async function insertPartition(http: ClickHouseHttp, table: string, columns: readonly ColumnSpec[], path: string): Promise<void> {
-  const query = `INSERT INTO ${ident(http.database).text}.${ident(table).text} (${columns.map((c) => ident(c.name).text).join(', ')}) FORMAT TabSeparated`;
-  const response = await fetch(endpoint(http, query, {}), {
+export async function insertPartition(
+  http: ClickHouseHttp,
+  table: string,
+  columns: readonly ColumnSpec[],
+  path: string,
+  settings: Record<string, string>,
+): Promise<void> {
+  const response = await fetch(endpoint(http, insertStatement(http.database, table, columns), settings), {
     method: 'POST',
     headers: authHeaders(http),
     // undici streams an async iterable body (chunked); `duplex` is its required flag for that.
