@@ -3,6 +3,7 @@ export * from './clickhouse/errors.js';
 export * from './clickhouse/migrations.js';
 export * from './clickhouse/reader-user.js';
 export * from './clickhouse/sql.js';
+export * from './clickhouse/table-backup.js';
 export * from './config.js';
 export * from './errors.js';
 export * from './kafka/acls.js';

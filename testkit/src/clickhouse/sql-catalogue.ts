@@ -11,7 +11,23 @@ import {
   toEventLine,
 } from '@ingest/domain';
 import { createClickHouseEventStore } from '@ingest/http';
-import { applyPending, CLICKHOUSE_MIGRATIONS_DIR, type ClickHouse, createLogger, loadMigrations, readerUserStatements } from '@ingest/platform';
+import {
+  appliedMigrationVersions,
+  applyPending,
+  CLICKHOUSE_MIGRATIONS_DIR,
+  type ClickHouse,
+  createLogger,
+  dataTables,
+  insertableColumns,
+  loadMigrations,
+  materializedViews,
+  readerUserStatements,
+  restoreInsertSettings,
+  rowCount,
+  serverVersion,
+  setAttached,
+  tablePartitions,
+} from '@ingest/platform';
 import { createClickHouseWriter, createExactCountsStore } from '@ingest/processor';
 import { EVENT_RECORD_VERSION } from '@ingest/schemas';
 import { Registry } from 'prom-client';
@@ -158,6 +174,32 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
       for (const statement of readerUserStatements('ingest_reader', HOSTILE, 'ingest')) await ch.command(statement);
     },
   },
+  {
+    name: 'backup and restore: data tables, views, columns, partitions, row counts, migrations, version, insert settings',
+    site: 'packages/platform/src/clickhouse/table-backup.ts',
+    run: async (ch) => {
+      for (const table of await dataTables(ch, ch.database)) {
+        await insertableColumns(ch, ch.database, table.name);
+        await tablePartitions(ch, ch.database, table.name);
+        await rowCount(ch, ch.database, table.name);
+      }
+      await materializedViews(ch, ch.database);
+      await appliedMigrationVersions(ch, ch.database);
+      await serverVersion(ch);
+      return restoreInsertSettings(ch);
+    },
+  },
+  {
+    // Executed on 18.16 (clickhouse-engines.integration.test.ts); chdb 2.x loads the databases
+    // afresh for every statement, so a DETACH does not last there: its parser checks them.
+    name: 'restore: DETACH and ATTACH of a materialized view',
+    site: 'packages/platform/src/clickhouse/table-backup.ts',
+    check: 'parse',
+    run: async (ch) => {
+      await setAttached(ch, ch.database, 'usage_hourly_mv', false);
+      await setAttached(ch, ch.database, 'usage_hourly_mv', true);
+    },
+  },
 ];
 
 /**
@@ -176,4 +218,5 @@ export const CATALOGUED_CALL_SITES: Readonly<Record<string, number>> = {
   'services/processor/src/allowance/exact-counts.store.ts': 1,
   'services/console/src/dashboard/allowance-history.store.ts': 1,
   'tools/cli/src/setup.ts': 1,
+  'packages/platform/src/clickhouse/table-backup.ts': 9,
 };

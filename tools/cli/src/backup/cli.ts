@@ -15,7 +15,14 @@ import {
   createClickHouse,
   createLogger,
   createProducer,
-  ident,
+  appliedMigrationVersions,
+  dataTables,
+  insertableColumns,
+  materializedViews,
+  restoreInsertSettings,
+  rowCount,
+  serverVersion,
+  setAttached,
   KafkaConfig,
   type KafkaClient,
   type Logger,
@@ -28,17 +35,7 @@ import {
 import { Type, type Static } from '@sinclair/typebox';
 import { type Command, EXIT_OK, HELP, InputError, type Io, isHelp, parseCommandLine, UsageError } from '../frame.js';
 import { type BackupManifest, MANIFEST_FILE, MANIFEST_VERSION, readManifest, verifyFiles, writeManifest } from './manifest.js';
-import {
-  type ClickHouseHttp,
-  dataTables,
-  dumpTable,
-  insertableColumns,
-  insertPartition,
-  materializedViews,
-  restoreInsertSettings,
-  rowCount,
-  type TableDump,
-} from './table-dump.js';
+import { type ClickHouseHttp, dumpTable, insertPartition, type TableDump } from './table-dump.js';
 import { backupTopicKeys, dumpTopic, restoreTopic } from './topic-dump.js';
 
 const BackupConfigSchema = Type.Object({
@@ -154,10 +151,8 @@ async function runBackup(parsed: BackupParsed, io: Io): Promise<number> {
 
   const ch = clickhouseOf(ctx);
   try {
-    const [version] = await ch.query<{ v: string }>('SELECT version() AS v');
-    const migrations = (await ch.query<{ version: string | number }>(`SELECT DISTINCT version FROM ${MIGRATIONS_TABLE} ORDER BY version`)).map((r) =>
-      Number(r.version),
-    );
+    const version = await serverVersion(ch);
+    const migrations = await appliedMigrationVersions(ch, ctx.http.database);
     const tables: TableDump[] = [];
     for (const table of await dataTables(ch, ctx.http.database)) {
       const relDir = `clickhouse/${table.name}`;
@@ -169,7 +164,7 @@ async function runBackup(parsed: BackupParsed, io: Io): Promise<number> {
       startedAt,
       finishedAt: new Date().toISOString(),
       kafka: { topicPrefix: prefix, topics },
-      clickhouse: { serverVersion: version?.v ?? 'unknown', database: ctx.http.database, migrations, tables },
+      clickhouse: { serverVersion: version, database: ctx.http.database, migrations, tables },
     };
     await writeManifest(parsed.dir, manifest);
     ctx.logger.info({ dir: parsed.dir, topics: topics.length, tables: tables.length }, 'backup complete');
@@ -221,7 +216,7 @@ async function runRestore(parsed: RestoreParsed, io: Io): Promise<number> {
     // attached again afterwards (even after a failure).
     const settings = await restoreInsertSettings(ch);
     const views = await materializedViews(ch, ctx.http.database);
-    for (const v of views) await ch.command(`DETACH TABLE ${ident(v).text}`);
+    for (const v of views) await setAttached(ch, ctx.http.database, v, false);
     try {
       for (const table of manifest.clickhouse.tables) {
         if (table.name === MIGRATIONS_TABLE) continue;
@@ -235,7 +230,7 @@ async function runRestore(parsed: RestoreParsed, io: Io): Promise<number> {
       }
     } finally {
       for (const v of views) {
-        await ch.command(`ATTACH TABLE ${ident(v).text}`).catch((err: unknown) => {
+        await setAttached(ch, ctx.http.database, v, true).catch((err: unknown) => {
           ctx.logger.error({ view: v, err }, `restore: could not attach the materialized view again: run ATTACH TABLE ${ctx.http.database}.${v}`);
         });
       }
@@ -259,7 +254,7 @@ async function checkTarget(ctx: Context, ch: ReturnType<typeof clickhouseOf>, ma
     if (ranges.some((r) => r.high > r.low)) notEmpty.push(`topic ${prefix}${t.name}`);
   }
 
-  const applied = new Set((await ch.query<{ version: string | number }>(`SELECT version FROM ${MIGRATIONS_TABLE}`)).map((r) => Number(r.version)));
+  const applied = new Set(await appliedMigrationVersions(ch, ctx.http.database));
   const missing = manifest.clickhouse.migrations.filter((v) => !applied.has(v));
   if (missing.length > 0)
     throw new InputError(

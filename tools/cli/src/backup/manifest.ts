@@ -55,6 +55,9 @@ async function sha256Of(path: string): Promise<string> {
 export async function verifyFiles(dir: string, manifest: BackupManifest): Promise<void> {
   const files = [...manifest.kafka.topics, ...manifest.clickhouse.tables.flatMap((t) => t.partitions)];
   for (const f of files) {
+    // A manifest names files inside its own directory, nothing else.
+    if (typeof f.file !== 'string' || f.file.startsWith('/') || f.file.split('/').includes('..'))
+      throw new InputError(`backup manifest names a file outside the backup: ${String(f.file)}`);
     let actual: string;
     try {
       actual = await sha256Of(join(dir, f.file));

@@ -1,11 +1,25 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { applyPending, CLICKHOUSE_MIGRATIONS_DIR, type ClickHouse, createLogger, literal, loadMigrations } from '@ingest/platform';
+import {
+  applyPending,
+  CLICKHOUSE_MIGRATIONS_DIR,
+  type ClickHouse,
+  createLogger,
+  dataTables,
+  insertableColumns,
+  insertStatement,
+  literal,
+  loadMigrations,
+  materializedViews,
+  restoreInsertSettings,
+  selectOfPartition,
+  setAttached,
+  tablePartitions,
+} from '@ingest/platform';
 import { storedEvent, storeEvents } from '@ingest/testkit';
 import { CHDB_ENGINES, type ChdbEngine, chdbClickHouse, startChdb } from '@ingest/testkit/chdb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dataTables, insertableColumns, insertStatement, materializedViews, restoreInsertSettings, selectOfPartition, tablePartitions } from './table-dump.js';
 
 /**
  * On each current engine (chdb: ClickHouse 26.9 and 24.8): the statements `ingest backup` and
@@ -83,7 +97,7 @@ describe.each(CHDB_ENGINES)('backup dump statements on $name', ({ name }) => {
     const createViews = await dst.query<{ create_table_query: string }>(
       `SELECT create_table_query FROM system.tables WHERE database = '${DST}' AND engine = 'MaterializedView'`,
     );
-    for (const v of views) await engine.run(detachable ? `DETACH TABLE ${DST}.${v}` : `DROP TABLE ${DST}.${v}`);
+    for (const v of views) await (detachable ? setAttached(dst, DST, v, false) : engine.run(`DROP TABLE ${DST}.${v}`));
     for (const table of tables) {
       const columns = await insertableColumns(src, SRC, table.name);
       const dumped = await dump(SRC, table, columns);
@@ -102,7 +116,7 @@ describe.each(CHDB_ENGINES)('backup dump statements on $name', ({ name }) => {
         await engine.run(`${insert} SELECT * FROM file(${literal(path)}, 'TabSeparated', ${literal(structure)}) SETTINGS ${settings.join(', ')}`);
       }
     }
-    if (detachable) for (const v of views) await engine.run(`ATTACH TABLE ${DST}.${v}`);
+    if (detachable) for (const v of views) await setAttached(dst, DST, v, true);
     else for (const c of createViews) await engine.run(c.create_table_query);
 
     expect([...(before.get('events')?.keys() ?? [])]).toEqual(['202603', '202604']);

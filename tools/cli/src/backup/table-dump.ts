@@ -17,7 +17,17 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { createGunzip, createGzip } from 'node:zlib';
-import { AppError, type ClickHouse, ident, literal, type Logger } from '@ingest/platform';
+import {
+  AppError,
+  type ClickHouse,
+  type ColumnSpec,
+  type DataTable,
+  insertableColumns,
+  insertStatement,
+  type Logger,
+  selectOfPartition,
+  tablePartitions,
+} from '@ingest/platform';
 import { fileDigest } from './topic-dump.js';
 
 export interface ClickHouseHttp {
@@ -25,11 +35,6 @@ export interface ClickHouseHttp {
   user: string;
   password: string;
   database: string;
-}
-
-export interface ColumnSpec {
-  name: string;
-  type: string;
 }
 
 export interface PartitionDump {
@@ -47,34 +52,6 @@ export interface TableDump {
   columns: ColumnSpec[];
   partitions: PartitionDump[];
   rows: number;
-}
-
-/** The tables that hold data: every *MergeTree of the database (not views, materialized views or Distributed tables). */
-export async function dataTables(ch: ClickHouse, database: string): Promise<{ name: string; engine: string; partitionKey: string }[]> {
-  const rows = await ch.query<{ name: string; engine: string; partition_key: string }>(
-    `SELECT name, engine, partition_key FROM system.tables WHERE database = ${literal(database)} AND engine LIKE '%MergeTree' ORDER BY name`,
-  );
-  return rows.map((r) => ({ name: r.name, engine: r.engine, partitionKey: r.partition_key }));
-}
-
-/** Materialized views of the database: a restore detaches them while it inserts (see restoreTables). */
-export async function materializedViews(ch: ClickHouse, database: string): Promise<string[]> {
-  const rows = await ch.query<{ name: string }>(
-    `SELECT name FROM system.tables WHERE database = ${literal(database)} AND engine = 'MaterializedView' ORDER BY name`,
-  );
-  return rows.map((r) => r.name);
-}
-
-/** The columns an INSERT can write, in table order (MATERIALIZED and ALIAS columns are computed, not stored from input). */
-export async function insertableColumns(ch: ClickHouse, database: string, table: string): Promise<ColumnSpec[]> {
-  return ch.query<ColumnSpec>(
-    `SELECT name, type FROM system.columns WHERE database = ${literal(database)} AND table = ${literal(table)} AND default_kind NOT IN ('MATERIALIZED', 'ALIAS')`,
-  );
-}
-
-export async function rowCount(ch: ClickHouse, database: string, table: string): Promise<number> {
-  const [row] = await ch.query<{ n: string | number }>(`SELECT count() AS n FROM ${ident(database).text}.${ident(table).text}`);
-  return Number(row?.n ?? 0);
 }
 
 function authHeaders(http: ClickHouseHttp): Record<string, string> {
@@ -107,35 +84,10 @@ function rowCounter(): { tap: Transform; rows(): number } {
   return { tap, rows: () => rows };
 }
 
-/** The partitions of the table's active parts, `partition` as a SQL literal and `partition_id` fit for a file name. */
-export function tablePartitions(ch: ClickHouse, database: string, table: string): Promise<{ partition: string; partition_id: string }[]> {
-  return ch.query<{ partition: string; partition_id: string }>(
-    `SELECT partition, partition_id FROM system.parts WHERE database = ${literal(database)} AND table = ${literal(table)} AND active GROUP BY partition, partition_id ORDER BY partition_id`,
-  );
-}
-
-/** The SELECT of one partition's rows, the columns in the manifest's order (FORMAT is appended by the caller). */
-export function selectOfPartition(database: string, table: { name: string; partitionKey: string }, columns: readonly ColumnSpec[], partition: string): string {
-  const select = `SELECT ${columns.map((c) => ident(c.name).text).join(', ')} FROM ${ident(database).text}.${ident(table.name).text}`;
-  return `${select}${whereOfPartition(table.partitionKey, partition)}`;
-}
-
-/** The INSERT a dumped partition's TabSeparated rows follow. */
-export function insertStatement(database: string, table: string, columns: readonly ColumnSpec[]): string {
-  return `INSERT INTO ${ident(database).text}.${ident(table).text} (${columns.map((c) => ident(c.name).text).join(', ')}) FORMAT TabSeparated`;
-}
-
-function whereOfPartition(partitionKey: string, partition: string): string {
-  if (partitionKey.trim() === '') return '';
-  // A tuple key shows its value as (a, b); a single expression as a plain literal.
-  const key = partition.startsWith('(') && !partitionKey.trim().startsWith('(') ? `tuple(${partitionKey})` : `(${partitionKey})`;
-  return ` WHERE ${key} = ${partition}`;
-}
-
 export interface DumpTableOptions {
   ch: ClickHouse;
   http: ClickHouseHttp;
-  table: { name: string; engine: string; partitionKey: string };
+  table: DataTable;
   dir: string;
   /** The manifest's path of the table's directory (relative to the backup). */
   relDir: string;
@@ -172,18 +124,6 @@ export async function dumpTable(options: DumpTableOptions): Promise<TableDump> {
     );
   }
   return { name: table.name, engine: table.engine, columns, partitions, rows: partitions.reduce((n, p) => n + p.rows, 0) };
-}
-
-/**
- * Settings of a restore's inserts on this server. Servers since 20.x merge rows of one insert
- * block that share a sorting key in Replacing/Aggregating tables (`optimize_on_insert`): a
- * restore would then hold fewer rows than the source (the same after a merge or FINAL, but no
- * longer the same table). Off where the setting exists; 18.16 has no such step (and refuses
- * settings it does not know).
- */
-export async function restoreInsertSettings(ch: ClickHouse): Promise<Record<string, string>> {
-  const rows = await ch.query<{ name: string }>(`SELECT name FROM system.settings WHERE name = 'optimize_on_insert'`);
-  return rows.length > 0 ? { optimize_on_insert: '0' } : {};
 }
 
 /** Inserts one dumped partition, streamed from the file (the memory stays flat). */

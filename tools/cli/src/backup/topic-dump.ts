@@ -130,7 +130,11 @@ export interface DumpTopicOptions {
 
 /** Reads the topic from its beginning to the end offsets it has now into a gzipped JSON-lines file (mode 0600). */
 export async function dumpTopic(options: DumpTopicOptions): Promise<TopicDump> {
-  const ranges = await topicOffsets(options.kafka, options.topic);
+  const ranges = await topicOffsets(options.kafka, options.topic).catch((err: unknown) => {
+    throw new AppError('backup_topic_unreadable', `topic ${options.topic} cannot be read (is KAFKA_TOPIC_PREFIX right, and did \`ingest setup\` run?)`, {
+      cause: err,
+    });
+  });
   const ends = new Map(ranges.map((r) => [r.partition, r.high]));
   const gzip = createGzip();
   const digest = fileDigest();
