@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type ConsumedMessage, TOPICS } from '@ingest/platform';
 import { describe, expect, it } from 'vitest';
 import { runIngest } from '../ingest.js';
@@ -70,12 +73,37 @@ describe('ingest backup / restore arguments', () => {
   it('needs the directory, and takes --force on restore only', async () => {
     expect(await run(['backup'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--to DIR is required') });
     expect(await run(['restore'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--from DIR is required') });
-    expect(await run(['backup', '--to', '/tmp/x', '--force'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--force is an option of restore') });
+    expect(await run(['backup', '--to', '/tmp/x', '--force'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--force and --only are options of restore') });
     expect(await run(['restore', '--from', '/tmp/x', '--to', '/tmp/y'])).toMatchObject({ code: 2 });
+    expect(await run(['restore', '--from', '/tmp/x', '--only', 'redis'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--only takes kafka or clickhouse'),
+    });
+    expect(await run(['backup', '--to', '/tmp/x', '--only', 'kafka'])).toMatchObject({ code: 2 });
     expect(await run(['backup', 'help'])).toMatchObject({ code: 0, stdout: expect.stringContaining('usage: ingest backup --to DIR') });
   });
 
   it('refuses a directory without a manifest before it connects to anything', async () => {
     expect(await run(['restore', '--from', '/nonexistent/backup'])).toMatchObject({ code: 2, stderr: expect.stringContaining('not a backup manifest') });
+  });
+
+  it('refuses a manifest that names a file outside its directory', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'manifest-'));
+    try {
+      const manifest = {
+        v: 1,
+        startedAt: '',
+        finishedAt: '',
+        kafka: { topicPrefix: '', topics: [{ name: 'control.accounts', file: '../../etc/passwd', sha256: 'x' }] },
+        clickhouse: { serverVersion: '', database: 'ingest', migrations: [], tables: [] },
+      };
+      await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest));
+      expect(await run(['restore', '--from', dir])).toMatchObject({
+        code: 2,
+        stderr: expect.stringContaining('names a file outside the backup: ../../etc/passwd'),
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -58,33 +58,39 @@ Settings: KAFKA_BROKERS, KAFKA_TOPIC_PREFIX, KAFKA_* security, CLICKHOUSE_URL, C
   CLICKHOUSE_PASSWORD, CLICKHOUSE_DATABASE (as the services), BACKUP_TOPIC_TIMEOUT_MS.
 `;
 
-export const RESTORE_USAGE = `usage: ingest restore --from DIR [--force]
+export const RESTORE_USAGE = `usage: ingest restore --from DIR [--only kafka|clickhouse] [--force]
   Writes a backup back: the topics (in order, tombstones included, each record to its partition)
   and the tables (the rollups from their dump, with the materialized views detached while
   inserting, so nothing is counted twice). Run \`ingest setup\` on the target first, and start
   the services after the restore.
+  --only    restore the topics alone (kafka) or the tables alone (clickhouse), e.g. when only
+            ClickHouse was lost
   --force   restore into topics that hold records or tables that hold rows (otherwise refused)
 Settings: as ingest backup.
 `;
 
 type BackupParsed = { dir: string };
-type RestoreParsed = { dir: string; force: boolean };
+const PARTS = ['kafka', 'clickhouse'] as const;
+type RestoreParsed = { dir: string; force: boolean; only?: (typeof PARTS)[number] };
 
-function parseDir(argv: readonly string[], flag: 'to' | 'from'): { dir: string; force: boolean } | typeof HELP {
+function parseDir(argv: readonly string[], flag: 'to' | 'from'): RestoreParsed | typeof HELP {
   const { values, positionals } = parseCommandLine(argv, {
     to: { type: 'string' },
     from: { type: 'string' },
     force: { type: 'boolean' },
+    only: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help || (positionals.length > 0 && isHelp(positionals[0]))) return HELP;
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const other = flag === 'to' ? 'from' : 'to';
   if (values[other] !== undefined) throw new UsageError(`--${other} belongs to the other command`);
-  if (flag === 'to' && values.force !== undefined) throw new UsageError('--force is an option of restore');
+  if (flag === 'to' && (values.force !== undefined || values.only !== undefined)) throw new UsageError('--force and --only are options of restore');
+  const only = values.only;
+  if (only !== undefined && !(PARTS as readonly string[]).includes(only)) throw new UsageError(`--only takes ${PARTS.join(' or ')}`);
   const dir = values[flag];
   if (dir === undefined || dir === '') throw new UsageError(`--${flag} DIR is required`);
-  return { dir, force: values.force === true };
+  return { dir, force: values.force === true, ...(only ? { only: only as RestoreParsed['only'] } : {}) };
 }
 
 export const BACKUP_COMMAND: Command<BackupParsed> = {
@@ -191,8 +197,15 @@ async function targetOffsets(kafka: KafkaClient, topic: string): Promise<Partiti
   }
 }
 
+/** The part of the backup `--only` keeps. */
+function restoredPart(manifest: BackupManifest, only: RestoreParsed['only']): BackupManifest {
+  if (only === 'clickhouse') return { ...manifest, kafka: { ...manifest.kafka, topics: [] } };
+  if (only === 'kafka') return { ...manifest, clickhouse: { ...manifest.clickhouse, migrations: [], tables: [] } };
+  return manifest;
+}
+
 async function runRestore(parsed: RestoreParsed, io: Io): Promise<number> {
-  const manifest = await readManifest(parsed.dir);
+  const manifest = restoredPart(await readManifest(parsed.dir), parsed.only);
   await verifyFiles(parsed.dir, manifest);
   const ctx = await open(io, 'restore');
   const prefix = ctx.config.KAFKA_TOPIC_PREFIX;
@@ -215,7 +228,7 @@ async function runRestore(parsed: RestoreParsed, io: Io): Promise<number> {
     // materialized views a second time: they are detached while the tables are inserted and
     // attached again afterwards (even after a failure).
     const settings = await restoreInsertSettings(ch);
-    const views = await materializedViews(ch, ctx.http.database);
+    const views = manifest.clickhouse.tables.length > 0 ? await materializedViews(ch, ctx.http.database) : [];
     for (const v of views) await setAttached(ch, ctx.http.database, v, false);
     try {
       for (const table of manifest.clickhouse.tables) {
@@ -254,20 +267,23 @@ async function checkTarget(ctx: Context, ch: ReturnType<typeof clickhouseOf>, ma
     if (ranges.some((r) => r.high > r.low)) notEmpty.push(`topic ${prefix}${t.name}`);
   }
 
-  const applied = new Set(await appliedMigrationVersions(ch, ctx.http.database));
-  const missing = manifest.clickhouse.migrations.filter((v) => !applied.has(v));
-  if (missing.length > 0)
-    throw new InputError(
-      `database ${ctx.http.database} lacks migration(s) ${missing.join(', ')} of the backup: run \`ingest setup\` of this version (or newer) first`,
-    );
-  const present = new Set((await dataTables(ch, ctx.http.database)).map((t) => t.name));
-  for (const table of manifest.clickhouse.tables) {
-    if (table.name === MIGRATIONS_TABLE) continue;
-    if (!present.has(table.name)) throw new InputError(`table ${ctx.http.database}.${table.name} does not exist: run \`ingest setup\` first`);
-    const columns = new Set((await insertableColumns(ch, ctx.http.database, table.name)).map((c) => c.name));
-    const absent = table.columns.filter((c) => !columns.has(c.name)).map((c) => c.name);
-    if (absent.length > 0) throw new InputError(`table ${ctx.http.database}.${table.name} has no column(s) ${absent.join(', ')} of the backup`);
-    if ((await rowCount(ch, ctx.http.database, table.name)) > 0) notEmpty.push(`table ${ctx.http.database}.${table.name}`);
+  // Nothing of ClickHouse is asked when no table is restored (--only kafka).
+  if (manifest.clickhouse.tables.length > 0) {
+    const applied = new Set(await appliedMigrationVersions(ch, ctx.http.database));
+    const missing = manifest.clickhouse.migrations.filter((v) => !applied.has(v));
+    if (missing.length > 0)
+      throw new InputError(
+        `database ${ctx.http.database} lacks migration(s) ${missing.join(', ')} of the backup: run \`ingest setup\` of this version (or newer) first`,
+      );
+    const present = new Set((await dataTables(ch, ctx.http.database)).map((t) => t.name));
+    for (const table of manifest.clickhouse.tables) {
+      if (table.name === MIGRATIONS_TABLE) continue;
+      if (!present.has(table.name)) throw new InputError(`table ${ctx.http.database}.${table.name} does not exist: run \`ingest setup\` first`);
+      const columns = new Set((await insertableColumns(ch, ctx.http.database, table.name)).map((c) => c.name));
+      const absent = table.columns.filter((c) => !columns.has(c.name)).map((c) => c.name);
+      if (absent.length > 0) throw new InputError(`table ${ctx.http.database}.${table.name} has no column(s) ${absent.join(', ')} of the backup`);
+      if ((await rowCount(ch, ctx.http.database, table.name)) > 0) notEmpty.push(`table ${ctx.http.database}.${table.name}`);
+    }
   }
   if (notEmpty.length > 0 && !force)
     throw new InputError(`the target is not empty (${notEmpty.join(', ')}): restore into empty topics and tables, or pass --force to add to them`);

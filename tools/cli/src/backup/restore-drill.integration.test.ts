@@ -222,6 +222,20 @@ describe('ingest backup and ingest restore (the restore drill)', () => {
     expect(Number(rollup?.n)).toBeGreaterThan(Number(sourceFacts.rows[0]?.hourly));
   }, 30_000);
 
+  it('restores the tables alone with --only clickhouse, beside topics that hold records (ClickHouse lost, Kafka kept)', async () => {
+    const fresh = await createTestClickHouse();
+    try {
+      const only = await ingest(['restore', '--from', dir, '--only', 'clickhouse'], cliEnv(source.kafka.prefix, fresh.database));
+      expect(only.stderr).toBe('');
+      expect(only.code).toBe(0);
+      expect(only.stdout).toMatch(/^restored: 0 topics, 6 tables/);
+      const [row] = await fresh.ch.query<{ n: string; u: string }>('SELECT count() AS n, uniqExact(event_id) AS u FROM events');
+      expect(row).toEqual({ n: '121', u: '120' });
+    } finally {
+      await fresh.cleanup();
+    }
+  });
+
   it('refuses to restore into a target that holds data', async () => {
     const again = await ingest(['restore', '--from', dir], cliEnv(source.kafka.prefix, source.clickhouse.database));
     expect(again.code).toBe(2);
