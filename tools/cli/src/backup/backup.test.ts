@@ -73,7 +73,10 @@ describe('ingest backup / restore arguments', () => {
   it('needs the directory, and takes --force on restore only', async () => {
     expect(await run(['backup'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--to DIR is required') });
     expect(await run(['restore'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--from DIR is required') });
-    expect(await run(['backup', '--to', '/tmp/x', '--force'])).toMatchObject({ code: 2, stderr: expect.stringContaining('--force and --only are options of restore') });
+    expect(await run(['backup', '--to', '/tmp/x', '--force'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--force and --only are options of restore'),
+    });
     expect(await run(['restore', '--from', '/tmp/x', '--to', '/tmp/y'])).toMatchObject({ code: 2 });
     expect(await run(['restore', '--from', '/tmp/x', '--only', 'redis'])).toMatchObject({
       code: 2,

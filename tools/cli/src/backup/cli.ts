@@ -28,6 +28,8 @@ import {
   type Logger,
   loadConfig,
   openKafkaClientFromConfig,
+  committedOffsets,
+  skipGroupToEnd,
   type PartitionRange,
   TOPICS,
   topicOffsets,
@@ -44,6 +46,9 @@ const BackupConfigSchema = Type.Object({
   ...ClickHouseConfig,
   /** How long reading one topic to its end may take (the audit log keeps two years). */
   BACKUP_TOPIC_TIMEOUT_MS: Type.Integer({ minimum: 1_000, default: 3_600_000 }),
+  /** The processor's groups that copy billing.ledger and audit.log into ClickHouse (as in its settings). */
+  PROCESSOR_LEDGER_GROUP: Type.String({ minLength: 1, default: 'processor-ledger' }),
+  PROCESSOR_AUDIT_GROUP: Type.String({ minLength: 1, default: 'processor-audit' }),
 });
 type BackupConfig = Static<typeof BackupConfigSchema>;
 
@@ -248,11 +253,35 @@ async function runRestore(parsed: RestoreParsed, io: Io): Promise<number> {
         });
       }
     }
+    if (!parsed.only) await skipCopiedRecords(ctx, manifest);
     ctx.logger.info({ dir: parsed.dir }, 'restore complete');
     io.stdout(summary('restored', manifest));
     return EXIT_OK;
   } finally {
     await ch.close();
+  }
+}
+
+/**
+ * After a whole restore, `billing_ledger` and `audit_log` already hold every record of their
+ * topics: the processor's copier groups start at the topics' end, or they would insert every
+ * record a second time (readers take one row per id, but the tables would hold each row twice).
+ * A group that already has offsets on these topics (a processor ran on them) is left alone.
+ */
+async function skipCopiedRecords(ctx: Context, manifest: BackupManifest): Promise<void> {
+  const copies = [
+    { name: TOPICS.billingLedger.name, group: ctx.config.PROCESSOR_LEDGER_GROUP },
+    { name: TOPICS.auditLog.name, group: ctx.config.PROCESSOR_AUDIT_GROUP },
+  ].filter((c) => manifest.kafka.topics.some((t) => t.name === c.name));
+  for (const { name, group } of copies) {
+    const topic = `${ctx.config.KAFKA_TOPIC_PREFIX}${name}`;
+    const committed = await committedOffsets(ctx.kafka, group, topic);
+    if ([...committed.values()].some((o) => o !== '-1')) {
+      ctx.logger.warn({ topic: name, group }, 'restore: the copier group already has offsets; left as they are (it may copy records twice)');
+      continue;
+    }
+    await skipGroupToEnd(ctx.kafka, group, topic);
+    ctx.logger.info({ topic: name, group }, 'restore: copier group starts after the restored records');
   }
 }
 

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { API_KEY_SCOPES } from '@ingest/domain';
-import { type Component, type ConsumedMessage, readTopicToEnd, TOPICS, type TopicKey } from '@ingest/platform';
+import { committedOffsets, type Component, type ConsumedMessage, readTopicToEnd, topicOffsets, TOPICS, type TopicKey } from '@ingest/platform';
 import { createTestClickHouse, createTestKafka, integrationEnv, storedEvent, storeEvents, testLogger, waitFor } from '@ingest/testkit';
 import { ADMIN_TOKEN, createGatewayFixture, createOwner, type GatewayFixture, randomClientIp, signInRequest } from '@ingest/testkit/gateway';
 import { startProcessorFor } from '@ingest/testkit/processor';
@@ -164,12 +164,25 @@ describe('ingest backup and ingest restore (the restore drill)', () => {
 
   it('restores into an empty prefix and database; a gateway and console there serve the same state', async () => {
     const [kafka, clickhouse] = await Promise.all([createTestKafka(Object.keys(TOPICS) as TopicKey[]), createTestClickHouse()]);
-    const restore = await ingest(['restore', '--from', dir], cliEnv(kafka.prefix, clickhouse.database));
+    const groups = { PROCESSOR_LEDGER_GROUP: `drill-ledger-${kafka.prefix}`, PROCESSOR_AUDIT_GROUP: `drill-audit-${kafka.prefix}` };
+    const restore = await ingest(['restore', '--from', dir], { ...cliEnv(kafka.prefix, clickhouse.database), ...groups });
     if (restore.code !== 0) {
       await Promise.allSettled([kafka.cleanup(), clickhouse.cleanup()]);
       throw new Error(`restore failed (${restore.code}): ${restore.stderr}`);
     }
     restored = await createGatewayFixture({}, { stores: { kafka, clickhouse } });
+    // The processor's copier groups start after the restored records (the tables hold them already).
+    for (const [key, group] of [
+      ['billingLedger', groups.PROCESSOR_LEDGER_GROUP],
+      ['auditLog', groups.PROCESSOR_AUDIT_GROUP],
+    ] as const) {
+      const ends = (await topicOffsets(kafka.kafka, kafka.topic(key))).map((r) => r.high.toString());
+      const committed = await committedOffsets(kafka.kafka, group, kafka.topic(key));
+      expect(
+        [...committed.entries()].sort(([a], [b]) => a - b).map(([, o]) => o),
+        key,
+      ).toEqual(ends);
+    }
 
     // Control topics: the same records, tombstones and partitions included.
     for (const key of [
