@@ -5,6 +5,7 @@ export * from './clickhouse/reader-user.js';
 export * from './clickhouse/tenant-reader.js';
 export * from './clickhouse/retention.js';
 export * from './clickhouse/sql.js';
+export * from './clickhouse/table-backup.js';
 export * from './config.js';
 export * from './errors.js';
 export * from './kafka/acls.js';

@@ -16,18 +16,27 @@ import {
 import { createClickHouseEventStore } from '@ingest/http';
 import {
   accessUserStatements,
+  appliedMigrationVersions,
   applyPending,
   applyRetention,
-  CLICKHOUSE_MIGRATIONS_DIR,
   type ClickHouse,
+  CLICKHOUSE_MIGRATIONS_DIR,
   clickhouseServerVersion,
   createLogger,
   createTenantReader,
+  dataTables,
+  insertableColumns,
   loadMigrations,
+  materializedViews,
   newReaderPassword,
   readerUserStatements,
   removeTenantReader,
+  restoreInsertSettings,
   rotateTenantReader,
+  rowCount,
+  serverVersion,
+  setAttached,
+  tablePartitions,
   tenantReaderExists,
 } from '@ingest/platform';
 import { createClickHouseWriter, createExactCountsStore } from '@ingest/processor';
@@ -248,6 +257,32 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
         { heartbeat: () => Promise.resolve(), shouldContinue: () => false },
       ),
   },
+  {
+    name: 'backup and restore: data tables, views, columns, partitions, row counts, migrations, version, insert settings',
+    site: 'packages/platform/src/clickhouse/table-backup.ts',
+    run: async (ch) => {
+      for (const table of await dataTables(ch, ch.database)) {
+        await insertableColumns(ch, ch.database, table.name);
+        await tablePartitions(ch, ch.database, table.name);
+        await rowCount(ch, ch.database, table.name);
+      }
+      await materializedViews(ch, ch.database);
+      await appliedMigrationVersions(ch, ch.database);
+      await serverVersion(ch);
+      return restoreInsertSettings(ch);
+    },
+  },
+  {
+    // Executed on 18.16 (clickhouse-engines.integration.test.ts); chdb 2.x loads the databases
+    // afresh for every statement, so a DETACH does not last there: its parser checks them.
+    name: 'restore: DETACH and ATTACH of a materialized view',
+    site: 'packages/platform/src/clickhouse/table-backup.ts',
+    check: 'parse',
+    run: async (ch) => {
+      await setAttached(ch, ch.database, 'usage_hourly_mv', false);
+      await setAttached(ch, ch.database, 'usage_hourly_mv', true);
+    },
+  },
 ];
 
 /**
@@ -269,4 +304,5 @@ export const CATALOGUED_CALL_SITES: Readonly<Record<string, number>> = {
   'packages/domain/src/events/events-upgrade.ts': 20,
   'packages/platform/src/clickhouse/tenant-reader.ts': 5,
   'packages/platform/src/clickhouse/retention.ts': 5,
+  'packages/platform/src/clickhouse/table-backup.ts': 9,
 };

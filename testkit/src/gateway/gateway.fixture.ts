@@ -80,11 +80,15 @@ export interface GatewayFixtureOptions {
   now?: () => number;
   /** What the main app sends through (e.g. a producer that loses some acknowledgements). */
   producer?: (real: Producer) => Producer;
+  /** Topics and database to run on instead of fresh ones (e.g. a restored backup); closing the fixture still deletes them. */
+  stores?: { kafka: TestKafka; clickhouse: TestClickHouse };
 }
 
 export async function createGatewayFixture(env: Record<string, string> = {}, options: GatewayFixtureOptions = {}): Promise<GatewayFixture> {
   const integration = integrationEnv();
-  const [kafka, clickhouse] = await Promise.all([createTestKafka(TOPICS), createTestClickHouse(integration)]);
+  const [kafka, clickhouse] = options.stores
+    ? [options.stores.kafka, options.stores.clickhouse]
+    : await Promise.all([createTestKafka(TOPICS), createTestClickHouse(integration)]);
   const reader = createReaderClickHouse(clickhouse.database, integration);
   const logger = testLogger();
   const baseEnv = {

@@ -11,7 +11,7 @@ import type { GatewayFixture } from '../gateway/gateway.fixture.js';
  * The real processor in this process, on the gateway fixture's topics, database and Redis, with
  * consumer groups of its own. Started here; the caller stops the returned parts in order.
  */
-export async function startProcessorFor(gw: GatewayFixture, name: string): Promise<Component[]> {
+export async function startProcessorFor(gw: GatewayFixture, name: string, options: { ledger?: boolean } = {}): Promise<Component[]> {
   // Its log goes to a file (ids only, like every log): a page that waits in vain for stored
   // events can then be explained from .local/test-artifacts/logs.
   const logDir = join(REPO_ROOT, '.local/test-artifacts/logs');
@@ -32,6 +32,8 @@ export async function startProcessorFor(gw: GatewayFixture, name: string): Promi
       dedupe: `dedupe-${uniqueSuffix()}`,
       // The audit log's copy into ClickHouse: the dashboard's Activity page reads it.
       audit: `processor-audit-${uniqueSuffix()}`,
+      // The billing ledger's copy, for tests that read the ledger back (the admin API reads ClickHouse).
+      ...(options.ledger ? { ledger: `processor-ledger-${uniqueSuffix()}` } : {}),
     },
     dedupe: { windowMs: 7 * 24 * 3600 * 1000 },
     accountSuspended: (accountId) => gw.controlPlane.accountById(accountId)?.suspension !== undefined,

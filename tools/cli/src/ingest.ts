@@ -37,6 +37,14 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     summary: 'upgrade-events: the events table to the current-server shape, online, once (CLICKHOUSE_*; docs/clickhouse.md)',
     run: async (args, io) => runCommand((await import('./clickhouse/cli.js')).CLICKHOUSE_COMMAND, args, io),
   },
+  backup: {
+    summary: 'back up every control topic, billing.ledger, audit.log and every ClickHouse table into a directory (KAFKA_*, CLICKHOUSE_*)',
+    run: async (args, io) => runCommand((await import('./backup/cli.js')).BACKUP_COMMAND, args, io),
+  },
+  restore: {
+    summary: 'write a backup back into empty topics and tables (after `ingest setup`, before the services start)',
+    run: async (args, io) => runCommand((await import('./backup/cli.js')).RESTORE_COMMAND, args, io),
+  },
   healthcheck: {
     summary: "ask this container's service for /healthz (the image's HEALTHCHECK; SERVICE picks the ops port)",
     run: async (args, io) => runCommand((await import('./healthcheck.js')).HEALTHCHECK_COMMAND, args, io),

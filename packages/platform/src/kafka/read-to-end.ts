@@ -9,7 +9,8 @@ export interface ReadToEndOptions {
   topic: string;
   /** Only these partitions are handed to `onMessage` (and awaited); default all. */
   partitions?: readonly number[];
-  onMessage(message: ConsumedMessage): void;
+  /** A returned promise is awaited before the next message (a writer's backpressure bounds the memory); other results are ignored. */
+  onMessage(message: ConsumedMessage): unknown;
   logger: Logger;
   timeoutMs?: number;
 }
@@ -44,7 +45,7 @@ export async function readTopicToEnd(kafka: KafkaClient, options: ReadToEndOptio
     handleBatch: async (messages) => {
       for (const m of messages) {
         if (wanted && !wanted.has(m.partition)) continue;
-        options.onMessage(m);
+        await options.onMessage(m);
         count++;
       }
       const last = messages.at(-1);
