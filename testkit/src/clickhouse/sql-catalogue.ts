@@ -34,6 +34,7 @@ import {
   restoreInsertSettings,
   rotateTenantReader,
   rowCount,
+  serverHasTtl,
   serverVersion,
   setAttached,
   tablePartitions,
@@ -213,7 +214,9 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
       const again = await applyRetention(ch, { settings, serverVersion: version, logger });
       const removed = await applyRetention(ch, { settings: { eventsDays: 0, rollupsDays: 0 }, serverVersion: version, logger });
       await applyRetention(ch, { settings, serverVersion: '18.16.1', logger, now: () => T0 });
-      if (first.ttlChanged.length !== 3 || again.ttlChanged.length !== 0 || removed.ttlChanged.length !== 3) {
+      // Servers without TTL (18.16) change no TTL: there the partition drop below is the path.
+      const changes = serverHasTtl(version) ? 3 : 0;
+      if (first.ttlChanged.length !== changes || again.ttlChanged.length !== 0 || removed.ttlChanged.length !== changes) {
         throw new Error(`retention: ${JSON.stringify({ first, again, removed })}`);
       }
     },

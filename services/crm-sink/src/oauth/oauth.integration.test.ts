@@ -193,7 +193,9 @@ describe('OAuth credentials in crm-sink', () => {
     // As the admin API takes it: no access token, the key instead.
     const body = {
       type: 'salesforce',
-      instanceUrl: crm.url,
+      // The org's instance as its token answers name it (the fake login server's own address): a
+      // token naming another instance breaks the connection (token.manager.ts, instanceMove).
+      instanceUrl: auth.url,
       privateKey: jwtKeys.privateKeyPem,
       auth: { v: 1, kind: 'jwt-bearer', clientId: 'jwt-consumer-key', username: 'integration@acme.example', loginUrl: auth.url },
     };
