@@ -12,3 +12,4 @@ export * from './billing-ledger.js';
 export * from './admin-audit.js';
 export * from './validator.js';
 export * from './csv-columns.js';
+export * from './erasure.js';

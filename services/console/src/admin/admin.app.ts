@@ -1,9 +1,11 @@
-import { type ClickHouse, type Producer, topicName } from '@ingest/platform';
+import { type ClickHouse, type KafkaClient, type Producer, topicName } from '@ingest/platform';
 import {
   type ControlPlane,
   createAllowance,
   createAuditReader,
   createAuditWriter,
+  createCrmStateEraser,
+  createEventsEraser,
   createEventValidator,
   createLedgerReader,
   createLedgerWriter,
@@ -17,6 +19,7 @@ import { type BaseAppDeps, createAuditor, createBaseApp, registerNoStore, regist
 import type { ConsoleConfig } from '../config.js';
 import { createAdminAuth, requireAdmin } from './admin-auth.js';
 import { adminRoutes } from './admin.routes.js';
+import { createErasureService, createStorageProgress } from './erasure.service.js';
 import { connectionChannelFromConfig } from '../crm/connection-channel.client.js';
 import { createMappingCrmCheck } from '../crm/mapping-crm.check.js';
 
@@ -25,8 +28,10 @@ export interface AdminAppDeps extends Omit<BaseAppDeps, 'config'> {
   controlPlane: ControlPlane;
   /** Writes plan changes to the billing ledger topic. */
   producer: Producer;
-  /** Reads the billing ledger (its ClickHouse copy). */
+  /** Reads the billing ledger (its ClickHouse copy); erasures delete from `events`. */
   ch: ClickHouse;
+  /** Erasures read the storage writer's progress; without it the erasure route does not exist. */
+  kafka?: KafkaClient;
   /** Where CRM credentials may point; default from CRM_ALLOW_HTTP and CRM_ALLOWED_CIDRS. */
   outboundPolicy?: OutboundPolicy;
   now?: () => number;
@@ -79,6 +84,17 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
     auditor: createAuditor({ writer: createAuditWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'auditLog')), now }),
     reader: createAuditReader(deps.ch),
   };
+  const erasure =
+    deps.kafka &&
+    createErasureService({
+      producer: deps.producer,
+      suppressionTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'erasures'),
+      storage: createStorageProgress({ kafka: deps.kafka, topic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsUnique'), groupId: config.PROCESSOR_STORAGE_GROUP }),
+      events: createEventsEraser(deps.ch),
+      crmState: createCrmStateEraser({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
+      waitMs: config.ERASURE_WAIT_MS,
+      ...(deps.now ? { now: deps.now } : {}),
+    });
   await app.register(
     adminRoutes({
       controlPlane: deps.controlPlane,
@@ -90,6 +106,7 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
       ledger,
       outboundPolicy: deps.outboundPolicy ?? createOutboundPolicy({ allowHttp: config.CRM_ALLOW_HTTP, allowedCidrs: config.CRM_ALLOWED_CIDRS }),
       mappingCheck: createMappingCrmCheck({ channel: connectionChannelFromConfig(config), controlPlane: deps.controlPlane }),
+      ...(erasure ? { erasure } : {}),
       ...(deps.now ? { now: deps.now } : {}),
     }),
     { prefix: '/admin/v1' },

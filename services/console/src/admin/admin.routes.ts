@@ -35,6 +35,8 @@ import { accessRoutes } from './access.routes.js';
 import { createAdminAuth, requireAdmin } from './admin-auth.js';
 import { adminsRoutes } from './admins.routes.js';
 import { ledgerRoutes } from './ledger.routes.js';
+import { erasureRoutes } from './erasure.routes.js';
+import type { ErasureService } from './erasure.service.js';
 import { crmRoutes } from './crm.routes.js';
 import type { MappingCrmCheck } from '../crm/mapping-crm.check.js';
 import { ownersRoutes } from './owners.routes.js';
@@ -61,6 +63,8 @@ export interface AdminRoutesDeps {
     reader: LedgerReader;
     periodCounts: Allowance['periodCounts'];
   };
+  /** Erasure of a person or company (docs/erasure.md); absent, the route does not exist. */
+  erasure?: ErasureService;
   now?: () => number;
 }
 
@@ -108,6 +112,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
       adminsRoutes({ controlPlane: cp, auditor, reader: deps.audit.reader, environmentTokens: { previous: Boolean(deps.adminTokenPrevious) } }),
     );
     await app.register(ledgerRoutes({ reader: deps.ledger.reader }));
+    if (deps.erasure) await app.register(erasureRoutes({ controlPlane: cp, service: deps.erasure, auditor }));
     const now = deps.now ?? Date.now;
 
     app.post<{ Body: CreateAccountBody }>(
