@@ -2,6 +2,7 @@ import { readAllowanceHistory } from '@ingest/console';
 import {
   AUDIT_TABLE,
   createAuditReader,
+  createEventsEraser,
   createLedgerReader,
   LEDGER_TABLE,
   toAuditRecord,
@@ -158,6 +159,26 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
       for (const statement of readerUserStatements('ingest_reader', HOSTILE, 'ingest')) await ch.command(statement);
     },
   },
+  {
+    name: 'erasure: version(), count, the delete the server takes (lightweight DELETE on current servers), the wait on system.mutations',
+    site: 'packages/domain/src/erasure/events-erasure.store.ts',
+    run: async (ch) => {
+      const eraser = createEventsEraser(ch);
+      await eraser.count('acc_cat', 'email', HOSTILE);
+      await eraser.erase('acc_cat', 'email', HOSTILE);
+      await eraser.erase('acc_cat', 'domain', HOSTILE);
+      return eraser.waitForMutations(30_000);
+    },
+  },
+  {
+    name: "erasure: 18.16's ALTER TABLE … DELETE (a mutation), which current servers take too",
+    site: 'packages/domain/src/erasure/events-erasure.store.ts',
+    run: async (ch) => {
+      const eraser = createEventsEraser(ch, { statement: 'mutation' });
+      await eraser.erase('acc_cat', 'email', HOSTILE);
+      return eraser.waitForMutations(30_000);
+    },
+  },
 ];
 
 /**
@@ -176,4 +197,5 @@ export const CATALOGUED_CALL_SITES: Readonly<Record<string, number>> = {
   'services/processor/src/allowance/exact-counts.store.ts': 1,
   'services/console/src/dashboard/allowance-history.store.ts': 1,
   'tools/cli/src/setup.ts': 1,
+  'packages/domain/src/erasure/events-erasure.store.ts': 4,
 };

@@ -26,9 +26,9 @@ export function normalizeIdentifier(type: ErasureIdentifierType, value: string):
   return type === 'email' ? normalizeEmail(value) : normalizeDomain(value);
 }
 
-/** SHA-256 hex of account, type and normalised value; NUL-separated, so no two inputs share one. */
+/** SHA-256 hex of account, type and normalised value, as a JSON array: no two inputs share one. */
 export function identifierHash(accountId: string, type: string, normalized: string): string {
-  return createHash('sha256').update(`${accountId}\u0000${type}\u0000${normalized}`).digest('hex');
+  return createHash('sha256').update(JSON.stringify([accountId, type, normalized])).digest('hex');
 }
 
 export function suppressionKey(record: Pick<ErasureSuppressionRecord, 'accountId' | 'type' | 'identifierHash'>): string {

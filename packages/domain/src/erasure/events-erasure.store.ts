@@ -24,7 +24,13 @@ export interface EventsEraser {
   waitForMutations(timeoutMs: number, pollMs?: number): Promise<boolean>;
 }
 
-export function createEventsEraser(ch: ClickHouse, options: { table?: string } = {}): EventsEraser {
+export interface EventsEraserOptions {
+  table?: string;
+  /** Which statement, instead of the server's version deciding (the SQL catalogue runs both on current engines). */
+  statement?: 'delete' | 'mutation';
+}
+
+export function createEventsEraser(ch: ClickHouse, options: EventsEraserOptions = {}): EventsEraser {
   const table = options.table ?? 'events';
   let version: Promise<string> | undefined;
   // Detected once per process: a server upgrade restarts nothing here, but an 18.16 statement is
@@ -41,7 +47,7 @@ export function createEventsEraser(ch: ClickHouse, options: { table?: string } =
       return Number(rows[0]?.events ?? 0);
     },
     async erase(accountId, type, value) {
-      const lightweight = serverAtLeast(await serverVersion(), LIGHTWEIGHT_DELETE_SINCE);
+      const lightweight = options.statement ? options.statement === 'delete' : serverAtLeast(await serverVersion(), LIGHTWEIGHT_DELETE_SINCE);
       const condition = where(accountId, type, value);
       await ch.command(
         lightweight ? sql`DELETE FROM ${ident(table)} WHERE ${condition}` : sql`ALTER TABLE ${ident(table)} DELETE WHERE ${condition}`,

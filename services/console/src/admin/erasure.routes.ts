@@ -33,13 +33,9 @@ export function erasureRoutes(deps: ErasureRoutesDeps): FastifyPluginAsync {
       },
       async (request) => {
         const { accountId } = request.params;
-        const { type, value } = request.body;
+        const { type } = request.body;
         if (!deps.controlPlane.accountById(accountId)) throw new ProblemError('notFound', `Account ${accountId} does not exist.`);
-        const normalized = normalizeIdentifier(type, value);
-        if (!normalized.ok) {
-          throw new ProblemError('validation', `The ${type} ${normalized.message}.`, { errors: [{ field: '/value', code: 'invalid', message: normalized.message }] });
-        }
-        const result = await deps.service.erase(accountId, type, normalized.value);
+        const result = await deps.service.erase(accountId, type, normalizedErasureValue(request.body));
         // Ids and counts only: never the email or domain (logs and the audit log outlive the erasure).
         request.log.info({ accountId, erasureId: result.id, type, counts: result.counts, complete: result.complete }, 'admin: identity erased');
         await deps.auditor.record(request, {
@@ -52,4 +48,13 @@ export function erasureRoutes(deps: ErasureRoutesDeps): FastifyPluginAsync {
       },
     );
   };
+}
+
+/** The value as the stored events hold it (the event rules' normalisation), or a 400 naming `/value`. */
+export function normalizedErasureValue(body: EraseBody): string {
+  const normalized = normalizeIdentifier(body.type, body.value);
+  if (!normalized.ok) {
+    throw new ProblemError('validation', `The ${body.type} ${normalized.message}.`, { errors: [{ field: '/value', code: 'invalid', message: normalized.message }] });
+  }
+  return normalized.value;
 }
