@@ -4,6 +4,7 @@ import { API_KEY_SCOPE_IDS, API_KEY_TYPE_IDS, PLAN_IDS, type PlanId, PUBLISHABLE
 import { CRM_ENV_USAGE, CRM_USAGE, type CrmCommand, crmRequestFor, type Flag, InputError, isCrmCommand, loadBody, parseCrmCommand } from './crm-commands.js';
 import { ADMINS_USAGE, type AdminsCommand, adminsRequestFor, isAdminsCommand, parseAdminsCommand, parseAuditCommand } from './admins-commands.js';
 import { formatProblem, formatSuccess } from './format.js';
+import { ERASE_TIMEOUT_MS, ERASE_USAGE, type EraseCommand, eraseRequestFor, isEraseCommand, parseEraseCommand } from './erase-commands.js';
 import { type Command as FrameCommand, describeError, EXIT_FAILED, EXIT_OK, HELP, type Io, parseCommandLine, runCommand, UsageError } from '../frame.js';
 
 /**
@@ -29,7 +30,7 @@ export type CoreCommand =
   | { kind: 'owners list'; accountId: string }
   | { kind: 'ledger'; accountId?: string; period?: string; csv: boolean };
 
-export type Command = { kind: 'help' } | CoreCommand | CrmCommand | AdminsCommand;
+export type Command = { kind: 'help' } | CoreCommand | CrmCommand | AdminsCommand | EraseCommand;
 
 export interface Invocation {
   command: Command;
@@ -61,6 +62,7 @@ commands:
                                                            OWNER_PASSWORD, stdin, or is generated and shown once
   owners list <accountId>                                  list an account's dashboard owners
 ${ADMINS_USAGE}
+${ERASE_USAGE}
   ledger [--account <accountId>] [--period YYYYMM] [--csv] the billing ledger: closed months and plan changes
 ${CRM_USAGE}
   help                                                     this text
@@ -198,6 +200,10 @@ export function parseInvocation(argv: readonly string[]): Invocation {
       args([]);
       return { command: parseAuditCommand({ flags: values, allow, args, usageError: (m) => new UsageError(m) }), json };
     default: {
+      if (group === 'erase') {
+        allow();
+        return { command: parseEraseCommand(action, rest, (m) => new UsageError(m)), json };
+      }
       const access = parseAdminsCommand(group, action ?? '', { flags: values, allow, args, usageError: (m) => new UsageError(m) });
       if (access) return { command: access, json };
       const crm =
@@ -330,7 +336,11 @@ export interface CliIo extends Io {
   readStdin?(): Promise<string>;
 }
 
-async function buildRequest(command: CoreCommand | CrmCommand | AdminsCommand, io: CliIo): Promise<ApiRequest> {
+async function buildRequest(command: CoreCommand | CrmCommand | AdminsCommand | EraseCommand, io: CliIo): Promise<ApiRequest> {
+  if (isEraseCommand(command)) {
+    if (command.value === '-') command.value = (await (io.readStdin ?? (() => readAll(process.stdin)))()).trim();
+    return eraseRequestFor(command);
+  }
   if (isAdminsCommand(command)) return adminsRequestFor(command);
   if (!isCrmCommand(command)) return requestFor(command);
   const { hasBody, ...request } = crmRequestFor(command);
@@ -380,7 +390,7 @@ async function request(command: Exclude<Command, { kind: 'help' }>, json: boolea
         ...request.headers,
       },
       ...(hasBody ? { body: JSON.stringify(request.body) } : {}),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      signal: AbortSignal.timeout(isEraseCommand(command) ? ERASE_TIMEOUT_MS : REQUEST_TIMEOUT_MS),
     });
   } catch (err) {
     io.stderr(`error: cannot reach the admin API at ${base}: ${describeError(err)}\n`);

@@ -3,6 +3,7 @@ import type { Command } from './cli.js';
 import { table } from '../frame.js';
 import { formatAdminsSuccess, isAdminsCommand } from './admins-commands.js';
 import { formatCrmSuccess, isCrmCommand } from './crm-commands.js';
+import { formatEraseSuccess, isEraseCommand } from './erase-commands.js';
 
 /** Human-readable output of the admin CLI. Inputs are the admin API's JSON bodies. */
 interface AccountOut {
@@ -30,6 +31,7 @@ interface KeyOut {
 export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body: unknown): string {
   if (isCrmCommand(command)) return formatCrmSuccess(command, body, table);
   if (isAdminsCommand(command)) return formatAdminsSuccess(command, body, table);
+  if (isEraseCommand(command)) return formatEraseSuccess(body);
   switch (command.kind) {
     case 'accounts create':
       return `created account ${accountBlock(body as AccountOut)}`;
