@@ -42,6 +42,14 @@ export const ErasureResult = Type.Object({
 });
 export type ErasureResult = Static<typeof ErasureResult>;
 
+export const ErasureReapplyResult = Type.Object({
+  suppressions: Type.Integer({ description: 'Suppressions on the list' }),
+  skipped: Type.Integer({ description: 'Suppressions of an identifier type this release does not know (written by a newer console)' }),
+  events: Type.Integer({ description: 'Distinct events of suppressed identities found and deleted again' }),
+  complete: Type.Boolean({ description: 'false: the delete was still running when the wait ended; it finishes in the background' }),
+});
+export type ErasureReapplyResult = Static<typeof ErasureReapplyResult>;
+
 /** The suppression record, JSON value of `control.erasures`, keyed `<accountId>/<type>/<identifierHash>`. */
 export const ErasureSuppressionRecord = Type.Object({
   v: Type.Literal(1),

@@ -55,4 +55,4 @@ export * from './erasure/erasure-record.js';
 export * from './erasure/suppression.list.js';
 export * from './erasure/events-erasure.store.js';
 export * from './erasure/crm-state.eraser.js';
-export * from './erasure/replay.check.js';
+export * from './erasure/suppression.read.js';

@@ -160,13 +160,15 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
     },
   },
   {
-    name: 'erasure: version(), count, the delete the server takes (lightweight DELETE on current servers), the wait on system.mutations',
+    name: 'erasure: version(), count, the delete the server takes (lightweight DELETE on current servers), by hashes, the wait on system.mutations',
     site: 'packages/domain/src/erasure/events-erasure.store.ts',
     run: async (ch) => {
       const eraser = createEventsEraser(ch);
       await eraser.count('acc_cat', 'email', HOSTILE);
       await eraser.erase('acc_cat', 'email', HOSTILE);
       await eraser.erase('acc_cat', 'domain', HOSTILE);
+      // After a restore: by the hashes of the suppression list (SHA256 of the row's JSON triple).
+      await eraser.eraseByHashes('acc_cat', 'email', ['0'.repeat(64), 'f'.repeat(64)]);
       return eraser.waitForMutations(30_000);
     },
   },

@@ -4,6 +4,7 @@ import { EVENT_RECORD_VERSION } from '@ingest/schemas';
 import { CHDB_ENGINES, type ChdbEngine, chdbClickHouse, startChdb } from '@ingest/testkit/chdb';
 import { EVENT_COLUMNS, toEventLine } from '../events/events-table.js';
 import { createEventsEraser } from './events-erasure.store.js';
+import { identifierHash } from './erasure-record.js';
 
 /**
  * Erasure on each current engine (chdb 26.9 and 24.8): the eraser picks lightweight `DELETE`
@@ -45,5 +46,14 @@ describe.each(CHDB_ENGINES)('erasure of events on $name', ({ name }) => {
     expect(await eraser.erase('acc_a', 'domain', 'gone.example')).toBe('delete');
     expect(await eraser.waitForMutations(30_000)).toBe(true);
     for (const final of [false, true]) expect(await ids(final)).toEqual(['acc_a/e3', 'acc_b/e1']);
+  });
+
+  it('finds rows by the hash the suppression list keeps (a restore brought them back)', async () => {
+    await ch.insertTabSeparated('events', EVENT_COLUMNS, [line('acc_a', 'r1', 'ada@example.com', 'example.com'), line('acc_a', 'r2', 'zoë@bücher.example', 'xn--bcher-kva.example')]);
+    const eraser = createEventsEraser(ch);
+    const hashes = [identifierHash('acc_a', 'email', 'ada@example.com'), identifierHash('acc_a', 'email', 'zoë@bücher.example')];
+    expect(await eraser.eraseByHashes('acc_a', 'email', hashes)).toBe(2);
+    expect(await eraser.waitForMutations(30_000)).toBe(true);
+    expect(await ids(true)).toEqual(['acc_a/e3', 'acc_b/e1']);
   });
 });

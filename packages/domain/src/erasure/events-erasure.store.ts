@@ -20,6 +20,12 @@ export interface EventsEraser {
   count(accountId: string, type: ErasureIdentifierType, value: string): Promise<number>;
   /** Issues the delete (which statement depends on the server); returns which one it used. */
   erase(accountId: string, type: ErasureIdentifierType, value: string): Promise<'delete' | 'mutation'>;
+  /**
+   * The same by the identifiers' hashes (the suppression list keeps no values): after a backup
+   * was restored, rows of erased identities are found by hashing each row's value the way
+   * identifierHash does. Returns the distinct events it deleted (0: no statement issued).
+   */
+  eraseByHashes(accountId: string, type: ErasureIdentifierType, hashes: readonly string[]): Promise<number>;
   /** Polls until no mutation of `events` is running; false when `timeoutMs` passed first. */
   waitForMutations(timeoutMs: number, pollMs?: number): Promise<boolean>;
 }
@@ -41,19 +47,36 @@ export function createEventsEraser(ch: ClickHouse, options: EventsEraserOptions 
   const where = (accountId: string, type: ErasureIdentifierType, value: string): SqlFragment =>
     raw(sql`account_id = ${accountId} AND ${ident(ERASURE_COLUMNS[type])} = ${value}`);
 
+  // identifierHash is SHA-256 of JSON.stringify([accountId, type, value]); normalised emails and
+  // domains and account ids hold no character JSON escapes, so this concat is that JSON text.
+  const byHashes = (accountId: string, type: ErasureIdentifierType, hashes: readonly string[]): SqlFragment => {
+    const column = ident(ERASURE_COLUMNS[type]);
+    return raw(
+      sql`account_id = ${accountId} AND ${column} != '' AND lower(hex(SHA256(concat('["', account_id, ${`","${type}","`}, ${column}, '"]')))) IN ${hashes}`,
+    );
+  };
+
+  async function issue(condition: SqlFragment): Promise<'delete' | 'mutation'> {
+    const lightweight = options.statement ? options.statement === 'delete' : serverAtLeast(await serverVersion(), LIGHTWEIGHT_DELETE_SINCE);
+    await ch.command(lightweight ? sql`DELETE FROM ${ident(table)} WHERE ${condition}` : sql`ALTER TABLE ${ident(table)} DELETE WHERE ${condition}`);
+    return lightweight ? 'delete' : 'mutation';
+  }
+
+  async function countWhere(condition: SqlFragment): Promise<number> {
+    const rows = await ch.query<{ events: string | number }>(sql`SELECT uniqExact(event_id) AS events FROM ${ident(table)} WHERE ${condition}`);
+    return Number(rows[0]?.events ?? 0);
+  }
+
   return {
-    async count(accountId, type, value) {
-      const rows = await ch.query<{ events: string | number }>(sql`SELECT uniqExact(event_id) AS events FROM ${ident(table)} WHERE ${where(accountId, type, value)}`);
-      return Number(rows[0]?.events ?? 0);
+    async eraseByHashes(accountId, type, hashes) {
+      if (hashes.length === 0) return 0;
+      const condition = byHashes(accountId, type, hashes);
+      const events = await countWhere(condition);
+      if (events > 0) await issue(condition);
+      return events;
     },
-    async erase(accountId, type, value) {
-      const lightweight = options.statement ? options.statement === 'delete' : serverAtLeast(await serverVersion(), LIGHTWEIGHT_DELETE_SINCE);
-      const condition = where(accountId, type, value);
-      await ch.command(
-        lightweight ? sql`DELETE FROM ${ident(table)} WHERE ${condition}` : sql`ALTER TABLE ${ident(table)} DELETE WHERE ${condition}`,
-      );
-      return lightweight ? 'delete' : 'mutation';
-    },
+    count: (accountId, type, value) => countWhere(where(accountId, type, value)),
+    erase: (accountId, type, value) => issue(where(accountId, type, value)),
     async waitForMutations(timeoutMs, pollMs = 100) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

@@ -12,6 +12,7 @@ import {
   createOutboundPolicy,
   createRecordStateReader,
   type OutboundPolicy,
+  readSuppressions,
   seenIdsKey,
 } from '@ingest/domain';
 import type { FastifyInstance } from 'fastify';
@@ -84,14 +85,16 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
     auditor: createAuditor({ writer: createAuditWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'auditLog')), now }),
     reader: createAuditReader(deps.ch),
   };
+  const { kafka } = deps;
   const erasure =
-    deps.kafka &&
+    kafka &&
     createErasureService({
       producer: deps.producer,
       suppressionTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'erasures'),
-      storage: createStorageProgress({ kafka: deps.kafka, topic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsUnique'), groupId: config.PROCESSOR_STORAGE_GROUP }),
+      storage: createStorageProgress({ kafka, topic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsUnique'), groupId: config.PROCESSOR_STORAGE_GROUP }),
       events: createEventsEraser(deps.ch),
       crmState: createCrmStateEraser({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
+      readSuppressions: () => readSuppressions(kafka, topicName(config.KAFKA_TOPIC_PREFIX, 'erasures'), deps.logger),
       waitMs: config.ERASURE_WAIT_MS,
       ...(deps.now ? { now: deps.now } : {}),
     });

@@ -7,7 +7,7 @@
  * unknown person answers 200 with zero counts and is audited; an erase while the writer is
  * mid-insert loses nothing of others and leaves nothing of the person.
  */
-import { createSuppressionList, identifierHash, recordStateKeys, pendingLinkMember, type SuppressionList } from '@ingest/domain';
+import { createSuppressionList, EVENT_COLUMNS, identifierHash, toEventLine, recordStateKeys, pendingLinkMember, type SuppressionList } from '@ingest/domain';
 import { type ClickHouse, type Component, createMetricsRegistry, ident, sql } from '@ingest/platform';
 import { integrationEnv, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
@@ -229,6 +229,25 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
     expect((await readBack('race-eve-1')).statusCode).toBe(404);
     expect((await readBack('race-bob-1')).statusCode).toBe(200);
     expect(await rowsOf('email', 'eve@race.example')).toBe(0);
+  }, 60_000);
+
+  it('deletes the rows of erased people again after a backup brought them back (POST /erasures/reapply)', async () => {
+    // A restore puts rows back without the writer: here, written straight into the table.
+    const row = (eventId: string, email: string) =>
+      toEventLine({ v: 1, accountId, eventId, eventName: 'x', email, domain: null, timestampMs: Date.now(), receivedAtMs: Date.now(), properties: {}, source: 'api', jobId: null }, Date.now());
+    await gw.clickhouse.ch.insertTabSeparated('events', EVENT_COLUMNS, [row('restored-ada', 'ada@erase.example'), row('restored-bob', 'bob@keep.example')]);
+    expect(await rowsOf('email', 'ada@erase.example')).toBe(1);
+    const res = await admin.inject({
+      method: 'POST',
+      url: '/admin/v1/erasures/reapply',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      remoteAddress: randomClientIp(),
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    // The earlier tests' erasures: ada, nobody, gone.example, eve.
+    expect(res.json()).toMatchObject({ suppressions: 4, skipped: 0, events: 1, complete: true });
+    expect(await rowsOf('email', 'ada@erase.example')).toBe(0);
+    expect((await readBack('restored-bob')).statusCode).toBe(200);
   }, 60_000);
 
   it('refuses what is not an email or domain (400), and an unknown account (404)', async () => {

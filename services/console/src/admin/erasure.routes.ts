@@ -1,4 +1,4 @@
-import { AccountIdParams, EraseBody, ErasureResult } from '@ingest/schemas';
+import { AccountIdParams, EraseBody, ErasureReapplyResult, ErasureResult } from '@ingest/schemas';
 import { type ControlPlane, normalizeIdentifier } from '@ingest/domain';
 import type { FastifyPluginAsync } from 'fastify';
 import { type Auditor, ProblemError, problemResponses } from '@ingest/http';
@@ -44,6 +44,23 @@ export function erasureRoutes(deps: ErasureRoutesDeps): FastifyPluginAsync {
           target: `${type}/sha256:${result.identifierHash}`,
           after: { erasureId: result.id, type, identifier: `sha256:${result.identifierHash}`, counts: result.counts, complete: result.complete },
         });
+        return result;
+      },
+    );
+
+    app.post(
+      '/erasures/reapply',
+      {
+        schema: {
+          summary: 'After restoring a ClickHouse backup: delete again the events of every erased person and company (the suppression list)',
+          tags: ['admin'],
+          response: { 200: ErasureReapplyResult, ...problemResponses(401, 429, 503, 504) },
+        },
+      },
+      async (request) => {
+        const result = await deps.service.reapply();
+        request.log.info(result, 'admin: erasures applied again');
+        await deps.auditor.record(request, { action: 'erasure.reapply', accountId: null, after: result });
         return result;
       },
     );

@@ -7,9 +7,10 @@ import {
   type ErasureIdentifierType,
   type EventsEraser,
   identifierHash,
+  type Suppression,
   suppressionKey,
 } from '@ingest/domain';
-import type { ErasureResult } from '@ingest/schemas';
+import { ERASURE_IDENTIFIER_TYPES, type ErasureReapplyResult, type ErasureResult } from '@ingest/schemas';
 
 /**
  * One erasure, in the order that makes it hold (docs/erasure.md):
@@ -25,7 +26,15 @@ import type { ErasureResult } from '@ingest/schemas';
  */
 export interface ErasureService {
   erase(accountId: string, type: ErasureIdentifierType, normalized: string): Promise<ErasureResult>;
+  /**
+   * After a ClickHouse backup was restored (docs/runbook.md): deletes again the rows of every
+   * identity on the suppression list, found by hash. `skipped`: suppressions of an identifier
+   * type this release does not know (a newer console wrote them).
+   */
+  reapply(): Promise<ErasureReapplyResult>;
 }
+
+export type { ErasureReapplyResult };
 
 /** Whether the storage writer has stored (committed) everything events.unique held when asked. */
 export interface StorageProgress {
@@ -56,6 +65,8 @@ export interface ErasureServiceDeps {
   storage: StorageProgress;
   events: EventsEraser;
   crmState: CrmStateEraser;
+  /** The whole suppression list now (control.erasures read to its end). */
+  readSuppressions: () => Promise<Suppression[]>;
   /** Bound on waiting for the writer, and again on waiting for the mutation. */
   waitMs: number;
   now?: () => number;
@@ -89,5 +100,29 @@ export function createErasureService(deps: ErasureServiceDeps): ErasureService {
         complete: writerPassed && mutationsDone,
       };
     },
+    async reapply() {
+      const groups = new Map<string, { accountId: string; type: ErasureIdentifierType; hashes: string[] }>();
+      let skipped = 0;
+      const suppressions = await deps.readSuppressions();
+      for (const s of suppressions) {
+        if (!(ERASURE_IDENTIFIER_TYPES as readonly string[]).includes(s.type)) {
+          skipped++;
+          continue;
+        }
+        const key = JSON.stringify([s.accountId, s.type]);
+        let group = groups.get(key);
+        if (!group) groups.set(key, (group = { accountId: s.accountId, type: s.type as ErasureIdentifierType, hashes: [] }));
+        group.hashes.push(s.identifierHash);
+      }
+      let events = 0;
+      // Bounded statements: at most REAPPLY_CHUNK hashes (65 bytes each in the SQL) per delete.
+      for (const { accountId, type, hashes } of groups.values()) {
+        for (let i = 0; i < hashes.length; i += REAPPLY_CHUNK) events += await deps.events.eraseByHashes(accountId, type, hashes.slice(i, i + REAPPLY_CHUNK));
+      }
+      const complete = events === 0 || (await deps.events.waitForMutations(deps.waitMs));
+      return { suppressions: suppressions.length, skipped, events, complete };
+    },
   };
 }
+
+const REAPPLY_CHUNK = 1_000;

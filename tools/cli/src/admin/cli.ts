@@ -204,6 +204,11 @@ export function parseInvocation(argv: readonly string[]): Invocation {
         allow();
         return { command: parseEraseCommand(action, rest, (m) => new UsageError(m)), json };
       }
+      if (group === 'erasures' && action === 'reapply') {
+        allow();
+        args([]);
+        return { command: { kind: 'erasures reapply' }, json };
+      }
       const access = parseAdminsCommand(group, action ?? '', { flags: values, allow, args, usageError: (m) => new UsageError(m) });
       if (access) return { command: access, json };
       const crm =
@@ -338,7 +343,7 @@ export interface CliIo extends Io {
 
 async function buildRequest(command: CoreCommand | CrmCommand | AdminsCommand | EraseCommand, io: CliIo): Promise<ApiRequest> {
   if (isEraseCommand(command)) {
-    if (command.value === '-') command.value = (await (io.readStdin ?? (() => readAll(process.stdin)))()).trim();
+    if (command.kind === 'erase' && command.value === '-') command.value = (await (io.readStdin ?? (() => readAll(process.stdin)))()).trim();
     return eraseRequestFor(command);
   }
   if (isAdminsCommand(command)) return adminsRequestFor(command);

@@ -72,4 +72,14 @@ describe('ingest admin erase', () => {
     expect(await runCli(['help'], io)).toBe(0);
     expect(out()).toContain('erase <accountId> email|domain <value|->');
   });
+
+  it('erasures reapply posts to the reapply route', async () => {
+    expect(parseInvocation(['erasures', 'reapply'])).toEqual({ command: { kind: 'erasures reapply' }, json: false });
+    expect(() => parseInvocation(['erasures', 'reapply', 'x'])).toThrow(/takes no arguments/);
+    const { io, calls } = fakeIo();
+    expect(await runCli(['erasures', 'reapply', '--json'], io)).toBe(0);
+    expect(calls[0]?.url).toBe('http://127.0.0.1:3200/admin/v1/erasures/reapply');
+    expect(calls[0]?.init.method).toBe('POST');
+    expect(calls[0]?.init.body).toBeUndefined();
+  });
 });

@@ -31,7 +31,7 @@ interface KeyOut {
 export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body: unknown): string {
   if (isCrmCommand(command)) return formatCrmSuccess(command, body, table);
   if (isAdminsCommand(command)) return formatAdminsSuccess(command, body, table);
-  if (isEraseCommand(command)) return formatEraseSuccess(body);
+  if (isEraseCommand(command)) return formatEraseSuccess(command, body);
   switch (command.kind) {
     case 'accounts create':
       return `created account ${accountBlock(body as AccountOut)}`;

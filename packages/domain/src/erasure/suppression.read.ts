@@ -1,6 +1,28 @@
 import { type KafkaClient, type Logger, readTopicToEnd } from '@ingest/platform';
 import { createEventRecordDecoder } from '../events/event-record.decode.js';
 import { createSuppressionSet } from './suppression.list.js';
+import { decodeSuppression, type ErasureSuppressionRecord, suppressionKey } from './erasure-record.js';
+
+/**
+ * Reads of the whole suppression list at one moment, for rare operator actions (a replay, the
+ * re-application after a restore) where following the topic is not worth a consumer.
+ */
+export type Suppression = Pick<ErasureSuppressionRecord, 'accountId' | 'type' | 'identifierHash'>;
+
+/** Every suppression in force (tombstones applied), in no particular order. */
+export async function readSuppressions(kafka: KafkaClient, topic: string, logger: Logger): Promise<Suppression[]> {
+  const byKey = new Map<string, Suppression>();
+  await readTopicToEnd(kafka, {
+    topic,
+    logger,
+    onMessage: (m) => {
+      const record = decodeSuppression(m.value);
+      if (record) byKey.set(suppressionKey(record), record);
+      else if (m.value === null && m.key !== null) byKey.delete(m.key.toString());
+    },
+  });
+  return [...byKey.values()];
+}
 
 /**
  * The replay's erasure check (docs/erasure.md): a dead letter holding an event of an erased
