@@ -28,7 +28,9 @@ export const ErasureResult = Type.Object({
   id: Type.String({ description: 'The erasure id, also in the audit record' }),
   accountId: Type.String(),
   type: ErasureIdentifierType,
-  identifierHash: Type.String({ description: 'SHA-256 of the account, type and normalised value: what the suppression list and the audit log keep instead of the value' }),
+  identifierHash: Type.String({
+    description: 'SHA-256 of the account, type and normalised value: what the suppression list and the audit log keep instead of the value',
+  }),
   erasedAt: Type.String({ format: 'date-time' }),
   counts: Type.Object({
     events: Type.Integer({ description: 'Distinct events of this identity deleted from ClickHouse `events`' }),

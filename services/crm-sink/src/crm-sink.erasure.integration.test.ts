@@ -18,7 +18,9 @@ let groupId: string;
 
 beforeAll(async () => {
   fx = await createSinkFixture({
-    mappings: createStaticMappings({ acc_er: { mapping: everyKindMapping('acc_er-hubspot'), credential: { type: 'hubspot', accessToken: 'acc_er' } satisfies CrmCredential } }),
+    mappings: createStaticMappings({
+      acc_er: { mapping: everyKindMapping('acc_er-hubspot'), credential: { type: 'hubspot', accessToken: 'acc_er' } satisfies CrmCredential },
+    }),
     createAdapter: () => crm.adapter,
     extraTopics: ['erasures'],
   });
@@ -41,7 +43,8 @@ async function handledAll(): Promise<void> {
       async () => {
         const committed = await committedOffsets(fx.kafka.kafka, groupId, topic);
         const behind = ends.filter((r) => r.high > r.low && BigInt(committed.get(r.partition) ?? '-1') < r.high);
-        if (behind.length > 0) throw new Error(`${topic} behind on ${JSON.stringify(behind.map((r) => [r.partition, String(r.high), committed.get(r.partition)]))}`);
+        if (behind.length > 0)
+          throw new Error(`${topic} behind on ${JSON.stringify(behind.map((r) => [r.partition, String(r.high), committed.get(r.partition)]))}`);
         return true;
       },
       { description: `the sink's commits past the end of ${topic}`, timeoutMs: 30_000 },
@@ -51,7 +54,14 @@ async function handledAll(): Promise<void> {
 
 describe('crm-sink and erasure', () => {
   it('does not sync an erased person from events.unique nor from a CRM replay; others are synced', async () => {
-    const record = { v: 1 as const, id: 'er1', accountId: 'acc_er', type: 'email', identifierHash: identifierHash('acc_er', 'email', 'gone@er.example'), erasedAt: '' };
+    const record = {
+      v: 1 as const,
+      id: 'er1',
+      accountId: 'acc_er',
+      type: 'email',
+      identifierHash: identifierHash('acc_er', 'email', 'gone@er.example'),
+      erasedAt: '',
+    };
     await fx.producer.send(fx.kafka.topic('erasures'), [{ key: suppressionKey(record), value: encodeSuppression(record) }]);
     const gone = fx.event('acc_er', 'Signed Up', 'gone@er.example', { plan: 'pro', source: 'ads' }, 1);
     const replayed = fx.event('acc_er', 'Signed Up', 'gone@er.example', { plan: 'team', source: 'ads' }, 2);

@@ -28,7 +28,9 @@ export function normalizeIdentifier(type: ErasureIdentifierType, value: string):
 
 /** SHA-256 hex of account, type and normalised value, as a JSON array: no two inputs share one. */
 export function identifierHash(accountId: string, type: string, normalized: string): string {
-  return createHash('sha256').update(JSON.stringify([accountId, type, normalized])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([accountId, type, normalized]))
+    .digest('hex');
 }
 
 export function suppressionKey(record: Pick<ErasureSuppressionRecord, 'accountId' | 'type' | 'identifierHash'>): string {

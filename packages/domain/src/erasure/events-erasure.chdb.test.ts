@@ -24,7 +24,19 @@ describe.each(CHDB_ENGINES)('erasure of events on $name', ({ name }) => {
 
   const line = (accountId: string, eventId: string, email: string, domain: string) =>
     toEventLine(
-      { v: EVENT_RECORD_VERSION, accountId, eventId, eventName: 'x', email, domain, timestampMs: Date.UTC(2026, 10, 1), receivedAtMs: Date.UTC(2026, 10, 1), properties: {}, source: 'api', jobId: null },
+      {
+        v: EVENT_RECORD_VERSION,
+        accountId,
+        eventId,
+        eventName: 'x',
+        email,
+        domain,
+        timestampMs: Date.UTC(2026, 10, 1),
+        receivedAtMs: Date.UTC(2026, 10, 1),
+        properties: {},
+        source: 'api',
+        jobId: null,
+      },
       Date.UTC(2026, 10, 1),
     );
   const ids = async (final: boolean) =>
@@ -49,7 +61,10 @@ describe.each(CHDB_ENGINES)('erasure of events on $name', ({ name }) => {
   });
 
   it('finds rows by the hash the suppression list keeps (a restore brought them back)', async () => {
-    await ch.insertTabSeparated('events', EVENT_COLUMNS, [line('acc_a', 'r1', 'ada@example.com', 'example.com'), line('acc_a', 'r2', 'zoë@bücher.example', 'xn--bcher-kva.example')]);
+    await ch.insertTabSeparated('events', EVENT_COLUMNS, [
+      line('acc_a', 'r1', 'ada@example.com', 'example.com'),
+      line('acc_a', 'r2', 'zoë@bücher.example', 'xn--bcher-kva.example'),
+    ]);
     const eraser = createEventsEraser(ch);
     const hashes = [identifierHash('acc_a', 'email', 'ada@example.com'), identifierHash('acc_a', 'email', 'zoë@bücher.example')];
     expect(await eraser.eraseByHashes('acc_a', 'email', hashes)).toBe(2);

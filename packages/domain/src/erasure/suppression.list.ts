@@ -107,7 +107,10 @@ export function createSuppressionList(deps: SuppressionListDeps): SuppressionLis
     try {
       targets = await endOffsets.endOffsets([deps.topic]);
     } catch (err) {
-      throw new AppError('kafka_unavailable', `the erasure suppression list could not read its end offsets: ${errorMessage(err)}`, { retryable: true, cause: err });
+      throw new AppError('kafka_unavailable', `the erasure suppression list could not read its end offsets: ${errorMessage(err)}`, {
+        retryable: true,
+        cause: err,
+      });
     }
     if (!(await tracker.waitFor(targets, syncTimeoutMs))) {
       throw new AppError('suppression_list_timeout', `the erasure suppression list did not catch up within ${syncTimeoutMs} ms`, { retryable: true });

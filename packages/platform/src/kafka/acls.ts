@@ -111,7 +111,13 @@ export function aclBindings(role: KafkaRole, principal: string, topicPrefix: str
     ...grants.write.map((ref) => topic(ref, 'WRITE')),
     ...grants.groups.map((name): AclBinding => ({ resourceType: 'group', resourceName: name, patternType: 'prefixed', principal, operation: 'READ' })),
     ...(grants.describe?.topics ?? []).map((ref) => topic(ref, 'DESCRIBE')),
-    ...(grants.describe?.groups ?? []).map((name): AclBinding => ({ resourceType: 'group', resourceName: name, patternType: 'prefixed', principal, operation: 'DESCRIBE' })),
+    ...(grants.describe?.groups ?? []).map((name): AclBinding => ({
+      resourceType: 'group',
+      resourceName: name,
+      patternType: 'prefixed',
+      principal,
+      operation: 'DESCRIBE',
+    })),
   ];
 }
 

@@ -74,7 +74,10 @@ beforeAll(async () => {
     kafka: gw.kafka.kafka,
   });
   await admin.ready();
-  ({ account: { id: accountId }, apiKey } = await gw.newAccount('pro'));
+  ({
+    account: { id: accountId },
+    apiKey,
+  } = await gw.newAccount('pro'));
 }, 120_000);
 
 afterAll(async () => {
@@ -123,7 +126,9 @@ async function stored(eventIds: string[]): Promise<void> {
 }
 
 async function rowsOf(column: 'email' | 'domain', value: string): Promise<number> {
-  const rows = await gw.clickhouse.ch.query<{ n: string }>(sql`SELECT count() AS n FROM events WHERE account_id = ${accountId} AND ${ident(column)} = ${value}`);
+  const rows = await gw.clickhouse.ch.query<{ n: string }>(
+    sql`SELECT count() AS n FROM events WHERE account_id = ${accountId} AND ${ident(column)} = ${value}`,
+  );
   return Number(rows[0]?.n ?? 0);
 }
 
@@ -161,9 +166,24 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
 
     // A redelivery (or a replay of a dead letter) of the person's event, then another person's:
     // once the later one is stored, the writer has passed the earlier one and dropped it.
-    const copy = { v: 1, accountId, eventId: 'ada-3', eventName: 'signup', email: 'ada@erase.example', domain: null, timestampMs: Date.now(), receivedAtMs: Date.now(), properties: {}, source: 'api', jobId: null };
+    const copy = {
+      v: 1,
+      accountId,
+      eventId: 'ada-3',
+      eventName: 'signup',
+      email: 'ada@erase.example',
+      domain: null,
+      timestampMs: Date.now(),
+      receivedAtMs: Date.now(),
+      properties: {},
+      source: 'api',
+      jobId: null,
+    };
     await gw.producer.send(gw.kafka.topic('eventsUnique'), [{ key: `${accountId}:ada@erase.example`, value: JSON.stringify(copy) }]);
-    await send([{ eventId: 'ada-4', email: 'ada@erase.example' }, { eventId: 'bob-2', email: 'bob@keep.example' }]);
+    await send([
+      { eventId: 'ada-4', email: 'ada@erase.example' },
+      { eventId: 'bob-2', email: 'bob@keep.example' },
+    ]);
     await stored(['bob-2']);
     expect((await readBack('ada-3')).statusCode).toBe(404);
     expect((await readBack('ada-4')).statusCode).toBe(404);
@@ -234,7 +254,22 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
   it('deletes the rows of erased people again after a backup brought them back (POST /erasures/reapply)', async () => {
     // A restore puts rows back without the writer: here, written straight into the table.
     const row = (eventId: string, email: string) =>
-      toEventLine({ v: 1, accountId, eventId, eventName: 'x', email, domain: null, timestampMs: Date.now(), receivedAtMs: Date.now(), properties: {}, source: 'api', jobId: null }, Date.now());
+      toEventLine(
+        {
+          v: 1,
+          accountId,
+          eventId,
+          eventName: 'x',
+          email,
+          domain: null,
+          timestampMs: Date.now(),
+          receivedAtMs: Date.now(),
+          properties: {},
+          source: 'api',
+          jobId: null,
+        },
+        Date.now(),
+      );
     await gw.clickhouse.ch.insertTabSeparated('events', EVENT_COLUMNS, [row('restored-ada', 'ada@erase.example'), row('restored-bob', 'bob@keep.example')]);
     expect(await rowsOf('email', 'ada@erase.example')).toBe(1);
     const res = await admin.inject({

@@ -71,7 +71,9 @@ export function erasureRoutes(deps: ErasureRoutesDeps): FastifyPluginAsync {
 export function normalizedErasureValue(body: EraseBody): string {
   const normalized = normalizeIdentifier(body.type, body.value);
   if (!normalized.ok) {
-    throw new ProblemError('validation', `The ${body.type} ${normalized.message}.`, { errors: [{ field: '/value', code: 'invalid', message: normalized.message }] });
+    throw new ProblemError('validation', `The ${body.type} ${normalized.message}.`, {
+      errors: [{ field: '/value', code: 'invalid', message: normalized.message }],
+    });
   }
   return normalized.value;
 }

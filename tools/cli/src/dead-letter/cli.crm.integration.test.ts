@@ -76,12 +76,39 @@ describe('deadletters --crm', () => {
 
   it('does not replay the dead letters of an erased person (docs/erasure.md)', async () => {
     const event = (eventId: string, email: string) =>
-      JSON.stringify({ v: 1, accountId: 'acc_er', eventId, eventName: 'x', email, domain: null, timestampMs: 1, receivedAtMs: 1, properties: {}, source: 'api', jobId: null });
-    const erased = { v: 1 as const, id: 'er1', accountId: 'acc_er', type: 'email', identifierHash: identifierHash('acc_er', 'email', 'gone@er.example'), erasedAt: '' };
+      JSON.stringify({
+        v: 1,
+        accountId: 'acc_er',
+        eventId,
+        eventName: 'x',
+        email,
+        domain: null,
+        timestampMs: 1,
+        receivedAtMs: 1,
+        properties: {},
+        source: 'api',
+        jobId: null,
+      });
+    const erased = {
+      v: 1 as const,
+      id: 'er1',
+      accountId: 'acc_er',
+      type: 'email',
+      identifierHash: identifierHash('acc_er', 'email', 'gone@er.example'),
+      erasedAt: '',
+    };
     await producer.send(kafka.topic('erasures'), [{ key: suppressionKey(erased), value: encodeSuppression(erased) }]);
     const sink = createDeadLetterSink(producer, kafka.topic('crmDeadLetters'), 'crm-sink');
     const letter = (eventId: string, email: string) => ({
-      message: { topic: kafka.topic('eventsUnique'), partition: 0, offset: '7', key: Buffer.from(`acc_er:${email}`), value: Buffer.from(event(eventId, email)), headers: {}, timestamp: 0 },
+      message: {
+        topic: kafka.topic('eventsUnique'),
+        partition: 0,
+        offset: '7',
+        key: Buffer.from(`acc_er:${email}`),
+        value: Buffer.from(event(eventId, email)),
+        headers: {},
+        timestamp: 0,
+      },
       code: 'crm_erasure_test',
       reason: 'refused',
     });
