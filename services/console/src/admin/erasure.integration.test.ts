@@ -285,6 +285,24 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
     expect((await readBack('restored-bob')).statusCode).toBe(200);
   }, 60_000);
 
+  it('is in the admin OpenAPI document, with the request and answer schemas', async () => {
+    const res = await admin.inject({
+      method: 'GET',
+      url: '/admin/v1/openapi.json',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      remoteAddress: randomClientIp(),
+    });
+    expect(res.statusCode).toBe(200);
+    const doc = res.json();
+    const erase = doc.paths['/admin/v1/accounts/{accountId}/erasures'].post;
+    expect(JSON.stringify(erase.requestBody.content['application/json'].schema.properties.type)).toMatch(/"email".*"domain"/);
+    expect(Object.keys(erase.responses)).toEqual(expect.arrayContaining(['200', '400', '404']));
+    expect(Object.keys(erase.responses['200'].content['application/json'].schema.properties)).toEqual(
+      expect.arrayContaining(['counts', 'complete', 'identifierHash']),
+    );
+    expect(doc.paths['/admin/v1/erasures/reapply'].post).toBeDefined();
+  });
+
   it('refuses what is not an email or domain (400), and an unknown account (404)', async () => {
     const bad = await erase('email', 'not-an-email');
     expect(bad.statusCode).toBe(400);
