@@ -8,7 +8,7 @@
  * mid-insert loses nothing of others and leaves nothing of the person.
  */
 import { createSuppressionList, EVENT_COLUMNS, identifierHash, toEventLine, recordStateKeys, pendingLinkMember, type SuppressionList } from '@ingest/domain';
-import { type ClickHouse, type Component, createMetricsRegistry, ident, sql } from '@ingest/platform';
+import { type ClickHouse, committedOffsets, type Component, createMetricsRegistry, ident, sql, topicOffsets } from '@ingest/platform';
 import { integrationEnv, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { startProcessorFor } from '@ingest/testkit/processor';
@@ -125,6 +125,22 @@ async function stored(eventIds: string[]): Promise<void> {
   );
 }
 
+/** The storage writer has handled (stored or dropped) everything events.unique holds now. */
+async function writerPassedEnd(): Promise<void> {
+  const topic = gw.kafka.topic('eventsUnique');
+  const ends = await topicOffsets(gw.kafka.kafka, topic);
+  await waitFor(
+    async () => {
+      const committed = await committedOffsets(gw.kafka.kafka, storageGroup, topic);
+      const behind = ends.filter((r) => r.high > r.low && BigInt(committed.get(r.partition) ?? '-1') < r.high);
+      if (behind.length > 0)
+        throw new Error(`behind on partitions ${behind.map((r) => `${r.partition} (end ${r.high}, committed ${committed.get(r.partition)})`).join(', ')}`);
+      return true;
+    },
+    { description: 'the storage writer past the end of events.unique', timeoutMs: 30_000 },
+  );
+}
+
 async function rowsOf(column: 'email' | 'domain', value: string): Promise<number> {
   const rows = await gw.clickhouse.ch.query<{ n: string }>(
     sql`SELECT count() AS n FROM events WHERE account_id = ${accountId} AND ${ident(column)} = ${value}`,
@@ -164,8 +180,8 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
     expect(await gw.redis.hget(keys.state(accountId, 'contact', 'bob@keep.example'), 'firstname')).toBe('Bob');
     expect(await gw.redis.smembers(keys.pendingLinks(accountId, 'acme.example'))).toEqual([pendingLinkMember('bob@keep.example')]);
 
-    // A redelivery (or a replay of a dead letter) of the person's event, then another person's:
-    // once the later one is stored, the writer has passed the earlier one and dropped it.
+    // A redelivery (or a replay of a dead letter) of the person's event, and new ones of both
+    // people: once the writer has handled all of them, only the other person's are stored.
     const copy = {
       v: 1,
       accountId,
@@ -185,6 +201,7 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
       { eventId: 'bob-2', email: 'bob@keep.example' },
     ]);
     await stored(['bob-2']);
+    await writerPassedEnd();
     expect((await readBack('ada-3')).statusCode).toBe(404);
     expect((await readBack('ada-4')).statusCode).toBe(404);
     expect(await rowsOf('email', 'ada@erase.example')).toBe(0);
