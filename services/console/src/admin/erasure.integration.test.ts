@@ -8,9 +8,9 @@
  * mid-insert loses nothing of others and leaves nothing of the person.
  */
 import { createSuppressionList, EVENT_COLUMNS, identifierHash, toEventLine, recordStateKeys, pendingLinkMember, type SuppressionList } from '@ingest/domain';
-import { type ClickHouse, committedOffsets, type Component, createMetricsRegistry, ident, sql, topicOffsets } from '@ingest/platform';
+import { type ClickHouse, committedOffsets, type Component, createMetricsRegistry, ident, sql, toDeadLetterMessage, topicOffsets } from '@ingest/platform';
 import { integrationEnv, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
-import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
+import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp, signedInOwner } from '@ingest/testkit/gateway';
 import { startProcessorFor } from '@ingest/testkit/processor';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -300,6 +300,61 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
     expect(res.json()).toMatchObject({ suppressions: 4, skipped: 0, events: 1, complete: true });
     expect(await rowsOf('email', 'ada@erase.example')).toBe(0);
     expect((await readBack('restored-bob')).statusCode).toBe(200);
+  }, 60_000);
+
+  it("the dashboard does not replay an erased person's dead letter (409), and replays another's", async () => {
+    const owner = await signedInOwner(gw, accountId);
+    const letter = (eventId: string, email: string) =>
+      toDeadLetterMessage('storage', {
+        message: {
+          topic: gw.kafka.topic('eventsUnique'),
+          partition: 0,
+          offset: '1',
+          key: Buffer.from(`${accountId}:${email}`),
+          value: Buffer.from(
+            JSON.stringify({
+              v: 1,
+              accountId,
+              eventId,
+              eventName: 'x',
+              email,
+              domain: null,
+              timestampMs: Date.now(),
+              receivedAtMs: Date.now(),
+              properties: {},
+              source: 'api',
+              jobId: null,
+            }),
+          ),
+          headers: {},
+          timestamp: Date.now(),
+        },
+        code: 'erasure_test',
+        reason: 'for the erasure test',
+      });
+    await gw.producer.send(gw.kafka.topic('deadLetters'), [letter('dl-ada', 'ada@erase.example'), letter('dl-bob', 'bob@keep.example')]);
+    const positions = await waitFor(
+      async () => {
+        const list = await owner.request({ method: 'GET', url: '/dashboard/api/deadletters?refresh=true' });
+        const entries = list.json<{ entries: { eventId: string; position: string }[] }>().entries;
+        const ada = entries.find((e) => e.eventId === 'dl-ada')?.position;
+        const bob = entries.find((e) => e.eventId === 'dl-bob')?.position;
+        if (!ada || !bob) throw new Error(`listed: ${JSON.stringify(entries.map((e) => e.eventId))}`);
+        return { ada, bob };
+      },
+      { description: 'both dead letters listed on the dashboard', timeoutMs: 20_000 },
+    );
+    const replay = (position: string) =>
+      owner.request({
+        method: 'POST',
+        url: '/dashboard/api/deadletters/replay',
+        payload: { topic: 'events', position },
+        headers: { 'content-type': 'application/json' },
+      });
+    const refused = await replay(positions.ada);
+    expect(refused.statusCode, refused.body).toBe(409);
+    expect(refused.json()).toMatchObject({ type: '/problems/conflict' });
+    expect((await replay(positions.bob)).statusCode).toBe(200);
   }, 60_000);
 
   it('is in the admin OpenAPI document, with the request and answer schemas', async () => {
