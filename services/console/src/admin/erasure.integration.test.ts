@@ -382,5 +382,13 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
     expect((await erase('phone', '+123')).statusCode).toBe(400);
     expect((await erase('email', 'x'.repeat(400) + '@a.example')).statusCode).toBe(400);
     expect((await erase('email', 'a@b.example', 'acc_does_not_exist')).statusCode).toBe(404);
+    const huge = await admin.inject({
+      method: 'POST',
+      url: `/admin/v1/accounts/${accountId}/erasures`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ type: 'email', value: 'a@b.example', padding: 'x'.repeat(2_000) }),
+      remoteAddress: randomClientIp(),
+    });
+    expect(huge.statusCode).toBe(413);
   });
 });
