@@ -14,3 +14,4 @@ export * from './validator.js';
 export * from './csv-columns.js';
 export * from './segment.js';
 export * from './clickhouse-reader.js';
+export * from './erasure.js';

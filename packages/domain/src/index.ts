@@ -56,3 +56,8 @@ export * from './jobs/job-status.store.js';
 export { normaliseOwnerEmail } from './control-plane/owners.state.js';
 export * from './audit/audit-record.js';
 export * from './audit/audit.store.js';
+export * from './erasure/erasure-record.js';
+export * from './erasure/suppression.list.js';
+export * from './erasure/events-erasure.store.js';
+export * from './erasure/crm-state.eraser.js';
+export * from './erasure/suppression.read.js';

@@ -11,7 +11,9 @@ import { createAllowance } from './allowance/allowance.js';
 import { allowancePeriod } from './allowance/allowance.period.js';
 import { createAllowanceReconciler } from './allowance/allowance.reconciler.js';
 import type { Account } from './control-plane/types.js';
-import { createRecordStateReader } from './crm/record-state.reader.js';
+import { createRecordStateReader, recordStateKeys } from './crm/record-state.reader.js';
+import { pendingLinkMember } from './crm/crm-links.js';
+import { createCrmStateEraser } from './erasure/crm-state.eraser.js';
 import { createSyncHealthStore } from './crm/sync-health.store.js';
 import { createSyncStateStore } from './crm/sync-state.store.js';
 import { createJobStatusStore, queuedJobStatus } from './jobs/job-status.store.js';
@@ -97,5 +99,20 @@ describe('stores under their roles’ Redis users', () => {
     const records = createRecordStateReader({ redis: role('console'), keyPrefix: PREFIX });
     expect(await records.present(account.id, 'contact', 'a@example.com', ['email'])).toEqual(new Set());
     expect(await records.applied([`crm:${account.id}:e1:r1`])).toEqual(new Set());
+  });
+
+  it("an erasure: the console deletes the erased contact's and company's record state and pending links, and nothing else of crm-sink's", async () => {
+    const keys = recordStateKeys(PREFIX);
+    const sink = role('crm-sink');
+    await sink.hset(keys.state(account.id, 'contact', 'gone@example.com'), 'email', 'gone@example.com');
+    await sink.hset(keys.state(account.id, 'company', 'gone.example'), 'name', 'Gone');
+    await sink.sadd(keys.pendingLinks(account.id, 'acme.example'), pendingLinkMember('gone@example.com'), pendingLinkMember('kept@example.com'));
+    await sink.sadd(keys.pendingLinks(account.id, 'gone.example'), pendingLinkMember('kept@example.com'));
+    const eraser = createCrmStateEraser({ redis: role('console'), keyPrefix: PREFIX });
+    expect(await eraser.erase(account.id, 'email', 'gone@example.com')).toEqual({ crmRecords: 1, pendingLinks: 1 });
+    expect(await eraser.erase(account.id, 'domain', 'gone.example')).toEqual({ crmRecords: 1, pendingLinks: 1 });
+    expect(await sink.smembers(keys.pendingLinks(account.id, 'acme.example'))).toEqual([pendingLinkMember('kept@example.com')]);
+    // The grant is for these families only: the park stays the sink's.
+    await expect(role('console').del(`${PREFIX}crm:park:${account.id}`)).rejects.toThrow(/NOPERM/);
   });
 });

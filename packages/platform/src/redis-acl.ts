@@ -44,9 +44,9 @@ export const REDIS_KEY_FAMILIES = {
   /** One list: grants the console asks crm-sink to revoke. */
   oauthRevoke: { pattern: 'crm:oauth:revoke', owner: 'packages/domain/src/crm/oauth/oauth-token-state.ts', writers: ['console', 'crm-sink'], readers: [] },
   syncState: { pattern: 'crm:sync:*', owner: 'packages/domain/src/crm/sync-state.store.ts', writers: ['crm-sink'], readers: ['gateway', 'console'] },
-  recordState: { pattern: 'crm:state:*', owner: 'packages/domain/src/crm/record-state.reader.ts', writers: ['crm-sink'], readers: ['console'] },
+  recordState: { pattern: 'crm:state:*', owner: 'packages/domain/src/crm/record-state.reader.ts', writers: ['crm-sink', 'console'], readers: [] },
   ledger: { pattern: 'crm:{*', owner: 'packages/domain/src/crm/record-state.reader.ts', writers: ['crm-sink'], readers: ['console'] },
-  pendingLinks: { pattern: 'crm:links:*', owner: 'packages/domain/src/crm/record-state.reader.ts', writers: ['crm-sink'], readers: ['console'] },
+  pendingLinks: { pattern: 'crm:links:*', owner: 'packages/domain/src/crm/record-state.reader.ts', writers: ['crm-sink', 'console'], readers: [] },
   syncHealth: { pattern: 'crm:health:*', owner: 'packages/domain/src/crm/sync-health.store.ts', writers: ['crm-sink'], readers: ['console'] },
   park: { pattern: 'crm:park:*', owner: 'services/crm-sink/src/park/park.store.ts', writers: ['crm-sink'], readers: [] },
   crmRate: { pattern: 'crm:rate:*', owner: 'services/crm-sink/src/rate/shared-token-bucket.ts', writers: ['crm-sink'], readers: [] },
@@ -145,7 +145,8 @@ export const REDIS_ROLE_GRANTS: Record<RedisRole, { root: readonly string[]; gra
     ],
   },
   console: {
-    root: ROOT_COMMANDS,
+    // SCAN: an erasure finds the pending-link sets of the account that name the erased contact.
+    root: [...ROOT_COMMANDS, 'scan'],
     grants: [
       { families: ['sessions', 'secondFactor'], commands: ['get', 'set', 'del', 'pexpire'] },
       // The OAuth state script (oauth-state.store.ts): one use per state, a count per account.
@@ -158,6 +159,9 @@ export const REDIS_ROLE_GRANTS: Record<RedisRole, { root: readonly string[]; gra
       { families: ['keyLastUsed'], commands: ['get', 'mget', 'set'] },
       { families: ['jobStatus', 'accountJobs'], commands: JOB_STATUS_COMMANDS },
       { families: ['syncState', 'recordState', 'ledger', 'pendingLinks', 'syncHealth', 'oauthToken'], commands: CRM_READ_COMMANDS },
+      // Erasure (packages/domain/src/erasure/crm-state.eraser.ts): the record of the erased
+      // contact or company, and the pending links that name it.
+      { families: ['recordState', 'pendingLinks'], commands: ['del', 'srem', 'smembers'] },
     ],
   },
   processor: {

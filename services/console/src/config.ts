@@ -55,6 +55,13 @@ export const ConsoleConfigSchema = Type.Object({
    */
   CLICKHOUSE_ACCESS_USER: Type.String({ default: '' }),
   CLICKHOUSE_ACCESS_PASSWORD: Type.String({ default: '' }),
+  /**
+   * Erasure (docs/erasure.md): the processor's storage consumer group (the same value as the
+   * processor's), whose committed offsets an erasure waits on before it deletes, and the bound
+   * on that wait and on the wait for ClickHouse's mutation.
+   */
+  PROCESSOR_STORAGE_GROUP: Type.String({ minLength: 1, default: 'processor-storage' }),
+  ERASURE_WAIT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 60_000 }),
   /** The public API's rule, applied to the events of a mapping dry-run and the dashboard's CSV uploads. */
   MAX_FUTURE_SKEW_MS: Type.Integer({ minimum: 0, default: 24 * 60 * 60 * 1000 }),
   /**

@@ -32,7 +32,7 @@ await launchService({
     // The admin API on a listener of its own (loopback by default), only with a token.
     const admin = config.ADMIN_TOKEN
       ? httpServerComponent(
-          await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch }),
+          await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch, kafka }),
           config.ADMIN_HOST,
           config.ADMIN_PORT,
           'admin-http-server',

@@ -22,6 +22,7 @@ import {
   type MappingReader,
   type OAuthApps,
   type StoredCrmCredential,
+  type SuppressionList,
 } from '@ingest/domain';
 import type { CreateAdapter } from './adapters/adapter.js';
 import type { BearerSource } from './adapters/http.client.js';
@@ -78,6 +79,8 @@ export interface CrmSinkDeps {
   park: ParkConfig;
   /** The control plane's accounts: a suspended account's sync is held (parked) until it is resumed. Absent: none is. */
   accounts?: Pick<ControlPlaneReader, 'accountById' | 'listAccounts'>;
+  /** The erasure suppression list (started before the sink): erased people's events are not synced. Absent: none are. */
+  erasures?: SuppressionList;
   /** The accounts' sync health metrics (docs/crm-sync.md, "Sync health"); defaults when absent. */
   health?: SyncHealthMonitorSettings;
 }
@@ -162,6 +165,7 @@ export function createCrmSink(deps: CrmSinkDeps): CrmSink {
     rate: deps.rate,
     retry: deps.retry,
     tokenBucketOf: createSharedTokenBuckets({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix, rate: deps.rate }),
+    ...(deps.erasures ? { erased: deps.erasures.suppressed } : {}),
     ...(accounts
       ? {
           accountSuspended: (accountId: string) => {
@@ -177,6 +181,7 @@ export function createCrmSink(deps: CrmSinkDeps): CrmSink {
     groupId: deps.groupId,
     engine,
     deadLetters,
+    ...(deps.erasures ? { erasures: deps.erasures } : {}),
     logger: deps.logger,
     metrics: deps.metrics,
     maxUnfinishedPerPartition: deps.maxUnfinishedPerPartition,

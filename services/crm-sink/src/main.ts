@@ -3,6 +3,7 @@ import {
   createControlPlane,
   createCredentialOpener,
   createOutboundPolicy,
+  createSuppressionList,
   createTokenHttp,
   credentialKeyringFromConfig,
   oauthAppsFromConfig,
@@ -42,6 +43,8 @@ await launchService({
       timeoutMs: config.CRM_OAUTH_HTTP_TIMEOUT_MS,
       connectTimeoutMs: config.CRM_HTTP_CONNECT_TIMEOUT_MS,
     });
+    // Erased people and companies are not synced again (docs/erasure.md).
+    const erasures = createSuppressionList({ kafka, topic: topic('erasures'), logger });
     const sink = createCrmSink({
       kafka,
       producer,
@@ -49,6 +52,7 @@ await launchService({
       mappings: controlPlane,
       openCredential,
       accounts: controlPlane,
+      erasures,
       oauth: {
         apps: oauthApps,
         keyring,
@@ -144,13 +148,14 @@ await launchService({
       components: [
         controlPlane,
         createCredentialsCheck({ credentials: controlPlane, keyring, allowPlaintext, logger, metrics }),
+        erasures,
         sink,
         lag,
         ...channel,
         // Last to stop: the sink's refreshes and revocations use its connections until then.
         { name: 'crm-oauth-http', start: async () => undefined, stop: () => tokenHttp.close(), healthy: () => true },
       ],
-      waitingFor: () => waitingFor(controlPlaneConditions(controlPlane), [sink]),
+      waitingFor: () => waitingFor(controlPlaneConditions(controlPlane), [erasures, sink]),
     };
   },
 });

@@ -4,6 +4,7 @@ import {
   createAllowanceReconciler,
   createControlPlane,
   createLedgerWriter,
+  createSuppressionList,
   isSuspended,
   readAccounts,
   readLedgerTopic,
@@ -37,8 +38,11 @@ await launchService({
           deadAfterMs: config.CONTROL_PLANE_DEAD_AFTER_MS,
         })
       : undefined;
+    // Storage drops the events of erased people and companies (docs/erasure.md).
+    const erasures = stagesRun.includes('storage') ? createSuppressionList({ kafka, topic: topic('erasures'), logger }) : undefined;
     const parts = createProcessor({
       stages: stagesRun,
+      ...(erasures ? { erasures } : {}),
       ...(controlPlane
         ? {
             accountSuspended: (accountId: string) => {
@@ -118,8 +122,8 @@ await launchService({
     }
     return {
       // The control plane starts first: the job runner must know suspended accounts before its first job.
-      components: [...(controlPlane ? [controlPlane] : []), ...parts, ...observers],
-      waitingFor: () => waitingFor(controlPlane ? controlPlaneConditions(controlPlane) : {}, parts),
+      components: [...(controlPlane ? [controlPlane] : []), ...(erasures ? [erasures] : []), ...parts, ...observers],
+      waitingFor: () => waitingFor(controlPlane ? controlPlaneConditions(controlPlane) : {}, [...(erasures ? [erasures] : []), ...parts]),
       clients: [ch],
     };
   },

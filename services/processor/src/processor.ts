@@ -10,7 +10,7 @@ import {
   type Registry,
   topicName,
 } from '@ingest/platform';
-import { createAllowance, createEventValidator, createJobStatusStore } from '@ingest/domain';
+import { createAllowance, createEventValidator, createJobStatusStore, type SuppressionList } from '@ingest/domain';
 import { createAuditCopier } from './audit/audit.copier.js';
 import { createLedgerCopier } from './ledger/ledger.copier.js';
 import { createDedupeConsumer } from './dedupe/dedupe.consumer.js';
@@ -19,6 +19,7 @@ import { createClickHouseWriter } from './storage/clickhouse.writer.js';
 import { eventsRowFormatOfLine } from '@ingest/domain';
 import { createStorageConsumer } from './storage/storage.consumer.js';
 import { createEventsRowFormatHolder } from './storage/events-row-format.js';
+import { createErasureFilter } from './storage/erasure.filter.js';
 
 /** The consumer groups a processor can run; each replica runs all of them unless told otherwise. */
 export const PROCESSOR_STAGES = ['jobs', 'dedupe', 'storage'] as const;
@@ -49,6 +50,8 @@ export interface ProcessorDeps {
   now?: () => number;
   /** From the control plane: jobs of a suspended account fail instead of running; absent, none is. */
   accountSuspended?: (accountId: string) => boolean;
+  /** The erasure suppression list (started before the stages): storage drops erased people's events. */
+  erasures?: SuppressionList;
 }
 
 /** Assembles the processor's parts; main.ts and the integration tests both call this. */
@@ -154,6 +157,7 @@ function createStorage(deps: ProcessorDeps, deadLetterTopic: string): Component 
     groupId: deps.groups.storage,
     writer,
     deadLetters,
+    ...(deps.erasures ? { erasures: createErasureFilter(deps.erasures) } : {}),
     logger: deps.logger,
     metrics: deps.metrics,
     partitionsConsumedConcurrently: deps.storage?.concurrency ?? 12,

@@ -2,6 +2,7 @@ import { readAllowanceHistory } from '@ingest/console';
 import {
   AUDIT_TABLE,
   createAuditReader,
+  createEventsEraser,
   createLedgerReader,
   LEDGER_TABLE,
   toAuditRecord,
@@ -286,6 +287,28 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
       await setAttached(ch, ch.database, 'usage_hourly_mv', true);
     },
   },
+  {
+    name: 'erasure: version(), count, the delete the server takes (lightweight DELETE on current servers), by hashes, the wait on system.mutations',
+    site: 'packages/domain/src/erasure/events-erasure.store.ts',
+    run: async (ch) => {
+      const eraser = createEventsEraser(ch);
+      await eraser.count('acc_cat', 'email', HOSTILE);
+      await eraser.erase('acc_cat', 'email', HOSTILE);
+      await eraser.erase('acc_cat', 'domain', HOSTILE);
+      // After a restore: by the hashes of the suppression list (SHA256 of the row's JSON triple).
+      await eraser.eraseByHashes('acc_cat', 'email', ['0'.repeat(64), 'f'.repeat(64)]);
+      return eraser.waitForMutations(30_000);
+    },
+  },
+  {
+    name: "erasure: 18.16's ALTER TABLE … DELETE (a mutation), which current servers take too",
+    site: 'packages/domain/src/erasure/events-erasure.store.ts',
+    run: async (ch) => {
+      const eraser = createEventsEraser(ch, { statement: 'mutation' });
+      await eraser.erase('acc_cat', 'email', HOSTILE);
+      return eraser.waitForMutations(30_000);
+    },
+  },
 ];
 
 /**
@@ -308,4 +331,5 @@ export const CATALOGUED_CALL_SITES: Readonly<Record<string, number>> = {
   'packages/platform/src/clickhouse/tenant-reader.ts': 5,
   'packages/platform/src/clickhouse/retention.ts': 5,
   'packages/platform/src/clickhouse/table-backup.ts': 9,
+  'packages/domain/src/erasure/events-erasure.store.ts': 4,
 };

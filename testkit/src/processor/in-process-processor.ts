@@ -1,6 +1,7 @@
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Component, createLogger, createMetricsRegistry, REPO_ROOT } from '@ingest/platform';
+import { type ClickHouse, type Component, createLogger, createMetricsRegistry, REPO_ROOT } from '@ingest/platform';
+import type { SuppressionList } from '@ingest/domain';
 import { uniqueSuffix } from '../index.js';
 // The processor (job runner, dedupe, storage) stores what a dashboard page reads: built with the
 // builder its main.ts uses, from its public entry.
@@ -11,7 +12,18 @@ import type { GatewayFixture } from '../gateway/gateway.fixture.js';
  * The real processor in this process, on the gateway fixture's topics, database and Redis, with
  * consumer groups of its own. Started here; the caller stops the returned parts in order.
  */
-export async function startProcessorFor(gw: GatewayFixture, name: string, options: { ledger?: boolean } = {}): Promise<Component[]> {
+export interface ProcessorForOptions {
+  /** Also the billing-ledger copier (default off). */
+  ledger?: boolean;
+  /** What storage writes through (default the fixture's database), e.g. one that holds inserts. */
+  ch?: ClickHouse;
+  /** The storage consumer group (default a fresh one). */
+  storageGroup?: string;
+  /** The erasure suppression list storage checks (started by the caller); default none. */
+  erasures?: SuppressionList;
+}
+
+export async function startProcessorFor(gw: GatewayFixture, name: string, options: ProcessorForOptions = {}): Promise<Component[]> {
   // Its log goes to a file (ids only, like every log): a page that waits in vain for stored
   // events can then be explained from .local/test-artifacts/logs.
   const logDir = join(REPO_ROOT, '.local/test-artifacts/logs');
@@ -20,15 +32,16 @@ export async function startProcessorFor(gw: GatewayFixture, name: string, option
   const parts = createProcessor({
     kafka: gw.kafka.kafka,
     producer: gw.producer,
-    ch: gw.clickhouse.ch,
+    ch: options.ch ?? gw.clickhouse.ch,
     redis: gw.redis,
+    ...(options.erasures ? { erasures: options.erasures } : {}),
     logger,
     metrics: createMetricsRegistry(name),
     topicPrefix: gw.kafka.prefix,
     partitionsConsumedConcurrently: 3,
     groups: {
       jobs: `jobs-${uniqueSuffix()}`,
-      storage: `storage-${uniqueSuffix()}`,
+      storage: options.storageGroup ?? `storage-${uniqueSuffix()}`,
       dedupe: `dedupe-${uniqueSuffix()}`,
       // The audit log's copy into ClickHouse: the dashboard's Activity page reads it.
       audit: `processor-audit-${uniqueSuffix()}`,

@@ -36,6 +36,8 @@ interface RoleGrants {
   write: readonly TopicKey[];
   /** Group-name prefixes the role's consumers use. */
   groups: readonly string[];
+  /** Topics the role only looks at (end offsets), and group-name prefixes whose committed offsets it reads. */
+  describe?: { topics: readonly TopicKey[]; groups: readonly string[] };
 }
 
 export const CONTROL_PLANE_GROUP_PREFIX = 'control-plane.';
@@ -64,12 +66,15 @@ export const ROLE_GRANTS: Readonly<Record<KafkaRole, RoleGrants>> = {
     groups: [CONTROL_PLANE_GROUP_PREFIX],
   },
   console: {
-    read: [...ALL_CONTROL, 'billingLedger', 'deadLetters', 'crmDeadLetters'],
-    write: [...ALL_CONTROL, 'billingLedger', 'crmReplay', 'auditLog'],
+    read: [...ALL_CONTROL, 'billingLedger', 'deadLetters', 'crmDeadLetters', 'erasures'],
+    write: [...ALL_CONTROL, 'billingLedger', 'crmReplay', 'auditLog', 'erasures'],
     groups: [CONTROL_PLANE_GROUP_PREFIX, READ_TO_END_GROUP_PREFIX],
+    // An erasure waits until the storage writer's committed offsets pass the end of events.unique
+    // (docs/erasure.md): DESCRIBE only, the console never joins the processor's group.
+    describe: { topics: ['eventsUnique'], groups: ['processor-storage'] },
   },
   processor: {
-    read: ['eventsRaw', 'jobChunks', 'dedupeChangelog', 'eventsUnique', 'controlAccounts', 'billingLedger', 'auditLog'],
+    read: ['eventsRaw', 'jobChunks', 'dedupeChangelog', 'eventsUnique', 'controlAccounts', 'billingLedger', 'auditLog', 'erasures'],
     // events.raw: a bulk job's chunks become events there; billing.ledger: closed months.
     write: ['eventsRaw', 'eventsUnique', 'dedupeChangelog', 'jobProgress', 'deadLetters', 'billingLedger'],
     // control-plane.*: the job runner's control plane (accounts only: a suspended account's jobs stop).
@@ -77,7 +82,7 @@ export const ROLE_GRANTS: Readonly<Record<KafkaRole, RoleGrants>> = {
   },
   'crm-sink': {
     // control.accounts: a suspended account's CRM sync is held.
-    read: ['eventsUnique', 'crmReplay', 'controlAccounts', 'controlMappings', 'controlCrmCredentials'],
+    read: ['eventsUnique', 'crmReplay', 'controlAccounts', 'controlMappings', 'controlCrmCredentials', 'erasures'],
     write: ['crmDeadLetters'],
     groups: ['crm-sink', CONTROL_PLANE_GROUP_PREFIX],
   },
@@ -106,6 +111,14 @@ export function aclBindings(role: KafkaRole, principal: string, topicPrefix: str
     ...grants.read.map((ref) => topic(ref, 'READ')),
     ...grants.write.map((ref) => topic(ref, 'WRITE')),
     ...grants.groups.map((name): AclBinding => ({ resourceType: 'group', resourceName: name, patternType: 'prefixed', principal, operation: 'READ' })),
+    ...(grants.describe?.topics ?? []).map((ref) => topic(ref, 'DESCRIBE')),
+    ...(grants.describe?.groups ?? []).map((name): AclBinding => ({
+      resourceType: 'group',
+      resourceName: name,
+      patternType: 'prefixed',
+      principal,
+      operation: 'DESCRIBE',
+    })),
   ];
 }
 

@@ -12,10 +12,11 @@ export type ConsumerStage = (typeof CONSUMER_STAGES)[number];
 /**
  * What became of a message once its batch's handler finished: passed on, stored, buffered or
  * handed over (`ok`), dropped as a repeat (`duplicate`), moved to a dead-letter topic
- * (`dead_letter`). Delivery is at least once, so a batch delivered again after a crash or a
+ * (`dead_letter`), dropped because its person or company was erased (`erased`,
+ * docs/erasure.md). Delivery is at least once, so a batch delivered again after a crash or a
  * rebalance is counted again: this is work done, not unique messages.
  */
-export const MESSAGE_OUTCOMES = ['ok', 'duplicate', 'dead_letter'] as const;
+export const MESSAGE_OUTCOMES = ['ok', 'duplicate', 'dead_letter', 'erased'] as const;
 export type MessageOutcome = (typeof MESSAGE_OUTCOMES)[number];
 
 export interface ConsumerStageMetrics {

@@ -116,6 +116,16 @@ export const TOPICS = {
     config: { 'cleanup.policy': 'delete', 'retention.ms': String(AUDIT_RETENTION_DAYS * DAY_MS), 'max.message.bytes': String(1024 * 1024) },
     purpose: 'the audit log: every state change by an admin or dashboard owner (who, what, when, from where, before/after without secrets)',
   },
+  erasures: {
+    // The erasure suppression list. Its key is not `control*` on purpose: the control planes
+    // subscribe to every `control*` key they may read, and this list is followed by its own
+    // reader (packages/domain/src/erasure/suppression.list.ts). Compacted: one record per
+    // (account, identifier hash), kept for good; nothing in it is an email or domain in clear.
+    name: 'control.erasures',
+    partitions: 1,
+    config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
+    purpose: 'erasure suppression list: account and SHA-256 of an erased email or domain, keyed <accountId>/<type>/<hash> (compacted)',
+  },
   billingLedger: {
     name: 'billing.ledger',
     partitions: 3,

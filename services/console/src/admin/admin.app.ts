@@ -1,15 +1,18 @@
-import { type ClickHouse, createClickHouse, type Producer, topicName } from '@ingest/platform';
+import { type ClickHouse, createClickHouse, type KafkaClient, type Producer, topicName } from '@ingest/platform';
 import {
   type ControlPlane,
   createAllowance,
   createAuditReader,
   createAuditWriter,
+  createCrmStateEraser,
+  createEventsEraser,
   createEventValidator,
   createLedgerReader,
   createLedgerWriter,
   createOutboundPolicy,
   createRecordStateReader,
   type OutboundPolicy,
+  readSuppressions,
   seenIdsKey,
 } from '@ingest/domain';
 import type { FastifyInstance } from 'fastify';
@@ -17,6 +20,7 @@ import { type BaseAppDeps, createAuditor, createBaseApp, registerNoStore, regist
 import type { ConsoleConfig } from '../config.js';
 import { createAdminAuth, requireAdmin } from './admin-auth.js';
 import { adminRoutes } from './admin.routes.js';
+import { createErasureService, createStorageProgress } from './erasure.service.js';
 import { connectionChannelFromConfig } from '../crm/connection-channel.client.js';
 import { createMappingCrmCheck } from '../crm/mapping-crm.check.js';
 
@@ -25,8 +29,10 @@ export interface AdminAppDeps extends Omit<BaseAppDeps, 'config'> {
   controlPlane: ControlPlane;
   /** Writes plan changes to the billing ledger topic. */
   producer: Producer;
-  /** Reads the billing ledger (its ClickHouse copy). */
+  /** Reads the billing ledger (its ClickHouse copy); erasures delete from `events`. */
   ch: ClickHouse;
+  /** Erasures read the storage writer's progress; without it the erasure route does not exist. */
+  kafka?: KafkaClient;
   /** Where CRM credentials may point; default from CRM_ALLOW_HTTP and CRM_ALLOWED_CIDRS. */
   outboundPolicy?: OutboundPolicy;
   /** The per-account readers' ClickHouse access client; default: CLICKHOUSE_ACCESS_USER's (none when it is empty). */
@@ -81,6 +87,19 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
     auditor: createAuditor({ writer: createAuditWriter(deps.producer, topicName(config.KAFKA_TOPIC_PREFIX, 'auditLog')), now }),
     reader: createAuditReader(deps.ch),
   };
+  const { kafka } = deps;
+  const erasure =
+    kafka &&
+    createErasureService({
+      producer: deps.producer,
+      suppressionTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'erasures'),
+      storage: createStorageProgress({ kafka, topic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsUnique'), groupId: config.PROCESSOR_STORAGE_GROUP }),
+      events: createEventsEraser(deps.ch),
+      crmState: createCrmStateEraser({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
+      readSuppressions: () => readSuppressions(kafka, topicName(config.KAFKA_TOPIC_PREFIX, 'erasures'), deps.logger),
+      waitMs: config.ERASURE_WAIT_MS,
+      ...(deps.now ? { now: deps.now } : {}),
+    });
   await app.register(
     adminRoutes({
       controlPlane: deps.controlPlane,
@@ -103,6 +122,7 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
                   createClickHouse({ url: config.CLICKHOUSE_URL, username: config.CLICKHOUSE_ACCESS_USER, password: config.CLICKHOUSE_ACCESS_PASSWORD }),
               }),
       },
+      ...(erasure ? { erasure } : {}),
       ...(deps.now ? { now: deps.now } : {}),
     }),
     { prefix: '/admin/v1' },

@@ -36,6 +36,8 @@ import { createAdminAuth, requireAdmin } from './admin-auth.js';
 import { adminsRoutes } from './admins.routes.js';
 import { ledgerRoutes } from './ledger.routes.js';
 import { clickhouseReaderRoutes, type ClickHouseReaderRoutesDeps } from './clickhouse-reader.routes.js';
+import { erasureRoutes } from './erasure.routes.js';
+import type { ErasureService } from './erasure.service.js';
 import { crmRoutes } from './crm.routes.js';
 import type { MappingCrmCheck } from '../crm/mapping-crm.check.js';
 import { ownersRoutes } from './owners.routes.js';
@@ -64,6 +66,8 @@ export interface AdminRoutesDeps {
   };
   /** Per-account ClickHouse readers (clickhouse-reader.routes.ts). */
   clickhouseReaders: Pick<ClickHouseReaderRoutesDeps, 'database' | 'openAccessClient'>;
+  /** Erasure of a person or company (docs/erasure.md); absent, the route does not exist. */
+  erasure?: ErasureService;
   now?: () => number;
 }
 
@@ -112,6 +116,7 @@ export function adminRoutes(deps: AdminRoutesDeps): FastifyPluginAsync {
     );
     await app.register(ledgerRoutes({ reader: deps.ledger.reader }));
     await app.register(clickhouseReaderRoutes({ controlPlane: cp, auditor, ...deps.clickhouseReaders }));
+    if (deps.erasure) await app.register(erasureRoutes({ controlPlane: cp, service: deps.erasure, auditor }));
     const now = deps.now ?? Date.now;
 
     app.post<{ Body: CreateAccountBody }>(

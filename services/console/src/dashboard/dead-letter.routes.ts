@@ -3,6 +3,7 @@ import {
   type DeadLetterEntry,
   entryPosition,
   type KafkaClient,
+  type Logger,
   planReplay,
   type Producer,
   type Registry,
@@ -12,6 +13,7 @@ import {
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { type Auditor, ProblemError } from '@ingest/http';
+import { loadErasedCheck } from '@ingest/domain';
 import { createDeadLetterReader } from './dead-letter.reader.js';
 import type { RouteLimits } from './route-options.js';
 import { dashboardOf } from './session.guard.js';
@@ -110,6 +112,12 @@ export function deadLettersRoutes(deps: {
         if (!entry)
           throw new ProblemError('notFound', `No dead letter of this account at ${normalised} in ${which === 'crm' ? 'crm.deadletter' : 'events.deadletter'}.`);
         const { topic, replayTopic } = topics[which];
+        // Events of erased people and companies are not replayed (docs/erasure.md).
+        // request.log is the service's pino logger (base-app.ts passes it as fastify's loggerInstance).
+        const logger = request.log as unknown as Logger;
+        if (deps.kafka && (await loadErasedCheck(deps.kafka, topicName(deps.topicPrefix, 'erasures'), logger))(entry.value)) {
+          throw new ProblemError('conflict', 'This dead letter holds an event of an erased person or company; it is not replayed.');
+        }
         const plan = planReplay(found, { deadLetterTopic: topic, allowedTopics: allTopicSpecs().map((s) => deps.topicPrefix + s.name) });
         const refused = plan.refused[0];
         if (refused) throw new ProblemError('conflict', `This dead letter cannot be replayed: ${refused.reason}.`);

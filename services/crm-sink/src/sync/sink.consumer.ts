@@ -6,12 +6,13 @@ import {
   type ConsumedMessage,
   createStageConsumer,
   type DeadLetterSink,
+  drop,
   type KafkaClient,
   type Logger,
   ok,
   type Registry,
 } from '@ingest/platform';
-import { createEventRecordDecoder } from '@ingest/domain';
+import { createEventRecordDecoder, type SuppressionList } from '@ingest/domain';
 import { createCommittableOffsets, type CommittableOffsets } from './committable-offsets.js';
 import type { SinkEvent, SyncEngine } from './sync.engine.js';
 
@@ -30,6 +31,11 @@ export interface SinkConsumerDeps {
   engine: SyncEngine;
   /** For messages that are not event records (they cannot be synced, ever). */
   deadLetters: DeadLetterSink;
+  /**
+   * The erasure suppression list (docs/erasure.md): an erased person's or company's events,
+   * from events.unique or a CRM replay, are not synced. Caught up before each batch.
+   */
+  erasures?: Pick<SuppressionList, 'sync' | 'suppressed'>;
   logger: Logger;
   metrics: Registry;
   maxUnfinishedPerPartition: number;
@@ -83,17 +89,22 @@ export function createSinkConsumer(deps: SinkConsumerDeps): Component {
   const consumer = createStageConsumer<EventRecord>(deps, {
     name: 'crm-sink-consumer',
     stage: 'crm-sink',
-    outcomes: ['ok', 'dead_letter'],
+    outcomes: ['ok', 'dead_letter', 'erased'],
     topics: deps.topics,
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 4,
     decode: (message) => decode(message.value),
-    open(messages, ctx) {
+    async open(messages, ctx) {
+      await deps.erasures?.sync();
       const tracker = trackerFor(messages, ctx);
       for (const message of messages) tracker.add(message.offset);
       const events: SinkEvent[] = [];
       return {
         // `ok`: handed to the sync engine, whose own outcomes are ingest_crm_sync_outcomes_total.
         step(record, message) {
+          if (deps.erasures?.suppressed(record)) {
+            tracker.finish(message.offset);
+            return drop('erased');
+          }
           events.push({
             record,
             message,

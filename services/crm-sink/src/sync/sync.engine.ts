@@ -88,6 +88,8 @@ export interface SyncEngineDeps {
   parking?: ParkingSettings;
   /** From the control plane: true while the account is suspended (its sync is held). Only used with `parking`. */
   accountSuspended?: (accountId: string) => boolean;
+  /** Erasure (docs/erasure.md): a parked event of an erased person or company is dropped when resumed. */
+  erased?: (record: EventRecord) => boolean;
   now?: () => number;
 }
 
@@ -434,8 +436,9 @@ export function createSyncEngine(deps: SyncEngineDeps): SyncEngine {
       const broken = [];
       for (const entry of taken) {
         const decoded = decodeRecord(entry.message.value);
-        if (decoded.ok) events.push({ record: decoded.record, message: entry.message, finish: () => undefined });
-        else broken.push({ message: entry.message, code: decoded.code, reason: decoded.reason });
+        if (decoded.ok) {
+          if (!deps.erased?.(decoded.record)) events.push({ record: decoded.record, message: entry.message, finish: () => undefined });
+        } else broken.push({ message: entry.message, code: decoded.code, reason: decoded.reason });
       }
       await deps.deadLetters.publish(broken);
       const { skipped, planned } = plan(events);

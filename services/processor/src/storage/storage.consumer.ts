@@ -4,6 +4,7 @@ import {
   type BatchContext,
   createStageConsumer,
   type DeadLetterSink,
+  drop,
   type KafkaClient,
   type Logger,
   METRIC_NAMES,
@@ -13,6 +14,7 @@ import {
 import { Histogram } from 'prom-client';
 import type { ClickHouseWriter } from './clickhouse.writer.js';
 import { createInsertBatcher } from './insert-batcher.js';
+import type { ErasureFilter } from './erasure.filter.js';
 import { createEventRecordDecoder, toEventLine } from '@ingest/domain';
 
 export interface StorageConsumerDeps {
@@ -21,6 +23,8 @@ export interface StorageConsumerDeps {
   groupId: string;
   writer: ClickHouseWriter;
   deadLetters: DeadLetterSink;
+  /** Events of erased people and companies are dropped (erasure.filter.ts); absent: none are. */
+  erasures?: ErasureFilter;
   logger: Logger;
   metrics: Registry;
   partitionsConsumedConcurrently?: number;
@@ -125,7 +129,7 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
   const consumer: BatchConsumer = createStageConsumer<EventRecord>(deps, {
     name: 'storage-consumer',
     stage: 'storage',
-    outcomes: ['ok', 'dead_letter'],
+    outcomes: ['ok', 'dead_letter', 'erased'],
     topics: [deps.topic],
     partitionsConsumedConcurrently: deps.partitionsConsumedConcurrently ?? 1,
     onGroupJoin: () => {
@@ -137,15 +141,17 @@ export function createStorageConsumer(deps: StorageConsumerDeps): BatchConsumer 
       await Promise.allSettled([...commits]);
     },
     decode: (message) => decode(message.value),
-    open(messages, ctx) {
+    async open(messages, ctx) {
       // After a failed insert nothing more is stored or committed until the restart re-reads.
       if (failure !== undefined) return null;
+      await deps.erasures?.beforeBatch();
       const insertedAt = now();
       // Rows as TabSeparated lines (formatRow's shape; the writer names its columns), and their receipt times.
       const rows: string[] = [];
       const receivedAtMs: number[] = [];
       return {
         step(record) {
+          if (deps.erasures?.erased(record)) return drop('erased');
           rows.push(formatRow(record, insertedAt));
           receivedAtMs.push(record.receivedAtMs);
           return ok();

@@ -5,6 +5,7 @@ import { CRM_ENV_USAGE, CRM_USAGE, type CrmCommand, crmRequestFor, type Flag, In
 import { ADMINS_USAGE, type AdminsCommand, adminsRequestFor, isAdminsCommand, parseAdminsCommand, parseAuditCommand } from './admins-commands.js';
 import { isReadersCommand, parseReadersCommand, READERS_USAGE, type ReadersCommand, readersRequestFor } from './readers-commands.js';
 import { formatProblem, formatSuccess } from './format.js';
+import { ERASE_TIMEOUT_MS, ERASE_USAGE, type EraseCommand, eraseRequestFor, isEraseCommand, parseEraseCommand } from './erase-commands.js';
 import { type Command as FrameCommand, describeError, EXIT_FAILED, EXIT_OK, HELP, type Io, parseCommandLine, runCommand, UsageError } from '../frame.js';
 
 /**
@@ -30,7 +31,7 @@ export type CoreCommand =
   | { kind: 'owners list'; accountId: string }
   | { kind: 'ledger'; accountId?: string; period?: string; csv: boolean };
 
-export type Command = { kind: 'help' } | CoreCommand | CrmCommand | AdminsCommand | ReadersCommand;
+export type Command = { kind: 'help' } | CoreCommand | CrmCommand | AdminsCommand | ReadersCommand | EraseCommand;
 
 export interface Invocation {
   command: Command;
@@ -63,6 +64,7 @@ commands:
   owners list <accountId>                                  list an account's dashboard owners
 ${ADMINS_USAGE}
 ${READERS_USAGE}
+${ERASE_USAGE}
   ledger [--account <accountId>] [--period YYYYMM] [--csv] the billing ledger: closed months and plan changes
 ${CRM_USAGE}
   help                                                     this text
@@ -200,6 +202,15 @@ export function parseInvocation(argv: readonly string[]): Invocation {
       args([]);
       return { command: parseAuditCommand({ flags: values, allow, args, usageError: (m) => new UsageError(m) }), json };
     default: {
+      if (group === 'erase') {
+        allow();
+        return { command: parseEraseCommand(action, rest, (m) => new UsageError(m)), json };
+      }
+      if (group === 'erasures' && action === 'reapply') {
+        allow();
+        args([]);
+        return { command: { kind: 'erasures reapply' }, json };
+      }
       const access = parseAdminsCommand(group, action ?? '', { flags: values, allow, args, usageError: (m) => new UsageError(m) });
       if (access) return { command: access, json };
       const reader = parseReadersCommand(group, action ?? '', { allow, args });
@@ -334,7 +345,11 @@ export interface CliIo extends Io {
   readStdin?(): Promise<string>;
 }
 
-async function buildRequest(command: CoreCommand | CrmCommand | AdminsCommand | ReadersCommand, io: CliIo): Promise<ApiRequest> {
+async function buildRequest(command: CoreCommand | CrmCommand | AdminsCommand | ReadersCommand | EraseCommand, io: CliIo): Promise<ApiRequest> {
+  if (isEraseCommand(command)) {
+    if (command.kind === 'erase' && command.value === '-') command.value = (await (io.readStdin ?? (() => readAll(process.stdin)))()).trim();
+    return eraseRequestFor(command);
+  }
   if (isAdminsCommand(command)) return adminsRequestFor(command);
   if (isReadersCommand(command)) return readersRequestFor(command);
   if (!isCrmCommand(command)) return requestFor(command);
@@ -385,7 +400,7 @@ async function request(command: Exclude<Command, { kind: 'help' }>, json: boolea
         ...request.headers,
       },
       ...(hasBody ? { body: JSON.stringify(request.body) } : {}),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      signal: AbortSignal.timeout(isEraseCommand(command) ? ERASE_TIMEOUT_MS : REQUEST_TIMEOUT_MS),
     });
   } catch (err) {
     io.stderr(`error: cannot reach the admin API at ${base}: ${describeError(err)}\n`);

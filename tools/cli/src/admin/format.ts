@@ -4,6 +4,7 @@ import { table } from '../frame.js';
 import { formatAdminsSuccess, isAdminsCommand } from './admins-commands.js';
 import { formatReadersSuccess, isReadersCommand } from './readers-commands.js';
 import { formatCrmSuccess, isCrmCommand } from './crm-commands.js';
+import { formatEraseSuccess, isEraseCommand } from './erase-commands.js';
 
 /** Human-readable output of the admin CLI. Inputs are the admin API's JSON bodies. */
 interface AccountOut {
@@ -32,6 +33,7 @@ export function formatSuccess(command: Exclude<Command, { kind: 'help' }>, body:
   if (isCrmCommand(command)) return formatCrmSuccess(command, body, table);
   if (isAdminsCommand(command)) return formatAdminsSuccess(command, body, table);
   if (isReadersCommand(command)) return formatReadersSuccess(command, body);
+  if (isEraseCommand(command)) return formatEraseSuccess(command, body);
   switch (command.kind) {
     case 'accounts create':
       return `created account ${accountBlock(body as AccountOut)}`;

@@ -29,7 +29,7 @@ let env: Record<string, string>;
 
 beforeAll(async () => {
   // audit.log: every replay is audited (cli.audit.integration.test.ts reads the records).
-  kafka = await createTestKafka(['eventsRaw', 'deadLetters', 'auditLog']);
+  kafka = await createTestKafka(['eventsRaw', 'deadLetters', 'auditLog', 'erasures']);
   producer = createProducer(kafka.kafka);
   await producer.connect();
   sink = createDeadLetterSink(producer, kafka.topic('deadLetters'), 'processor-storage');

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createAuditWriter, toAuditRecord } from '@ingest/domain';
+import { createAuditWriter, loadErasedCheck, toAuditRecord } from '@ingest/domain';
 import {
   allTopicSpecs,
   CommonConfig,
@@ -244,10 +244,15 @@ async function replay(ctx: Context, command: Extract<Command, { kind: 'replay' }
   const selected = matchesSelection(command.selection);
   // Letters that are themselves failed replays are read too, to warn about replaying again.
   const read = await readDeadLetters(ctx.kafka, ctx.topic, { limit: NO_LIMIT, filter: (e) => selected(e) || e.replayedFrom !== null, logger: ctx.logger });
-  const entries = read.filter(selected);
+  const selectedEntries = read.filter(selected);
+  // Events of erased people and companies are not replayed (docs/erasure.md).
+  const erased = await loadErasedCheck(ctx.kafka, topicName(ctx.prefix, 'erasures'), ctx.logger);
+  const entries = selectedEntries.filter((e) => !erased(e.value));
+  const withheld = selectedEntries.length - entries.length;
+  if (withheld > 0) io.stderr(`note: ${withheld} selected dead letters hold events of erased people or companies; they are not replayed\n`);
 
   if ('positions' in command.selection) {
-    const found = new Set(entries.map(entryPosition));
+    const found = new Set(selectedEntries.map(entryPosition));
     const missing = command.selection.positions.filter((p) => !found.has(p));
     if (missing.length > 0) {
       io.stderr(`error: no dead letter at ${missing.join(', ')} in ${printable(ctx.topic)}; nothing was replayed (see "list")\n`);
@@ -255,6 +260,11 @@ async function replay(ctx: Context, command: Extract<Command, { kind: 'replay' }
     }
   } else if (entries.length === 0) {
     io.stdout(command.json ? replayJson([], false) : `no dead letters with code ${command.selection.code} in ${printable(ctx.topic)}; nothing to replay\n`);
+    return EXIT_OK;
+  }
+
+  if (entries.length === 0) {
+    io.stdout(command.json ? replayJson([], false) : 'every selected dead letter is of an erased person or company; nothing to replay\n');
     return EXIT_OK;
   }
 
