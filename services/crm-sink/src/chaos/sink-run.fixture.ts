@@ -44,7 +44,8 @@ export interface SinkRun {
 }
 
 // Every control-plane topic (the sink's control plane reads them all at start), whatever is added later.
-const TOPICS: TopicKey[] = ['eventsUnique', 'crmReplay', 'crmDeadLetters', ...CONTROL_PLANE_TOPICS];
+// `erasures` too: crm-sink reads the erasure suppression list before it syncs (docs/erasure.md).
+const TOPICS: TopicKey[] = ['eventsUnique', 'crmReplay', 'crmDeadLetters', 'erasures', ...CONTROL_PLANE_TOPICS];
 
 export async function createSinkRun(
   label: string,
