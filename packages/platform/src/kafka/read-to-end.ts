@@ -34,30 +34,45 @@ export async function readTopicToEnd(kafka: KafkaClient, options: ReadToEndOptio
 
   const tracker = createOffsetTracker();
   let count = 0;
-  const consumer = createBatchConsumer(kafka, {
-    name: 'read-to-end',
-    groupId: `read-to-end.${randomBytes(6).toString('hex')}`,
-    topics: [options.topic],
-    logger: options.logger,
-    commitOffsets: false,
-    maxWaitTimeMs: 100,
-    partitionsConsumedConcurrently: 4,
-    handleBatch: async (messages) => {
-      for (const m of messages) {
-        if (wanted && !wanted.has(m.partition)) continue;
-        await options.onMessage(m);
-        count++;
-      }
-      const last = messages.at(-1);
-      if (last) tracker.advance(last.topic, last.partition, BigInt(last.offset) + 1n);
-    },
-  });
-  await consumer.start();
-  try {
-    const reached = await tracker.waitFor(targets, options.timeoutMs ?? 60_000);
-    if (!reached) throw new AppError('restore_timeout', `reading ${options.topic} to its end did not finish in time`, { retryable: true });
-    return count;
-  } finally {
-    await consumer.stop();
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  for (let attempt = 1; ; attempt++) {
+    const consumer = createBatchConsumer(kafka, {
+      name: 'read-to-end',
+      groupId: `read-to-end.${randomBytes(6).toString('hex')}`,
+      topics: [options.topic],
+      logger: options.logger,
+      commitOffsets: false,
+      maxWaitTimeMs: 100,
+      partitionsConsumedConcurrently: 4,
+      handleBatch: async (messages) => {
+        for (const m of messages) {
+          if (wanted && !wanted.has(m.partition)) continue;
+          await options.onMessage(m);
+          count++;
+        }
+        const last = messages.at(-1);
+        if (last) tracker.advance(last.topic, last.partition, BigInt(last.offset) + 1n);
+      },
+    });
+    try {
+      await consumer.start();
+    } catch (err) {
+      // stop() also ends the recovery a crash while joining set off in the background.
+      await consumer.stop().catch(() => undefined);
+      // A membership that crashed while joining (seen with kafkajs just after a broker stall,
+      // in the contract's chaos suite) handed nothing over: a fresh group reads every message
+      // once. Once something was handed over, a new read would hand it over twice: fail instead.
+      if (count > 0 || Date.now() + 1000 > deadline) throw err;
+      options.logger.warn({ err, topic: options.topic, attempt }, 'reading to the end: the consumer did not start; trying with a new group');
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000 * attempt, 5000)));
+      continue;
+    }
+    try {
+      const reached = await tracker.waitFor(targets, Math.max(0, deadline - Date.now()));
+      if (!reached) throw new AppError('restore_timeout', `reading ${options.topic} to its end did not finish in time`, { retryable: true });
+      return count;
+    } finally {
+      await consumer.stop();
+    }
   }
 }
