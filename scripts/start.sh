@@ -107,6 +107,8 @@ start_service() {
         "SEEN_IDS_HMAC_KEY=$SEEN_IDS_HMAC_KEY"
         "DASHBOARD_SECRET_KEYS_FILE=${DASHBOARD_SECRET_KEYS_FILE:-$STACK_DIR/dashboard-secret.key}"
         "${GATEWAY_READER_ENV[@]}"
+        # Erasures delete events rows, which the read-only user may not: the stack's admin user.
+        "CLICKHOUSE_ERASURE_USER=${CLICKHOUSE_ERASURE_USER:-default}"
       )
       ;;
     crm-sink) keys=("CRM_CREDENTIALS_PRIVATE_KEY_FILES=${CRM_CREDENTIALS_PRIVATE_KEY_FILES:-$STACK_DIR/crm-keys/local.key.pem}" "CRM_SINK_INTERNAL_TOKEN=$CRM_SINK_INTERNAL_TOKEN") ;;

@@ -61,6 +61,13 @@ export const ConsoleConfigSchema = Type.Object({
    * on that wait and on the wait for ClickHouse's mutation.
    */
   PROCESSOR_STORAGE_GROUP: Type.String({ minLength: 1, default: 'processor-storage' }),
+  /**
+   * The ClickHouse user erasures delete `events` rows with (ALTER DELETE / DELETE on `events`):
+   * the console's own user is the read-only one where the dashboard only reads (the local stack,
+   * docs/security.md), which may not delete. Empty: the console's own user.
+   */
+  CLICKHOUSE_ERASURE_USER: Type.String({ default: '' }),
+  CLICKHOUSE_ERASURE_PASSWORD: Type.String({ default: '' }),
   ERASURE_WAIT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 60_000 }),
   /** The public API's rule, applied to the events of a mapping dry-run and the dashboard's CSV uploads. */
   MAX_FUTURE_SKEW_MS: Type.Integer({ minimum: 0, default: 24 * 60 * 60 * 1000 }),

@@ -26,13 +26,18 @@ await launchService({
       credentialSealer,
     });
     const ch = createClickHouseFromConfig(config);
+    // Erasures delete rows: their own user when the console's reads only (CLICKHOUSE_ERASURE_USER).
+    const erasureCh =
+      config.CLICKHOUSE_ERASURE_USER === ''
+        ? undefined
+        : createClickHouseFromConfig({ ...config, CLICKHOUSE_USER: config.CLICKHOUSE_ERASURE_USER, CLICKHOUSE_PASSWORD: config.CLICKHOUSE_ERASURE_PASSWORD });
     const jobStatus = createJobStatusStore({ redis, producer, progressTopic: topic('jobProgress'), keyPrefix: config.REDIS_KEY_PREFIX });
     const app = await buildConsoleApp({ config, logger, metrics, producer, redis, controlPlane, jobStatus, ch, kafka });
     const http = httpServerComponent(app, config.CONSOLE_HOST, config.CONSOLE_PORT);
     // The admin API on a listener of its own (loopback by default), only with a token.
     const admin = config.ADMIN_TOKEN
       ? httpServerComponent(
-          await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch, kafka }),
+          await buildAdminApp({ config, logger, metrics, redis, controlPlane, producer, ch, kafka, ...(erasureCh ? { erasureCh } : {}) }),
           config.ADMIN_HOST,
           config.ADMIN_PORT,
           'admin-http-server',
@@ -42,7 +47,7 @@ await launchService({
       // The control plane first: the dashboard must not answer before it knows the keys and owners.
       components: [controlPlane, http, ...(admin ? [admin] : [])],
       waitingFor: () => waitingFor(controlPlaneConditions(controlPlane), [http]),
-      clients: [ch],
+      clients: [ch, ...(erasureCh ? [erasureCh] : [])],
       running: () => ({ dashboard: `${http.url()}/dashboard/`, ...(admin ? { admin: admin.url() } : {}) }),
     };
   },

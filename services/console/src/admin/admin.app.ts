@@ -29,8 +29,10 @@ export interface AdminAppDeps extends Omit<BaseAppDeps, 'config'> {
   controlPlane: ControlPlane;
   /** Writes plan changes to the billing ledger topic. */
   producer: Producer;
-  /** Reads the billing ledger (its ClickHouse copy); erasures delete from `events`. */
+  /** Reads the billing ledger (its ClickHouse copy); erasures delete from `events` with it unless erasureCh is given. */
   ch: ClickHouse;
+  /** The client erasures delete with (CLICKHOUSE_ERASURE_USER), when the console's own user reads only. */
+  erasureCh?: ClickHouse;
   /** Erasures read the storage writer's progress; without it the erasure route does not exist. */
   kafka?: KafkaClient;
   /** Where CRM credentials may point; default from CRM_ALLOW_HTTP and CRM_ALLOWED_CIDRS. */
@@ -94,7 +96,7 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
       producer: deps.producer,
       suppressionTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'erasures'),
       storage: createStorageProgress({ kafka, topic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsUnique'), groupId: config.PROCESSOR_STORAGE_GROUP }),
-      events: createEventsEraser(deps.ch),
+      events: createEventsEraser(deps.erasureCh ?? deps.ch),
       crmState: createCrmStateEraser({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
       readSuppressions: () => readSuppressions(kafka, topicName(config.KAFKA_TOPIC_PREFIX, 'erasures'), deps.logger),
       waitMs: config.ERASURE_WAIT_MS,

@@ -9,7 +9,7 @@
  */
 import { createSuppressionList, EVENT_COLUMNS, identifierHash, toEventLine, recordStateKeys, pendingLinkMember, type SuppressionList } from '@ingest/domain';
 import { type ClickHouse, committedOffsets, type Component, createMetricsRegistry, ident, sql, toDeadLetterMessage, topicOffsets } from '@ingest/platform';
-import { integrationEnv, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { createReaderClickHouse, integrationEnv, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp, signedInOwner } from '@ingest/testkit/gateway';
 import { startProcessorFor } from '@ingest/testkit/processor';
 import type { FastifyInstance } from 'fastify';
@@ -19,6 +19,7 @@ import { loadConsoleConfig } from '../config.js';
 
 let gw: GatewayFixture;
 let admin: FastifyInstance;
+let consoleConfig: ReturnType<typeof loadConsoleConfig>;
 let erasures: SuppressionList;
 let parts: Component[] = [];
 let accountId: string;
@@ -54,7 +55,7 @@ beforeAll(async () => {
   await erasures.start();
   parts = await startProcessorFor(gw, 'processor-erasure', { ch: holdingInserts(gw.clickhouse.ch), storageGroup, erasures });
   // The console's admin app as main.ts builds it: the writing ClickHouse user, and Kafka.
-  const config = loadConsoleConfig({
+  const config = (consoleConfig = loadConsoleConfig({
     ADMIN_TOKEN,
     REDIS_URL: integrationEnv().redisUrl,
     REDIS_KEY_PREFIX: redisKeyPrefix,
@@ -62,7 +63,7 @@ beforeAll(async () => {
     PROCESSOR_STORAGE_GROUP: storageGroup,
     ERASURE_WAIT_MS: '20000',
     RATE_LIMIT_PER_MINUTE: '100000',
-  });
+  }));
   admin = await buildAdminApp({
     config,
     logger: testLogger(),
@@ -391,4 +392,45 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
     });
     expect(huge.statusCode).toBe(413);
   });
+
+  // Last: its two erasures are not in the reapply test's count.
+  it("deletes with CLICKHOUSE_ERASURE_USER's client when the console reads as the read-only user (the README's stack); the read-only user alone cannot", async () => {
+    const reader = createReaderClickHouse(gw.clickhouse.database);
+    const build = (erasureCh?: ClickHouse) =>
+      buildAdminApp({
+        config: consoleConfig,
+        logger: testLogger(),
+        metrics: createMetricsRegistry('admin-erasure-reader-test'),
+        redis: gw.redis,
+        controlPlane: gw.controlPlane,
+        producer: gw.producer,
+        ch: reader,
+        kafka: gw.kafka.kafka,
+        ...(erasureCh ? { erasureCh } : {}),
+      });
+    const [withUser, readOnly] = await Promise.all([build(gw.clickhouse.ch), build()]);
+    try {
+      await send([
+        { eventId: 'ro-1', email: 'ro-gone@example.com' },
+        { eventId: 'ro-2', email: 'ro-refused@example.com' },
+      ]);
+      await stored(['ro-1', 'ro-2']);
+      const request = (value: string) => ({
+        method: 'POST' as const,
+        url: `/admin/v1/accounts/${accountId}/erasures`,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        payload: { type: 'email', value },
+        remoteAddress: randomClientIp(),
+      });
+      const res = await withUser.inject(request('ro-gone@example.com'));
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toMatchObject({ counts: { events: 1 }, complete: true });
+      expect((await readBack('ro-1')).statusCode).toBe(404);
+      // Why the setting exists: ClickHouse refuses the delete to the read-only user.
+      const refused = await readOnly.inject(request('ro-refused@example.com'));
+      expect(refused.statusCode, refused.body).toBe(503);
+    } finally {
+      await Promise.all([withUser.close(), readOnly.close(), reader.close()]);
+    }
+  }, 90_000);
 });
