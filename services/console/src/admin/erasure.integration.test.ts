@@ -91,14 +91,29 @@ afterAll(async () => {
   await gw?.close();
 });
 
-const erase = (type: string, value: string, account = accountId) =>
-  admin.inject({
+const erase = (type: string, value: string, account = accountId, app: FastifyInstance = admin) =>
+  app.inject({
     method: 'POST',
     url: `/admin/v1/accounts/${account}/erasures`,
     headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
     payload: { type, value },
     remoteAddress: randomClientIp(),
   });
+
+/** A stored event record of the test's account (the processor's input on events.unique). */
+const eventRecord = (eventId: string, eventName: string, email: string) => ({
+  v: 1 as const,
+  accountId,
+  eventId,
+  eventName,
+  email,
+  domain: null,
+  timestampMs: Date.now(),
+  receivedAtMs: Date.now(),
+  properties: {},
+  source: 'api' as const,
+  jobId: null,
+});
 
 async function send(events: { eventId: string; email?: string; domain?: string }[]): Promise<void> {
   const res = await gw.app.inject({
@@ -183,19 +198,7 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
 
     // A redelivery (or a replay of a dead letter) of the person's event, and new ones of both
     // people: once the writer has handled all of them, only the other person's are stored.
-    const copy = {
-      v: 1,
-      accountId,
-      eventId: 'ada-3',
-      eventName: 'signup',
-      email: 'ada@erase.example',
-      domain: null,
-      timestampMs: Date.now(),
-      receivedAtMs: Date.now(),
-      properties: {},
-      source: 'api',
-      jobId: null,
-    };
+    const copy = eventRecord('ada-3', 'signup', 'ada@erase.example');
     await gw.producer.send(gw.kafka.topic('eventsUnique'), [{ key: `${accountId}:ada@erase.example`, value: JSON.stringify(copy) }]);
     await send([
       { eventId: 'ada-4', email: 'ada@erase.example' },
@@ -271,23 +274,7 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
 
   it('deletes the rows of erased people again after a backup brought them back (POST /erasures/reapply)', async () => {
     // A restore puts rows back without the writer: here, written straight into the table.
-    const row = (eventId: string, email: string) =>
-      toEventLine(
-        {
-          v: 1,
-          accountId,
-          eventId,
-          eventName: 'x',
-          email,
-          domain: null,
-          timestampMs: Date.now(),
-          receivedAtMs: Date.now(),
-          properties: {},
-          source: 'api',
-          jobId: null,
-        },
-        Date.now(),
-      );
+    const row = (eventId: string, email: string) => toEventLine(eventRecord(eventId, 'x', email), Date.now());
     await gw.clickhouse.ch.insertTabSeparated('events', EVENT_COLUMNS, [row('restored-ada', 'ada@erase.example'), row('restored-bob', 'bob@keep.example')]);
     expect(await rowsOf('email', 'ada@erase.example')).toBe(1);
     const res = await admin.inject({
@@ -312,21 +299,7 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
           partition: 0,
           offset: '1',
           key: Buffer.from(`${accountId}:${email}`),
-          value: Buffer.from(
-            JSON.stringify({
-              v: 1,
-              accountId,
-              eventId,
-              eventName: 'x',
-              email,
-              domain: null,
-              timestampMs: Date.now(),
-              receivedAtMs: Date.now(),
-              properties: {},
-              source: 'api',
-              jobId: null,
-            }),
-          ),
+          value: Buffer.from(JSON.stringify(eventRecord(eventId, 'x', email))),
           headers: {},
           timestamp: Date.now(),
         },
@@ -415,19 +388,12 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
         { eventId: 'ro-2', email: 'ro-refused@example.com' },
       ]);
       await stored(['ro-1', 'ro-2']);
-      const request = (value: string) => ({
-        method: 'POST' as const,
-        url: `/admin/v1/accounts/${accountId}/erasures`,
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-        payload: { type: 'email', value },
-        remoteAddress: randomClientIp(),
-      });
-      const res = await withUser.inject(request('ro-gone@example.com'));
+      const res = await erase('email', 'ro-gone@example.com', accountId, withUser);
       expect(res.statusCode, res.body).toBe(200);
       expect(res.json()).toMatchObject({ counts: { events: 1 }, complete: true });
       expect((await readBack('ro-1')).statusCode).toBe(404);
       // Why the setting exists: ClickHouse refuses the delete to the read-only user.
-      const refused = await readOnly.inject(request('ro-refused@example.com'));
+      const refused = await erase('email', 'ro-refused@example.com', accountId, readOnly);
       expect(refused.statusCode, refused.body).toBe(503);
     } finally {
       await Promise.all([withUser.close(), readOnly.close(), reader.close()]);
