@@ -9,3 +9,4 @@ export * from './raw-client.js';
 export * from './keep-alive.js';
 export * from './connection-channel.fixture.js';
 export * from './compression.js';
+export * from './oauth-state.fixture.js';

@@ -6,10 +6,17 @@
  * authorize URL and back to the callback, which says the CRM is connected; the connection is
  * then listed on the page, its tokens sealed (never in the page).
  */
-import { hashPassword, oauthTokenKey, type OAuthTokenState } from '@ingest/domain';
+import { hashPassword } from '@ingest/domain';
 import { freePort, uniqueSuffix } from '@ingest/testkit';
 import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import { createGatewayFixture, type GatewayFixture, launchChromium, signedInDashboardPage, screenshot } from '@ingest/testkit/gateway';
+import {
+  createGatewayFixture,
+  type GatewayFixture,
+  launchChromium,
+  markOAuthConnectionBroken,
+  signedInDashboardPage,
+  screenshot,
+} from '@ingest/testkit/gateway';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureWebBuilt } from '../../../web/bundle.js';
@@ -82,16 +89,7 @@ describe('connecting a CRM through OAuth', () => {
   it('a connection crm-sink marked broken says so with the reason, and Connect again makes it renew itself again', async () => {
     const stored = gw.controlPlane.crmCredential(accountId, 'hubspot');
     const connectionId = (stored?.credential as { auth: { connectionId: string } }).auth.connectionId;
-    // What crm-sink's token store writes when a refresh is refused with invalid_grant (oauth-token-state.ts).
-    const broken: OAuthTokenState = {
-      v: 1,
-      connectionId,
-      generation: 0,
-      expiresAtMs: 0,
-      refreshedAtMs: 1,
-      broken: { reason: 'invalid_grant: revoked', atMs: 1 },
-    };
-    await gw.redis.hset(oauthTokenKey(keyPrefix, accountId, 'hubspot'), 'stamp', `${connectionId}:0:broken`, 'json', JSON.stringify(broken));
+    await markOAuthConnectionBroken(gw.redis, { keyPrefix, accountId, name: 'hubspot', connectionId, reason: 'invalid_grant: revoked' });
 
     await page.getByRole('link', { name: 'Usage' }).click();
     await page.getByRole('link', { name: 'CRM connections' }).click();

@@ -5,10 +5,17 @@
  * single-use codes, PKCE checked). Connecting a CRM from the dashboard, and every way the
  * callback can go wrong storing nothing.
  */
-import { decodeOAuthRevokeRequest, oauthRevokeQueueKey, oauthTokenKey, type OAuthTokenState } from '@ingest/domain';
+import { decodeOAuthRevokeRequest, oauthRevokeQueueKey } from '@ingest/domain';
 import { testCredentialKeys, uniqueSuffix } from '@ingest/testkit';
 import { type FakeOAuthServer, startFakeOAuthServer } from '@ingest/testkit/fake-crm';
-import { createGatewayFixture, DASHBOARD_HOST, type DashboardUser, type GatewayFixture, signedInOwner } from '@ingest/testkit/gateway';
+import {
+  createGatewayFixture,
+  DASHBOARD_HOST,
+  type DashboardUser,
+  type GatewayFixture,
+  markOAuthConnectionBroken,
+  signedInOwner,
+} from '@ingest/testkit/gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const CALLBACK = '/dashboard/api/crm/oauth/callback';
@@ -203,16 +210,13 @@ describe('connecting a CRM with OAuth from the dashboard', () => {
     expect((await callback(await consent(authorizeUrl), binding)).statusCode).toBe(200);
     const stored = gw.controlPlane.crmCredential(user.accountId, 'hubspot');
     const connectionId = (stored?.credential as { auth: { connectionId: string } }).auth.connectionId;
-    // What crm-sink's token store writes when a refresh is refused with invalid_grant (oauth-token-state.ts).
-    const broken: OAuthTokenState = {
-      v: 1,
+    await markOAuthConnectionBroken(gw.redis, {
+      keyPrefix: KEY_PREFIX,
+      accountId: user.accountId,
+      name: 'hubspot',
       connectionId,
-      generation: 0,
-      expiresAtMs: 0,
-      refreshedAtMs: 1,
-      broken: { reason: 'invalid_grant: revoked', atMs: 1 },
-    };
-    await gw.redis.hset(oauthTokenKey(KEY_PREFIX, user.accountId, 'hubspot'), 'stamp', `${connectionId}:0:broken`, 'json', JSON.stringify(broken));
+      reason: 'invalid_grant: revoked',
+    });
     const listed = await user.request({ method: 'GET', url: '/dashboard/api/crm/oauth/connections' });
     expect(listed.json()).toMatchObject({ connections: [{ name: 'hubspot', health: { state: 'broken', reason: 'invalid_grant: revoked' } }] });
     expect(listed.body).not.toMatch(/at-|rt-/);
