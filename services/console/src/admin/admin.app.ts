@@ -90,15 +90,16 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
     reader: createAuditReader(deps.ch),
   };
   const { kafka } = deps;
+  const suppressionTopic = topicName(config.KAFKA_TOPIC_PREFIX, 'erasures');
   const erasure =
     kafka &&
     createErasureService({
       producer: deps.producer,
-      suppressionTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'erasures'),
+      suppressionTopic,
       storage: createStorageProgress({ kafka, topic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsUnique'), groupId: config.PROCESSOR_STORAGE_GROUP }),
       events: createEventsEraser(deps.erasureCh ?? deps.ch),
       crmState: createCrmStateEraser({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
-      readSuppressions: () => readSuppressions(kafka, topicName(config.KAFKA_TOPIC_PREFIX, 'erasures'), deps.logger),
+      readSuppressions: () => readSuppressions(kafka, suppressionTopic, deps.logger),
       waitMs: config.ERASURE_WAIT_MS,
       ...(deps.now ? { now: deps.now } : {}),
     });
