@@ -75,6 +75,11 @@ export function matchesSelection(selection: DeadLetterSelection): (entry: DeadLe
 export interface ReadDeadLettersOptions {
   /** At most this many entries: the oldest of each partition, then the oldest overall by failure time. */
   limit: number;
+  /**
+   * `newest`: the newest `limit` entries instead (of each partition, then overall), still in
+   * failure order: what a "latest first" view wants. Memory is the same bound either way.
+   */
+  keep?: 'oldest' | 'newest';
   filter?: (entry: DeadLetterEntry) => boolean;
   /** Only these partitions of the dead-letter topic are read; default all. */
   partitions?: readonly number[];
@@ -92,6 +97,7 @@ export interface ReadDeadLettersOptions {
 export async function readDeadLetters(kafka: KafkaClient, topic: string, options: ReadDeadLettersOptions): Promise<DeadLetterEntry[]> {
   if (!(options.limit >= 0)) throw new AppError('invalid_argument', `limit must be >= 0, got ${options.limit}`);
   if (options.limit === 0) return [];
+  const newest = options.keep === 'newest';
   const perPartition = new Map<number, DeadLetterEntry[]>();
   await readTopicToEnd(kafka, {
     topic,
@@ -100,14 +106,17 @@ export async function readDeadLetters(kafka: KafkaClient, topic: string, options
     timeoutMs: options.timeoutMs ?? 60_000,
     onMessage(message) {
       const kept = perPartition.get(message.partition) ?? [];
-      if (kept.length >= options.limit) return;
+      if (!newest && kept.length >= options.limit) return;
       const entry = toDeadLetterEntry(message);
       if (options.filter && !options.filter(entry)) return;
+      // Offsets grow within a partition: the first kept is the oldest, dropped for a newer one.
+      if (kept.length >= options.limit) kept.shift();
       kept.push(entry);
       perPartition.set(message.partition, kept);
     },
   });
-  return sortEntries([...perPartition.values()].flat()).slice(0, options.limit);
+  const sorted = sortEntries([...perPartition.values()].flat());
+  return newest ? sorted.slice(-options.limit) : sorted.slice(0, options.limit);
 }
 
 /** Oldest failure first; the position breaks ties so the order is stable. */

@@ -12,6 +12,8 @@ export interface DeadLetterReaderOptions<V> {
   metrics: Registry;
   /** Entries listed per topic, plus one to know whether there are more. */
   limit: number;
+  /** Which end of the topic a list keeps when an account has more than `limit` letters (default the oldest). */
+  keep?: 'oldest' | 'newest';
   /** How long an account's list is served from memory. */
   cacheMs?: number;
   /** A refresh (fresh: true) waits until this long after the account's previous scan began. */
@@ -80,6 +82,7 @@ export function createDeadLetterReader<V>(options: DeadLetterReaderOptions<V>): 
       scans.inc({ topic: which });
       return await (options.read ?? readDeadLetters)(options.kafka, options.topics[which], {
         limit: options.limit,
+        ...(options.keep ? { keep: options.keep } : {}),
         filter,
         timeoutMs: options.timeoutMs ?? 15_000,
       });

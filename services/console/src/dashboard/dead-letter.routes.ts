@@ -10,19 +10,34 @@ import {
   replayDeadLetters,
   topicName,
 } from '@ingest/platform';
+import { DEAD_LETTER_ROUTE_HEADER, loadErasedCheck } from '@ingest/domain';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { type Auditor, ProblemError } from '@ingest/http';
-import { loadErasedCheck } from '@ingest/domain';
-import { createDeadLetterReader } from './dead-letter.reader.js';
+import { createDeadLetterReader, type DeadLetterTopic } from './dead-letter.reader.js';
 import type { RouteLimits } from './route-options.js';
 import { dashboardOf } from './session.guard.js';
 
 /** At most this many dead letters per topic are listed. */
 export const DEAD_LETTER_LIST_LIMIT = 100;
 const READ_TIMEOUT_MS = 15_000;
+/** A letter's stored value is shown up to this size (a refused Segment batch message is at most 500 KB). */
+export const DEAD_LETTER_DETAIL_MAX_BYTES = 64 * 1024;
 
 const Which = Type.Union([Type.Literal('events'), Type.Literal('crm')]);
+const ListQuery = Type.Object(
+  {
+    refresh: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+    // The event debugger follows only what the gateway and the pipeline refused.
+    topic: Type.Optional(Which),
+  },
+  { additionalProperties: false },
+);
+const LetterParams = Type.Object({
+  topic: Which,
+  partition: Type.String({ pattern: '^[0-9]{1,9}$' }),
+  offset: Type.String({ pattern: '^[0-9]{1,19}$' }),
+});
 const ReplayBody = Type.Object(
   {
     topic: Which,
@@ -41,6 +56,8 @@ export interface DeadLetterView {
   sourceTopic: string;
   eventId: string | null;
   eventName: string | null;
+  /** The gateway route that refused a Segment message (`dlq-route`), e.g. `/v1/batch`; null for other letters. */
+  route: string | null;
   valueBytes: number;
   replayedFrom: string | null;
 }
@@ -70,6 +87,8 @@ export function deadLettersRoutes(deps: {
           topics: { events: topics.events.topic, crm: topics.crm.topic },
           metrics: deps.metrics,
           limit: DEAD_LETTER_LIST_LIMIT + 1,
+          // The list is newest first: an account with more letters sees its latest ones.
+          keep: 'newest',
           view: toView,
           timeoutMs: READ_TIMEOUT_MS,
         })
@@ -80,20 +99,35 @@ export function deadLettersRoutes(deps: {
     };
 
     // `refresh=true` (the page's Refresh button): letters read after the click, not the cached list.
-    app.get<{ Querystring: { refresh?: 'true' | 'false' } }>(
+    // The debugger polls without it: the reader's per-account cache bounds the scans.
+    app.get<{ Querystring: { refresh?: 'true' | 'false'; topic?: 'events' | 'crm' } }>(
       '/deadletters',
-      {
-        ...deps.limits.api,
-        schema: { hide: true, querystring: Type.Object({ refresh: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])) }) },
-      },
+      { ...deps.limits.api, schema: { hide: true, querystring: ListQuery } },
       async (request) => {
         const { account } = dashboardOf(request);
         const fresh = request.query.refresh === 'true';
-        const [events, crm] = await Promise.all([readerOf().list('events', account.id, { fresh }), readerOf().list('crm', account.id, { fresh })]);
-        const views = [...events.slice(0, DEAD_LETTER_LIST_LIMIT), ...crm.slice(0, DEAD_LETTER_LIST_LIMIT)];
+        const which: DeadLetterTopic[] = request.query.topic ? [request.query.topic] : ['events', 'crm'];
+        const lists = await Promise.all(which.map((w) => readerOf().list(w, account.id, { fresh })));
+        // Each list is in failure order with one more than shown: its newest LIMIT are shown.
+        const views = lists.flatMap((l) => l.slice(-DEAD_LETTER_LIST_LIMIT));
         // Newest failure first.
         views.sort((x, y) => (x.failedAt < y.failedAt ? 1 : x.failedAt > y.failedAt ? -1 : 0));
-        return { entries: views, truncated: events.length > DEAD_LETTER_LIST_LIMIT || crm.length > DEAD_LETTER_LIST_LIMIT };
+        return { limit: DEAD_LETTER_LIST_LIMIT, entries: views, truncated: lists.some((l) => l.length > DEAD_LETTER_LIST_LIMIT) };
+      },
+    );
+
+    // One letter with its stored value: event contents, for the account's owner only (never logged).
+    app.get<{ Params: { topic: DeadLetterTopic; partition: string; offset: string } }>(
+      '/deadletters/:topic/:partition/:offset',
+      { ...deps.limits.api, schema: { hide: true, params: LetterParams } },
+      async (request) => {
+        const { account } = dashboardOf(request);
+        const { topic: which } = request.params;
+        const position = `${BigInt(request.params.partition)}/${BigInt(request.params.offset)}`;
+        const entry = await readerOf().find(which, account.id, (e) => entryPosition(e) === position);
+        if (!entry)
+          throw new ProblemError('notFound', `No dead letter of this account at ${position} in ${which === 'crm' ? 'crm.deadletter' : 'events.deadletter'}.`);
+        return { letter: toView(which, entry), ...storedValue(entry.value) };
       },
     );
 
@@ -166,7 +200,20 @@ function toView(topic: 'events' | 'crm', e: DeadLetterEntry): DeadLetterView {
     sourceTopic: e.sourceTopic,
     eventId,
     eventName,
+    route: e.headers[DEAD_LETTER_ROUTE_HEADER] ?? null,
     valueBytes: e.valueBytes,
     replayedFrom: e.replayedFrom,
   };
+}
+
+/** The letter's value as stored: parsed JSON, else text, within DEAD_LETTER_DETAIL_MAX_BYTES. */
+function storedValue(value: Buffer | null): { value: unknown; valueText: string | null; valueShown: boolean } {
+  if (value === null || value.length === 0) return { value: null, valueText: null, valueShown: true };
+  if (value.length > DEAD_LETTER_DETAIL_MAX_BYTES) return { value: null, valueText: null, valueShown: false };
+  const text = value.toString('utf8');
+  try {
+    return { value: JSON.parse(text) as unknown, valueText: null, valueShown: true };
+  } catch {
+    return { value: null, valueText: text, valueShown: true };
+  }
 }

@@ -7,6 +7,7 @@ import type {
   CreatedApiKeyView,
   DashboardSyncHealth,
   DashboardUsage,
+  DeadLetterDetail,
   DeadLetterView,
   DebuggerEvent,
   DryRunView,
@@ -116,6 +117,8 @@ export const api = {
   event: (eventId: string) => call<StoredEventView>('GET', `/events/${encodeURIComponent(eventId)}`),
   /** `refresh`: read after now (the server caches an account's list for a few seconds otherwise). */
   deadLetters: (refresh = false) => call<{ entries: DeadLetterView[]; truncated: boolean }>('GET', refresh ? '/deadletters?refresh=true' : '/deadletters'),
+  /** One letter with its stored value (the account's own only). */
+  deadLetter: (letter: Pick<DeadLetterView, 'topic' | 'position'>) => call<DeadLetterDetail>('GET', `/deadletters/${letter.topic}/${letter.position}`),
   replayDeadLetter: (letter: Pick<DeadLetterView, 'topic' | 'position'>) =>
     call<{ replayed: DeadLetterView; to: string }>('POST', '/deadletters/replay', { topic: letter.topic, position: letter.position }),
   connections: () => call<{ connections: ConnectionView[]; checksAvailable: boolean }>('GET', '/connections'),

@@ -60,8 +60,17 @@ export interface DeadLetterView {
   sourceTopic: string;
   eventId: string | null;
   eventName: string | null;
+  /** The gateway route that refused a Segment message (e.g. `/v1/batch`); null for the pipeline's letters. */
+  route: string | null;
   valueBytes: number;
   replayedFrom: string | null;
+}
+/** One dead letter with its stored value: parsed JSON (`value`), else text; not shown over the size bound. */
+export interface DeadLetterDetail {
+  letter: DeadLetterView;
+  value: unknown;
+  valueText: string | null;
+  valueShown: boolean;
 }
 
 /** A CRM connection as the dashboard lists it: never its secret. */

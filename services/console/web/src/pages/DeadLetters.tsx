@@ -1,41 +1,76 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api } from '../api.js';
-import type { DeadLetterView } from '../types.js';
+import type { DeadLetterDetail, DeadLetterView } from '../types.js';
 
+/**
+ * The server serves an account's list from a cache of 10 s (dead-letter.reader.ts): polling
+ * faster would show nothing newer, and each refresh past it scans the dead-letter topics.
+ */
+const POLL_MS = 10_000;
 const TOPIC_LABEL = { events: 'processing', crm: 'CRM sync' } as const;
 const labelOf = (d: DeadLetterView) => `${d.eventName ?? 'event'} ${d.eventId ?? d.position}`;
+/** The gateway refused it (a Segment message): it never became an event, so it is sent again, not replayed. */
+const refusedAtIntake = (d: DeadLetterView) => d.consumer === 'gateway';
 
-/** The account's dead letters, with a replay (after a confirmation) for each. Read on demand: reading them scans the topics. */
-export function DeadLetters() {
+/**
+ * The account's refused messages and dead letters, newest first, followed live (every 10 s
+ * unless `paused`), each with its stored fields and, for the pipeline's, a replay after a
+ * confirmation.
+ */
+export function DeadLetters({ paused = false }: { paused?: boolean }) {
   const [letters, setLetters] = useState<DeadLetterView[] | null>(null);
   const [truncated, setTruncated] = useState(false);
   const [loading, setLoading] = useState(false);
   const [error, setError] = useState('');
   const [message, setMessage] = useState('');
   const [replaying, setReplaying] = useState<DeadLetterView | null>(null);
+  const [detail, setDetail] = useState<DeadLetterDetail | null>(null);
+  const [detailError, setDetailError] = useState('');
   const dialog = useRef<HTMLDialogElement>(null);
+  const detailDialog = useRef<HTMLDialogElement>(null);
 
   const load = useCallback(async (refresh = false) => {
-    setLoading(true);
-    setError('');
+    if (refresh) setLoading(true);
     try {
       const r = await api.deadLetters(refresh);
       setLetters(r.entries);
       setTruncated(r.truncated);
+      setError('');
     } catch (err) {
       setError((err as Error).message);
     } finally {
-      setLoading(false);
+      if (refresh) setLoading(false);
     }
   }, []);
   useEffect(() => {
     void load();
-  }, [load]);
+    if (paused) return;
+    const timer = window.setInterval(() => void load(), POLL_MS);
+    return () => window.clearInterval(timer);
+  }, [load, paused]);
 
   useEffect(() => {
     if (replaying) dialog.current?.showModal();
     else dialog.current?.close();
   }, [replaying]);
+
+  useEffect(() => {
+    if (detail || detailError) detailDialog.current?.showModal();
+    else detailDialog.current?.close();
+  }, [detail, detailError]);
+
+  const open = async (letter: DeadLetterView) => {
+    setDetailError('');
+    try {
+      setDetail(await api.deadLetter(letter));
+    } catch (err) {
+      setDetailError((err as Error).message);
+    }
+  };
+  const closeDetail = () => {
+    setDetail(null);
+    setDetailError('');
+  };
 
   const replay = async () => {
     if (!replaying) return;
@@ -53,10 +88,12 @@ export function DeadLetters() {
 
   return (
     <section aria-labelledby="dead-letters-title">
-      <h2 id="dead-letters-title">Dead letters</h2>
+      <h2 id="dead-letters-title">Refused messages and dead letters</h2>
       <p className="hint">
-        Events of this account the pipeline could not process (processing) or the CRM refused for good (CRM sync), newest first. Replay one once the cause is
-        fixed: it is sent again unchanged; a second copy of an event is deduplicated.
+        The latest 100 per stage, newest first, read again every 10 seconds: messages the gateway refused (intake: a Segment message with its route; the SDKs do
+        not read per-message errors, so this is where they show), events the pipeline could not process (processing) and events the CRM refused for good (CRM
+        sync). Replay a processing or CRM letter once the cause is fixed: it is sent again unchanged; a second copy of an event is deduplicated. A refused
+        message is fixed and sent again by its sender.
       </p>
       <div className="actions start">
         <button type="button" className="secondary" onClick={() => void load(true)} disabled={loading}>
@@ -80,7 +117,7 @@ export function DeadLetters() {
       ) : (
         <div className="table-wrap">
           <table>
-            <caption className="sr-only">Dead letters of this account, newest first</caption>
+            <caption className="sr-only">Refused messages and dead letters of this account, newest first</caption>
             <thead>
               <tr>
                 <th scope="col">Failed</th>
@@ -88,7 +125,7 @@ export function DeadLetters() {
                 <th scope="col">Event</th>
                 <th scope="col">Reason</th>
                 <th scope="col">
-                  <span className="sr-only">Replay</span>
+                  <span className="sr-only">Actions</span>
                 </th>
               </tr>
             </thead>
@@ -96,7 +133,17 @@ export function DeadLetters() {
               {letters.map((d) => (
                 <tr key={`${d.topic}-${d.position}`}>
                   <td>{d.failedAt ? `${d.failedAt.slice(0, 10)} ${d.failedAt.slice(11, 19)} UTC` : '—'}</td>
-                  <td>{TOPIC_LABEL[d.topic]}</td>
+                  <td>
+                    {refusedAtIntake(d) ? 'intake' : TOPIC_LABEL[d.topic]}
+                    {d.route && (
+                      <>
+                        <br />
+                        <small>
+                          <code>POST {d.route}</code>
+                        </small>
+                      </>
+                    )}
+                  </td>
                   <td>
                     {d.eventName ?? '—'}
                     <br />
@@ -114,9 +161,14 @@ export function DeadLetters() {
                     )}
                   </td>
                   <td>
-                    <button type="button" className="secondary" onClick={() => setReplaying(d)} aria-label={`Replay ${labelOf(d)}`}>
-                      Replay
-                    </button>
+                    <button type="button" className="secondary" onClick={() => void open(d)} aria-label={`Stored fields of ${labelOf(d)}`}>
+                      Details
+                    </button>{' '}
+                    {!refusedAtIntake(d) && (
+                      <button type="button" className="secondary" onClick={() => setReplaying(d)} aria-label={`Replay ${labelOf(d)}`}>
+                        Replay
+                      </button>
+                    )}
                   </td>
                 </tr>
               ))}
@@ -124,7 +176,33 @@ export function DeadLetters() {
           </table>
         </div>
       )}
-      {truncated && <p className="hint">Only the first 100 dead letters per stage are shown.</p>}
+      {truncated && <p className="hint">Only the latest 100 per stage are shown.</p>}
+      <dialog ref={detailDialog} aria-labelledby="letter-detail-title" onClose={closeDetail} className="wide">
+        <h2 id="letter-detail-title">{detail ? labelOf(detail.letter) : 'Dead letter'}</h2>
+        {detailError && <p className="error">{detailError}</p>}
+        {detail && (
+          <>
+            <p>
+              <code>{detail.letter.code}</code> {detail.letter.reason}
+            </p>
+            {detail.valueShown ? (
+              <pre className="json" tabIndex={0} aria-label="The stored message">
+                {detail.valueText ?? JSON.stringify(detail.value, null, 2)}
+              </pre>
+            ) : (
+              <p>
+                The stored message is {detail.letter.valueBytes} bytes, too large to show here; your operator can print it (
+                <code>ingest deadletters list --show-values</code>).
+              </p>
+            )}
+          </>
+        )}
+        <div className="actions">
+          <button type="button" onClick={closeDetail} autoFocus>
+            Close
+          </button>
+        </div>
+      </dialog>
       <dialog ref={dialog} aria-labelledby="replay-title" onClose={() => setReplaying(null)}>
         <h2 id="replay-title">Replay {replaying ? labelOf(replaying) : ''}?</h2>
         <p>

@@ -179,7 +179,7 @@ export function EventsPage() {
           </button>
         </div>
       </dialog>
-      <DeadLetters />
+      <DeadLetters paused={paused} />
     </section>
   );
 }
