@@ -37,7 +37,9 @@ export async function registerPublishableCors(app: FastifyInstance, controlPlane
         origin: allowed ? origin : false,
         methods: ['POST'],
         // content-encoding: the SDK's browser build gzips its bodies (CompressionStream).
-        allowedHeaders: ['authorization', 'content-type', 'content-encoding'],
+        // x-retry-count: analytics-next numbers its retries; without it a retry's preflight
+        // failed and the browser SDK could never resend (analytics-next.browser.test.ts).
+        allowedHeaders: ['authorization', 'content-type', 'content-encoding', 'x-retry-count'],
         exposedHeaders: [
           'x-request-id',
           // The structured RateLimit fields (draft 9), which a client waits by before a 429.
