@@ -3,7 +3,8 @@
  * processor (dedupe, storage), Kafka, Redis and ClickHouse: an owner edits a mapping with an
  * error, sees the server's message next to the editor and jumps to it, fixes and saves it,
  * compares versions, dry-runs a sample event; sends events with an API key and watches them
- * arrive in the debugger, filters them and opens one; enrols an authenticator app on the
+ * arrive in the debugger, filters them and opens one; sends a Segment batch and watches its
+ * accepted message and its refused one (reason, route, stored fields) arrive; enrols an authenticator app on the
  * Security page and signs in again with password and code.
  */
 import { type Component, toDeadLetterMessage } from '@ingest/platform';
@@ -225,6 +226,51 @@ describe('event debugger page', () => {
     expect(stored).toContain('"plan": "pro"');
     expect(stored).toContain('"state": "pending"');
     await screenshot(page, 'events-detail');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+  });
+});
+
+describe('Segment messages on the event debugger page', () => {
+  it('follows a Segment batch live: the accepted message among the events, the refused one with its reason and route, and its stored fields', async () => {
+    await page.getByLabel('Event name').fill('');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    const response = await fetch(`${apiUrl}/v1/batch`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(`${apiKey}:`).toString('base64')}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        batch: [
+          { type: 'track', userId: 'seg-user', event: 'Segment Checkout', messageId: 'pages-seg-ok' },
+          { type: 'track', event: 'Nobody Checkout', messageId: 'pages-seg-refused', properties: { cart: 3 } },
+        ],
+      }),
+    });
+    expect(await response.json()).toMatchObject({ success: true, accepted: 1, rejected: 1 });
+
+    // No reload: both lists poll.
+    await page
+      .getByRole('table', { name: 'Latest events, newest first' })
+      .getByRole('row', { name: /Segment Checkout/ })
+      .waitFor({ timeout: 30_000 });
+    const refused = page
+      .getByRole('table', { name: 'Refused messages and dead letters of this account, newest first' })
+      .getByRole('row', { name: /Nobody Checkout/ });
+    await refused.waitFor({ timeout: 45_000 });
+    const text = await refused.textContent();
+    expect(text).toContain('intake');
+    expect(text).toContain('POST /v1/batch');
+    expect(text).toContain('required');
+    // Refused at the intake: it never was an event, so it is sent again, not replayed.
+    expect(await refused.getByRole('button', { name: /^Replay/ }).count()).toBe(0);
+    await screenshot(page, 'events-refused');
+
+    await refused.getByRole('button', { name: 'Stored fields of Nobody Checkout pages-seg-refused' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Nobody Checkout pages-seg-refused' });
+    await dialog.waitFor();
+    const stored = await dialog.getByLabel('The stored message').textContent();
+    expect(stored).toContain('"messageId": "pages-seg-refused"');
+    expect(stored).toContain('"cart": 3');
+    await screenshot(page, 'events-refused-detail');
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'hidden' });
   });

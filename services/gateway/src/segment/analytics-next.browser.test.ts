@@ -52,11 +52,7 @@ function ackLosingProducer(real: Producer): Producer {
 /** analytics-next as a page script: its npm build, bundled with its dynamic imports inlined. */
 async function bundleAnalyticsNext(): Promise<string> {
   const out = await build({
-    stdin: {
-      contents: "import { AnalyticsBrowser } from '@segment/analytics-next'; window.AnalyticsBrowser = AnalyticsBrowser;",
-      resolveDir: fileURLToPath(new URL('.', import.meta.url)),
-      loader: 'js',
-    },
+    entryPoints: [fileURLToPath(new URL('./analytics-next.page.fixture.ts', import.meta.url))],
     bundle: true,
     format: 'iife',
     platform: 'browser',
