@@ -91,8 +91,8 @@ export interface ReadDeadLettersOptions {
  * Reads the dead-letter topic from its beginning to the end offsets it has when the call
  * starts, under a throwaway consumer group that commits nothing (the processors' groups are not
  * touched). Letters written meanwhile may be included. Keeps at most `limit` matching entries per
- * partition (the oldest), so memory stays bounded, then returns the first `limit` overall
- * ordered by failure time. Ask for one more than you show to learn whether there are more.
+ * partition (the oldest, or with `keep: 'newest'` the newest), so memory stays bounded, then
+ * returns `limit` of them overall (the first or the last) ordered by failure time. Ask for one more than you show to learn whether there are more.
  */
 export async function readDeadLetters(kafka: KafkaClient, topic: string, options: ReadDeadLettersOptions): Promise<DeadLetterEntry[]> {
   if (!(options.limit >= 0)) throw new AppError('invalid_argument', `limit must be >= 0, got ${options.limit}`);
