@@ -139,15 +139,22 @@ export async function startLoadBalancedGateways(options: LoadBalancedGatewaysOpt
     },
   };
   try {
-    await waitFor(
-      async () => {
-        if (exit !== undefined) throw new Error(`haproxy exited with ${exit}: ${haproxyLogTail()}`);
-        const states = await lb.serverStates();
-        if (SERVERS.every((s) => states[s] === 'UP')) return true;
-        throw new Error(`HAProxy's view of the gateways: ${JSON.stringify(states)}`);
-      },
-      { description: 'HAProxy up with every gateway in rotation', timeoutMs: 20_000, intervalMs: 250 },
-    );
+    // A configuration HAProxy refuses ends the start at once, with HAProxy's reason.
+    const refused = exited.then(() => {
+      throw new Error(`haproxy exited with ${exit} at start: ${haproxyLogTail()}`);
+    });
+    refused.catch(() => {}); // when stopped later, its exit is no error
+    await Promise.race([
+      refused,
+      waitFor(
+        async () => {
+          const states = await lb.serverStates();
+          if (SERVERS.every((s) => states[s] === 'UP')) return true;
+          throw new Error(`HAProxy's view of the gateways: ${JSON.stringify(states)}`);
+        },
+        { description: 'HAProxy up with every gateway in rotation', timeoutMs: 20_000, intervalMs: 250 },
+      ),
+    ]);
   } catch (err) {
     await lb.stop();
     throw err;
