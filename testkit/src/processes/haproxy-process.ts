@@ -46,8 +46,11 @@ export interface LoadBalancedGateways {
   readonly haproxyLog: string;
   /** Each gateway's state as HAProxy sees it now. */
   serverStates(): Promise<ServerStates>;
-  /** Requests HAProxy sent to each gateway so far (`stot`), and answered 5xx itself or got from them (`hrsp_5xx`). */
-  serverCounters(): Promise<Record<(typeof SERVERS)[number], { requests: number; http5xx: number }>>;
+  /**
+   * Per gateway: requests HAProxy sent it so far (`stot`), answers 5xx from it or by HAProxy for it
+   * (`hrsp_5xx`), and requests it holds now (`scur`: idle kept-alive connections do not count).
+   */
+  serverCounters(): Promise<Record<(typeof SERVERS)[number], { requests: number; http5xx: number; active: number }>>;
   /** HAProxy's own log (server state changes). */
   haproxyLogTail(lines?: number): string;
   /** Stops HAProxy and kills every gateway still running. */
@@ -122,9 +125,9 @@ export async function startLoadBalancedGateways(options: LoadBalancedGatewaysOpt
       return Object.fromEntries((await stats()).map((row) => [row.svname, row.status ?? '?'])) as ServerStates;
     },
     async serverCounters() {
-      return Object.fromEntries((await stats()).map((row) => [row.svname, { requests: Number(row.stot), http5xx: Number(row.hrsp_5xx) }])) as Awaited<
-        ReturnType<LoadBalancedGateways['serverCounters']>
-      >;
+      return Object.fromEntries(
+        (await stats()).map((row) => [row.svname, { requests: Number(row.stot), http5xx: Number(row.hrsp_5xx), active: Number(row.scur) }]),
+      ) as Awaited<ReturnType<LoadBalancedGateways['serverCounters']>>;
     },
     haproxyLogTail,
     async stop() {

@@ -23,6 +23,8 @@ export interface LoadBalancedStack<Name extends string> {
   controlPlane: ControlPlane;
   accounts: Record<Name, { account: Account; apiKey: string }>;
   lb: LoadBalancedGateways;
+  /** How long the start took: topics, database and accounts; then the gateways, HAProxy and `alongside`. */
+  startMs: { stores: number; gateways: number };
   /** Stops HAProxy and the gateways, then deletes the topics and the database. */
   close(): Promise<void>;
 }
@@ -33,11 +35,14 @@ export async function startLoadBalancedStack<Name extends string>(options: {
   accounts: Record<Name, Plan>;
   /** Further gateway settings (limits...). */
   gatewayEnv?: Record<string, string>;
+  /** Started at the same time as the gateways, on the same stores (e.g. processors); its cleanup is the caller's. */
+  alongside?: (stores: { kafka: TestKafka; clickhouse: TestClickHouse; redisKeyPrefix: string }) => Promise<unknown>;
 }): Promise<LoadBalancedStack<Name>> {
   const closers: (() => Promise<unknown>)[] = [];
   const close = async () => {
     for (const c of closers.splice(0).reverse()) await c().catch(() => {});
   };
+  const t0 = performance.now();
   try {
     const [kafka, clickhouse] = await Promise.all([createTestKafka(Object.keys(TOPICS) as TopicKey[]), createTestClickHouse()]);
     closers.push(
@@ -67,7 +72,8 @@ export async function startLoadBalancedStack<Name extends string>(options: {
       accounts[name] = { account, apiKey: plaintext };
     }
     const redisKeyPrefix = `t${uniqueSuffix()}:`;
-    const lb = await startLoadBalancedGateways({
+    const t1 = performance.now();
+    const starting = startLoadBalancedGateways({
       label: options.label,
       env: {
         KAFKA_TOPIC_PREFIX: kafka.prefix,
@@ -76,8 +82,15 @@ export async function startLoadBalancedStack<Name extends string>(options: {
         ...options.gatewayEnv,
       },
     });
-    closers.push(() => lb.stop());
-    return { kafka, clickhouse, redis: redis as Redis & Closeable, redisKeyPrefix, controlPlane, accounts, lb, close };
+    const [lb] = await Promise.all([
+      starting.then((started) => {
+        closers.push(() => started.stop());
+        return started;
+      }),
+      options.alongside?.({ kafka, clickhouse, redisKeyPrefix }),
+    ]);
+    const startMs = { stores: Math.round(t1 - t0), gateways: Math.round(performance.now() - t1) };
+    return { kafka, clickhouse, redis: redis as Redis & Closeable, redisKeyPrefix, controlPlane, accounts, lb, startMs, close };
   } catch (err) {
     await close();
     throw err;
