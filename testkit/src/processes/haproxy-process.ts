@@ -72,7 +72,8 @@ export interface LoadBalancedGatewaysOptions {
 export async function startLoadBalancedGateways(options: LoadBalancedGatewaysOptions): Promise<LoadBalancedGateways> {
   const haproxyBin = ensureHaproxy();
   const started = await Promise.allSettled(
-    SERVERS.map((server) => startGatewayProcess(`${options.label}-${server}`, { GATEWAY_TRUST_PROXY: '1', ...options.env })),
+    // Three tsx start-ups at once on a busy 2-core machine: up to 2 minutes (one alone takes a few seconds).
+    SERVERS.map((server) => startGatewayProcess(`${options.label}-${server}`, { GATEWAY_TRUST_PROXY: '1', ...options.env }, { readyTimeoutMs: 120_000 })),
   );
   const gateways = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
