@@ -7,6 +7,8 @@ export * from './node-runtime.js';
 export * from './ports.js';
 export * from './processes/console-process.js';
 export * from './processes/gateway-process.js';
+export * from './processes/haproxy-process.js';
+export * from './processes/load-balanced-stack.js';
 export * from './processes/processor-process.js';
 export * from './processes/service-process.js';
 export * from './processes/sink-process.js';

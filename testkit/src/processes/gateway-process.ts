@@ -9,7 +9,7 @@ export interface GatewayProcess extends ServiceProcess {
 }
 
 /** `env` adds to (or overrides) what every gateway of a test needs: servers, topics, database. */
-export async function startGatewayProcess(name: string, env: Record<string, string>): Promise<GatewayProcess> {
+export async function startGatewayProcess(name: string, env: Record<string, string>, options: { readyTimeoutMs?: number } = {}): Promise<GatewayProcess> {
   const servers = integrationEnv();
   const [port, opsPort] = [await freePort(), await freePort()];
   const proc = await startServiceProcess({
@@ -17,6 +17,7 @@ export async function startGatewayProcess(name: string, env: Record<string, stri
     name,
     opsPort,
     killWithParent: true,
+    ...options,
     env: {
       KAFKA_BROKERS: servers.kafkaBrokers,
       KAFKA_DRIVER: servers.kafkaDriver,
