@@ -104,7 +104,8 @@ function linkNodeModules(root: string): void {
   const workspaces = new Map(workspaceDirs(root).map((dir) => [readPackage(dir, root).name ?? dir, dir]));
   const scopes = new Set([...workspaces.keys()].filter((n) => n.startsWith('@')).map((n) => n.split('/')[0] ?? n));
   for (const entry of readdirSync(source)) {
-    if (entry === '.package-lock.json' || workspaces.has(entry)) continue;
+    // npm's own record of the tree, and tools' caches: the checkout's, not to be shared.
+    if (entry === '.package-lock.json' || entry === '.cache' || workspaces.has(entry)) continue;
     if (!scopes.has(entry)) {
       symlinkSync(join(source, entry), join(target, entry));
       continue;
