@@ -191,7 +191,7 @@ async function createAccount(console: ConsoleProcess, version: string, crmUrl: s
   const account = await admin<{ id: string }>('POST', '/accounts', { name: `Upgrade ${version}`, plan: 'pro' }, 201);
   const { apiKey } = await admin<{ apiKey: string }>('POST', `/accounts/${account.id}/keys`, { name: 'upgrade' }, 201);
   await admin('PUT', `/accounts/${account.id}/crm/credentials/main`, { type: 'hubspot', accessToken: TOKEN, baseUrl: crmUrl }, 200);
-  await admin('PUT', `/accounts/${account.id}/crm/mapping?check=skip`, mapping, 200);
+  await admin('PUT', `/accounts/${account.id}/crm/mapping?check=skip`, mapping, 201);
   return { id: account.id, apiKey, writtenBy: version };
 }
 
