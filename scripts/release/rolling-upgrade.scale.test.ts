@@ -15,8 +15,9 @@
  *   phases 1 and 2 sent again through the other gateway.
  * Then ClickHouse holds each event exactly once and the CRM counts each exactly once.
  */
+import { readlinkSync, realpathSync } from 'node:fs';
 import { type CrmMapping } from '@ingest/schemas';
-import { sql, TOPICS, type TopicKey } from '@ingest/platform';
+import { REPO_ROOT, sql, TOPICS, type TopicKey } from '@ingest/platform';
 import {
   type ConsoleProcess,
   createTestClickHouse,
@@ -165,6 +166,19 @@ describe('rolling upgrade: release N and this checkout side by side', () => {
     const all = [oldConsole, newConsole, oldGateway, newGateway, processor, p3Processor, sink, p3Sink];
     expect(all.map((p) => `${p.name}: ${p.exitStatus() ?? 'running'}`)).toEqual(all.map((p) => `${p.name}: running`));
     for (const p of all) expect(await p.health(), p.name).toMatchObject({ live: 200, ready: 200 });
+    // And each ran its release's bundle (a path relative to its working directory): N's from the worktree of its tag.
+    const roots = Object.fromEntries(all.map((p) => [p.name, realpathSync(readlinkSync(`/proc/${p.pid}/cwd`))]));
+    const [oldRoot, newRoot] = [realpathSync(release.root), realpathSync(REPO_ROOT)];
+    expect(roots).toEqual({
+      [oldConsole.name]: oldRoot,
+      [oldGateway.name]: oldRoot,
+      [processor.name]: oldRoot,
+      [p3Sink.name]: oldRoot,
+      [newConsole.name]: newRoot,
+      [newGateway.name]: newRoot,
+      [p3Processor.name]: newRoot,
+      [sink.name]: newRoot,
+    });
     expect([...oldProcessors.unexpectedExits(), ...newProcessors.unexpectedExits(), ...oldSinks.unexpectedExits(), ...newSinks.unexpectedExits()]).toEqual([]);
   });
 });
