@@ -35,6 +35,7 @@ import {
 } from '@ingest/testkit';
 import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildVersion } from '../image/build-bundles.js';
 import { buildCurrentBundles, buildPreviousRelease, type ReleaseBuild } from './release-worktree.fixture.js';
 
 const ADMIN_TOKEN = 'upgrade-test-admin-token-0123456789abcdef';
@@ -179,6 +180,10 @@ describe('rolling upgrade: release N and this checkout side by side', () => {
       [p3Processor.name]: newRoot,
       [sink.name]: newRoot,
     });
+    // The release each says it runs (ingest_build_info; N may predate the metric).
+    const reported = async (p: { metrics(): Promise<string> }) => /^ingest_build_info\{[^}]*version="([^"]+)"/m.exec(await p.metrics())?.[1];
+    for (const p of [newConsole, newGateway, p3Processor, sink]) expect(await reported(p), p.name).toBe(buildVersion());
+    for (const p of [oldConsole, oldGateway, processor, p3Sink]) expect([undefined, release.tag], p.name).toContain(await reported(p));
     expect([...oldProcessors.unexpectedExits(), ...newProcessors.unexpectedExits(), ...oldSinks.unexpectedExits(), ...newSinks.unexpectedExits()]).toEqual([]);
   });
 });
