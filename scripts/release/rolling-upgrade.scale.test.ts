@@ -85,6 +85,9 @@ describe('rolling upgrade: release N and this checkout side by side', () => {
     const ch = clickhouse ?? never('clickhouse');
     const fake = crm ?? never('crm');
     const versions = { old: { entry: 'dist' as const, root: release.root }, new: { entry: 'dist' as const } };
+    const started = Date.now();
+    // Streamed as it happens, so a run that times out shows how far it got.
+    const note = (what: string) => console.log(`rolling upgrade ${((Date.now() - started) / 1000).toFixed(1)} s: ${what}`);
     const suffix = uniqueSuffix();
     const shared = { KAFKA_TOPIC_PREFIX: k.prefix, CLICKHOUSE_DATABASE: ch.database, REDIS_KEY_PREFIX: `t${suffix}:` };
     const consoleEnv = { ...shared, ADMIN_TOKEN, CRM_ALLOW_HTTP: 'true', CRM_ALLOWED_CIDRS: '127.0.0.1/32' };
@@ -99,6 +102,7 @@ describe('rolling upgrade: release N and this checkout side by side', () => {
     );
     const a = await createAccount(oldConsole, release.tag, fake.url);
     const b = await createAccount(newConsole, 'next', fake.url);
+    note('consoles up; account A written through N, account B through N+1');
 
     const [oldGateway, newGateway] = await Promise.all([
       startGatewayProcess(`upgrade-gateway-${release.tag}`, shared, versions.old),
@@ -143,6 +147,7 @@ describe('rolling upgrade: release N and this checkout side by side', () => {
     let sink = await oldSinks.start();
     await sendPhase('p1');
     await expectStoredAndSynced(ch, fake, [a, b], sent, 'phase 1: N+1 processor alone, N sink alone');
+    note('phase 1 stored and synced');
 
     // Phase 2: the other way round.
     await newProcessors.stop(processor);
@@ -151,6 +156,7 @@ describe('rolling upgrade: release N and this checkout side by side', () => {
     sink = await newSinks.start();
     await sendPhase('p2');
     await expectStoredAndSynced(ch, fake, [a, b], sent, 'phase 2: N processor alone, N+1 sink alone');
+    note('phase 2 stored and synced');
 
     // Phase 3: both versions of everything, the earlier events sent again through the other gateway.
     const [p3Processor, p3Sink] = await Promise.all([newProcessors.start(), oldSinks.start()]);
@@ -162,6 +168,7 @@ describe('rolling upgrade: release N and this checkout side by side', () => {
       ]);
     }
     await expectStoredAndSynced(ch, fake, [a, b], sent, 'phase 3: both versions of every service');
+    note('phase 3 stored and synced');
 
     // Nothing crashed on the way, and both versions are still healthy side by side.
     const all = [oldConsole, newConsole, oldGateway, newGateway, processor, p3Processor, sink, p3Sink];
