@@ -17,14 +17,16 @@
  */
 import { readlinkSync, realpathSync } from 'node:fs';
 import { type CrmMapping } from '@ingest/schemas';
-import { REPO_ROOT, sql, TOPICS, type TopicKey } from '@ingest/platform';
+import { METRIC_NAMES, REPO_ROOT, sql, TOPICS, type TopicKey } from '@ingest/platform';
 import {
   type ConsoleProcess,
   createTestClickHouse,
   createTestKafka,
   type GatewayProcess,
+  metricSum,
   ProcessorFleet,
   processorSetup,
+  type ServiceProcess,
   SinkFleet,
   startConsoleProcess,
   startGatewayProcess,
@@ -160,15 +162,24 @@ describe('rolling upgrade: release N and this checkout side by side', () => {
 
     // Phase 3: both versions of everything, the earlier events sent again through the other gateway.
     const [p3Processor, p3Sink] = await Promise.all([newProcessors.start(), oldSinks.start()]);
+    const dedupeCount = async (p: ServiceProcess) => {
+      const text = await p.metrics();
+      return metricSum(text, METRIC_NAMES.dedupeUnique) + metricSum(text, METRIC_NAMES.dedupeHits);
+    };
+    const before = { old: await dedupeCount(processor), new: await dedupeCount(p3Processor) };
     await sendPhase('p3');
+    const again = new Map<string, { gateway: GatewayProcess; account: Account; events: object[] }>();
     for (const s of [...sent.values()].filter((x) => !x.eventId.startsWith('p3-'))) {
       const other = s.gateway === 'next' ? release.tag : 'next';
-      await post(gateways[other] ?? never(other), s.account, [
-        { eventId: s.eventId, eventName: 'Upgrade Seen', email: `${s.eventId}@upgrade.example`, properties: { phase: 'again', via: other } },
-      ]);
+      const batch = again.get(`${other}/${s.account.id}`) ?? { gateway: gateways[other] ?? never(other), account: s.account, events: [] };
+      batch.events.push({ eventId: s.eventId, eventName: 'Upgrade Seen', email: `${s.eventId}@upgrade.example`, properties: { phase: 'again', via: other } });
+      again.set(`${other}/${s.account.id}`, batch);
     }
+    for (const { gateway, account, events } of again.values()) await post(gateway, account, events);
     await expectStoredAndSynced(ch, fake, [a, b], sent, 'phase 3: both versions of every service');
     note('phase 3 stored and synced');
+    // Both releases' processors shared the work of phase 3 (the group spread the partitions over both).
+    expect({ old: (await dedupeCount(processor)) - before.old > 0, new: (await dedupeCount(p3Processor)) - before.new > 0 }).toEqual({ old: true, new: true });
 
     // Nothing crashed on the way, and both versions are still healthy side by side.
     const all = [oldConsole, newConsole, oldGateway, newGateway, processor, p3Processor, sink, p3Sink];
