@@ -11,11 +11,11 @@ export interface ConsoleProcess extends ServiceProcess {
   readonly adminUrl?: string;
 }
 
-/** `env` adds to (or overrides) what every console of a test needs: servers, topics, database; `run` picks the build and checkout. */
+/** `env` adds to (or overrides) what every console of a test needs: servers, topics, database; `options`: which build and checkout, how long it may take to be ready. */
 export async function startConsoleProcess(
   name: string,
   env: Record<string, string>,
-  run: Pick<ServiceProcessOptions, 'entry' | 'root'> = {},
+  options: Pick<ServiceProcessOptions, 'entry' | 'root' | 'readyTimeoutMs'> = {},
 ): Promise<ConsoleProcess> {
   const servers = integrationEnv();
   const [port, opsPort] = [await freePort(), await freePort()];
@@ -25,7 +25,7 @@ export async function startConsoleProcess(
     name,
     opsPort,
     killWithParent: true,
-    ...run,
+    ...options,
     env: {
       KAFKA_BROKERS: servers.kafkaBrokers,
       KAFKA_DRIVER: servers.kafkaDriver,

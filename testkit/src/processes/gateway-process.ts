@@ -8,11 +8,11 @@ export interface GatewayProcess extends ServiceProcess {
   readonly url: string;
 }
 
-/** `env` adds to (or overrides) what every gateway of a test needs: servers, topics, database; `run` picks the build and checkout. */
+/** `env` adds to (or overrides) what every gateway of a test needs: servers, topics, database; `options`: which build and checkout, how long it may take to be ready. */
 export async function startGatewayProcess(
   name: string,
   env: Record<string, string>,
-  run: Pick<ServiceProcessOptions, 'entry' | 'root'> = {},
+  options: Pick<ServiceProcessOptions, 'entry' | 'root' | 'readyTimeoutMs'> = {},
 ): Promise<GatewayProcess> {
   const servers = integrationEnv();
   const [port, opsPort] = [await freePort(), await freePort()];
@@ -21,7 +21,7 @@ export async function startGatewayProcess(
     name,
     opsPort,
     killWithParent: true,
-    ...run,
+    ...options,
     env: {
       KAFKA_BROKERS: servers.kafkaBrokers,
       KAFKA_DRIVER: servers.kafkaDriver,
