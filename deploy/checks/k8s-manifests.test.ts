@@ -451,12 +451,14 @@ describe('workloads', () => {
 
   it("every workload runs its deployable's image (the Dockerfile's target; setup the processor's), all of one tag, and stops within its grace period", () => {
     const images = Object.fromEntries(workloads.map((w) => [w.metadata.name, w.spec.template.spec.containers.map((c) => c.image)]));
+    // The release's version (docs/releases.md: `npm run release` sets both).
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
     expect(images).toEqual({
-      gateway: ['event-ingestion/gateway:0.1.0'],
-      console: ['event-ingestion/console:0.1.0'],
-      processor: ['event-ingestion/processor:0.1.0'],
-      'crm-sink': ['event-ingestion/crm-sink:0.1.0'],
-      'ingest-setup': ['event-ingestion/processor:0.1.0'],
+      gateway: [`event-ingestion/gateway:${version}`],
+      console: [`event-ingestion/console:${version}`],
+      processor: [`event-ingestion/processor:${version}`],
+      'crm-sink': [`event-ingestion/crm-sink:${version}`],
+      'ingest-setup': [`event-ingestion/processor:${version}`],
     });
     for (const name of ['gateway', 'console', 'processor', 'crm-sink']) {
       expect((deployment(name).spec.template.spec.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(Number(config.data.SHUTDOWN_TIMEOUT_MS));

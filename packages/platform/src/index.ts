@@ -27,6 +27,7 @@ export * from './kafka/topics.js';
 export * from './lifecycle.js';
 export * from './logger.js';
 export * from './metrics.js';
+export * from './build-version.js';
 export * from './ops.server.js';
 export * from './paths.js';
 export * from './redis-acl.js';

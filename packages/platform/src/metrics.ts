@@ -1,4 +1,5 @@
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { BUILD_VERSION } from './build-version.js';
 
 export type { Registry };
 
@@ -10,11 +11,19 @@ export function createMetricsRegistry(service: string): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
   collectDefaultMetrics({ register: registry });
+  // Which release runs where during a rolling upgrade (docs/releases.md).
+  new Gauge({
+    name: METRIC_NAMES.buildInfo,
+    help: 'The release this process runs (label version); always 1',
+    labelNames: ['version'],
+    registers: [registry],
+  }).set({ version: BUILD_VERSION }, 1);
   return registry;
 }
 
 /** Every metric name in one place (Prometheus conventions: base units, `_total` counters). */
 export const METRIC_NAMES = {
+  buildInfo: 'ingest_build_info',
   clickhouseRowsInserted: 'ingest_clickhouse_rows_inserted_total',
   clickhouseInsertDuration: 'ingest_clickhouse_insert_duration_seconds',
   clickhouseInsertFailures: 'ingest_clickhouse_insert_failures_total',

@@ -2,7 +2,7 @@
 import { testCredentialKeys } from '../credential-keys.js';
 import { integrationEnv } from '../env.js';
 import { freePort } from '../ports.js';
-import { type ServiceProcess, startServiceProcess } from './service-process.js';
+import { type ServiceProcess, type ServiceProcessOptions, startServiceProcess } from './service-process.js';
 
 export interface ConsoleProcess extends ServiceProcess {
   /** Its dashboard listener (/dashboard). */
@@ -11,8 +11,12 @@ export interface ConsoleProcess extends ServiceProcess {
   readonly adminUrl?: string;
 }
 
-/** `env` adds to (or overrides) what every console of a test needs: servers, topics, database. */
-export async function startConsoleProcess(name: string, env: Record<string, string>): Promise<ConsoleProcess> {
+/** `env` adds to (or overrides) what every console of a test needs: servers, topics, database; `options`: which build and checkout, how long it may take to be ready. */
+export async function startConsoleProcess(
+  name: string,
+  env: Record<string, string>,
+  options: Pick<ServiceProcessOptions, 'entry' | 'root' | 'readyTimeoutMs'> = {},
+): Promise<ConsoleProcess> {
   const servers = integrationEnv();
   const [port, opsPort] = [await freePort(), await freePort()];
   const adminPort = env.ADMIN_TOKEN ? (env.ADMIN_PORT ?? String(await freePort())) : undefined;
@@ -21,6 +25,7 @@ export async function startConsoleProcess(name: string, env: Record<string, stri
     name,
     opsPort,
     killWithParent: true,
+    ...options,
     env: {
       KAFKA_BROKERS: servers.kafkaBrokers,
       KAFKA_DRIVER: servers.kafkaDriver,

@@ -1,15 +1,19 @@
 /** The gateway as a real OS process, for chaos tests that must see its HTTP API, health, RSS and exit. */
 import { integrationEnv } from '../env.js';
 import { freePort } from '../ports.js';
-import { type ServiceProcess, startServiceProcess } from './service-process.js';
+import { type ServiceProcess, type ServiceProcessOptions, startServiceProcess } from './service-process.js';
 
 export interface GatewayProcess extends ServiceProcess {
   /** Its public API. */
   readonly url: string;
 }
 
-/** `env` adds to (or overrides) what every gateway of a test needs: servers, topics, database. */
-export async function startGatewayProcess(name: string, env: Record<string, string>, options: { readyTimeoutMs?: number } = {}): Promise<GatewayProcess> {
+/** `env` adds to (or overrides) what every gateway of a test needs: servers, topics, database; `options`: which build and checkout, how long it may take to be ready. */
+export async function startGatewayProcess(
+  name: string,
+  env: Record<string, string>,
+  options: Pick<ServiceProcessOptions, 'entry' | 'root' | 'readyTimeoutMs'> = {},
+): Promise<GatewayProcess> {
   const servers = integrationEnv();
   const [port, opsPort] = [await freePort(), await freePort()];
   const proc = await startServiceProcess({

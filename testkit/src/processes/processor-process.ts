@@ -4,7 +4,7 @@ import { integrationEnv } from '../env.js';
 import { sumByLabel } from '../metrics-text.js';
 import { freePort } from '../ports.js';
 import { uniqueSuffix } from '../fixtures.js';
-import { ServiceFleet, type ServiceProcess, startServiceProcess } from './service-process.js';
+import { ServiceFleet, type ServiceProcess, type ServiceProcessOptions, startServiceProcess } from './service-process.js';
 
 export type ProcessorProcess = ServiceProcess;
 
@@ -18,6 +18,8 @@ export interface ProcessorSetup {
   label: string;
   /** Further settings of every process (session timeout, liveness bounds, stages, buffer caps, ...). */
   env?: Record<string, string>;
+  /** Which build and checkout the processes run (default: this checkout's sources). */
+  run?: Pick<ServiceProcessOptions, 'entry' | 'root'>;
 }
 
 export function processorSetup(topicPrefix: string, database: string, label: string, env: Record<string, string> = {}): ProcessorSetup {
@@ -46,6 +48,7 @@ async function startProcessor(setup: ProcessorSetup, name: string, track: (p: Se
     name,
     opsPort,
     track,
+    ...setup.run,
     env: {
       KAFKA_BROKERS: servers.kafkaBrokers,
       KAFKA_DRIVER: servers.kafkaDriver,

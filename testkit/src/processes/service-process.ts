@@ -63,6 +63,8 @@ export interface ServiceProcessOptions {
   track?: (p: ServiceProcess) => void;
   /** `tsx` runs the sources (default); `dist` the production bundle (`npm run build`), as the image does. */
   entry?: 'tsx' | 'dist';
+  /** The checkout it runs from (default this one; the rolling-upgrade test runs the previous release's worktree). */
+  root?: string;
   /** Node flags before the entry (e.g. --cpu-prof, the image's --max-semi-space-size). */
   nodeArgs?: string[];
   /** Where it logs; default `<STACK_DIR>/test-results/chaos-<name>.log`. */
@@ -86,7 +88,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
   let child: ChildProcess;
   try {
     child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], {
-      cwd: REPO_ROOT,
+      cwd: options.root ?? REPO_ROOT,
       stdio: ['ignore', fd, fd],
       env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', SEEN_IDS_HMAC_KEY: TEST_SEEN_IDS_KEY, ...options.env },
       detached: options.detached ?? false,

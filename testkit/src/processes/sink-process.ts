@@ -2,7 +2,7 @@
 import { testCredentialKeys } from '../credential-keys.js';
 import { integrationEnv } from '../env.js';
 import { freePort } from '../ports.js';
-import { ServiceFleet, type ServiceProcess, startServiceProcess } from './service-process.js';
+import { ServiceFleet, type ServiceProcess, type ServiceProcessOptions, startServiceProcess } from './service-process.js';
 
 export type SinkProcess = ServiceProcess;
 
@@ -15,6 +15,8 @@ export interface SinkSetup {
   label: string;
   /** Further CRM_* variables (coalescing window, rate, retries). */
   env: Record<string, string>;
+  /** Which build and checkout the processes run (default: this checkout's sources). */
+  run?: Pick<ServiceProcessOptions, 'entry' | 'root'>;
 }
 
 /** Starts sink processes of one setup, remembers them, and kills whatever still runs at the end. */
@@ -32,6 +34,7 @@ async function startSink(setup: SinkSetup, name: string, track: (p: ServiceProce
     name,
     opsPort,
     track,
+    ...setup.run,
     env: {
       KAFKA_BROKERS: servers.kafkaBrokers,
       KAFKA_DRIVER: servers.kafkaDriver,
