@@ -48,10 +48,12 @@ export function refsToLookUp(record: EventRecord, linkedUserIds: readonly string
 /** Email and domain the map knows for a person: its own entry, else (for `a:`) the user it is linked to. */
 export function resolvePerson(ref: PersonRef, lookUp: LookUp): { email?: string; domain?: string } | undefined {
   const entry = lookUp(ref);
-  if (entry?.email !== undefined || entry?.domain !== undefined) return { ...(entry.email ? { email: entry.email } : {}), ...(entry.domain ? { domain: entry.domain } : {}) };
+  if (entry?.email !== undefined || entry?.domain !== undefined)
+    return { ...(entry.email ? { email: entry.email } : {}), ...(entry.domain ? { domain: entry.domain } : {}) };
   if (ref.startsWith('a:') && entry?.userId !== undefined) {
     const user = lookUp(`u:${entry.userId}`);
-    if (user?.email !== undefined || user?.domain !== undefined) return { ...(user.email ? { email: user.email } : {}), ...(user.domain ? { domain: user.domain } : {}) };
+    if (user?.email !== undefined || user?.domain !== undefined)
+      return { ...(user.email ? { email: user.email } : {}), ...(user.domain ? { domain: user.domain } : {}) };
   }
   return undefined;
 }
@@ -101,7 +103,9 @@ export function linksOf(record: EventRecord, lookUp: LookUp, at: number): Identi
 export function joinedRecord(record: EventRecord, lookUp: LookUp): EventRecord | undefined {
   if (record.email !== null || record.domain !== null) return undefined;
   const ref = personRef(record);
-  const known = (ref && resolvePerson(ref, lookUp)) ?? (record.userId !== undefined && record.anonymousId !== undefined ? resolvePerson(`a:${record.anonymousId}`, lookUp) : undefined);
+  const known =
+    (ref && resolvePerson(ref, lookUp)) ??
+    (record.userId !== undefined && record.anonymousId !== undefined ? resolvePerson(`a:${record.anonymousId}`, lookUp) : undefined);
   if (!known) return undefined;
   return { ...record, email: known.email ?? null, domain: known.domain ?? null, identitySource: 'map' };
 }

@@ -86,7 +86,10 @@ export function createIdentityJoin(deps: IdentityJoinDeps): { engine: SyncEngine
           else forward.push({ ...event, record: enriched });
         } else if (unresolved(event.record)) {
           const { accountId, eventId } = event.record;
-          const added = await deps.waits.add({ accountId, eventId, message: event.message, deadlineMs: now() + deps.settings.waitMs }, deps.settings.maxPerAccount);
+          const added = await deps.waits.add(
+            { accountId, eventId, message: event.message, deadlineMs: now() + deps.settings.waitMs },
+            deps.settings.maxPerAccount,
+          );
           outcomes.inc({ outcome: added ? 'waiting' : 'refused' });
           if (added) event.finish();
           else forward.push(event);
@@ -111,7 +114,10 @@ export function createIdentityJoin(deps: IdentityJoinDeps): { engine: SyncEngine
     const forward: SinkEvent[] = [];
     for (const { waiting, record } of decoded) {
       const enriched = joined.get(record);
-      const done = () => void deps.waits.remove(waiting).catch((err: unknown) => log.warn({ err, accountId: waiting.accountId }, 'removing a waiting event failed; it is looked at again'));
+      const done = () =>
+        void deps.waits
+          .remove(waiting)
+          .catch((err: unknown) => log.warn({ err, accountId: waiting.accountId }, 'removing a waiting event failed; it is looked at again'));
       if (enriched) {
         outcomes.inc({ outcome: 'resolved' });
         if (deps.erased?.(enriched)) done();

@@ -97,7 +97,15 @@ function decode(raw: string): WaitingEvent | undefined {
     accountId: s.a,
     eventId: s.e,
     deadlineMs: s.d,
-    message: { topic: s.t, partition: s.p, offset: s.o, key: s.k === null ? null : Buffer.from(s.k, 'utf8'), value: Buffer.from(s.val, 'utf8'), headers: s.h, timestamp: s.ts },
+    message: {
+      topic: s.t,
+      partition: s.p,
+      offset: s.o,
+      key: s.k === null ? null : Buffer.from(s.k, 'utf8'),
+      value: Buffer.from(s.val, 'utf8'),
+      headers: s.h,
+      timestamp: s.ts,
+    },
   };
 }
 
@@ -118,7 +126,10 @@ export function createIdentityWaitStore(options: { redis: Redis; keyPrefix?: str
   };
   return {
     add: (event, max) =>
-      guard('adding a waiting event', async () => (await ADD(redis, keys, [memberOf(event), encode(event), String(Date.now()), event.accountId, String(max)])) === 1),
+      guard(
+        'adding a waiting event',
+        async () => (await ADD(redis, keys, [memberOf(event), encode(event), String(Date.now()), event.accountId, String(max)])) === 1,
+      ),
     claim: (nowMs, count, leaseMs) =>
       guard('claiming waiting events', async () => {
         const raw = (await CLAIM(redis, keys.slice(0, 2), [String(nowMs), String(count), String(nowMs + leaseMs)])) as string[];

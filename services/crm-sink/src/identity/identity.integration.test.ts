@@ -6,7 +6,14 @@
  * the late identify, aliases, erasure and the rebuild of its Redis index (docs/segment.md).
  */
 import { Analytics } from '@segment/analytics-node';
-import { type CrmCredential, createIdentityMapBuilder, createIdentityMapEraser, createIdentityMapIndex, createSyncStateStore, identityMapKeys } from '@ingest/domain';
+import {
+  type CrmCredential,
+  createIdentityMapBuilder,
+  createIdentityMapEraser,
+  createIdentityMapIndex,
+  createSyncStateStore,
+  identityMapKeys,
+} from '@ingest/domain';
 import { type Component, createMetricsRegistry, readDeadLetters, readTopicToEnd, sql, topicName } from '@ingest/platform';
 import { testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
@@ -40,7 +47,9 @@ beforeAll(async () => {
     producer: gw.producer,
     redis: gw.redis,
     mappings: createStaticMappings(
-      Object.fromEntries(accounts.map((a) => [a.id, { mapping: everyKindMapping(`${a.id}-crm`), credential: { type: 'hubspot', accessToken: a.id } satisfies CrmCredential }])),
+      Object.fromEntries(
+        accounts.map((a) => [a.id, { mapping: everyKindMapping(`${a.id}-crm`), credential: { type: 'hubspot', accessToken: a.id } satisfies CrmCredential }]),
+      ),
     ),
     openCredential: testCredentialKeys().opener,
     createAdapter: (credential) => (crms.get(credential.type === 'hubspot' ? credential.accessToken : '') as MemoryCrm).adapter,
@@ -70,7 +79,13 @@ afterAll(async () => {
 });
 
 async function batch(apiKey: string, messages: Record<string, unknown>[]) {
-  const res = await gw.app.inject({ method: 'POST', url: '/v1/batch', headers: { authorization: `Bearer ${apiKey}` }, payload: { batch: messages }, remoteAddress: randomClientIp() });
+  const res = await gw.app.inject({
+    method: 'POST',
+    url: '/v1/batch',
+    headers: { authorization: `Bearer ${apiKey}` },
+    payload: { batch: messages },
+    remoteAddress: randomClientIp(),
+  });
   expect(res.statusCode, res.body).toBe(200);
 }
 
@@ -90,7 +105,9 @@ async function states(accountId: string, eventIds: string[], done: (state: strin
 async function storedEmails(accountId: string, expected: number) {
   return waitFor(
     async () => {
-      const rows = await gw.clickhouse.ch.query<{ event_id: string; email: string }>(sql`SELECT event_id, email FROM events FINAL WHERE account_id = ${accountId} ORDER BY event_id`);
+      const rows = await gw.clickhouse.ch.query<{ event_id: string; email: string }>(
+        sql`SELECT event_id, email FROM events FINAL WHERE account_id = ${accountId} ORDER BY event_id`,
+      );
       if (rows.length < expected) throw new Error(`stored so far: ${JSON.stringify(rows)}`);
       return Object.fromEntries(rows.map((r) => [r.event_id, r.email]));
     },
@@ -152,7 +169,11 @@ describe('the identity map', () => {
     expect(emails['bad-alias']).toBe('cy@acme.io');
     const letters = await waitFor(
       async () => {
-        const found = await readDeadLetters(gw.kafka.kafka, topicName(gw.kafka.prefix, 'deadLetters'), { limit: 50, logger: testLogger(), filter: (e) => e.code === 'identity_conflict' });
+        const found = await readDeadLetters(gw.kafka.kafka, topicName(gw.kafka.prefix, 'deadLetters'), {
+          limit: 50,
+          logger: testLogger(),
+          filter: (e) => e.code === 'identity_conflict',
+        });
         const mine = found.filter((l) => l.reason.includes(`account ${id} `));
         if (mine.length === 0) throw new Error(`identity_conflict letters so far: ${found.length}`);
         return mine;
@@ -173,7 +194,12 @@ describe('the identity map', () => {
     await storedEmails(id, 1);
     const idx = index();
     const topic = topicName(gw.kafka.prefix, 'identities');
-    const eraser = createIdentityMapEraser({ index: idx, builder: createIdentityMapBuilder({ kafka: gw.kafka.kafka, topic, index: idx, logger: testLogger() }), producer: gw.producer, topic });
+    const eraser = createIdentityMapEraser({
+      index: idx,
+      builder: createIdentityMapBuilder({ kafka: gw.kafka.kafka, topic, index: idx, logger: testLogger() }),
+      producer: gw.producer,
+      topic,
+    });
     expect(await eraser.erase(id, 'email', 'gone@acme.io')).toBe(1);
     expect((await idx.get(id, ['u:u-gone'])).size).toBe(0);
     const records: { value: number }[] = [];
@@ -193,7 +219,8 @@ describe('the identity map', () => {
     const { id, apiKey } = accounts[5] as { id: string; apiKey: string };
     const trace: Record<string, unknown>[] = [];
     let n = 0;
-    const page = (who: Record<string, string>) => trace.push({ type: 'track', ...who, event: 'Page Viewed', properties: { path: `/p${n}` }, messageId: `trace-${n++}` });
+    const page = (who: Record<string, string>) =>
+      trace.push({ type: 'track', ...who, event: 'Page Viewed', properties: { path: `/p${n}` }, messageId: `trace-${n++}` });
     // 20 users: 2 anonymous page views, identify (both ids), 8 tracks by userId.
     for (let u = 0; u < 20; u++) {
       for (let i = 0; i < 2; i++) page({ anonymousId: `anon-${u}` });

@@ -94,7 +94,8 @@ export function createIdentityStep(deps: IdentityStepDeps) {
             known.set(`${record.accountId}\n${ref}`, entry);
             writes.set(record.accountId, [...(writes.get(record.accountId) ?? []), [ref, entry]]);
           }
-          if (learnt.conflict) refused.push({ message, code: 'identity_conflict', reason: `account ${record.accountId} event ${record.eventId}: ${learnt.conflict}` });
+          if (learnt.conflict)
+            refused.push({ message, code: 'identity_conflict', reason: `account ${record.accountId} event ${record.eventId}: ${learnt.conflict}` });
           const enriched = joinedRecord(record, lookUp);
           if (!enriched) return message.value ?? '';
           joined.inc();
