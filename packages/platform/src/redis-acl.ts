@@ -187,7 +187,8 @@ export const REDIS_ROLE_GRANTS: Record<RedisRole, { root: readonly string[]; gra
       { families: ['park'], commands: CRM_WRITE_COMMANDS },
       { families: ['crmRate', 'connectionChecks'], commands: TOKEN_BUCKET_COMMANDS },
       { families: ['identityMap'], commands: ['hmget', 'exists'] },
-      { families: ['identityWait'], commands: CRM_WRITE_COMMANDS },
+      // The wait store's scripts (identity-wait.store.ts) check an event is there with HEXISTS.
+      { families: ['identityWait'], commands: [...CRM_WRITE_COMMANDS, 'hexists'] },
     ],
   },
 };
