@@ -48,6 +48,8 @@ export function createIdentityJoin(deps: IdentityJoinDeps): { engine: SyncEngine
     labelNames: ['outcome'],
     registers: [deps.metrics],
   });
+  // Every outcome exported at 0 from the start, so rate() works from the first scrape.
+  for (const outcome of ['joined', 'waiting', 'resolved', 'expired', 'refused']) outcomes.inc({ outcome }, 0);
 
   /** The map's email/domain for each record that needs one (two HMGETs per account). */
   async function join(records: readonly EventRecord[]): Promise<Map<EventRecord, EventRecord>> {
