@@ -133,7 +133,7 @@ describe('the identity map', () => {
     expect(crms.get(id)?.record('contact', 'ada@acme.io')).toMatchObject({ page_views: 3 });
   }, 60_000);
 
-  it('a track before its identify, on another partition, is synced once the identify arrives; one never identified is skipped after the bound', async () => {
+  it('an anonymous track stored before its identify (keyed a:<anonymousId>, the identify u:<userId>) is synced once the identify arrives; one never identified is skipped after the bound', async () => {
     const { id, apiKey } = accounts[1] as { id: string; apiKey: string };
     await batch(apiKey, [
       { type: 'track', anonymousId: 'anon-late', event: 'Page Viewed', properties: { path: '/early' }, messageId: 'early-1' },

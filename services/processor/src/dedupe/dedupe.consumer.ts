@@ -87,6 +87,11 @@ function fullView(record: EventRecord): RawEventView {
  * the batch; the restored marks then drop the copies. Only a crash after events.unique took an
  * event but before its mark was written can pass a copy on, which the idempotent sinks
  * (ReplacingMergeTree, the CRM ledger) absorb.
+ *
+ * The identity map (identity.step.ts) rides on the same order: its entries are read before the
+ * batch, its new records go in the same produce request as the events (after any refused alias's
+ * dead letter), and into the Redis index only once that request is durable. A batch retried
+ * after a failed send computes and writes them again (the writes are idempotent).
  */
 export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
   const now = deps.now ?? Date.now;
