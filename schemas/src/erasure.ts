@@ -36,6 +36,12 @@ export const ErasureResult = Type.Object({
     events: Type.Integer({ description: 'Distinct events of this identity deleted from ClickHouse `events`' }),
     crmRecords: Type.Integer({ description: "CRM sync state records (the sink's copy of a contact or company) deleted from Redis" }),
     pendingLinks: Type.Integer({ description: 'Pending contact-company links deleted from Redis' }),
+    identityLinks: Type.Optional(
+      Type.Integer({
+        description:
+          'Identity map entries (a Segment userId or anonymousId known under this email or domain) removed: tombstoned on the topic and deleted from Redis',
+      }),
+    ),
   }),
   complete: Type.Boolean({
     description:

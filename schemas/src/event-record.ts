@@ -53,6 +53,9 @@ export const EventRecord = Type.Object(
       Type.Record(Type.String(), Type.Unknown(), { description: 'Segment `context` as sent (ip, userAgent, page, campaign, library, ...).' }),
     ),
     originalTimestampMs: Type.Optional(RecordTimeMs('The time the sender claimed (Segment `originalTimestamp`) before the clock-skew correction.')),
+    // Optional, same `v`: `map` when the email/domain came from the per-account identity map
+    // (docs/segment.md) rather than from the message itself.
+    identitySource: Type.Optional(Type.String({ maxLength: 32, description: 'Where the email/domain came from when not sent: `map` (the identity map).' })),
   },
   // Open: the optional fields a newer writer adds are ignored, not dead-lettered.
   { $id: 'EventRecord' },

@@ -61,3 +61,8 @@ export * from './erasure/suppression.list.js';
 export * from './erasure/events-erasure.store.js';
 export * from './erasure/crm-state.eraser.js';
 export * from './erasure/suppression.read.js';
+export * from './identity/identity-record.js';
+export * from './identity/identity-links.js';
+export * from './identity/identity-map.store.js';
+export * from './identity/identity-map.rebuild.js';
+export * from './identity/identity-map.eraser.js';

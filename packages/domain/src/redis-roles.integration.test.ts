@@ -17,6 +17,7 @@ import { createCrmStateEraser } from './erasure/crm-state.eraser.js';
 import { createSyncHealthStore } from './crm/sync-health.store.js';
 import { createSyncStateStore } from './crm/sync-state.store.js';
 import { createJobStatusStore, queuedJobStatus } from './jobs/job-status.store.js';
+import { createIdentityMapIndex } from './identity/identity-map.store.js';
 
 const PREFIX = 'roles:';
 const AT = Date.UTC(2026, 10, 12, 10, 7);
@@ -72,6 +73,24 @@ describe('stores under their roles’ Redis users', () => {
     expect(release).toBeDefined();
     await release?.();
     await expect(tryLease(role('gateway'), `${PREFIX}billing:close:202611`, 10_000)).rejects.toThrow(/NOPERM/);
+  });
+
+  it('the identity map index: the processor writes and marks it built, the console erases, crm-sink only looks up, the gateway not at all', async () => {
+    const entry = { v: 1 as const, email: 'ada@roles.io', updatedAt: AT };
+    const processor = createIdentityMapIndex({ redis: role('processor'), keyPrefix: PREFIX });
+    await processor.put(account.id, [['u:ada', entry]]);
+    await processor.markBuilt();
+    expect(await processor.isBuilt()).toBe(true);
+    const sink = createIdentityMapIndex({ redis: role('crm-sink'), keyPrefix: PREFIX });
+    expect((await sink.get(account.id, ['u:ada'])).get('u:ada')).toEqual(entry);
+    expect(await sink.isBuilt()).toBe(true);
+    await expect(sink.put(account.id, [['u:bob', entry]])).rejects.toThrow(/NOPERM/);
+    await expect(createIdentityMapIndex({ redis: role('gateway'), keyPrefix: PREFIX }).get(account.id, ['u:ada'])).rejects.toThrow(/NOPERM/);
+    const console = createIdentityMapIndex({ redis: role('console'), keyPrefix: PREFIX });
+    const found: string[] = [];
+    await console.scan(account.id, (ref) => found.push(ref));
+    expect(found).toEqual(['u:ada']);
+    expect(await console.remove(account.id, ['u:ada'])).toBe(1);
   });
 
   it('the CRM sync state and health: crm-sink writes, the gateway and the console read, and neither can write them', async () => {

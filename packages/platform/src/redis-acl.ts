@@ -50,6 +50,8 @@ export const REDIS_KEY_FAMILIES = {
   syncHealth: { pattern: 'crm:health:*', owner: 'packages/domain/src/crm/sync-health.store.ts', writers: ['crm-sink'], readers: ['console'] },
   park: { pattern: 'crm:park:*', owner: 'services/crm-sink/src/park/park.store.ts', writers: ['crm-sink'], readers: [] },
   crmRate: { pattern: 'crm:rate:*', owner: 'services/crm-sink/src/rate/shared-token-bucket.ts', writers: ['crm-sink'], readers: [] },
+  identityMap: { pattern: 'identity:*', owner: 'packages/domain/src/identity/identity-map.store.ts', writers: ['processor', 'console'], readers: ['crm-sink'] },
+  identityWait: { pattern: 'crm:identity-wait:*', owner: 'services/crm-sink/src/identity/identity-wait.store.ts', writers: ['crm-sink'], readers: [] },
   connectionChecks: { pattern: 'crm:connection-checks:*', owner: 'services/crm-sink/src/rate/shared-token-bucket.ts', writers: ['crm-sink'], readers: [] },
 } as const satisfies Record<string, RedisKeyFamily>;
 export type RedisKeyFamilyName = keyof typeof REDIS_KEY_FAMILIES;
@@ -126,6 +128,8 @@ const CRM_WRITE_COMMANDS = [
   'multi',
   'exec',
 ];
+/** The identity map's index (identity-map.store.ts): its put script, lookups, erasure, the rebuild marker. */
+const IDENTITY_MAP_COMMANDS = [...SCRIPTS, 'hget', 'hset', 'hmget', 'hdel', 'hscan', 'exists', 'set'];
 const TOKEN_BUCKET_COMMANDS = [...SCRIPTS, 'hmget', 'hset', 'pexpire'];
 
 /** Keyless commands every role needs: the connection (ioredis sends INFO as its ready check, CLIENT SETNAME when named), PING for health, TIME inside scripts. */
@@ -162,6 +166,8 @@ export const REDIS_ROLE_GRANTS: Record<RedisRole, { root: readonly string[]; gra
       // Erasure (packages/domain/src/erasure/crm-state.eraser.ts): the record of the erased
       // contact or company, and the pending links that name it.
       { families: ['recordState', 'pendingLinks'], commands: ['del', 'srem', 'smembers'] },
+      // Erasure of the identity map's entries (identity-map.eraser.ts), after a rebuild when Redis lost it.
+      { families: ['identityMap'], commands: IDENTITY_MAP_COMMANDS },
     ],
   },
   processor: {
@@ -171,6 +177,7 @@ export const REDIS_ROLE_GRANTS: Record<RedisRole, { root: readonly string[]; gra
       { families: ['allowance'], commands: [...ALLOWANCE_COMMANDS, 'hkeys'] },
       { families: ['jobStatus', 'accountJobs'], commands: JOB_STATUS_COMMANDS },
       { families: ['billingLease'], commands: [...SCRIPTS, 'set', 'get', 'del'] },
+      { families: ['identityMap'], commands: IDENTITY_MAP_COMMANDS },
     ],
   },
   'crm-sink': {
@@ -179,6 +186,9 @@ export const REDIS_ROLE_GRANTS: Record<RedisRole, { root: readonly string[]; gra
       { families: ['syncState', 'recordState', 'ledger', 'pendingLinks', 'syncHealth', 'oauthToken', 'oauthRevoke'], commands: CRM_WRITE_COMMANDS },
       { families: ['park'], commands: CRM_WRITE_COMMANDS },
       { families: ['crmRate', 'connectionChecks'], commands: TOKEN_BUCKET_COMMANDS },
+      { families: ['identityMap'], commands: ['hmget', 'exists'] },
+      // The wait store's scripts (identity-wait.store.ts) check an event is there with HEXISTS.
+      { families: ['identityWait'], commands: [...CRM_WRITE_COMMANDS, 'hexists'] },
     ],
   },
 };

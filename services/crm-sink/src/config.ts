@@ -71,6 +71,12 @@ export const CrmSinkConfigSchema = Type.Object({
   CRM_PARK_RESUME_BATCH: Type.Integer({ minimum: 1, default: 500 }),
   /** A replica's lease on resuming one account, renewed after each step. */
   CRM_PARK_LEASE_MS: Type.Integer({ minimum: 1_000, default: 120_000 }),
+  /** Late identify (docs/segment.md): how long an event without email/domain waits for its person's identify; 0: not at all (skipped at once). */
+  IDENTITY_WAIT_SECONDS: Type.Integer({ minimum: 0, maximum: 7 * DAY_S, default: 300 }),
+  /** Events of one account waiting for their identify at once; beyond, an event is skipped `identity_unresolved` at once. */
+  IDENTITY_WAIT_MAX_PER_ACCOUNT: Type.Integer({ minimum: 1, default: 10_000 }),
+  /** How often each replica looks at the waiting events (and the page it takes). */
+  IDENTITY_WAIT_POLL_MS: Type.Integer({ minimum: 10, default: 1_000 }),
   /** How long applied (account, eventId, rule) are remembered; longer than Kafka retention plus any replay. */
   CRM_LEDGER_TTL_SECONDS: Type.Integer({ minimum: 3600, default: 35 * DAY_S }),
   /** How long an event's sync state stays readable through GET /v1/events/{eventId}. */

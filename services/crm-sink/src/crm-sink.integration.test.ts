@@ -35,7 +35,8 @@ beforeAll(async () => {
     createAdapter: (credential) => crmOf(credential.type === 'hubspot' ? credential.accessToken : '').adapter,
   });
   groupId = `crm-sink-${uniqueSuffix()}`;
-  await fx.startSink(groupId, { metrics: sinkMetrics });
+  // A userId-only event waits 1 s for its identify, then is skipped identity_unresolved.
+  await fx.startSink(groupId, { metrics: sinkMetrics, identityWait: { waitMs: 1_000, maxPerAccount: 100, pollMs: 100 } });
 });
 
 afterAll(async () => {

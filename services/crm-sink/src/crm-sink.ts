@@ -14,6 +14,7 @@ import {
   type CredentialKeyring,
   type CredentialOpener,
   type CrmCredential,
+  createIdentityMapIndex,
   createSyncHealthStore,
   createSyncStateStore,
   credentialAuth,
@@ -43,6 +44,8 @@ import { createSinkConsumer } from './sync/sink.consumer.js';
 import { countingSyncStates, createSyncHealthRecorder } from './sync/sync-health.recorder.js';
 import { createSyncHealthMonitor, DEFAULT_SYNC_HEALTH_MONITOR, type SyncHealthMonitorSettings } from './sync/sync-health.monitor.js';
 import { createSyncEngine } from './sync/sync.engine.js';
+import { createIdentityJoin, type IdentityJoinSettings } from './identity/identity-join.js';
+import { createIdentityWaitStore } from './identity/identity-wait.store.js';
 import { createSyncMetrics } from './sync/sync.metrics.js';
 
 export interface CrmSinkDeps {
@@ -81,9 +84,13 @@ export interface CrmSinkDeps {
   accounts?: Pick<ControlPlaneReader, 'accountById' | 'listAccounts'>;
   /** The erasure suppression list (started before the sink): erased people's events are not synced. Absent: none are. */
   erasures?: SuppressionList;
+  /** Late identify (docs/segment.md): events without email/domain wait this long for their identify. Absent: the defaults (300 s). */
+  identityWait?: IdentityJoinSettings;
   /** The accounts' sync health metrics (docs/crm-sync.md, "Sync health"); defaults when absent. */
   health?: SyncHealthMonitorSettings;
 }
+
+const DEFAULT_IDENTITY_WAIT: IdentityJoinSettings = { waitMs: 300_000, maxPerAccount: 10_000, pollMs: 1_000 };
 
 export type ParkConfig = Omit<ParkingSettings, 'store'> & { limits: ParkLimits };
 
@@ -175,11 +182,20 @@ export function createCrmSink(deps: CrmSinkDeps): CrmSink {
         }
       : {}),
   });
+  const identity = createIdentityJoin({
+    engine,
+    index: createIdentityMapIndex({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix }),
+    waits: createIdentityWaitStore({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix }),
+    settings: deps.identityWait ?? DEFAULT_IDENTITY_WAIT,
+    ...(deps.erasures ? { erased: deps.erasures.suppressed } : {}),
+    metrics: deps.metrics,
+    logger: deps.logger,
+  });
   const consumer = createSinkConsumer({
     kafka: deps.kafka,
     topics: [topicName(deps.topicPrefix, 'eventsUnique'), topicName(deps.topicPrefix, 'crmReplay')],
     groupId: deps.groupId,
-    engine,
+    engine: identity.engine,
     deadLetters,
     ...(deps.erasures ? { erasures: deps.erasures } : {}),
     logger: deps.logger,
@@ -212,6 +228,7 @@ export function createCrmSink(deps: CrmSinkDeps): CrmSink {
     async start() {
       await consumer.start();
       await resumer.start();
+      await identity.poller.start();
       await monitor.start();
       await revoker?.start();
     },
@@ -220,6 +237,7 @@ export function createCrmSink(deps: CrmSinkDeps): CrmSink {
       // The resumer first: it calls into the engine, which the consumer's stop ends.
       await monitor.stop();
       await resumer.stop();
+      await identity.poller.stop();
       await consumer.stop();
     },
     healthy: () => consumer.healthy(),

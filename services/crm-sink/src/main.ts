@@ -109,6 +109,7 @@ await launchService({
         leaseMs: config.CRM_PARK_LEASE_MS,
       },
       partitionsConsumedConcurrently: config.CRM_SINK_PARTITIONS_CONCURRENCY,
+      identityWait: { waitMs: config.IDENTITY_WAIT_SECONDS * 1000, maxPerAccount: config.IDENTITY_WAIT_MAX_PER_ACCOUNT, pollMs: config.IDENTITY_WAIT_POLL_MS },
       health: {
         alertAfterMs: config.CRM_HEALTH_ALERT_AFTER_MS,
         maxAccounts: config.CRM_HEALTH_METRICS_MAX_ACCOUNTS,

@@ -11,6 +11,7 @@ import { createParkStore, type ParkedEntry } from './park/park.store.js';
 import { createSharedTokenBuckets } from './rate/shared-token-bucket.js';
 import { createPendingLinksStore } from './sync/pending-links.store.js';
 import { createRecordStateStore } from './sync/record-state.store.js';
+import { createIdentityWaitStore } from './identity/identity-wait.store.js';
 
 const PREFIX = 'sink:';
 const LIMITS = { maxEventsPerAccount: 100, maxBytesPerAccount: 1e6, maxEventsTotal: 100, maxBytesTotal: 1e6 };
@@ -38,6 +39,25 @@ const entry = (offset: number): ParkedEntry => {
 };
 
 describe("crm-sink's stores under its Redis user", () => {
+  it('events waiting for their identify: added within the bound, claimed, rescheduled and removed; the gateway reaches none', async () => {
+    const sink = await own.connectAs('crm-sink');
+    const waits = createIdentityWaitStore({ redis: sink, keyPrefix: PREFIX });
+    const waiting = { accountId: 'acc_sink', eventId: 'e1', message: entry(1).message, deadlineMs: 1_700_000_100_000 };
+    expect(await waits.add(waiting, 1)).toBe(true);
+    expect(await waits.add(waiting, 1)).toBe(true);
+    expect(await waits.add({ ...waiting, eventId: 'e2' }, 1)).toBe(false);
+    expect(await waits.waiting('acc_sink')).toBe(1);
+    const claimed = await waits.claim(Date.now(), 10, 60_000);
+    expect(claimed.map((w) => [w.eventId, w.deadlineMs, w.message.offset])).toEqual([['e1', waiting.deadlineMs, '1']]);
+    expect(await waits.claim(Date.now(), 10, 60_000)).toEqual([]);
+    await waits.later(waiting, 0);
+    expect(await waits.claim(Date.now(), 10, 60_000)).toHaveLength(1);
+    await waits.remove(waiting);
+    expect(await waits.waiting('acc_sink')).toBe(0);
+    const gateway = createIdentityWaitStore({ redis: await own.connectAs('gateway'), keyPrefix: PREFIX });
+    await expect(gateway.waiting('acc_sink')).rejects.toThrow(/NOPERM/);
+  });
+
   it('parks, peeks, reschedules, leases and drains; the gateway and the console cannot read or forge parked events', async () => {
     const store = createParkStore({ redis: await own.connectAs('crm-sink'), keyPrefix: PREFIX, limits: LIMITS });
     expect(await store.park('acc_sink', [entry(1), entry(2)], { force: true, dueAtMs: 5_000, reason: 'rate limited' })).toEqual({ parked: true, accepted: 2 });

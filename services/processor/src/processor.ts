@@ -10,10 +10,18 @@ import {
   type Registry,
   topicName,
 } from '@ingest/platform';
-import { createAllowance, createEventValidator, createJobStatusStore, type SuppressionList } from '@ingest/domain';
+import {
+  createAllowance,
+  createEventValidator,
+  createIdentityMapBuilder,
+  createIdentityMapIndex,
+  createJobStatusStore,
+  type SuppressionList,
+} from '@ingest/domain';
 import { createAuditCopier } from './audit/audit.copier.js';
 import { createLedgerCopier } from './ledger/ledger.copier.js';
 import { createDedupeConsumer } from './dedupe/dedupe.consumer.js';
+import { createIdentityStep } from './dedupe/identity.step.js';
 import { createJobRunner } from './jobs/job.runner.js';
 import { createClickHouseWriter } from './storage/clickhouse.writer.js';
 import { eventsRowFormatOfLine } from '@ingest/domain';
@@ -77,7 +85,12 @@ export function createProcessor(deps: ProcessorDeps): Component[] {
 }
 
 function createDedupe(deps: ProcessorDeps, deadLetterTopic: string): Component {
+  const identitiesTopic = topicName(deps.topicPrefix, 'identities');
+  const index = createIdentityMapIndex({ redis: deps.redis, keyPrefix: deps.redisKeyPrefix });
+  const builder = createIdentityMapBuilder({ kafka: deps.kafka, topic: identitiesTopic, index, logger: deps.logger });
   return createDedupeConsumer({
+    identity: createIdentityStep({ index, builder, topic: identitiesTopic, metrics: deps.metrics }),
+    identitiesTopic,
     kafka: deps.kafka,
     producer: deps.producer,
     rawTopic: topicName(deps.topicPrefix, 'eventsRaw'),

@@ -21,6 +21,8 @@ export interface ProcessorForOptions {
   storageGroup?: string;
   /** The erasure suppression list storage checks (started by the caller); default none. */
   erasures?: SuppressionList;
+  /** Redis key prefix of the processor's own state (the identity map's index among it); default none. */
+  redisKeyPrefix?: string;
 }
 
 export async function startProcessorFor(gw: GatewayFixture, name: string, options: ProcessorForOptions = {}): Promise<Component[]> {
@@ -34,6 +36,7 @@ export async function startProcessorFor(gw: GatewayFixture, name: string, option
     producer: gw.producer,
     ch: options.ch ?? gw.clickhouse.ch,
     redis: gw.redis,
+    ...(options.redisKeyPrefix !== undefined ? { redisKeyPrefix: options.redisKeyPrefix } : {}),
     ...(options.erasures ? { erasures: options.erasures } : {}),
     logger,
     metrics: createMetricsRegistry(name),

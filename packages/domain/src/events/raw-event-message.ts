@@ -37,18 +37,17 @@ export function parseRawEventKey(key: string): { accountId: string; eventId: str
 }
 
 /**
- * Whom an event is about: its email, else its domain, else its sender's user id (`u:<userId>`),
- * else its device id (`a:<anonymousId>`), else nobody (''). The prefixes keep a user id that looks
- * like an email or a host apart from the real ones; the last two come only from the
- * Segment-compatible intake (docs/segment.md), so every event of one person stays on one
- * events.unique partition, in order, even before we know the person's email.
+ * Whom an event is about, as its own fields say (never the identity map's enrichment): a Segment
+ * sender's person first, `u:<userId>` else `a:<anonymousId>`, even when the message carries an
+ * email, so an identify and every track of one user share an events.unique partition and stay in
+ * order (docs/segment.md); else its email, else its domain, else nobody (''). The prefixes keep a
+ * user id that looks like an email or a host apart from the real ones. Events of /v1/events, bulk
+ * and CSV have no userId/anonymousId and are keyed by email or domain as always.
  */
 export function identityOf(record: EventRecord): string {
-  const contact = record.email ?? record.domain;
-  if (contact !== null) return contact;
   if (record.userId !== undefined) return `u:${record.userId}`;
   if (record.anonymousId !== undefined) return `a:${record.anonymousId}`;
-  return '';
+  return record.email ?? record.domain ?? '';
 }
 
 /** events.unique's key: a contact's (or a company's) events share a partition, in order. */

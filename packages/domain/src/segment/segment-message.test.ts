@@ -123,7 +123,7 @@ describe('mapSegmentMessage', () => {
 describe('the record and the dead letter of a Segment message', () => {
   const validate = createEventValidator({ requireContact: false });
 
-  it('carries userId, anonymousId, context and originalTimestampMs; a userId-only event is keyed u:<userId> on events.unique', () => {
+  it('carries userId, anonymousId, context and originalTimestampMs; an event with a userId is keyed u:<userId> on events.unique, with or without an email', () => {
     const m = mapped({
       type: 'track',
       messageId: 'm-1',
@@ -157,7 +157,9 @@ describe('the record and the dead letter of a Segment message', () => {
     expect(createEventRecordDecoder()(Buffer.from(JSON.stringify(record)))).toEqual({ ok: true, record });
     expect(uniqueEventKey(record)).toBe('acc_x:u:u-1');
     expect(identityOf({ ...record, userId: undefined } as never)).toBe('a:a-1');
-    expect(identityOf({ ...record, email: 'ada@acme.io' })).toBe('ada@acme.io');
+    // The sender's person keys it even with an email, so an identify and the user's tracks share a partition.
+    expect(identityOf({ ...record, email: 'ada@acme.io' })).toBe('u:u-1');
+    expect(identityOf({ ...record, userId: undefined, anonymousId: undefined, email: 'ada@acme.io' } as never)).toBe('ada@acme.io');
   });
 
   it('the validator without requireContact still checks everything else', () => {

@@ -66,17 +66,19 @@ export const ROLE_GRANTS: Readonly<Record<KafkaRole, RoleGrants>> = {
     groups: [CONTROL_PLANE_GROUP_PREFIX],
   },
   console: {
-    read: [...ALL_CONTROL, 'billingLedger', 'deadLetters', 'crmDeadLetters', 'erasures'],
-    write: [...ALL_CONTROL, 'billingLedger', 'crmReplay', 'auditLog', 'erasures'],
+    // identities: an erasure tombstones the map entries of the erased identity (and rebuilds the index first when Redis lost it).
+    read: [...ALL_CONTROL, 'billingLedger', 'deadLetters', 'crmDeadLetters', 'erasures', 'identities'],
+    write: [...ALL_CONTROL, 'billingLedger', 'crmReplay', 'auditLog', 'erasures', 'identities'],
     groups: [CONTROL_PLANE_GROUP_PREFIX, READ_TO_END_GROUP_PREFIX],
     // An erasure waits until the storage writer's committed offsets pass the end of events.unique
     // (docs/erasure.md): DESCRIBE only, the console never joins the processor's group.
     describe: { topics: ['eventsUnique'], groups: ['processor-storage'] },
   },
   processor: {
-    read: ['eventsRaw', 'jobChunks', 'dedupeChangelog', 'eventsUnique', 'controlAccounts', 'billingLedger', 'auditLog', 'erasures'],
-    // events.raw: a bulk job's chunks become events there; billing.ledger: closed months.
-    write: ['eventsRaw', 'eventsUnique', 'dedupeChangelog', 'jobProgress', 'deadLetters', 'billingLedger'],
+    read: ['eventsRaw', 'jobChunks', 'dedupeChangelog', 'eventsUnique', 'controlAccounts', 'billingLedger', 'auditLog', 'erasures', 'identities'],
+    // events.raw: a bulk job's chunks become events there; billing.ledger: closed months;
+    // identities: the dedupe stage writes the identity map (and reads it back to rebuild its index).
+    write: ['eventsRaw', 'eventsUnique', 'dedupeChangelog', 'jobProgress', 'deadLetters', 'billingLedger', 'identities'],
     // control-plane.*: the job runner's control plane (accounts only: a suspended account's jobs stop).
     groups: ['processor-', READ_TO_END_GROUP_PREFIX, CONTROL_PLANE_GROUP_PREFIX],
   },

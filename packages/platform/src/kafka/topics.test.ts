@@ -14,7 +14,11 @@ describe('topics', () => {
   it('keeps state topics compacted and event topics time-bounded', () => {
     for (const spec of allTopicSpecs()) {
       const policy = spec.config['cleanup.policy'];
-      const state = spec.name.startsWith('control.') || spec.name === TOPICS.jobProgress.name || spec.name === TOPICS.billingLedger.name;
+      const state =
+        spec.name.startsWith('control.') ||
+        spec.name === TOPICS.jobProgress.name ||
+        spec.name === TOPICS.billingLedger.name ||
+        spec.name === TOPICS.identities.name;
       if (state) expect(policy).toBe('compact');
       else expect(Number((spec.config as Record<string, string>)['retention.ms'])).toBeGreaterThan(0);
     }

@@ -126,6 +126,15 @@ export const TOPICS = {
     config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
     purpose: 'erasure suppression list: account and SHA-256 of an erased email or domain, keyed <accountId>/<type>/<hash> (compacted)',
   },
+  identities: {
+    // The per-account identity map (packages/domain/src/identity/): userId / anonymousId to email,
+    // domain or linked user. Compacted, kept for good; erasure writes tombstones. Its Redis index
+    // is rebuilt from here when Redis lost it.
+    name: 'identities',
+    partitions: 6,
+    config: { 'cleanup.policy': 'compact', 'min.compaction.lag.ms': '60000' },
+    purpose: 'identity map: keyed <accountId>:u:<userId> or <accountId>:a:<anonymousId>, value email/domain/linked userId (compacted)',
+  },
   billingLedger: {
     name: 'billing.ledger',
     partitions: 3,

@@ -14,6 +14,9 @@ import {
   type OutboundPolicy,
   readSuppressions,
   seenIdsKey,
+  createIdentityMapBuilder,
+  createIdentityMapEraser,
+  createIdentityMapIndex,
 } from '@ingest/domain';
 import type { FastifyInstance } from 'fastify';
 import { type BaseAppDeps, createAuditor, createBaseApp, registerNoStore, registerOpenApi } from '@ingest/http';
@@ -91,6 +94,12 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
   };
   const { kafka } = deps;
   const suppressionTopic = topicName(config.KAFKA_TOPIC_PREFIX, 'erasures');
+  const identityMapEraser = (client: KafkaClient) => {
+    const index = createIdentityMapIndex({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX });
+    const topic = topicName(config.KAFKA_TOPIC_PREFIX, 'identities');
+    const builder = createIdentityMapBuilder({ kafka: client, topic, index, logger: deps.logger });
+    return createIdentityMapEraser({ index, builder, producer: deps.producer, topic });
+  };
   const erasure =
     kafka &&
     createErasureService({
@@ -99,6 +108,7 @@ export async function buildAdminApp(deps: AdminAppDeps): Promise<FastifyInstance
       storage: createStorageProgress({ kafka, topic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsUnique'), groupId: config.PROCESSOR_STORAGE_GROUP }),
       events: createEventsEraser(deps.erasureCh ?? deps.ch),
       crmState: createCrmStateEraser({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX }),
+      identityMap: identityMapEraser(kafka),
       readSuppressions: () => readSuppressions(kafka, suppressionTopic, deps.logger),
       waitMs: config.ERASURE_WAIT_MS,
       ...(deps.now ? { now: deps.now } : {}),

@@ -7,7 +7,17 @@
  * unknown person answers 200 with zero counts and is audited; an erase while the writer is
  * mid-insert loses nothing of others and leaves nothing of the person.
  */
-import { createSuppressionList, EVENT_COLUMNS, identifierHash, toEventLine, recordStateKeys, pendingLinkMember, type SuppressionList } from '@ingest/domain';
+import {
+  createIdentityMapIndex,
+  createSuppressionList,
+  identityTopicMessages,
+  EVENT_COLUMNS,
+  identifierHash,
+  toEventLine,
+  recordStateKeys,
+  pendingLinkMember,
+  type SuppressionList,
+} from '@ingest/domain';
 import { type ClickHouse, committedOffsets, type Component, createMetricsRegistry, ident, sql, toDeadLetterMessage, topicOffsets } from '@ingest/platform';
 import { createReaderClickHouse, integrationEnv, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, randomClientIp, signedInOwner } from '@ingest/testkit/gateway';
@@ -178,6 +188,15 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
     await gw.redis.hset(keys.state(accountId, 'contact', 'bob@keep.example'), 'firstname', 'Bob');
     await gw.redis.sadd(keys.pendingLinks(accountId, 'acme.example'), pendingLinkMember('ada@erase.example'), pendingLinkMember('bob@keep.example'));
 
+    // The identity map knows ada under a Segment userId, bob under another (as the dedupe stage writes them).
+    const map = createIdentityMapIndex({ redis: gw.redis, keyPrefix: redisKeyPrefix });
+    const entries = [
+      ['u:ada-user', { v: 1, email: 'ada@erase.example', updatedAt: Date.now() }],
+      ['u:bob-user', { v: 1, email: 'bob@keep.example', updatedAt: Date.now() }],
+    ] as const;
+    await gw.producer.send(gw.kafka.topic('identities'), identityTopicMessages(accountId, entries));
+    await map.put(accountId, entries);
+
     const res = await erase('email', '  ADA@erase.example ');
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
@@ -185,9 +204,11 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
       accountId,
       type: 'email',
       identifierHash: identifierHash(accountId, 'email', 'ada@erase.example'),
-      counts: { events: 2, crmRecords: 1, pendingLinks: 1 },
+      counts: { events: 2, crmRecords: 1, pendingLinks: 1, identityLinks: 1 },
       complete: true,
     });
+    // Later userId-only events of ada's user are not joined to the erased email; bob's entry stays.
+    expect([...(await map.get(accountId, ['u:ada-user', 'u:bob-user'])).keys()]).toEqual(['u:bob-user']);
 
     expect((await readBack('ada-1')).statusCode).toBe(404);
     expect((await readBack('ada-2')).statusCode).toBe(404);

@@ -7,6 +7,7 @@ import {
   type ErasureIdentifierType,
   type EventsEraser,
   identifierHash,
+  type IdentityMapEraser,
   type Suppression,
   suppressionKey,
 } from '@ingest/domain';
@@ -20,7 +21,8 @@ import { ERASURE_IDENTIFIER_TYPES, type ErasureReapplyResult, type ErasureResult
  *    awaited past them (bounded by `waitMs`): every event the writer could have stored without
  *    knowing the suppression lies below those ends, and it commits only after its insert;
  * 3. only then the rows are counted and deleted, and the mutation awaited (same bound);
- * 4. the CRM sync state of the identity is deleted.
+ * 4. the CRM sync state of the identity is deleted, and the identity map's entries that point
+ *    to it (tombstones on `identities`, then the Redis index).
  * `complete` says whether steps 2 and 3 finished in time. Every step is idempotent: the same
  * request again completes an erasure that was not complete.
  */
@@ -65,6 +67,8 @@ export interface ErasureServiceDeps {
   storage: StorageProgress;
   events: EventsEraser;
   crmState: CrmStateEraser;
+  /** The identity map's entries that point to the erased identity (docs/erasure.md); absent: not touched. */
+  identityMap?: IdentityMapEraser;
   /** The whole suppression list now (control.erasures read to its end). */
   readSuppressions: () => Promise<Suppression[]>;
   /** Bound on waiting for the writer, and again on waiting for the mutation. */
@@ -90,13 +94,14 @@ export function createErasureService(deps: ErasureServiceDeps): ErasureService {
       if (events > 0) await deps.events.erase(accountId, type, normalized);
       const mutationsDone = events === 0 || (await deps.events.waitForMutations(deps.waitMs));
       const crm = await deps.crmState.erase(accountId, type, normalized);
+      const identityLinks = deps.identityMap ? await deps.identityMap.erase(accountId, type, normalized) : undefined;
       return {
         id: record.id,
         accountId,
         type,
         identifierHash: record.identifierHash,
         erasedAt: record.erasedAt,
-        counts: { events, crmRecords: crm.crmRecords, pendingLinks: crm.pendingLinks },
+        counts: { events, crmRecords: crm.crmRecords, pendingLinks: crm.pendingLinks, ...(identityLinks !== undefined ? { identityLinks } : {}) },
         complete: writerPassed && mutationsDone,
       };
     },

@@ -18,6 +18,7 @@ import { createEventRecordDecoder, IDENTITY_HEADER, identityKey, parseRawEventKe
 import { Counter, Gauge } from 'prom-client';
 import { decodeMarks, encodeMarks, type Mark } from './changelog-marks.js';
 import { createDedupeWindow, type DedupeWindow, type Fingerprint, fingerprint, fingerprintOfKey } from './dedupe-window.js';
+import type { IdentityStep } from './identity.step.js';
 
 export interface DedupeConsumerDeps {
   kafka: KafkaClient;
@@ -33,6 +34,10 @@ export interface DedupeConsumerDeps {
   /** Memory bound: marks held per partition; beyond it the oldest are dropped (see docs/architecture.md, "Data flow"). */
   maxMarksPerPartition?: number;
   partitionsConsumedConcurrently?: number;
+  /** The identity map (identity.step.ts); without it events pass on as they came. */
+  identity?: IdentityStep;
+  /** Topic of the identity map's records (with `identity`). */
+  identitiesTopic?: string;
   now?: () => number;
 }
 
@@ -82,6 +87,11 @@ function fullView(record: EventRecord): RawEventView {
  * the batch; the restored marks then drop the copies. Only a crash after events.unique took an
  * event but before its mark was written can pass a copy on, which the idempotent sinks
  * (ReplacingMergeTree, the CRM ledger) absorb.
+ *
+ * The identity map (identity.step.ts) rides on the same order: its entries are read before the
+ * batch, its new records go in the same produce request as the events (after any refused alias's
+ * dead letter), and into the Redis index only once that request is durable. A batch retried
+ * after a failed send computes and writes them again (the writes are idempotent).
  */
 export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
   const now = deps.now ?? Date.now;
@@ -170,6 +180,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
     decode: decodeView,
     async open(messages, ctx) {
       const window = await windowOf(ctx.partition);
+      const identities = deps.identity ? await deps.identity.prepare(messages) : undefined;
       const fresh: Mark[] = [];
       // Marks of this batch, applied to the window only once they are durable.
       const inBatch = createDedupeWindow(deps.windowMs);
@@ -182,14 +193,19 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
           }
           inBatch.mark(fp, receivedAtMs);
           fresh.push([fp, receivedAtMs]);
-          return passOn({ key: uniqueKey, value: message.value ?? '' });
+          // The key is the message's own (before the map's email is added): one person, one partition.
+          return passOn({ key: uniqueKey, value: identities ? identities.apply(message) : (message.value ?? '') });
         },
         // The new events and their marks in one produce request; marked in memory once durable.
         async publish(unique) {
+          // Refused aliases first: a crash after the events' write must not lose them (a repeat is harmless).
+          if (identities) await deps.deadLetters.publish(identities.conflicts());
+          const links = identities?.records() ?? [];
           try {
             await deps.producer.sendBatch([
               { topic: deps.uniqueTopic, messages: unique },
               { topic: deps.changelogTopic, messages: encodeMarks(fresh, ctx.partition, messages[0]?.offset ?? '0') },
+              ...(links.length > 0 && deps.identitiesTopic ? [{ topic: deps.identitiesTopic, messages: links }] : []),
             ]);
           } catch (err) {
             // "Failed" may still mean written (a timeout while the request was in flight). Forget
@@ -200,6 +216,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
             throw err;
           }
           for (const [fp, firstSeenMs] of fresh) window.mark(fp, firstSeenMs);
+          await identities?.commit();
         },
         end() {
           hits.inc(duplicates);

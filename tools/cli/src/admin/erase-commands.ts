@@ -60,6 +60,7 @@ export function formatEraseSuccess(command: EraseCommand, body: unknown): string
     `  events deleted from ClickHouse: ${r.counts.events}`,
     `  CRM sync records deleted:       ${r.counts.crmRecords}`,
     `  pending CRM links deleted:      ${r.counts.pendingLinks}`,
+    ...(r.counts.identityLinks !== undefined ? [`  identity map entries removed:  ${r.counts.identityLinks}`] : []),
     '  suppressed for good: not stored, synced or replayed again',
     r.complete
       ? '  complete: nothing of it is left in ClickHouse'

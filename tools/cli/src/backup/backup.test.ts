@@ -18,7 +18,7 @@ const message = (fields: Partial<ConsumedMessage>): ConsumedMessage => ({
 });
 
 describe('backupTopicKeys', () => {
-  it('holds every compacted control topic, the billing ledger and the audit log, and no event topic', () => {
+  it('holds every compacted control topic, the billing ledger, the audit log and the identity map, and no event topic', () => {
     const names = backupTopicKeys().map((k) => TOPICS[k].name);
     const control = Object.values(TOPICS)
       .filter((t) => t.name.startsWith('control.') && t.config['cleanup.policy'] === 'compact')
@@ -26,7 +26,7 @@ describe('backupTopicKeys', () => {
     expect(control).toEqual(
       expect.arrayContaining(['control.accounts', 'control.apikeys', 'control.owners', 'control.admins', 'control.mappings', 'control.crm-credentials']),
     );
-    expect(names.sort()).toEqual([...control, 'billing.ledger', 'audit.log'].sort());
+    expect(names.sort()).toEqual([...control, 'billing.ledger', 'audit.log', 'identities'].sort());
     for (const skipped of ['events.raw', 'events.unique', 'dedupe.changelog', 'jobs.chunks']) expect(names).not.toContain(skipped);
   });
 });

@@ -27,12 +27,13 @@ import {
   topicOffsets,
 } from '@ingest/platform';
 
-/** The record topics outside the control plane that a backup must hold (no other copy can rebuild them). */
-const RECORD_TOPICS: readonly string[] = [TOPICS.billingLedger.name, TOPICS.auditLog.name];
+/** The record topics outside the control plane that a backup must hold (no other copy can rebuild them; the identity map's Redis index is rebuilt from `identities`). */
+const RECORD_TOPICS: readonly string[] = [TOPICS.billingLedger.name, TOPICS.auditLog.name, TOPICS.identities.name];
 
 /**
  * Every topic a backup holds: each compacted `control.*` topic (so a control topic added to
- * TOPICS is backed up without an edit here) plus the billing ledger and the audit log. The event
+ * TOPICS is backed up without an edit here) plus the billing ledger, the audit log and the
+ * identity map (docs/segment.md). The event
  * topics are left out on purpose: their contents are in ClickHouse, and they keep 7 days.
  */
 export function backupTopicKeys(): TopicKey[] {
