@@ -17,6 +17,9 @@ KAFKA_CLUSTER_PORT=${KAFKA_CLUSTER_PORT:-9292}
 KAFKA_CLUSTER_CONTROLLER_PORT=${KAFKA_CLUSTER_CONTROLLER_PORT:-9392}
 # Three JVMs beside ClickHouse, Redis, the single broker and the services on this machine.
 KAFKA_CLUSTER_HEAP=${KAFKA_CLUSTER_HEAP:-384m}
+# A node restarted after a SIGKILL recovers its logs and catches up on the metadata log before it
+# opens its port: twice the single broker's budget, each node from its own start.
+KAFKA_CLUSTER_START_TIMEOUT=${KAFKA_CLUSTER_START_TIMEOUT:-$((KAFKA_START_TIMEOUT * 2))}
 KAFKA_CLUSTER_TEMPLATE=$REPO_ROOT/deploy/kafka/server-cluster.properties.template
 # Replication 3 and min.insync.replicas 2 from three nodes on (the production setting); fewer
 # nodes replicate to all of them and need all but one in sync.
@@ -144,7 +147,7 @@ kafka_begin() {
   for i in "${to_start[@]}"; do cluster_spawn_node "$i"; done
 }
 
-# Waits for every started node's port (each within KAFKA_START_TIMEOUT of its own start), then
+# Waits for every started node's port (each within KAFKA_CLUSTER_START_TIMEOUT of its own start), then
 # until the cluster reports all N brokers (BrokerApiVersionsCommand: one metadata round trip
 # that lists the registered brokers). A node that opened its port but is not registered yet
 # would make topic creation with replication N fail.
@@ -154,17 +157,17 @@ kafka_finish() {
     [[ ${CLUSTER_STATE[$i]} == started ]] || continue
     dir=$(cluster_node_dir "$i")
     rc=0
-    left=$((KAFKA_START_TIMEOUT - (SECONDS - CLUSTER_T0[$i])))
+    left=$((KAFKA_CLUSTER_START_TIMEOUT - (SECONDS - CLUSTER_T0[$i])))
     ((left > 0)) || left=1
     wait_for "$left" "${CLUSTER_SPAWNED[$i]}" port_open "$(cluster_port "$i")" || rc=$?
     if ((rc == 2)); then
       rm -f -- "$dir/kafka.pid"
       fail kafka-$i "node pid ${CLUSTER_SPAWNED[$i]} exited during startup" "$dir/logs/stdout.log" "$dir/logs/server.log"
     elif ((rc == 1)); then
-      fail kafka-$i "node pid ${CLUSTER_SPAWNED[$i]} did not open :$(cluster_port "$i") within ${KAFKA_START_TIMEOUT}s of its start (KAFKA_START_TIMEOUT)" "$dir/logs/server.log"
+      fail kafka-$i "node pid ${CLUSTER_SPAWNED[$i]} did not open :$(cluster_port "$i") within ${KAFKA_CLUSTER_START_TIMEOUT}s of its start (KAFKA_CLUSTER_START_TIMEOUT)" "$dir/logs/server.log"
     fi
   done
-  local end=$((SECONDS + (KAFKA_START_TIMEOUT > 30 ? KAFKA_START_TIMEOUT : 30))) brokers=0 out
+  local end=$((SECONDS + KAFKA_CLUSTER_START_TIMEOUT)) brokers=0 out
   while :; do
     out=$(timeout 30 java -Xmx128m -XX:TieredStopAtLevel=1 -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.BrokerApiVersionsCommand \
       --bootstrap-server "$(cluster_bootstrap)" 2>>"$KAFKA_CLUSTER_DIR/check.log" || true)
