@@ -54,15 +54,17 @@ describe('one Kafka broker SIGKILLed under load and restarted (three-node cluste
     note(`SIGKILL node ${victim.id} (:${victim.port}, leader of ${p.kafka.topic('eventsRaw')}/0); ${load.count(202)} events accepted so far`);
 
     await new Promise((r) => setTimeout(r, DOWN_MS));
-    const acceptedWhileDown = load.requests.filter((r) => r.started >= killedAt && r.status === 202).length;
+    const restartAt = Date.now();
     await startClusterNodes(p.nodes);
     const restartedAt = Date.now();
-    note(`node ${victim.id} back (stack.sh up); ${acceptedWhileDown} requests started after the kill were answered 202 so far`);
+    note(`node ${victim.id} back (stack.sh up took ${((restartedAt - restartAt) / 1000).toFixed(1)} s)`);
 
     const acceptedAtRestart = load.count(202);
     await waitFor(() => load.count(202) >= acceptedAtRestart + 1_000, { description: '1,000 more events accepted after the restart', timeoutMs: 60_000 });
     await load.stop();
     note(`load stopped: ${load.requests.length} requests`);
+    // Requests started before the node was started again, answered 202: writes went on with two of three.
+    const acceptedWhileDown = load.requests.filter((r) => r.started >= killedAt && r.started < restartAt && r.status === 202).length;
 
     const delivered = await expectDeliveredOnce(p, load, 90_000);
     note(`every accepted event stored and synced (${delivered.accepted} events; ${delivered.rawRows} rows before merges)`);
@@ -70,7 +72,8 @@ describe('one Kafka broker SIGKILLed under load and restarted (three-node cluste
     const statuses = [...new Set(load.requests.map((r) => r.status))].sort();
     console.log(
       `broker-kill summary: ${down.requests} requests, ${down.refused} answered 503 (${(down.share * 100).toFixed(1)}%) within ${down.spanMs} ms; answers ${statuses.join(',')}; ` +
-        `${acceptedWhileDown} requests started while the node was down answered 202; restart took ${((restartedAt - killedAt - DOWN_MS) / 1000).toFixed(1)} s`,
+        `${acceptedWhileDown} requests started while the node was down answered 202; stack.sh up took ${((restartedAt - restartAt) / 1000).toFixed(1)} s; ` +
+        `the test took ${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
 
     expect(delivered.storedTwice).toEqual([]);
