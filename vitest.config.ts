@@ -24,6 +24,7 @@ export default defineConfig({
           exclude: [
             '**/*.integration.test.ts',
             '**/*.chaos.test.ts',
+            '**/*.scale.test.ts',
             '**/*.browser.test.ts',
             '**/*.abuse.test.ts',
             '**/*.secure.test.ts',

@@ -4,6 +4,7 @@
 #
 #   scripts/stack.sh up|down|status|reset|logs [kafka|clickhouse|redis]
 #   STACK_KAFKA_SECURITY=sasl_ssl scripts/stack.sh up   # the secure broker instead of the plain one
+#   STACK_KAFKA_NODES=3 scripts/stack.sh up             # a three-node Kafka cluster instead (docs/scale.md)
 #
 # Servers that already answer on their port are reused and never stopped by `down`; only
 # processes whose pid files this script wrote are touched. See usage() for the env vars.
@@ -34,6 +35,9 @@ case $STACK_KAFKA_SECURITY in
   *) printf 'stack: ERROR: STACK_KAFKA_SECURITY=%s (plaintext or sasl_ssl)\n' "$STACK_KAFKA_SECURITY" >&2; exit 2 ;;
 esac
 KAFKA_HEAP=${KAFKA_HEAP:-512m}
+# 1: the single broker. N > 1: a KRaft cluster of N nodes on ports of its own
+# (scripts/stack-kafka-cluster.sh), handled by every command in this mode like the secure broker.
+STACK_KAFKA_NODES=${STACK_KAFKA_NODES:-1}
 CLICKHOUSE_HTTP_PORT=${CLICKHOUSE_HTTP_PORT:-8123}
 CLICKHOUSE_TCP_PORT=${CLICKHOUSE_TCP_PORT:-9000}
 REDIS_PORT=${REDIS_PORT:-6379}
@@ -52,6 +56,7 @@ CLICKHOUSE_SERVER_BIN=/usr/sbin/clickhouse-server
 # to the command the user ran).
 STACK_RETRY="bash scripts/stack.sh up"
 [[ $STACK_KAFKA_SECURITY != sasl_ssl ]] || STACK_RETRY="STACK_KAFKA_SECURITY=sasl_ssl $STACK_RETRY"
+[[ $STACK_KAFKA_NODES == 1 ]] || STACK_RETRY="STACK_KAFKA_NODES=$STACK_KAFKA_NODES $STACK_RETRY"
 STACK_RETRY=${RETRY_COMMAND:-$STACK_RETRY}
 
 usage() {
@@ -68,6 +73,10 @@ environment (defaults):
   STACK_DIR=$STACK_DIR
   STACK_KAFKA_SECURITY=$STACK_KAFKA_SECURITY (plaintext, or sasl_ssl: the TLS+SASL+ACL broker on
     KAFKA_SECURE_PORT=$KAFKA_SECURE_PORT KAFKA_SECURE_CONTROLLER_PORT=$KAFKA_SECURE_CONTROLLER_PORT, state in \$STACK_DIR/kafka-secure)
+  STACK_KAFKA_NODES=$STACK_KAFKA_NODES (1, or a KRaft cluster of 2-9 nodes on KAFKA_CLUSTER_PORT=${KAFKA_CLUSTER_PORT:-9292}...,
+    controllers KAFKA_CLUSTER_CONTROLLER_PORT=${KAFKA_CLUSTER_CONTROLLER_PORT:-9392}..., KAFKA_CLUSTER_HEAP=${KAFKA_CLUSTER_HEAP:-384m} each,
+    KAFKA_CLUSTER_START_TIMEOUT=${KAFKA_CLUSTER_START_TIMEOUT:-$((KAFKA_START_TIMEOUT * 2))} (seconds, per node),
+    state in \$STACK_DIR/kafka-cluster; docs/scale.md)
   KAFKA_PORT=$KAFKA_PORT KAFKA_CONTROLLER_PORT=$KAFKA_CONTROLLER_PORT KAFKA_HEAP=$KAFKA_HEAP
   CLICKHOUSE_HTTP_PORT=$CLICKHOUSE_HTTP_PORT CLICKHOUSE_TCP_PORT=$CLICKHOUSE_TCP_PORT
   REDIS_PORT=$REDIS_PORT STACK_REDIS_PASSWORD=(empty: none; set: Redis requires it, REDIS_URL=redis://:PASSWORD@...)
@@ -516,6 +525,13 @@ kafka_status() {
   fi
 }
 
+kafka_down() { stop_server kafka "$KAFKA_PORT" "$KAFKA_PID" "$KAFKA_MARKER"; }
+KAFKA_BOOTSTRAP=$HOST:$KAFKA_PORT
+if [[ $STACK_KAFKA_NODES != 1 ]]; then
+  # shellcheck source=scripts/stack-kafka-cluster.sh
+  source "$SCRIPT_DIR/stack-kafka-cluster.sh"
+fi
+
 # ---------------------------------------------------------------------------------------------
 # ClickHouse
 
@@ -703,7 +719,7 @@ cmd_up() {
   crm_keys_up
   say stack "up in $((SECONDS - t0))s"
   printf 'KAFKA_BROKERS=%s CLICKHOUSE_URL=%s REDIS_URL=%s\n' \
-    "$HOST:$KAFKA_PORT" "$CH_URL" "redis://${STACK_REDIS_PASSWORD:+:<STACK_REDIS_PASSWORD>@}$HOST:$REDIS_PORT"
+    "$KAFKA_BOOTSTRAP" "$CH_URL" "redis://${STACK_REDIS_PASSWORD:+:<STACK_REDIS_PASSWORD>@}$HOST:$REDIS_PORT"
   if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
     say kafka "secure broker: client settings per principal in $KAFKA_DIR/env/<user>.env (users: ${SECURE_USERS[*]})"
     say kafka "topics and ACLs: (set -a; source $KAFKA_DIR/env/admin.env; npm run setup)"
@@ -724,9 +740,9 @@ stop_server() {
 
 cmd_down() {
   take_lock
-  stop_server kafka "$KAFKA_PORT" "$KAFKA_PID" "$KAFKA_MARKER"
-  # The secure broker runs beside a plain stack that shares ClickHouse and Redis: leave them.
-  if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then return 0; fi
+  kafka_down
+  # The secure broker and the cluster run beside a plain stack that shares ClickHouse and Redis: leave them.
+  if [[ $STACK_KAFKA_SECURITY == sasl_ssl || $STACK_KAFKA_NODES != 1 ]]; then return 0; fi
   stop_server clickhouse "$CLICKHOUSE_HTTP_PORT" "$CH_PID" "$CH_MARKER"
   stop_server redis "$REDIS_PORT" "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"
 }
@@ -741,6 +757,10 @@ cmd_status() {
 
 cmd_reset() {
   cmd_down
+  if [[ $STACK_KAFKA_NODES != 1 ]]; then
+    kafka_reset
+    return 0
+  fi
   # Secure mode: only that broker's data, certificates, passwords and client files.
   if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
     rm -rf -- "${KAFKA_DIR:?}/data" "${KAFKA_DIR:?}/cluster.id" "${KAFKA_DIR:?}/server.properties" "${KAFKA_DIR:?}/logs" \
@@ -758,7 +778,8 @@ cmd_reset() {
 cmd_logs() {
   local which=${1:-all} files=() existing=() f
   case $which in
-    kafka) files=("$KAFKA_DIR/logs/server.log" "$KAFKA_DIR/logs/stdout.log") ;;
+    kafka) files=("$KAFKA_DIR/logs/server.log" "$KAFKA_DIR/logs/stdout.log")
+      [[ $STACK_KAFKA_NODES == 1 ]] || mapfile -t files < <(kafka_log_files) ;;
     clickhouse) files=("$CH_DIR/logs/clickhouse-server.log" "$CH_DIR/logs/stdout.log") ;;
     redis) files=("$REDIS_LOG") ;;
     all) files=("$KAFKA_DIR/logs/server.log" "$CH_DIR/logs/clickhouse-server.log" "$REDIS_LOG") ;;

@@ -160,6 +160,7 @@ describe('configuration', () => {
     ...Object.keys(CrmSinkConfigSchema.properties),
     // tools/cli/src/setup.ts defines these in its own schema.
     'KAFKA_REPLICATION_FACTOR',
+    'KAFKA_MIN_INSYNC_REPLICAS',
     'CLICKHOUSE_MIGRATIONS_DIR',
     'CLICKHOUSE_READER_USER',
     'CLICKHOUSE_READER_PASSWORD',

@@ -15,6 +15,7 @@ import {
   createLogger,
   type Logger,
   CLICKHOUSE_MIGRATIONS_DIR,
+  type ReplicationSettings,
 } from '@ingest/platform';
 import { type IntegrationEnv, integrationEnv } from './env.js';
 import { useFixture } from './use-fixture.js';
@@ -38,14 +39,22 @@ export interface TestKafka {
   cleanup(): Promise<void>;
 }
 
-/** Creates the named topics under a fresh prefix; `cleanup` deletes them. `driver` overrides KAFKA_DRIVER. */
-export async function createTestKafka(keys: TopicKey[], env: IntegrationEnv = integrationEnv(), driver: KafkaDriverName = env.kafkaDriver): Promise<TestKafka> {
+/**
+ * Creates the named topics under a fresh prefix; `cleanup` deletes them. `driver` overrides
+ * KAFKA_DRIVER; `replication` is 1/1 unless given (the scale tests' cluster: 3/2).
+ */
+export async function createTestKafka(
+  keys: TopicKey[],
+  env: IntegrationEnv = integrationEnv(),
+  driver: KafkaDriverName = env.kafkaDriver,
+  replication?: ReplicationSettings,
+): Promise<TestKafka> {
   const prefix = `t${uniqueSuffix()}.`;
   const logger = testLogger();
   const kafka = createKafkaClient({ brokers: env.kafkaBrokers, clientId: `test-${prefix}`, driver, logger });
   // Fewer partitions than production keeps topic creation fast on the test broker.
   const specs = keys.map((k) => ({ ...TOPICS[k], partitions: Math.min(TOPICS[k].partitions, 3) }));
-  await ensureTopics(kafka, { prefix, specs, logger });
+  await ensureTopics(kafka, { prefix, specs, logger, ...replication });
   return {
     kafka,
     prefix,

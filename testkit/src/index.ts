@@ -2,6 +2,7 @@ export * from './credential-keys.js';
 export * from './env.js';
 export * from './fixtures.js';
 export * from './kafka-broker.js';
+export * from './kafka-cluster.js';
 export * from './metrics-text.js';
 export * from './node-runtime.js';
 export * from './ports.js';

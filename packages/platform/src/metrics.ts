@@ -60,6 +60,7 @@ export const METRIC_NAMES = {
   jobsAbandoned: 'ingest_jobs_abandoned_total',
   jobBufferBytes: 'ingest_job_buffer_bytes',
   consumerLag: 'ingest_consumer_lag_messages',
+  kafkaBrokers: 'ingest_kafka_brokers',
   consumerMessages: 'ingest_consumer_messages_total',
   consumerBatchDuration: 'ingest_consumer_batch_duration_seconds',
   consumerBatchFailures: 'ingest_consumer_batch_failures_total',

@@ -6,6 +6,7 @@
  * image's setup Job runs `ingest setup`. Logs (pino) on stdout; a failure is thrown to the frame.
  */
 import {
+  AppError,
   accessUserStatements,
   applyAcls,
   applyRetention,
@@ -23,18 +24,21 @@ import {
   parseAclPrincipals,
   readRedisTlsCa,
   readerUserStatements,
+  replicationProblem,
   ROLLUPS_MIN_DAYS,
   serverHasSqlUsers,
 } from '@ingest/platform';
 import { upgradeEvents } from '@ingest/domain';
 import { Type } from '@sinclair/typebox';
-import { type Command, EXIT_OK, type Io, parseNoArguments } from './frame.js';
+import { type Command, EXIT_OK, InputError, type Io, parseNoArguments } from './frame.js';
 
 const SetupConfigSchema = Type.Object({
   ...CommonConfig,
   ...KafkaConfig,
   ...ClickHouseConfig,
+  /** Replication of the topics setup creates (docs/kafka.md, "Replication"): 1/1 on the single local broker, 3/2 on a cluster. */
   KAFKA_REPLICATION_FACTOR: Type.Integer({ minimum: 1, default: 1 }),
+  KAFKA_MIN_INSYNC_REPLICAS: Type.Integer({ minimum: 1, default: 1 }),
   /** `role=principal` pairs whose ACLs setup creates (needs a super user); empty: none. */
   KAFKA_ACL_PRINCIPALS: Type.String({ default: '' }),
   CLICKHOUSE_MIGRATIONS_DIR: Type.String({ default: CLICKHOUSE_MIGRATIONS_DIR }),
@@ -77,10 +81,21 @@ export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
   if (config.ROLLUPS_RETENTION_DAYS > 0 && config.ROLLUPS_RETENTION_DAYS < ROLLUPS_MIN_DAYS) {
     throw new Error(`ROLLUPS_RETENTION_DAYS must be 0 (forever) or at least ${ROLLUPS_MIN_DAYS}: the dashboard and the billing ledger read them back that far`);
   }
+  const replication = { replicationFactor: config.KAFKA_REPLICATION_FACTOR, minInsyncReplicas: config.KAFKA_MIN_INSYNC_REPLICAS };
+  // What no cluster could hold is refused before any server is touched; the broker count after connecting.
+  const settingsProblem = replicationProblem(replication, Number.POSITIVE_INFINITY);
+  if (settingsProblem !== undefined) throw new InputError(settingsProblem);
   const logger = createLogger({ service: 'setup', level: config.LOG_LEVEL });
 
   const kafka = await openKafkaClientFromConfig(config, 'setup', logger);
-  const created = await ensureTopics(kafka, { prefix: config.KAFKA_TOPIC_PREFIX, replicationFactor: config.KAFKA_REPLICATION_FACTOR, logger });
+  const created = await ensureTopics(kafka, {
+    prefix: config.KAFKA_TOPIC_PREFIX,
+    ...replication,
+    logger,
+  }).catch((err: unknown) => {
+    // Wrong settings for this cluster, nothing created: exit code 2 with the reason.
+    throw err instanceof AppError && err.code === 'kafka_replication_invalid' ? new InputError(err.message) : err;
+  });
   const principals = parseAclPrincipals(config.KAFKA_ACL_PRINCIPALS);
   const acls = principals.length > 0 ? await applyAcls(kafka, { principals, topicPrefix: config.KAFKA_TOPIC_PREFIX, logger }) : 0;
 

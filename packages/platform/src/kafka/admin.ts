@@ -2,13 +2,16 @@ import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { withAdmin } from './client.js';
 import type { KafkaAdmin, KafkaClient, PartitionRange } from './driver.js';
+import { replicationProblem, SINGLE_BROKER_REPLICATION, withMinInsyncReplicas } from './replication.js';
 import { allTopicSpecs, type TopicSpec } from './topics.js';
 
 export interface EnsureTopicsOptions {
   prefix: string;
   specs?: TopicSpec[];
-  /** 1 on the single local broker; 3 in production clusters. */
+  /** 1 on the single local broker (the default); 3 in production clusters. */
   replicationFactor?: number;
+  /** min.insync.replicas of the created topics: 1 on the single local broker (the default); 2 with replication 3. */
+  minInsyncReplicas?: number;
   logger: Logger;
   /** Bound on waiting for the new topics' partition leaders. */
   timeoutMs?: number;
@@ -17,20 +20,34 @@ export interface EnsureTopicsOptions {
 /**
  * Creates the topics that do not exist yet and leaves existing ones alone (their partition
  * count and config are an operator's decision once created). Safe to run on every start.
+ * Refuses (`kafka_replication_invalid`, before creating anything) a replication factor above the
+ * brokers the cluster reports, or min.insync.replicas above the replication factor.
  */
 export async function ensureTopics(kafka: KafkaClient, options: EnsureTopicsOptions): Promise<string[]> {
   const specs = options.specs ?? allTopicSpecs();
+  const replication = {
+    replicationFactor: options.replicationFactor ?? SINGLE_BROKER_REPLICATION.replicationFactor,
+    minInsyncReplicas: options.minInsyncReplicas ?? SINGLE_BROKER_REPLICATION.minInsyncReplicas,
+  };
   return withAdmin(kafka, async (admin) => {
+    const brokers = (await admin.brokerIds()).length;
+    const problem = replicationProblem(replication, brokers);
+    if (problem !== undefined) throw new AppError('kafka_replication_invalid', problem, { retryable: false });
     const existing = new Set(await admin.listTopics());
     const missing = specs.filter((s) => !existing.has(options.prefix + s.name));
     const names = missing.map((s) => options.prefix + s.name);
     if (missing.length > 0) {
       await admin.createTopics(
-        missing.map((s) => ({ name: options.prefix + s.name, partitions: s.partitions, replicationFactor: options.replicationFactor ?? 1, config: s.config })),
+        missing.map((s) => ({
+          name: options.prefix + s.name,
+          partitions: s.partitions,
+          replicationFactor: replication.replicationFactor,
+          config: withMinInsyncReplicas(s.config, replication),
+        })),
       );
       await waitForLeaders(admin, names, options.timeoutMs ?? 60_000);
     }
-    options.logger.info({ created: names, existing: specs.length - missing.length }, 'kafka topics ensured');
+    options.logger.info({ created: names, existing: specs.length - missing.length, brokers, ...replication }, 'kafka topics ensured');
     return names;
   });
 }

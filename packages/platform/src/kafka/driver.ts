@@ -157,6 +157,8 @@ export interface KafkaAdmin {
   connect(): Promise<void>;
   disconnect(): Promise<void>;
   listTopics(): Promise<string[]>;
+  /** The ids of the brokers the cluster reports as live (fresh metadata). */
+  brokerIds(): Promise<number[]>;
   /** Creates the topics without waiting for their leaders (see `partitionLeaders`). */
   createTopics(topics: readonly NewTopic[]): Promise<void>;
   /** The leader of every partition of each topic (-1 while there is none); a missing topic is left out. */

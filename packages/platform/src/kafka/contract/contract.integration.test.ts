@@ -222,6 +222,10 @@ describe.each(CONTRACT_DRIVERS)('Kafka wrapper contract (%s)', (driver) => {
       const leaders = await admin.partitionLeaders([topic]);
       expect(leaders.get(topic)?.length).toBe(2);
       expect(leaders.get(topic)?.every((l) => l >= 0)).toBe(true);
+      // Every leader is one of the brokers the cluster reports (what setup counts against the replication factor).
+      const brokers = await admin.brokerIds();
+      expect(brokers.length).toBeGreaterThan(0);
+      expect(leaders.get(topic)?.every((l) => brokers.includes(l))).toBe(true);
     });
 
     await producer.send(topic, numbered('admin', 5, 1));

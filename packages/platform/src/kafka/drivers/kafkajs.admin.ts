@@ -23,6 +23,7 @@ export function createKafkajsAdmin(kafka: Kafka): KafkaAdmin {
     connect: () => call('connect', () => admin.connect()),
     disconnect: () => call('disconnect', () => admin.disconnect()),
     listTopics: () => call('listTopics', () => admin.listTopics()),
+    brokerIds: () => call('describeCluster', async () => (await admin.describeCluster()).brokers.map((b) => b.nodeId).sort((a, b) => a - b)),
     createAcls: (bindings) =>
       call('createAcls', async () => {
         if (bindings.length === 0) return;

@@ -44,6 +44,7 @@ export function createPlatformaticAdmin(base: BaseOptions): KafkaAdmin {
       await wrapErrors('kafka admin disconnect', platformaticTraits, async () => closing?.close());
     },
     listTopics: () => call('listTopics', (a) => a.listTopics()),
+    brokerIds: () => call('metadata', async (a) => [...(await a.metadata({ topics: [], forceUpdate: true })).brokers.keys()].sort((x, y) => x - y)),
     createTopics: (topics) =>
       call('createTopics', async (a) => {
         // One request per topic: partition counts and configs differ between topics.
