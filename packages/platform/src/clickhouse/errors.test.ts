@@ -13,6 +13,11 @@ describe('clickhouse errors', () => {
     expect(isRetryableClickHouseError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' }))).toBe(true);
     expect(isRetryableClickHouseError(new Error('Code: 252, Too many parts'))).toBe(true);
     expect(isRetryableClickHouseError(new Error('Code: 62, Syntax error'))).toBe(false);
+    // A replica without ZooKeeper, or without disk space: passes when ZooKeeper or the disk is back.
+    expect(isRetryableClickHouseError(new Error('Code: 242, e.displayText() = DB::Exception: Table is in readonly mode'))).toBe(true);
+    expect(isRetryableClickHouseError(new Error('Code: 225, e.displayText() = DB::Exception: ZooKeeper session has been expired'))).toBe(true);
+    expect(isRetryableClickHouseError(new Error('Code: 999, e.displayText() = Coordination::Exception: Connection loss'))).toBe(true);
+    expect(isRetryableClickHouseError(new Error('Code: 243, e.displayText() = DB::Exception: Cannot reserve 1.00 MiB, not enough space'))).toBe(true);
     const appError = toClickHouseAppError(new Error('Code: 62, Syntax error\nstack'), 'query');
     expect(appError.code).toBe('clickhouse_error');
     expect(appError.retryable).toBe(false);

@@ -13,7 +13,9 @@ export function clickhouseErrorCode(err: unknown): number | undefined {
 }
 
 // Server-side conditions that pass by themselves: overload, timeouts, too many parts, network.
-const RETRYABLE_SERVER_CODES = new Set([159, 164, 202, 203, 209, 210, 241, 252, 285, 319, 425]);
+// 225 no ZooKeeper, 242 a replicated table read-only (its ZooKeeper session lost), 243 no disk space,
+// 999 a ZooKeeper operation failed: a cluster's outages, which pass when ZooKeeper or the disk is back.
+const RETRYABLE_SERVER_CODES = new Set([159, 164, 202, 203, 209, 210, 225, 241, 242, 243, 252, 285, 319, 425, 999]);
 const RETRYABLE_NETWORK = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|socket hang up|Timeout error|other side closed/i;
 
 export function isRetryableClickHouseError(err: unknown): boolean {
