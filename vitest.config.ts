@@ -29,6 +29,7 @@ export default defineConfig({
             '**/*.secure.test.ts',
             '**/*.stack.test.ts',
             '**/*.chdb.test.ts',
+            '**/*.scale.test.ts',
             '**/node_modules/**',
           ],
         },
@@ -118,6 +119,28 @@ export default defineConfig({
           fileParallelism: false,
           testTimeout: 600_000,
           hookTimeout: 180_000,
+        },
+      },
+      {
+        test: {
+          // Scale-out under failure (docs/scale.md): a three-broker Kafka cluster, two ClickHouse
+          // replicas, gateways behind a load balancer. `scale-smoke` is the part npm test runs.
+          name: 'scale',
+          include: ['{packages,services,testkit}/*/src/**/*.scale.test.ts', 'scripts/**/*.scale.test.ts'],
+          globalSetup: ['scripts/test/global-setup.fixture.ts'],
+          fileParallelism: false,
+          testTimeout: 600_000,
+          hookTimeout: 300_000,
+        },
+      },
+      {
+        test: {
+          name: 'scale-smoke',
+          include: ['{packages,services,testkit}/*/src/**/*.smoke.scale.test.ts', 'scripts/**/*.smoke.scale.test.ts'],
+          globalSetup: ['scripts/test/global-setup.fixture.ts'],
+          fileParallelism: false,
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
         },
       },
     ],

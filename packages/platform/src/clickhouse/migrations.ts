@@ -165,7 +165,11 @@ export async function applyPending(ch: ClickHouse, migrations: Migration[], log:
 export async function dropDatabase(options: Omit<MigrateOptions, 'dir' | 'logger'>): Promise<void> {
   const server = createClickHouse({ url: options.url, username: options.username, password: options.password });
   try {
-    await server.command(sql`DROP DATABASE IF EXISTS ${ident(options.database)}`);
+    await server.command(
+      options.cluster
+        ? sql`DROP DATABASE IF EXISTS ${ident(options.database)} ON CLUSTER ${ident(options.cluster)}`
+        : sql`DROP DATABASE IF EXISTS ${ident(options.database)}`,
+    );
   } finally {
     await server.close();
   }

@@ -1,0 +1,140 @@
+/**
+ * Real servers: Kafka (the stack's broker), Redis, and replicated ClickHouse: ZooKeeper and two
+ * 18.16 replicas of one shard (scripts/stack-clickhouse-cluster.sh, started here if not up). The
+ * test database is made by the migrations ON CLUSTER (Replicated*MergeTree). The gateway app in
+ * process (its read-back reads as the read-only user), the processor as a real OS process, both
+ * with CLICKHOUSE_URL listing both replicas, the first preferred.
+ *
+ * Replica 1, where the writer inserts, is SIGKILLed while events arrive. The writer retries the
+ * same batch on replica 2, whose block deduplication (ZooKeeper keeps the blocks' hashes for the
+ * table, not per replica) drops a batch replica 1 had stored before it died. Then: every event
+ * answered 202 is stored, once (count() = uniqExact(event_id), no FINAL, no forced merge), the
+ * gateway's read-back is served by replica 2 meanwhile, and replica 1, started again, catches up.
+ */
+import { sql } from '@ingest/platform';
+import {
+  CLUSTER_NAME,
+  CLUSTER_URLS,
+  killReplica,
+  ProcessorFleet,
+  processorSetup,
+  type Replica,
+  replicaUrl,
+  startCluster,
+  startReplica,
+  waitFor,
+} from '@ingest/testkit';
+import { useGatewayFixture } from '@ingest/testkit/gateway';
+import { type ApiClient, newStats, postEvents, runPool, testEvent } from '@ingest/testkit/processor';
+import { createClickHouse } from '@ingest/platform';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const TOTAL = 4_000;
+const PER_REQUEST = 50;
+
+const started = Date.now();
+const saved = { url: process.env.CLICKHOUSE_URL, cluster: process.env.CLICKHOUSE_CLUSTER };
+beforeAll(async () => {
+  await startCluster();
+  // This file's ClickHouse is the cluster: the fixtures' database, the gateway and the processor.
+  process.env.CLICKHOUSE_URL = CLUSTER_URLS;
+  process.env.CLICKHOUSE_CLUSTER = CLUSTER_NAME;
+  console.log(`replica-kill: cluster up after ${Math.round((Date.now() - started) / 1000)} s`);
+}, 240_000);
+afterAll(() => {
+  process.env.CLICKHOUSE_URL = saved.url;
+  if (saved.cluster === undefined) delete process.env.CLICKHOUSE_CLUSTER;
+  else process.env.CLICKHOUSE_CLUSTER = saved.cluster;
+});
+
+const gw = useGatewayFixture();
+let fleet: ProcessorFleet | undefined;
+afterAll(async () => {
+  await fleet?.killAll();
+  // A replica this test killed is started again, so the next test (and the database drop) finds both.
+  await startReplica(1);
+});
+
+/** count() and uniqExact(event_id) of the account on one replica, without FINAL. */
+async function countsOn(replica: Replica, database: string, accountId: string): Promise<{ rows: number; distinct: number }> {
+  const ch = createClickHouse({ url: replicaUrl(replica), database, requestTimeoutMs: 5_000 });
+  try {
+    const [row] = await ch.query<{ rows: string; distinct: string }>(
+      sql`SELECT count() AS rows, uniqExact(event_id) AS distinct FROM events WHERE account_id = ${accountId}`,
+    );
+    return { rows: Number(row?.rows ?? 0), distinct: Number(row?.distinct ?? 0) };
+  } finally {
+    await ch.close();
+  }
+}
+
+describe('a ClickHouse replica SIGKILLed during inserts', () => {
+  it('loses nothing, stores nothing twice, reads from the other replica, and catches up after its restart', async () => {
+    const setup = processorSetup(gw.kafka.prefix, gw.clickhouse.database, 'replica-kill', {
+      CLICKHOUSE_URL: CLUSTER_URLS,
+      // Many small inserts, so the kill lands between and during them.
+      STORAGE_BATCH_MAX_WAIT_MS: '200',
+      STORAGE_MIN_INSERT_INTERVAL_MS: '100',
+    });
+    fleet = new ProcessorFleet(setup);
+    await fleet.start();
+    const { account, apiKey } = await gw.newAccount('pro');
+    const client: ApiClient = { app: gw.app, apiKey };
+    const db = gw.clickhouse.database;
+    const requests = Array.from({ length: TOTAL / PER_REQUEST }, (_, r) =>
+      Array.from({ length: PER_REQUEST }, (_, i) => testEvent(`rk-${r * PER_REQUEST + i}`, r * PER_REQUEST + i)),
+    );
+    const stats = newStats();
+    // About 8 s of load (500 events/s): the kill falls in its middle.
+    const load = runPool(requests, { concurrency: 4, perSecond: 10 }, (events) => postEvents(client, events, stats));
+
+    const before = await waitFor(
+      async () => {
+        const c = await countsOn(1, db, account.id);
+        return c.distinct >= TOTAL / 5 ? c : undefined;
+      },
+      { description: `a fifth of the events stored on replica 1 before the kill`, timeoutMs: 60_000, intervalMs: 100 },
+    );
+    await killReplica(1);
+    const killedAt = Date.now();
+    console.log(`replica-kill: replica 1 SIGKILLed with ${before.distinct} events stored, ${stats.events} accepted`);
+
+    // The read-back, while replica 1 is down: answered from replica 2.
+    const readBack = await waitFor(
+      async () => {
+        const res = await gw.app.inject({ method: 'GET', url: '/v1/events/rk-0', headers: { authorization: `Bearer ${apiKey}` } });
+        return res.statusCode === 200 ? res.json<{ eventId: string }>() : undefined;
+      },
+      { description: 'GET /v1/events/rk-0 answered 200 with replica 1 down', timeoutMs: 20_000, intervalMs: 250 },
+    );
+    expect(readBack.eventId).toBe('rk-0');
+
+    await load;
+    expect(stats.events).toBe(TOTAL);
+    const onTwo = await waitFor(
+      async () => {
+        const c = await countsOn(2, db, account.id);
+        return c.distinct === TOTAL ? c : undefined;
+      },
+      { description: `all ${TOTAL} events on replica 2`, timeoutMs: 60_000, intervalMs: 250 },
+    );
+    // Nothing twice: a batch retried on replica 2 after replica 1 stored it was deduplicated.
+    expect(onTwo).toEqual({ rows: TOTAL, distinct: TOTAL });
+    const downFor = Math.round((Date.now() - killedAt) / 1000);
+
+    await startReplica(1);
+    const onOne = await waitFor(
+      async () => {
+        const c = await countsOn(1, db, account.id);
+        return c.distinct === TOTAL ? c : undefined;
+      },
+      { description: `replica 1 caught up to ${TOTAL} events after its restart`, timeoutMs: 60_000, intervalMs: 250 },
+    );
+    expect(onOne).toEqual({ rows: TOTAL, distinct: TOTAL });
+    expect(fleet.unexpectedExits()).toEqual([]);
+    console.log(
+      `replica-kill: ${TOTAL} events accepted (${stats.retried} 503s retried), replica 2 had them all, once; replica 1 down ${downFor} s, ` +
+        `then caught up; ${Math.round((Date.now() - started) / 1000)} s in all, replica start included`,
+    );
+  });
+});
