@@ -113,9 +113,7 @@ export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
   try {
     // On a cluster `events` keeps the migrations' shape: the upgrade's EXCHANGE TABLES and its
     // bridge are single-server statements (docs/scale.md, "Replicated ClickHouse").
-    eventsUpgrade = config.CLICKHOUSE_CLUSTER
-      ? ({ status: 'not-on-a-cluster' } as const)
-      : await upgradeEvents(eventsClient, { logger, onlyIfEmpty: true });
+    eventsUpgrade = config.CLICKHOUSE_CLUSTER ? ({ status: 'not-on-a-cluster' } as const) : await upgradeEvents(eventsClient, { logger, onlyIfEmpty: true });
     if (eventsUpgrade.status === 'left-for-the-command') {
       logger.warn(
         { rows: eventsUpgrade.rows, clickhouse: eventsUpgrade.serverVersion },

@@ -81,7 +81,10 @@ export function createClickHouse(options: ClickHouseOptions): ClickHouse {
     insertTabSeparated: (table, columns, lines) => onActive((s) => s.insertTabSeparated(table, columns, lines), false),
     query: <T>(query: string) => onActive((s) => s.query<T>(query), true),
     command: (query) => onActive((s) => s.command(query), false),
-    ping: () => onActive(async (s) => ((await s.ping()) ? true : Promise.reject(new AppError('clickhouse_unavailable', 'ping failed', { retryable: true }))), true).catch(() => false),
+    ping: () =>
+      onActive(async (s) => ((await s.ping()) ? true : Promise.reject(new AppError('clickhouse_unavailable', 'ping failed', { retryable: true }))), true).catch(
+        () => false,
+      ),
     close: async () => {
       await Promise.all(servers.map((s) => s.close()));
     },

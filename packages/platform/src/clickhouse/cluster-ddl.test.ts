@@ -44,13 +44,17 @@ describe('toClusterStatements', () => {
   });
 
   it('refuses a statement it cannot replicate, naming it', () => {
-    expect(() => toClusterStatements('CREATE TABLE IF NOT EXISTS m (x UInt8) ENGINE = Memory', target)).toThrow(/cannot run on a cluster: a table without a MergeTree engine/);
+    expect(() => toClusterStatements('CREATE TABLE IF NOT EXISTS m (x UInt8) ENGINE = Memory', target)).toThrow(
+      /cannot run on a cluster: a table without a MergeTree engine/,
+    );
     expect(() => toClusterStatements('DROP TABLE events', target)).toThrow(/cannot run on a cluster: .*DROP TABLE events/);
     expect(() => toClusterStatements('CREATE TABLE t (x UInt8) ENGINE = MergeTree ORDER BY x', target)).toThrow(/cannot run on a cluster/);
   });
 
   it('refuses a cluster or database name that is not a plain name', () => {
-    expect(() => toClusterStatements('ALTER TABLE t DELETE WHERE 1', { cluster: 'a b', database: 'ingest' })).toThrow(/CLICKHOUSE_CLUSTER must be a plain name/);
+    expect(() => toClusterStatements('ALTER TABLE t DELETE WHERE 1', { cluster: 'a b', database: 'ingest' })).toThrow(
+      /CLICKHOUSE_CLUSTER must be a plain name/,
+    );
     expect(() => toClusterStatements('ALTER TABLE t DELETE WHERE 1', { cluster: 'c', database: 'x;y' })).toThrow(/CLICKHOUSE_DATABASE must be a plain name/);
   });
 

@@ -69,7 +69,9 @@ export function toClusterStatements(statement: string, target: ClusterTarget): s
   }
   match = CREATE_MV.exec(text);
   if (match) {
-    return [text.replace(CREATE_MV, `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.${match[1]} ${onCluster} TO ${db}.${match[2]} AS$3`).replace(FROM, `FROM ${db}.$1`)];
+    return [
+      text.replace(CREATE_MV, `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.${match[1]} ${onCluster} TO ${db}.${match[2]} AS$3`).replace(FROM, `FROM ${db}.$1`),
+    ];
   }
   match = CREATE_VIEW.exec(text);
   if (match) {

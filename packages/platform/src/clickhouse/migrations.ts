@@ -157,7 +157,10 @@ export async function applyPending(ch: ClickHouse, migrations: Migration[], log:
       { version: m.version, name: m.name, status: skip ? 'skipped' : 'applied', applied_at: Math.floor(Date.now() / 1000) },
     ]);
     (skip ? result.skipped : result.applied).push(label(m));
-    log.info({ migration: label(m), serverVersion, skipped: skip, cluster: options.cluster }, skip ? 'migration skipped on this server version' : 'migration applied');
+    log.info(
+      { migration: label(m), serverVersion, skipped: skip, cluster: options.cluster },
+      skip ? 'migration skipped on this server version' : 'migration applied',
+    );
   }
   return result;
 }

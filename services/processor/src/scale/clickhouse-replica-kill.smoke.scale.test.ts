@@ -11,17 +11,20 @@
  * answered 202 is stored, once (count() = uniqExact(event_id), no FINAL, no forced merge), the
  * gateway's read-back is served by replica 2 meanwhile, and replica 1, started again, catches up.
  */
-import { sql } from '@ingest/platform';
+import { METRIC_NAMES, sql } from '@ingest/platform';
 import {
   CLUSTER_NAME,
   CLUSTER_URLS,
   killReplica,
+  metricSum,
   ProcessorFleet,
   processorSetup,
   type Replica,
   replicaUrl,
   startCluster,
   startReplica,
+  storedEvent,
+  storeEvents,
   waitFor,
 } from '@ingest/testkit';
 import { useGatewayFixture } from '@ingest/testkit/gateway';
@@ -77,7 +80,7 @@ describe('a ClickHouse replica SIGKILLed during inserts', () => {
       STORAGE_MIN_INSERT_INTERVAL_MS: '100',
     });
     fleet = new ProcessorFleet(setup);
-    await fleet.start();
+    const processor = await fleet.start();
     const { account, apiKey } = await gw.newAccount('pro');
     const client: ApiClient = { app: gw.app, apiKey };
     const db = gw.clickhouse.database;
@@ -120,6 +123,9 @@ describe('a ClickHouse replica SIGKILLed during inserts', () => {
     );
     // Nothing twice: a batch retried on replica 2 after replica 1 stored it was deduplicated.
     expect(onTwo).toEqual({ rows: TOTAL, distinct: TOTAL });
+    // The writer did meet the dead replica (and went on with the same batch on the other).
+    const insertFailures = metricSum(await processor.metrics(), METRIC_NAMES.clickhouseInsertFailures);
+    expect(insertFailures).toBeGreaterThan(0);
     const downFor = Math.round((Date.now() - killedAt) / 1000);
 
     await startReplica(1);
@@ -133,8 +139,32 @@ describe('a ClickHouse replica SIGKILLed during inserts', () => {
     expect(onOne).toEqual({ rows: TOTAL, distinct: TOTAL });
     expect(fleet.unexpectedExits()).toEqual([]);
     console.log(
-      `replica-kill: ${TOTAL} events accepted (${stats.retried} 503s retried), replica 2 had them all, once; replica 1 down ${downFor} s, ` +
+      `replica-kill: ${TOTAL} events accepted (${stats.retried} 503s retried), ${insertFailures} failed insert attempts retried, replica 2 had them all, once; replica 1 down ${downFor} s, ` +
         `then caught up; ${Math.round((Date.now() - started) / 1000)} s in all, replica start included`,
     );
+  });
+});
+
+describe('block deduplication of the replicated events table (what the writer relies on)', () => {
+  it('drops a batch retried with the same bytes on the other replica, and keeps a batch whose bytes differ', async () => {
+    const db = gw.clickhouse.database;
+    const accountId = `acc_dedup_${Date.now()}`;
+    const batch = Array.from({ length: 100 }, (_, i) => storedEvent(accountId, { eventId: `dd-${i}` }));
+    const insertedAtMs = Date.now();
+    const one = createClickHouse({ url: replicaUrl(1), database: db });
+    const two = createClickHouse({ url: replicaUrl(2), database: db });
+    try {
+      // The writer's retry: the same lines (one inserted_at per batch), first on replica 1, then on 2.
+      await storeEvents(one, batch, insertedAtMs);
+      await storeEvents(two, batch, insertedAtMs);
+      await storeEvents(one, batch, insertedAtMs);
+      expect(await countsOn(2, db, accountId)).toEqual({ rows: 100, distinct: 100 });
+      // The same events in a batch built again (a new inserted_at: a restart's re-read) are other
+      // bytes: stored again, until ReplacingMergeTree merges them (FINAL counts them once).
+      await storeEvents(two, batch, insertedAtMs + 1_000);
+      expect(await countsOn(2, db, accountId)).toEqual({ rows: 200, distinct: 100 });
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
   });
 });
