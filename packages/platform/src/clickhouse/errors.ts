@@ -24,6 +24,25 @@ export function isRetryableClickHouseError(err: unknown): boolean {
   return err instanceof Error && RETRYABLE_NETWORK.test(`${err.message} ${(err as { code?: unknown }).code ?? ''}`);
 }
 
+/**
+ * Why an insert failed, for the alert and /readyz of a writer that keeps failing: `zookeeper`
+ * (a replicated table without its coordination service: no session, read-only, an operation
+ * lost), `disk_full`, `unreachable` (no answer), `overloaded`, or `other`.
+ */
+export type ClickHouseFailureCause = 'zookeeper' | 'disk_full' | 'unreachable' | 'overloaded' | 'other';
+export const CLICKHOUSE_FAILURE_CAUSES: readonly ClickHouseFailureCause[] = ['zookeeper', 'disk_full', 'unreachable', 'overloaded', 'other'];
+
+export function clickHouseFailureCause(err: unknown): ClickHouseFailureCause {
+  const inner = err instanceof Error && 'cause' in err && err.cause instanceof Error ? err.cause : err;
+  const code = clickhouseErrorCode(inner);
+  const text = err instanceof Error ? `${err.message} ${inner instanceof Error ? inner.message : ''}` : String(err);
+  if (code === 225 || code === 242 || code === 999 || /zookeeper|coordination::/i.test(text)) return 'zookeeper';
+  if (code === 243 || /no space left|not enough space/i.test(text)) return 'disk_full';
+  if (code === undefined && inner instanceof Error && RETRYABLE_NETWORK.test(`${inner.message} ${(inner as { code?: unknown }).code ?? ''}`)) return 'unreachable';
+  if (code === 252 || code === 202 || code === 203 || code === 159) return 'overloaded';
+  return 'other';
+}
+
 export function toClickHouseAppError(err: unknown, action: string): AppError {
   const code = clickhouseErrorCode(err);
   const retryable = isRetryableClickHouseError(err);
