@@ -11,17 +11,14 @@
  * answered 202 is stored, once (count() = uniqExact(event_id), no FINAL, no forced merge), the
  * gateway's read-back is served by replica 2 meanwhile, and replica 1, started again, catches up.
  */
-import { METRIC_NAMES, sql } from '@ingest/platform';
+import { createClickHouse, METRIC_NAMES } from '@ingest/platform';
 import {
-  CLUSTER_NAME,
   CLUSTER_URLS,
   killReplica,
   metricSum,
   ProcessorFleet,
   processorSetup,
-  type Replica,
   replicaUrl,
-  startCluster,
   startReplica,
   storedEvent,
   storeEvents,
@@ -29,27 +26,13 @@ import {
 } from '@ingest/testkit';
 import { useGatewayFixture } from '@ingest/testkit/gateway';
 import { type ApiClient, newStats, postEvents, runPool, testEvent } from '@ingest/testkit/processor';
-import { createClickHouse } from '@ingest/platform';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { countsOn, useReplicatedClickHouse } from './replicated-clickhouse.fixture.js';
 
 const TOTAL = 4_000;
 const PER_REQUEST = 50;
 
-const started = Date.now();
-const saved = { url: process.env.CLICKHOUSE_URL, cluster: process.env.CLICKHOUSE_CLUSTER };
-beforeAll(async () => {
-  await startCluster();
-  // This file's ClickHouse is the cluster: the fixtures' database, the gateway and the processor.
-  process.env.CLICKHOUSE_URL = CLUSTER_URLS;
-  process.env.CLICKHOUSE_CLUSTER = CLUSTER_NAME;
-  console.log(`replica-kill: cluster up after ${Math.round((Date.now() - started) / 1000)} s`);
-}, 240_000);
-afterAll(() => {
-  process.env.CLICKHOUSE_URL = saved.url;
-  if (saved.cluster === undefined) delete process.env.CLICKHOUSE_CLUSTER;
-  else process.env.CLICKHOUSE_CLUSTER = saved.cluster;
-});
-
+const { startedAt: started } = useReplicatedClickHouse('replica-kill');
 const gw = useGatewayFixture();
 let fleet: ProcessorFleet | undefined;
 afterAll(async () => {
@@ -57,19 +40,6 @@ afterAll(async () => {
   // A replica this test killed is started again, so the next test (and the database drop) finds both.
   await startReplica(1);
 });
-
-/** count() and uniqExact(event_id) of the account on one replica, without FINAL. */
-async function countsOn(replica: Replica, database: string, accountId: string): Promise<{ rows: number; distinct: number }> {
-  const ch = createClickHouse({ url: replicaUrl(replica), database, requestTimeoutMs: 5_000 });
-  try {
-    const [row] = await ch.query<{ rows: string; distinct: string }>(
-      sql`SELECT count() AS rows, uniqExact(event_id) AS distinct FROM events WHERE account_id = ${accountId}`,
-    );
-    return { rows: Number(row?.rows ?? 0), distinct: Number(row?.distinct ?? 0) };
-  } finally {
-    await ch.close();
-  }
-}
 
 describe('a ClickHouse replica SIGKILLed during inserts', () => {
   it('loses nothing, stores nothing twice, reads from the other replica, and catches up after its restart', async () => {
