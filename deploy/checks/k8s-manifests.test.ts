@@ -161,6 +161,7 @@ describe('configuration', () => {
     // tools/cli/src/setup.ts defines these in its own schema.
     'KAFKA_REPLICATION_FACTOR',
     'CLICKHOUSE_MIGRATIONS_DIR',
+    'CLICKHOUSE_CLUSTER',
     'CLICKHOUSE_READER_USER',
     'CLICKHOUSE_READER_PASSWORD',
     'EVENTS_RETENTION_DAYS',
