@@ -158,8 +158,8 @@ clickhouse_cluster_status() {
   cluster_check_settings
   if zk_ready; then status_line zookeeper up "$ZOOKEEPER_PORT" -; else status_line zookeeper down "$ZOOKEEPER_PORT" -; rc=1; fi
   for ((n = 1; n <= STACK_CLICKHOUSE_REPLICAS; n++)); do
-    if replica_ready "$n"; then status_line "ch-replica-$n" up "$(replica_http_port "$n")" -
-    else status_line "ch-replica-$n" down "$(replica_http_port "$n")" -; rc=1; fi
+    if replica_ready "$n"; then status_line "replica-$n" up "$(replica_http_port "$n")" -
+    else status_line "replica-$n" down "$(replica_http_port "$n")" -; rc=1; fi
   done
   return "$rc"
 }
