@@ -38,14 +38,15 @@ ZK_PID=$ZK_DIR/zookeeper.pid
 ZK_CONFIG=$ZK_DIR/zoo.cfg
 ZK_MARKER="QuorumPeerMain $ZK_CONFIG"
 
-# ZooKeeper's four-letter `ruok`, answered `imok` once it serves.
+# ZooKeeper's four-letter `srvr`: a `Mode:` line only once it serves requests (`ruok` answers
+# `imok` earlier, while it still loads its data, and a replica started then exits on its tables).
 zk_ready() {
   local answer=''
   { exec 3<>"/dev/tcp/$HOST/$ZOOKEEPER_PORT"; } 2>/dev/null || return 1
-  printf ruok >&3
-  read -r -t 2 -n 4 answer <&3 || true
+  printf srvr >&3
+  answer=$(timeout 2 cat <&3 2>/dev/null || true)
   exec 3>&- 3<&-
-  [[ $answer == imok ]]
+  [[ $answer == *"Mode: "* ]]
 }
 
 replica_dir() { printf '%s/replica-%s' "$CHC_DIR" "$1"; }
@@ -79,7 +80,7 @@ zookeeper_up() {
     port_open "$ZOOKEEPER_PORT" && port_taken zookeeper "$ZOOKEEPER_PORT" ZOOKEEPER_PORT ", which does not answer as ZooKeeper"
     mkdir -p "$ZK_DIR/data" "$ZK_DIR/logs"
     printf '%s\n' "tickTime=2000" "dataDir=$ZK_DIR/data" "clientPort=$ZOOKEEPER_PORT" "clientPortAddress=$HOST" \
-      "admin.enableServer=false" "4lw.commands.whitelist=ruok,srvr" "autopurge.purgeInterval=1" >"$ZK_CONFIG"
+      "admin.enableServer=false" "4lw.commands.whitelist=srvr" "autopurge.purgeInterval=1" >"$ZK_CONFIG"
     mark_logs "$ZK_DIR/logs/stdout.log"
     (cd "$ZK_DIR" && spawn "$ZK_PID" "$ZK_DIR/logs/stdout.log" \
       java "-Xmx$ZOOKEEPER_HEAP" -cp "$ZOOKEEPER_JAR" org.apache.zookeeper.server.quorum.QuorumPeerMain "$ZK_CONFIG")
