@@ -30,10 +30,14 @@ describe('clickHouseFailureCause', () => {
     const wrapped = (e: Error) => toClickHouseAppError(e, 'insert into events');
     expect(clickHouseFailureCause(wrapped(new Error('Code: 242, e.displayText() = DB::Exception: Table is in readonly mode')))).toBe('zookeeper');
     expect(clickHouseFailureCause(wrapped(new Error('Code: 999, e.displayText() = Coordination::Exception: Connection loss')))).toBe('zookeeper');
-    expect(clickHouseFailureCause(wrapped(new Error('Code: 243, e.displayText() = DB::Exception: Cannot reserve 1.00 MiB, not enough space')))).toBe('disk_full');
-    expect(clickHouseFailureCause(wrapped(new Error('Code: 74, e.displayText() = DB::ErrnoException: Cannot write to file, errno: 28, strerror: No space left on device')))).toBe(
+    expect(clickHouseFailureCause(wrapped(new Error('Code: 243, e.displayText() = DB::Exception: Cannot reserve 1.00 MiB, not enough space')))).toBe(
       'disk_full',
     );
+    expect(
+      clickHouseFailureCause(
+        wrapped(new Error('Code: 74, e.displayText() = DB::ErrnoException: Cannot write to file, errno: 28, strerror: No space left on device')),
+      ),
+    ).toBe('disk_full');
     expect(clickHouseFailureCause(wrapped(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8223'), { code: 'ECONNREFUSED' })))).toBe('unreachable');
     expect(clickHouseFailureCause(wrapped(new Error('Code: 252, Too many parts')))).toBe('overloaded');
     expect(clickHouseFailureCause(wrapped(new Error('Code: 62, Syntax error')))).toBe('other');

@@ -38,7 +38,8 @@ export function clickHouseFailureCause(err: unknown): ClickHouseFailureCause {
   const text = err instanceof Error ? `${err.message} ${inner instanceof Error ? inner.message : ''}` : String(err);
   if (code === 225 || code === 242 || code === 999 || /zookeeper|coordination::/i.test(text)) return 'zookeeper';
   if (code === 243 || /no space left|not enough space/i.test(text)) return 'disk_full';
-  if (code === undefined && inner instanceof Error && RETRYABLE_NETWORK.test(`${inner.message} ${(inner as { code?: unknown }).code ?? ''}`)) return 'unreachable';
+  if (code === undefined && inner instanceof Error && RETRYABLE_NETWORK.test(`${inner.message} ${(inner as { code?: unknown }).code ?? ''}`))
+    return 'unreachable';
   if (code === 252 || code === 202 || code === 203 || code === 159) return 'overloaded';
   return 'other';
 }

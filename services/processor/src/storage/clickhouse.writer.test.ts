@@ -16,10 +16,14 @@ function flakyClickHouse(errors: Error[]) {
 }
 
 const zookeeperDown = () =>
-  new AppError('clickhouse_unavailable', 'clickhouse insert into events failed (code 242): Code: 242, e.displayText() = DB::Exception: Table is in readonly mode', {
-    retryable: true,
-    cause: new Error('Code: 242, e.displayText() = DB::Exception: Table is in readonly mode'),
-  });
+  new AppError(
+    'clickhouse_unavailable',
+    'clickhouse insert into events failed (code 242): Code: 242, e.displayText() = DB::Exception: Table is in readonly mode',
+    {
+      retryable: true,
+      cause: new Error('Code: 242, e.displayText() = DB::Exception: Table is in readonly mode'),
+    },
+  );
 
 describe('the ClickHouse writer while inserts fail', () => {
   it('retries the same lines, says since when and why it is failing, and clears it on success', async () => {
