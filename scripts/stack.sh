@@ -79,6 +79,8 @@ environment (defaults):
     state in \$STACK_DIR/kafka-cluster; docs/scale.md)
   KAFKA_PORT=$KAFKA_PORT KAFKA_CONTROLLER_PORT=$KAFKA_CONTROLLER_PORT KAFKA_HEAP=$KAFKA_HEAP
   CLICKHOUSE_HTTP_PORT=$CLICKHOUSE_HTTP_PORT CLICKHOUSE_TCP_PORT=$CLICKHOUSE_TCP_PORT
+  STACK_CLICKHOUSE_REPLICAS=$STACK_CLICKHOUSE_REPLICAS (2+: also ZooKeeper and that many ClickHouse replicas of one shard,
+    scripts/stack-clickhouse-cluster.sh; docs/scale.md)
   REDIS_PORT=$REDIS_PORT STACK_REDIS_PASSWORD=(empty: none; set: Redis requires it, REDIS_URL=redis://:PASSWORD@...)
   KAFKA_START_TIMEOUT=$KAFKA_START_TIMEOUT CLICKHOUSE_START_TIMEOUT=$CLICKHOUSE_START_TIMEOUT \
 REDIS_START_TIMEOUT=$REDIS_START_TIMEOUT (seconds, each from its server's
@@ -296,6 +298,9 @@ if [[ $STACK_KAFKA_SECURITY == sasl_ssl ]]; then
   # shellcheck source=scripts/stack-kafka-secure.sh
   source "$SCRIPT_DIR/stack-kafka-secure.sh"
 fi
+# STACK_CLICKHOUSE_REPLICAS=2: ZooKeeper and two ClickHouse replicas beside the single server.
+# shellcheck source=scripts/stack-clickhouse-cluster.sh
+source "$SCRIPT_DIR/stack-clickhouse-cluster.sh"
 KAFKA_POM=$REPO_ROOT/deploy/kafka/pom.xml
 KAFKA_PID=$KAFKA_DIR/kafka.pid
 KAFKA_PROPS=$KAFKA_DIR/server.properties
@@ -717,6 +722,7 @@ cmd_up() {
   redis_up
   kafka_finish
   crm_keys_up
+  ((STACK_CLICKHOUSE_REPLICAS < 2)) || clickhouse_cluster_up
   say stack "up in $((SECONDS - t0))s"
   printf 'KAFKA_BROKERS=%s CLICKHOUSE_URL=%s REDIS_URL=%s\n' \
     "$KAFKA_BOOTSTRAP" "$CH_URL" "redis://${STACK_REDIS_PASSWORD:+:<STACK_REDIS_PASSWORD>@}$HOST:$REDIS_PORT"
@@ -745,6 +751,7 @@ cmd_down() {
   if [[ $STACK_KAFKA_SECURITY == sasl_ssl || $STACK_KAFKA_NODES != 1 ]]; then return 0; fi
   stop_server clickhouse "$CLICKHOUSE_HTTP_PORT" "$CH_PID" "$CH_MARKER"
   stop_server redis "$REDIS_PORT" "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"
+  ((STACK_CLICKHOUSE_REPLICAS < 2)) || clickhouse_cluster_down
 }
 
 cmd_status() {
@@ -752,6 +759,7 @@ cmd_status() {
   kafka_status || rc=1
   clickhouse_status || rc=1
   redis_status || rc=1
+  ((STACK_CLICKHOUSE_REPLICAS < 2)) || clickhouse_cluster_status || rc=1
   return "$rc"
 }
 
@@ -818,4 +826,4 @@ main() {
   esac
 }
 
-main "$@"
+[[ -n ${STACK_NO_MAIN:-} ]] || main "$@"

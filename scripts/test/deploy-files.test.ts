@@ -49,6 +49,8 @@ describe('docker-compose.yml', () => {
     // tools/cli/src/setup.ts: retention (docs/clickhouse-retention.md).
     'EVENTS_RETENTION_DAYS',
     'ROLLUPS_RETENTION_DAYS',
+    // tools/cli/src/setup.ts: the migrations ON CLUSTER (docs/scale.md).
+    'CLICKHOUSE_CLUSTER',
     'KAFKA_ACL_PRINCIPALS',
     'SERVICE',
     // tools/cli/src/setup.ts: the Redis users it creates.

@@ -19,6 +19,8 @@ export interface IntegrationEnv {
    * by default the one the local stack's users.xml defines (or `npm run setup` creates on a current server).
    */
   clickhouseReader: { user: string; password: string };
+  /** CLICKHOUSE_CLUSTER: test databases are made ON CLUSTER, replicated (the scale tests; docs/scale.md). */
+  clickhouseCluster?: string;
   redisUrl: string;
 }
 
@@ -41,5 +43,6 @@ export function integrationEnv(env: Record<string, string | undefined> = process
     clickhousePassword: env.CLICKHOUSE_PASSWORD ?? '',
     clickhouseReader: { user: env.CLICKHOUSE_READER_USER || 'ingest_reader', password: env.CLICKHOUSE_READER_PASSWORD ?? 'ingest-reader-local' },
     redisUrl: REDIS_URL,
+    ...(env.CLICKHOUSE_CLUSTER ? { clickhouseCluster: env.CLICKHOUSE_CLUSTER } : {}),
   };
 }

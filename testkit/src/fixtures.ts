@@ -76,7 +76,12 @@ export interface TestClickHouse {
 /** A fresh database with every migration applied; `cleanup` drops it. */
 export async function createTestClickHouse(env: IntegrationEnv = integrationEnv()): Promise<TestClickHouse> {
   const database = `test_${uniqueSuffix()}`;
-  const server = { url: env.clickhouseUrl, username: env.clickhouseUser, password: env.clickhousePassword };
+  const server = {
+    url: env.clickhouseUrl,
+    username: env.clickhouseUser,
+    password: env.clickhousePassword,
+    ...(env.clickhouseCluster ? { cluster: env.clickhouseCluster } : {}),
+  };
   await migrate({ ...server, database, dir: CLICKHOUSE_MIGRATIONS_DIR, logger: testLogger() });
   const ch = createClickHouse({ ...server, database });
   return {

@@ -1,3 +1,4 @@
+export * from './clickhouse-cluster.js';
 export * from './credential-keys.js';
 export * from './env.js';
 export * from './fixtures.js';

@@ -1,6 +1,7 @@
 export * from './clickhouse/client.js';
 export * from './clickhouse/errors.js';
 export * from './clickhouse/migrations.js';
+export * from './clickhouse/cluster-ddl.js';
 export * from './clickhouse/reader-user.js';
 export * from './clickhouse/tenant-reader.js';
 export * from './clickhouse/retention.js';

@@ -8,6 +8,8 @@ export interface Component {
   stop(): Promise<void>;
   /** Can do its work now (readiness). */
   healthy(): boolean;
+  /** While not healthy: what it waits for, with the cause (/readyz lists it); absent: its name. */
+  waitingFor?(): string[];
   /**
    * False once the part stopped for good and only a process restart brings it back (liveness:
    * an orchestrator restarts the process). Absent means it cannot die that way.

@@ -27,6 +27,7 @@ export const METRIC_NAMES = {
   clickhouseRowsInserted: 'ingest_clickhouse_rows_inserted_total',
   clickhouseInsertDuration: 'ingest_clickhouse_insert_duration_seconds',
   clickhouseInsertFailures: 'ingest_clickhouse_insert_failures_total',
+  clickhouseInsertFailing: 'ingest_clickhouse_insert_failing',
   clickhouseBatchRows: 'ingest_clickhouse_batch_rows',
   eventStoredLatency: 'ingest_event_stored_latency_seconds',
   deadLetters: 'ingest_dead_letters_total',

@@ -32,7 +32,7 @@ export interface OpsServer extends Component {
  */
 /** The components that are not healthy, by name: what a service waits for by default. */
 export function unhealthy(components: readonly Component[]): string[] {
-  return components.filter((c) => !c.healthy()).map((c) => c.name);
+  return components.filter((c) => !c.healthy()).flatMap((c) => c.waitingFor?.() ?? [c.name]);
 }
 
 /** The named conditions that do not hold (`{ 'control plane caught up': () => ... }`), then the unhealthy components. */

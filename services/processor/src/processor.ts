@@ -178,11 +178,27 @@ function createStorage(deps: ProcessorDeps, deadLetterTopic: string): Component 
     batchMaxWaitMs: deps.storage?.batchMaxWaitMs,
     minInsertIntervalMs: deps.storage?.minInsertIntervalMs,
   });
+  // Inserts failing this long make the processor not ready, with the cause in /readyz: a replica
+  // failing over takes one failed attempt, a ZooKeeper outage or a full disk keeps failing.
+  const now = deps.now ?? Date.now;
+  const failingLong = () => {
+    const f = writer.failing?.();
+    return f !== undefined && now() - f.sinceMs >= INSERTS_FAILING_NOT_READY_MS ? f : undefined;
+  };
   return {
     ...consumer,
     async start() {
       await format.refresh();
       await consumer.start();
     },
+    healthy: () => consumer.healthy() && failingLong() === undefined,
+    waitingFor: () => {
+      const f = failingLong();
+      if (!f) return [consumer.name];
+      return [`${consumer.name}: clickhouse inserts failing for ${Math.round((now() - f.sinceMs) / 1000)} s (cause: ${f.cause}; ${f.detail})`];
+    },
   };
 }
+
+/** How long inserts may keep failing before /readyz says so (docs/scale.md). */
+export const INSERTS_FAILING_NOT_READY_MS = 5_000;

@@ -42,6 +42,11 @@ const SetupConfigSchema = Type.Object({
   /** `role=principal` pairs whose ACLs setup creates (needs a super user); empty: none. */
   KAFKA_ACL_PRINCIPALS: Type.String({ default: '' }),
   CLICKHOUSE_MIGRATIONS_DIR: Type.String({ default: CLICKHOUSE_MIGRATIONS_DIR }),
+  /**
+   * A cluster of remote_servers: the migrations run ON CLUSTER with Replicated*MergeTree tables
+   * and Distributed `<table>_all` tables (docs/scale.md, "Replicated ClickHouse"). Empty: one server.
+   */
+  CLICKHOUSE_CLUSTER: Type.String({ default: '', pattern: '^([A-Za-z_][A-Za-z0-9_]*)?$' }),
   /** The gateway's read-only user, created on servers with SQL users (20.4+); 18.16 takes it from users.xml. */
   CLICKHOUSE_READER_USER: Type.String({ default: '' }),
   CLICKHOUSE_READER_PASSWORD: Type.String({ default: '' }),
@@ -106,6 +111,7 @@ export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
     database: config.CLICKHOUSE_DATABASE,
     dir: config.CLICKHOUSE_MIGRATIONS_DIR,
     logger,
+    ...(config.CLICKHOUSE_CLUSTER ? { cluster: config.CLICKHOUSE_CLUSTER } : {}),
   });
 
   // Current servers: a new deployment's still empty `events` takes the current shape now; a full
@@ -120,7 +126,9 @@ export async function runSetup(io: Pick<Io, 'env'>): Promise<number> {
   let eventsUpgrade;
   let retention;
   try {
-    eventsUpgrade = await upgradeEvents(eventsClient, { logger, onlyIfEmpty: true });
+    // On a cluster `events` keeps the migrations' shape: the upgrade's EXCHANGE TABLES and its
+    // bridge are single-server statements (docs/scale.md, "Replicated ClickHouse").
+    eventsUpgrade = config.CLICKHOUSE_CLUSTER ? ({ status: 'not-on-a-cluster' } as const) : await upgradeEvents(eventsClient, { logger, onlyIfEmpty: true });
     if (eventsUpgrade.status === 'left-for-the-command') {
       logger.warn(
         { rows: eventsUpgrade.rows, clickhouse: eventsUpgrade.serverVersion },

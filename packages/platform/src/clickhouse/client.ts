@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { createClient } from '@clickhouse/client';
 import type { Closeable } from '../lifecycle.js';
+import { AppError, isRetryable } from '../errors.js';
 import { toClickHouseAppError } from './errors.js';
 
 /**
@@ -25,6 +26,13 @@ export interface ClickHouse extends Closeable {
 }
 
 export interface ClickHouseOptions {
+  /**
+   * One server, or the replicas of a cluster comma-separated (`http://a:8123,http://b:8123`):
+   * requests go to one of them until it fails with a retryable error (down, no ZooKeeper, read
+   * only), then to the next. A read is tried once more on the next at once; an insert or a
+   * command is not: its caller retries (the writer with the same bytes, which the replicated
+   * table's block deduplication recognises on any replica; docs/scale.md).
+   */
   url: string;
   username?: string;
   password?: string;
@@ -38,7 +46,52 @@ export interface ClickHouseOptions {
   longRunning?: boolean;
 }
 
+/** The servers of a CLICKHOUSE_URL (one, or several comma-separated). */
+export function clickHouseUrls(url: string): string[] {
+  const urls = url
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u !== '');
+  if (urls.length === 0) throw new AppError('invalid_config', 'CLICKHOUSE_URL names no server');
+  return urls;
+}
+
 export function createClickHouse(options: ClickHouseOptions): ClickHouse {
+  const servers = clickHouseUrls(options.url).map((url) => createOneServer({ ...options, url }));
+  const [only] = servers;
+  if (servers.length === 1 && only) return only;
+  let active = 0;
+  // The server a request went to: a failure moves on from it, not from a server a concurrent
+  // request already moved to.
+  async function onActive<T>(run: (server: ClickHouse) => Promise<T>, retryOnNext: boolean): Promise<T> {
+    const index = active;
+    try {
+      return await run(servers[index] as ClickHouse);
+    } catch (err) {
+      if (!isRetryable(err)) throw err;
+      if (active === index) active = (index + 1) % servers.length;
+      if (!retryOnNext) throw err;
+      return run(servers[active] as ClickHouse);
+    }
+  }
+  return {
+    name: 'clickhouse',
+    database: options.database ?? 'default',
+    insert: (table, rows) => onActive((s) => s.insert(table, rows), false),
+    insertTabSeparated: (table, columns, lines) => onActive((s) => s.insertTabSeparated(table, columns, lines), false),
+    query: <T>(query: string) => onActive((s) => s.query<T>(query), true),
+    command: (query) => onActive((s) => s.command(query), false),
+    ping: () =>
+      onActive(async (s) => ((await s.ping()) ? true : Promise.reject(new AppError('clickhouse_unavailable', 'ping failed', { retryable: true }))), true).catch(
+        () => false,
+      ),
+    close: async () => {
+      await Promise.all(servers.map((s) => s.close()));
+    },
+  };
+}
+
+function createOneServer(options: ClickHouseOptions): ClickHouse {
   const client = createClient({
     url: options.url,
     username: options.username ?? 'default',

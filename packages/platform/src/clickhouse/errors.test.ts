@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clickhouseErrorCode, isRetryableClickHouseError, toClickHouseAppError } from './errors.js';
+import { clickHouseFailureCause, clickhouseErrorCode, isRetryableClickHouseError, toClickHouseAppError } from './errors.js';
 
 describe('clickhouse errors', () => {
   it('reads the code from 18.16-style error text', () => {
@@ -13,9 +13,33 @@ describe('clickhouse errors', () => {
     expect(isRetryableClickHouseError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' }))).toBe(true);
     expect(isRetryableClickHouseError(new Error('Code: 252, Too many parts'))).toBe(true);
     expect(isRetryableClickHouseError(new Error('Code: 62, Syntax error'))).toBe(false);
+    // A replica without ZooKeeper, or without disk space: passes when ZooKeeper or the disk is back.
+    expect(isRetryableClickHouseError(new Error('Code: 242, e.displayText() = DB::Exception: Table is in readonly mode'))).toBe(true);
+    expect(isRetryableClickHouseError(new Error('Code: 225, e.displayText() = DB::Exception: ZooKeeper session has been expired'))).toBe(true);
+    expect(isRetryableClickHouseError(new Error('Code: 999, e.displayText() = Coordination::Exception: Connection loss'))).toBe(true);
+    expect(isRetryableClickHouseError(new Error('Code: 243, e.displayText() = DB::Exception: Cannot reserve 1.00 MiB, not enough space'))).toBe(true);
     const appError = toClickHouseAppError(new Error('Code: 62, Syntax error\nstack'), 'query');
     expect(appError.code).toBe('clickhouse_error');
     expect(appError.retryable).toBe(false);
     expect(appError.message).toBe('clickhouse query failed (code 62): Code: 62, Syntax error');
+  });
+});
+
+describe('clickHouseFailureCause', () => {
+  it('names ZooKeeper, a full disk, an unreachable server, overload, or other', () => {
+    const wrapped = (e: Error) => toClickHouseAppError(e, 'insert into events');
+    expect(clickHouseFailureCause(wrapped(new Error('Code: 242, e.displayText() = DB::Exception: Table is in readonly mode')))).toBe('zookeeper');
+    expect(clickHouseFailureCause(wrapped(new Error('Code: 999, e.displayText() = Coordination::Exception: Connection loss')))).toBe('zookeeper');
+    expect(clickHouseFailureCause(wrapped(new Error('Code: 243, e.displayText() = DB::Exception: Cannot reserve 1.00 MiB, not enough space')))).toBe(
+      'disk_full',
+    );
+    expect(
+      clickHouseFailureCause(
+        wrapped(new Error('Code: 74, e.displayText() = DB::ErrnoException: Cannot write to file, errno: 28, strerror: No space left on device')),
+      ),
+    ).toBe('disk_full');
+    expect(clickHouseFailureCause(wrapped(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8223'), { code: 'ECONNREFUSED' })))).toBe('unreachable');
+    expect(clickHouseFailureCause(wrapped(new Error('Code: 252, Too many parts')))).toBe('overloaded');
+    expect(clickHouseFailureCause(wrapped(new Error('Code: 62, Syntax error')))).toBe('other');
   });
 });

@@ -13,13 +13,35 @@ export function clickhouseErrorCode(err: unknown): number | undefined {
 }
 
 // Server-side conditions that pass by themselves: overload, timeouts, too many parts, network.
-const RETRYABLE_SERVER_CODES = new Set([159, 164, 202, 203, 209, 210, 241, 252, 285, 319, 425]);
+// 225 no ZooKeeper, 242 a replicated table read-only (its ZooKeeper session lost), 243 no disk space,
+// 999 a ZooKeeper operation failed: a cluster's outages, which pass when ZooKeeper or the disk is back.
+const RETRYABLE_SERVER_CODES = new Set([159, 164, 202, 203, 209, 210, 225, 241, 242, 243, 252, 285, 319, 425, 999]);
 const RETRYABLE_NETWORK = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|socket hang up|Timeout error|other side closed/i;
 
 export function isRetryableClickHouseError(err: unknown): boolean {
   const code = clickhouseErrorCode(err);
   if (code !== undefined) return RETRYABLE_SERVER_CODES.has(code);
   return err instanceof Error && RETRYABLE_NETWORK.test(`${err.message} ${(err as { code?: unknown }).code ?? ''}`);
+}
+
+/**
+ * Why an insert failed, for the alert and /readyz of a writer that keeps failing: `zookeeper`
+ * (a replicated table without its coordination service: no session, read-only, an operation
+ * lost), `disk_full`, `unreachable` (no answer), `overloaded`, or `other`.
+ */
+export type ClickHouseFailureCause = 'zookeeper' | 'disk_full' | 'unreachable' | 'overloaded' | 'other';
+export const CLICKHOUSE_FAILURE_CAUSES: readonly ClickHouseFailureCause[] = ['zookeeper', 'disk_full', 'unreachable', 'overloaded', 'other'];
+
+export function clickHouseFailureCause(err: unknown): ClickHouseFailureCause {
+  const inner = err instanceof Error && 'cause' in err && err.cause instanceof Error ? err.cause : err;
+  const code = clickhouseErrorCode(inner);
+  const text = err instanceof Error ? `${err.message} ${inner instanceof Error ? inner.message : ''}` : String(err);
+  if (code === 225 || code === 242 || code === 999 || /zookeeper|coordination::/i.test(text)) return 'zookeeper';
+  if (code === 243 || /no space left|not enough space/i.test(text)) return 'disk_full';
+  if (code === undefined && inner instanceof Error && RETRYABLE_NETWORK.test(`${inner.message} ${(inner as { code?: unknown }).code ?? ''}`))
+    return 'unreachable';
+  if (code === 252 || code === 202 || code === 203 || code === 159) return 'overloaded';
+  return 'other';
 }
 
 export function toClickHouseAppError(err: unknown, action: string): AppError {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type ClickHouse, createClickHouse } from './client.js';
+import { clusterDatabase, clusterMigrationsTable, toClusterStatements } from './cluster-ddl.js';
 import { ident, sql } from './sql.js';
 
 /**
@@ -85,6 +86,8 @@ export interface MigrateOptions {
   database: string;
   dir: string;
   logger: Logger;
+  /** CLICKHOUSE_CLUSTER: run every statement ON CLUSTER, replicated (cluster-ddl.ts); empty or absent: one server. */
+  cluster?: string;
 }
 
 export interface MigrateResult {
@@ -97,22 +100,31 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   const log = options.logger.child({ component: 'migrations', database: options.database });
   const server = createClickHouse({ url: options.url, username: options.username, password: options.password });
   try {
-    await server.command(`CREATE DATABASE IF NOT EXISTS ${ident(options.database)}`);
+    await server.command(
+      options.cluster ? clusterDatabase({ cluster: options.cluster, database: options.database }) : `CREATE DATABASE IF NOT EXISTS ${ident(options.database)}`,
+    );
   } finally {
     await server.close();
   }
   const ch = createClickHouse({ url: options.url, username: options.username, password: options.password, database: options.database });
   try {
-    return await applyPending(ch, await loadMigrations(options.dir), log);
+    return await applyPending(ch, await loadMigrations(options.dir), log, options.cluster ? { cluster: options.cluster } : {});
   } finally {
     await ch.close();
   }
 }
 
-/** Applies what `schema_migrations` does not list yet, on a client already in the database. */
-export async function applyPending(ch: ClickHouse, migrations: Migration[], log: Logger): Promise<MigrateResult> {
+/**
+ * Applies what `schema_migrations` does not list yet, on a client already in the database. With
+ * `cluster`, every statement runs ON CLUSTER on replicated tables (cluster-ddl.ts); without, the
+ * statements are the files' own, exactly.
+ */
+export async function applyPending(ch: ClickHouse, migrations: Migration[], log: Logger, options: { cluster?: string } = {}): Promise<MigrateResult> {
+  const target = options.cluster ? { cluster: options.cluster, database: ch.database } : undefined;
   await ch.command(
-    'CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, status String, applied_at DateTime) ENGINE = MergeTree ORDER BY version',
+    target
+      ? clusterMigrationsTable(target)
+      : 'CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, status String, applied_at DateTime) ENGINE = MergeTree ORDER BY version',
   );
   const [{ version: serverVersion } = { version: '0' }] = await ch.query<{ version: string }>('SELECT version() AS version');
   const label = (m: Migration) => `${String(m.version).padStart(4, '0')}_${m.name}`;
@@ -137,13 +149,18 @@ export async function applyPending(ch: ClickHouse, migrations: Migration[], log:
   for (const m of pending) {
     const skip = tooOld(m);
     if (!skip) {
-      for (const statement of m.statements) await ch.command(statement);
+      for (const statement of m.statements) {
+        for (const sent of target ? toClusterStatements(statement, target) : [statement]) await ch.command(sent);
+      }
     }
     await ch.insert('schema_migrations', [
       { version: m.version, name: m.name, status: skip ? 'skipped' : 'applied', applied_at: Math.floor(Date.now() / 1000) },
     ]);
     (skip ? result.skipped : result.applied).push(label(m));
-    log.info({ migration: label(m), serverVersion, skipped: skip }, skip ? 'migration skipped on this server version' : 'migration applied');
+    log.info(
+      { migration: label(m), serverVersion, skipped: skip, cluster: options.cluster },
+      skip ? 'migration skipped on this server version' : 'migration applied',
+    );
   }
   return result;
 }
@@ -151,7 +168,11 @@ export async function applyPending(ch: ClickHouse, migrations: Migration[], log:
 export async function dropDatabase(options: Omit<MigrateOptions, 'dir' | 'logger'>): Promise<void> {
   const server = createClickHouse({ url: options.url, username: options.username, password: options.password });
   try {
-    await server.command(sql`DROP DATABASE IF EXISTS ${ident(options.database)}`);
+    await server.command(
+      options.cluster
+        ? sql`DROP DATABASE IF EXISTS ${ident(options.database)} ON CLUSTER ${ident(options.cluster)}`
+        : sql`DROP DATABASE IF EXISTS ${ident(options.database)}`,
+    );
   } finally {
     await server.close();
   }

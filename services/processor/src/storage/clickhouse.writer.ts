@@ -1,5 +1,16 @@
-import { AppError, type ClickHouse, isRetryable, type Logger, METRIC_NAMES, type Registry } from '@ingest/platform';
-import { Counter, Histogram } from 'prom-client';
+import {
+  AppError,
+  CLICKHOUSE_FAILURE_CAUSES,
+  type ClickHouse,
+  type ClickHouseFailureCause,
+  clickHouseFailureCause,
+  errorMessage,
+  isRetryable,
+  type Logger,
+  METRIC_NAMES,
+  type Registry,
+} from '@ingest/platform';
+import { Counter, Gauge, Histogram } from 'prom-client';
 
 export interface WriteContext {
   heartbeat(): Promise<void>;
@@ -13,6 +24,8 @@ export interface ClickHouseWriter {
    * gives up only when the consumer is stopping, so events wait in Kafka instead of being lost.
    */
   write(lines: readonly string[], ctx: WriteContext): Promise<void>;
+  /** While inserts keep failing: since when, why (the last failure), and its message. */
+  failing?(): { sinceMs: number; cause: ClickHouseFailureCause; detail: string } | undefined;
 }
 
 export interface ClickHouseWriterDeps {
@@ -30,6 +43,7 @@ export interface ClickHouseWriterDeps {
   initialBackoffMs?: number;
   maxBackoffMs?: number;
   sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
 }
 
 export function createClickHouseWriter(deps: ClickHouseWriterDeps): ClickHouseWriter {
@@ -64,6 +78,20 @@ export function createClickHouseWriter(deps: ClickHouseWriterDeps): ClickHouseWr
     buckets: [1, 10, 100, 500, 1_000, 5_000, 10_000, 50_000],
     registers: [deps.metrics],
   });
+  // 1 for the cause of the failure the writer is retrying, 0 for the others and once an insert
+  // succeeds: the alert names the cause (a ZooKeeper outage, a full disk) while it lasts.
+  const failingGauge = new Gauge({
+    name: METRIC_NAMES.clickhouseInsertFailing,
+    help: 'Whether inserts are failing now, by the cause of the last failure (zookeeper, disk_full, unreachable, overloaded, other)',
+    labelNames: ['table', 'cause'],
+    registers: [deps.metrics],
+  });
+  const now = deps.now ?? Date.now;
+  let failing: { sinceMs: number; cause: ClickHouseFailureCause; detail: string } | undefined;
+  const setFailing = (cause: ClickHouseFailureCause | undefined) => {
+    for (const c of CLICKHOUSE_FAILURE_CAUSES) failingGauge.set({ table, cause: c }, c === cause ? 1 : 0);
+  };
+  setFailing(undefined);
   // This writer's series start at zero, so rate() and the insert-failure alert work from the first scrape.
   rowsInserted.inc({ table }, 0);
   for (const retryable of ['true', 'false']) failures.inc({ table, retryable }, 0);
@@ -71,6 +99,7 @@ export function createClickHouseWriter(deps: ClickHouseWriterDeps): ClickHouseWr
   batchRows.zero({ table });
 
   return {
+    failing: () => failing,
     async write(lines, ctx) {
       if (lines.length === 0) return;
       const columns = typeof deps.columns === 'function' ? deps.columns(lines) : deps.columns;
@@ -82,10 +111,17 @@ export function createClickHouseWriter(deps: ClickHouseWriterDeps): ClickHouseWr
           rowsInserted.inc({ table }, lines.length);
           batchRows.observe({ table }, lines.length);
           if (attempt > 0) logger.info({ table, attempt, rows: lines.length }, 'clickhouse insert succeeded after retries');
+          if (failing) {
+            failing = undefined;
+            setFailing(undefined);
+          }
           return;
         } catch (err) {
           const retryable = isRetryable(err);
           failures.inc({ table, retryable: String(retryable) });
+          const cause = clickHouseFailureCause(err);
+          failing = { sinceMs: failing?.sinceMs ?? now(), cause, detail: errorMessage(err).slice(0, 300) };
+          setFailing(cause);
           if (!retryable) {
             await deps.onRejected?.(err);
             throw err;
@@ -95,7 +131,7 @@ export function createClickHouseWriter(deps: ClickHouseWriterDeps): ClickHouseWr
           }
           const backoff = Math.min(maxBackoffMs, initialBackoffMs * 2 ** Math.min(attempt, 10));
           const jittered = backoff / 2 + Math.random() * (backoff / 2);
-          logger.warn({ table, attempt, backoffMs: Math.round(jittered), err: (err as Error).message }, 'clickhouse insert failed, retrying');
+          logger.warn({ table, attempt, cause, backoffMs: Math.round(jittered), err: (err as Error).message }, 'clickhouse insert failed, retrying');
           await sleep(jittered);
           await ctx.heartbeat();
         }

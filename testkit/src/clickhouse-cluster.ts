@@ -1,0 +1,77 @@
+/**
+ * The local replicated ClickHouse of the scale tests (scripts/stack-clickhouse-cluster.sh): ZooKeeper
+ * and two 18.16 replicas of one shard beside the default server, started (or reused) by the
+ * script. Tests SIGKILL a replica or ZooKeeper by the pid the script recorded and start it again
+ * with the script, as an operator would.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { REPO_ROOT } from '@ingest/platform';
+
+export const CLUSTER_NAME = 'ingest_cluster';
+const HTTP_PORT_BASE = 8223;
+export const REPLICAS = [1, 2] as const;
+export type Replica = (typeof REPLICAS)[number];
+
+const script = join(REPO_ROOT, 'scripts', 'stack-clickhouse-cluster.sh');
+const stackDir = () => process.env.STACK_DIR ?? join(REPO_ROOT, '.local');
+const clusterDir = () => join(stackDir(), 'clickhouse-cluster');
+
+export function replicaUrl(replica: Replica): string {
+  return `http://127.0.0.1:${HTTP_PORT_BASE + replica - 1}`;
+}
+
+/** CLICKHOUSE_URL for the services: every replica, the first preferred. */
+export const CLUSTER_URLS = REPLICAS.map(replicaUrl).join(',');
+
+async function run(...args: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)('bash', [script, ...args], {
+    env: { ...process.env, STACK_CLICKHOUSE_REPLICAS: String(REPLICAS.length), CLICKHOUSE_CLUSTER_NAME: CLUSTER_NAME },
+    timeout: 240_000,
+  });
+  return stdout;
+}
+
+/** ZooKeeper and both replicas up (started, or reused when they answer). */
+export async function startCluster(): Promise<void> {
+  await run('up');
+}
+
+export async function startReplica(replica: Replica): Promise<void> {
+  await run('start-replica', String(replica));
+}
+
+export async function startZooKeeper(): Promise<void> {
+  await run('up');
+}
+
+function pidOf(file: string): number {
+  const pid = Number(readFileSync(file, 'utf8').trim());
+  if (!Number.isInteger(pid) || pid <= 1) throw new Error(`no pid in ${file}`);
+  return pid;
+}
+
+async function killAndWait(pid: number): Promise<void> {
+  process.kill(pid, 'SIGKILL');
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`pid ${pid} still alive 10 s after SIGKILL`);
+}
+
+/** SIGKILL: no shutdown, whatever it was writing is cut off. */
+export async function killReplica(replica: Replica): Promise<void> {
+  await killAndWait(pidOf(join(clusterDir(), `replica-${replica}`, 'clickhouse.pid')));
+}
+
+export async function killZooKeeper(): Promise<void> {
+  await killAndWait(pidOf(join(clusterDir(), 'zookeeper', 'zookeeper.pid')));
+}
