@@ -8,7 +8,7 @@ import { setMaxListeners } from 'node:events';
 import { type ClickHouse, sql } from '@ingest/platform';
 import type { BodyFactory } from './events.js';
 import type { HttpClient } from './http-client.js';
-import { diffCounters, type LoadCounters, startLoad } from './load.js';
+import { diffCounters, type LoadCounters, type RequestSource, startLoad } from './load.js';
 import { formatLag, type Observation, observe, type Observer } from './observe.js';
 import { sleep } from './processes.js';
 import { n0, percentile, say } from './say.js';
@@ -40,13 +40,13 @@ export interface FreshnessContext {
   client: HttpClient;
   probeClient: HttpClient;
   ch: ClickHouse;
-  apiKey: string;
+  source: RequestSource;
   probeApiKey: string;
   probeAccountId: string;
   runId: string;
+  /** For the probes' bodies. */
   bodies: BodyFactory;
   concurrency: number;
-  eventsPerRequest: number;
   eventsPerSecond: number;
   durationS: number;
   probeIntervalMs: number;
@@ -62,10 +62,8 @@ export async function runFreshness(ctx: FreshnessContext): Promise<FreshnessResu
   const load = startLoad({
     client: ctx.client,
     path: '/v1/events',
-    apiKey: ctx.apiKey,
     concurrency: ctx.concurrency,
-    eventsPerRequest: ctx.eventsPerRequest,
-    bodies: ctx.bodies,
+    source: ctx.source,
     eventsPerSecond: ctx.eventsPerSecond,
   });
   const probes: Probe[] = [];
