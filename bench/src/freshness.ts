@@ -30,6 +30,8 @@ export interface FreshnessResult {
   latencyMs: { p50?: number; p90?: number; p99?: number; max?: number };
   /** Time from sending a probe to its 202 (the gateway's part). */
   acceptMs: { p50?: number; p99?: number };
+  /** Send -> 202 of the paced load's requests over the window. */
+  load202Ms: { p50?: number; p99?: number };
   lag: { start: Record<string, number>; end: Record<string, number> };
   start: Observation;
   end: Observation;
@@ -80,6 +82,7 @@ export async function runFreshness(ctx: FreshnessContext): Promise<FreshnessResu
     await sleep(ctx.durationS * 1000, ctx.signal);
     ctx.signal.throwIfAborted();
     const end = await observe(ctx.observer, load);
+    const load202 = load.latenciesSince(start.atMs, end.atMs, 202);
     await load.stop();
     // Stop sending, then give the last probes time to arrive.
     const sendingStopped = Date.now();
@@ -117,6 +120,7 @@ export async function runFreshness(ctx: FreshnessContext): Promise<FreshnessResu
       },
       latencyMs: { p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: percentile(latencies, 100) },
       acceptMs: { p50: percentile(acceptTimes, 50), p99: percentile(acceptTimes, 99) },
+      load202Ms: { p50: percentile(load202, 50), p99: percentile(load202, 99) },
       lag: { start: start.lag, end: end.lag },
       start,
       end,
