@@ -19,6 +19,16 @@ export interface LoadCounters {
   eventsAccepted: number;
   /** Sum of `rejected` of the 202 answers (e.g. quota_exceeded). */
   eventsRejected: number;
+  /**
+   * Of eventsAccepted, those of requests sent again with the same ids (a client's retry): the
+   * gateway accepts and writes them again, the processor's dedupe drops them.
+   */
+  eventsAcceptedRepeated: number;
+}
+
+/** Accepted events that should each become a row: the retries' second copies are not. */
+export function acceptedToStore(c: LoadCounters): number {
+  return c.eventsAccepted - c.eventsAcceptedRepeated;
 }
 
 export interface LoadGenerator {
@@ -33,6 +43,8 @@ export interface OutgoingRequest {
   body: string;
   events: number;
   apiKey: string;
+  /** The same body sent before (a retry): its accepted events are not new rows. */
+  repeat?: boolean;
 }
 
 /** What the load sends, one request after another (the single account's or the tenant mix's). */
@@ -62,7 +74,15 @@ export interface LoadOptions {
 const MAX_LATENCY_SAMPLES = 2_000_000;
 
 export function startLoad(options: LoadOptions): LoadGenerator {
-  const counters: LoadCounters = { requests: 0, byStatus: {}, eventsByStatus: {}, eventsSent: 0, eventsAccepted: 0, eventsRejected: 0 };
+  const counters: LoadCounters = {
+    requests: 0,
+    byStatus: {},
+    eventsByStatus: {},
+    eventsSent: 0,
+    eventsAccepted: 0,
+    eventsRejected: 0,
+    eventsAcceptedRepeated: 0,
+  };
   const endedAt: number[] = [];
   const latency: number[] = [];
   const statuses: number[] = [];
@@ -73,7 +93,7 @@ export function startLoad(options: LoadOptions): LoadGenerator {
 
   async function worker(): Promise<void> {
     while (!stopper.signal.aborted) {
-      const { body, events, apiKey } = options.source.next();
+      const { body, events, apiKey, repeat } = options.source.next();
       if (pace) await pace(events, stopper.signal);
       if (stopper.signal.aborted) return;
       const started = performance.now();
@@ -84,6 +104,7 @@ export function startLoad(options: LoadOptions): LoadGenerator {
         if (status === 202) {
           const receipt = JSON.parse(res.body) as { accepted?: number; rejected?: number };
           counters.eventsAccepted += receipt.accepted ?? 0;
+          if (repeat) counters.eventsAcceptedRepeated += receipt.accepted ?? 0;
           counters.eventsRejected += receipt.rejected ?? 0;
         }
       } catch {
@@ -151,5 +172,6 @@ export function diffCounters(before: LoadCounters, after: LoadCounters): LoadCou
     eventsSent: after.eventsSent - before.eventsSent,
     eventsAccepted: after.eventsAccepted - before.eventsAccepted,
     eventsRejected: after.eventsRejected - before.eventsRejected,
+    eventsAcceptedRepeated: after.eventsAcceptedRepeated - before.eventsAcceptedRepeated,
   };
 }

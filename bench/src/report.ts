@@ -179,8 +179,8 @@ export function formatReport(r: BenchResult): string {
   for (const [k, v] of Object.entries(r.setup)) line(`  ${k.padEnd(22)} ${v}`);
   for (const n of r.notes) line(`  note: ${n}`);
 
-  line('\nBaselines');
   const { kafka, clickhouse, noop } = r.baselines;
+  if (kafka || clickhouse || noop) line('\nBaselines');
   if (kafka) {
     line(
       `  A Kafka raw producer   ${n0(kafka.recordsPerSec).padStart(9)} records/s  ${n1(kafka.mbPerSec)} MB/s; ${n0(kafka.records)} x ${kafka.recordSize} B, acks=all, 12 partitions`,

@@ -5,7 +5,7 @@
  * steps the backlog is left to drain so each step starts from an empty pipeline.
  */
 import type { HttpClient } from './http-client.js';
-import { diffCounters, type LoadCounters, type RequestSource, startLoad } from './load.js';
+import { acceptedToStore, diffCounters, type LoadCounters, type RequestSource, startLoad } from './load.js';
 import { formatLag, type Observation, observe, type Observer } from './observe.js';
 import { cpuDelta } from './proc-stats.js';
 import { deltaBy } from './prom.js';
@@ -114,13 +114,13 @@ async function runStep(ctx: SearchContext, rate: number): Promise<{ step: Search
     const start = await observe(ctx.observer, load);
     // This step's accepted events minus the account's rows (all steps): only differences
     // between readings mean something.
-    const backlog = (o: Observation) => o.load.eventsAccepted - o.rows;
+    const backlog = (o: Observation) => acceptedToStore(o.load) - o.rows;
     const samples = [{ atMs: start.atMs, backlog: backlog(start) }];
     const endAt = start.atMs + ctx.windowS * 1000;
     while (Date.now() < endAt - 1_000 && !ctx.signal.aborted) {
       await sleep(Math.min(1_000, endAt - Date.now()), ctx.signal);
       const atMs = Date.now();
-      const accepted = load.counters().eventsAccepted;
+      const accepted = acceptedToStore(load.counters());
       const rows = await ctx.observer.countRows().catch(() => undefined);
       if (rows !== undefined) samples.push({ atMs, backlog: accepted - rows });
     }

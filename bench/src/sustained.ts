@@ -4,7 +4,7 @@
  * bench waits for the backlog to reach ClickHouse.
  */
 import type { HttpClient } from './http-client.js';
-import { type LoadGenerator, type RequestSource, startLoad } from './load.js';
+import { acceptedToStore, type LoadGenerator, type RequestSource, startLoad } from './load.js';
 import { formatLag, type Observation, observe, type Observer } from './observe.js';
 import { sleep } from './processes.js';
 import { n0, say } from './say.js';
@@ -79,7 +79,7 @@ function startSampler(ctx: SustainedContext, load: LoadGenerator, timeline: Sust
       const rows = await countOrUndefined(ctx);
       const c = load.counters();
       if (rows !== undefined) {
-        timeline.push({ atMs, rows, accepted: c.eventsAccepted });
+        timeline.push({ atMs, rows, accepted: acceptedToStore(c) });
         if (!last) {
           last = { atMs, rows, accepted: c.eventsAccepted, requests: c.requests };
         } else if (atMs - last.atMs >= ctx.progressS * 1000) {
@@ -89,7 +89,7 @@ function startSampler(ctx: SustainedContext, load: LoadGenerator, timeline: Sust
           say(
             'pipeline',
             `http ${n0((c.eventsAccepted - last.accepted) / s)} ev/s (${n0((c.requests - last.requests) / s)} req/s, refused so far ${n0(refused)}) | ` +
-              `ClickHouse +${n0((rows - last.rows) / s)} rows/s | backlog ${n0(c.eventsAccepted - rows)} | lag ${formatLag(lag)}`,
+              `ClickHouse +${n0((rows - last.rows) / s)} rows/s | backlog ${n0(acceptedToStore(c) - rows)} | lag ${formatLag(lag)}`,
           );
           last = { atMs, rows, accepted: c.eventsAccepted, requests: c.requests };
         }
@@ -119,7 +119,7 @@ async function waitForFirstRows(ctx: SustainedContext, timeline: SustainedReadin
 }
 
 async function waitForDrain(ctx: SustainedContext, load: LoadGenerator): Promise<SustainedReadings['drain']> {
-  const accepted = load.counters().eventsAccepted;
+  const accepted = acceptedToStore(load.counters());
   const started = Date.now();
   say('pipeline', `load stopped; waiting up to ${ctx.drainTimeoutS}s for the backlog to reach ClickHouse`);
   let rows = 0;

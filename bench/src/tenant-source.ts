@@ -61,7 +61,7 @@ export function createTenantSource(o: { keys: TenantKey[]; sizes: SizeMix; retry
       if (due && due.dueAt <= stats.requests) {
         retries.shift();
         stats.retries++;
-        return due.request;
+        return { ...due.request, repeat: true };
       }
       const key = o.keys[drawAccount()] ?? o.keys[0];
       if (!key) throw new Error('the tenant mix has no accounts');
