@@ -41,6 +41,8 @@ export interface SearchResult {
   startedFrom: { unpacedEndToEnd: number; acceptCapacity: number };
   settleS: number;
   windowS: number;
+  /** Whether a step's rate counted as offered by the events accepted or answered (see SearchContext). */
+  offeredBy: 'accepted' | 'answered';
 }
 
 export interface SearchContext {
@@ -72,6 +74,7 @@ export async function runSearch(ctx: SearchContext): Promise<{ search: SearchRes
     startedFrom: { unpacedEndToEnd: ctx.unpacedEndToEnd, acceptCapacity: ctx.acceptCapacity },
     settleS: ctx.settleS,
     windowS: ctx.windowS,
+    offeredBy: ctx.judgeOnAnswered ? 'answered' : 'accepted',
   };
   const readings: Observation[] = [];
   let state: SearchState = {};

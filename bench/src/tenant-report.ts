@@ -25,6 +25,8 @@ export interface TenantMixResult {
   ids: Record<string, number>;
   requests: number;
   retries: number;
+  /** Events sent over the whole run (warm-ups, drains and retries included), against budgetEvents. */
+  events: number;
   phases: TenantPhase[];
 }
 
@@ -51,6 +53,7 @@ export function formatTenantMix(t: TenantMixResult): string[] {
   const out = [
     `\nTenant mix: ${n0(t.accounts)} accounts, Zipf s=${t.zipfS} (busiest ${pct(t.topShare.first)}, top 10 ${pct(t.topShare.top10)} of the traffic), created through the admin API in ${n1(t.setupS)} s`,
     `  plans                  ${plans}; each the smallest plan covering its share of ${n0(t.budgetEvents)} events; allowances, per-account rate limits, seen ids and dedupe as in production`,
+    `  whole run              ${n0(t.events)} events sent against the plans' budget of ${n0(t.budgetEvents)}: ${t.events > t.budgetEvents ? 'over it, so the accounts at the top of each plan band can run out (402)' : 'within it, so no allowance runs out unless the traffic strays from its shares'}`,
     `  requests               sizes ${t.sizes} (events:share of requests), mean ${n1(t.meanEventsPerRequest)} events; ${n0(t.requests)} sent, ${n0(t.retries)} of them retries (${t.retryPercent}% of first sends, same ids); events by id kind: ${ids}`,
     `  ${'phase'.padEnd(22)} ${'sent ev/s'.padStart(10)} ${'accepted'.padStart(10)} ${'202 p50/p99 ms'.padStart(15)}  requests 202 / 402 / 429 / other    refused events (402, 429, rejected in 202s)`,
   ];

@@ -22,6 +22,8 @@ export interface TenantKey {
 export interface TenantSourceStats {
   requests: number;
   retries: number;
+  /** Events in all requests, retries included. */
+  events: number;
   eventsByIds: Record<TenantKey['ids'], number>;
 }
 
@@ -42,7 +44,7 @@ export function createTenantSource(o: { keys: TenantKey[]; sizes: SizeMix; retry
   );
   const drawSize = createSizeSampler(o.sizes, o.random);
   const retries: { dueAt: number; request: OutgoingRequest }[] = [];
-  const stats: TenantSourceStats = { requests: 0, retries: 0, eventsByIds: { uuidv7: 0, uuidv4: 0 } };
+  const stats: TenantSourceStats = { requests: 0, retries: 0, events: 0, eventsByIds: { uuidv7: 0, uuidv4: 0 } };
   let seq = 0;
 
   function event(key: TenantKey): string {
@@ -61,6 +63,7 @@ export function createTenantSource(o: { keys: TenantKey[]; sizes: SizeMix; retry
       if (due && due.dueAt <= stats.requests) {
         retries.shift();
         stats.retries++;
+        stats.events += due.request.events;
         return { ...due.request, repeat: true };
       }
       const key = o.keys[drawAccount()] ?? o.keys[0];
@@ -69,6 +72,7 @@ export function createTenantSource(o: { keys: TenantKey[]; sizes: SizeMix; retry
       const parts: string[] = [];
       for (let i = 0; i < events; i++) parts.push(event(key));
       stats.eventsByIds[key.ids] += events;
+      stats.events += events;
       const request = { body: `{"events":[${parts.join(',')}]}`, events, apiKey: key.apiKey };
       if (o.random() < o.retryShare) retries.push({ dueAt: stats.requests + RETRY_AFTER_REQUESTS, request });
       return request;

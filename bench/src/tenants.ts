@@ -225,6 +225,7 @@ async function main(): Promise<void> {
     ids: {},
     requests: 0,
     retries: 0,
+    events: 0,
     phases: [],
   };
   result.tenantMix = tenantMix;
@@ -334,7 +335,7 @@ async function main(): Promise<void> {
     tenantMix.phases.push({ name: 'freshness (half load)', seconds: freshness.seconds, load: freshness.load, latency202Ms: freshness.load202Ms });
   }
   const stats = source.stats();
-  Object.assign(tenantMix, { requests: stats.requests, retries: stats.retries, ids: stats.eventsByIds });
+  Object.assign(tenantMix, { requests: stats.requests, retries: stats.retries, events: stats.events, ids: stats.eventsByIds });
   stopping = true;
   for (const s of [gateway, processor]) {
     await s.child.stop();
