@@ -104,15 +104,22 @@ async function main(): Promise<void> {
   const others = liveRuns(runsDir);
   if (others.length > 0) result.notes.push(`another bench run is running at the same time (pid ${others.join(', ')}): the figures disturb each other`);
   const state = writeRunState(runsDir, names.runId, names);
-  cleanup.add('remove the run', async () => {
-    const problems = await teardown(names, kafka, redis, servers);
-    for (const p of problems) say('cleanup', `could not remove ${p} (the next run retries)`);
-    if (problems.length === 0) state.remove();
-    say(
-      'cleanup',
-      problems.length === 0 ? `removed topics ${names.topicPrefix}*, database ${names.database}, Redis keys ${names.redisPrefix}*` : 'cleanup incomplete',
-    );
-  });
+  // Thousands of accounts leave tens of thousands of Redis keys (counters, seen ids, rate-limit
+  // buckets), and a loaded machine deletes topics slowly: more than the cleanup's default bound.
+  const teardownBoundMs = 180_000;
+  cleanup.add(
+    'remove the run',
+    async () => {
+      const problems = await teardown(names, kafka, redis, servers);
+      for (const p of problems) say('cleanup', `could not remove ${p} (the next run retries)`);
+      if (problems.length === 0) state.remove();
+      say(
+        'cleanup',
+        problems.length === 0 ? `removed topics ${names.topicPrefix}*, database ${names.database}, Redis keys ${names.redisPrefix}*` : 'cleanup incomplete',
+      );
+    },
+    teardownBoundMs,
+  );
 
   const bundles = options.BENCH_SERVICES === 'dist' ? ensureBundles(root, options.BENCH_BUILD) : 'TypeScript sources through tsx';
   say('setup', `topics under ${names.topicPrefix} (production partition counts), database ${names.database}`);
