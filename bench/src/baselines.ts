@@ -10,7 +10,7 @@ import type { Cleanup } from './cleanup.js';
 import { type BodyFactory, sampleRecord } from './events.js';
 import { freePort } from '@ingest/testkit';
 import { createHttpClient } from './http-client.js';
-import { diffCounters, startLoad } from './load.js';
+import { diffCounters, singleAccountSource, startLoad } from './load.js';
 import { cpuSeconds } from './proc-stats.js';
 import { sleep, spawnChild, waitUntilReady } from './processes.js';
 import { n0, percentile, say } from './say.js';
@@ -193,10 +193,8 @@ export async function noopFastifyBaseline(ctx: {
     const load = startLoad({
       client,
       path: '/v1/events',
-      apiKey: 'none',
       concurrency: ctx.concurrency,
-      eventsPerRequest: ctx.eventsPerRequest,
-      bodies: ctx.bodies,
+      source: singleAccountSource(ctx.bodies, 'none', ctx.eventsPerRequest),
     });
     await sleep(2_000, ctx.cleanup.signal);
     const before = { counters: load.counters(), at: Date.now(), cpu: cpuSeconds(child.pid), self: process.cpuUsage() };

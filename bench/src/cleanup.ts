@@ -5,10 +5,11 @@
  */
 import { say } from './say.js';
 
-type Action = { name: string; run: () => Promise<void> | void };
+type Action = { name: string; run: () => Promise<void> | void; timeoutMs: number };
 
 export interface Cleanup {
-  add(name: string, run: () => Promise<void> | void): void;
+  /** `timeoutMs` bounds this action (default 30 s). */
+  add(name: string, run: () => Promise<void> | void, timeoutMs?: number): void;
   run(): Promise<void>;
   /** Aborted on the first SIGINT/SIGTERM: phases stop early and the bench cleans up. */
   readonly signal: AbortSignal;
@@ -26,7 +27,7 @@ export function createCleanup(): Cleanup {
     for (const action of actions.reverse()) {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<void>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${ACTION_TIMEOUT_MS} ms`)), ACTION_TIMEOUT_MS);
+        timer = setTimeout(() => reject(new Error(`timed out after ${action.timeoutMs} ms`)), action.timeoutMs);
       });
       try {
         await Promise.race([Promise.resolve().then(action.run), timeout]);
@@ -55,8 +56,8 @@ export function createCleanup(): Cleanup {
 
   return {
     signal: controller.signal,
-    add(name, run) {
-      actions.push({ name, run });
+    add(name, run, timeoutMs = ACTION_TIMEOUT_MS) {
+      actions.push({ name, run, timeoutMs });
     },
     run() {
       running ??= runAll();

@@ -1,5 +1,5 @@
 /** Turns the readings of the pipeline phase into the figures the report prints and saves. */
-import { diffCounters, type LoadCounters } from './load.js';
+import { acceptedToStore, diffCounters, type LoadCounters } from './load.js';
 import { gaugeLagByGroup, type Observation } from './observe.js';
 import { cpuDelta } from './proc-stats.js';
 import { delta, deltaBy, histogramDelta, sum } from './prom.js';
@@ -73,7 +73,7 @@ export function pipelineFigures(r: SustainedReadings, cores: number, groupPrefix
   const windowS = (end.atMs - start.atMs) / 1000;
   const load = diffCounters(start.load, end.load);
   const rows = end.rows - start.rows;
-  const backlog = (o: Observation) => o.load.eventsAccepted - o.rows;
+  const backlog = (o: Observation) => acceptedToStore(o.load) - o.rows;
   return {
     windowS,
     warmupS: (start.atMs - r.warmupStartMs) / 1000,

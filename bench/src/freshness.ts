@@ -8,7 +8,7 @@ import { setMaxListeners } from 'node:events';
 import { type ClickHouse, sql } from '@ingest/platform';
 import type { BodyFactory } from './events.js';
 import type { HttpClient } from './http-client.js';
-import { diffCounters, type LoadCounters, startLoad } from './load.js';
+import { diffCounters, type LoadCounters, type RequestSource, startLoad } from './load.js';
 import { formatLag, type Observation, observe, type Observer } from './observe.js';
 import { sleep } from './processes.js';
 import { n0, percentile, say } from './say.js';
@@ -30,6 +30,8 @@ export interface FreshnessResult {
   latencyMs: { p50?: number; p90?: number; p99?: number; max?: number };
   /** Time from sending a probe to its 202 (the gateway's part). */
   acceptMs: { p50?: number; p99?: number };
+  /** Send -> 202 of the paced load's requests over the window. */
+  load202Ms: { p50?: number; p99?: number };
   lag: { start: Record<string, number>; end: Record<string, number> };
   start: Observation;
   end: Observation;
@@ -40,13 +42,13 @@ export interface FreshnessContext {
   client: HttpClient;
   probeClient: HttpClient;
   ch: ClickHouse;
-  apiKey: string;
+  source: RequestSource;
   probeApiKey: string;
   probeAccountId: string;
   runId: string;
+  /** For the probes' bodies. */
   bodies: BodyFactory;
   concurrency: number;
-  eventsPerRequest: number;
   eventsPerSecond: number;
   durationS: number;
   probeIntervalMs: number;
@@ -62,10 +64,8 @@ export async function runFreshness(ctx: FreshnessContext): Promise<FreshnessResu
   const load = startLoad({
     client: ctx.client,
     path: '/v1/events',
-    apiKey: ctx.apiKey,
     concurrency: ctx.concurrency,
-    eventsPerRequest: ctx.eventsPerRequest,
-    bodies: ctx.bodies,
+    source: ctx.source,
     eventsPerSecond: ctx.eventsPerSecond,
   });
   const probes: Probe[] = [];
@@ -82,6 +82,7 @@ export async function runFreshness(ctx: FreshnessContext): Promise<FreshnessResu
     await sleep(ctx.durationS * 1000, ctx.signal);
     ctx.signal.throwIfAborted();
     const end = await observe(ctx.observer, load);
+    const load202 = load.latenciesSince(start.atMs, end.atMs, 202);
     await load.stop();
     // Stop sending, then give the last probes time to arrive.
     const sendingStopped = Date.now();
@@ -119,6 +120,7 @@ export async function runFreshness(ctx: FreshnessContext): Promise<FreshnessResu
       },
       latencyMs: { p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: percentile(latencies, 100) },
       acceptMs: { p50: percentile(acceptTimes, 50), p99: percentile(acceptTimes, 99) },
+      load202Ms: { p50: percentile(load202, 50), p99: percentile(load202, 99) },
       lag: { start: start.lag, end: end.lag },
       start,
       end,

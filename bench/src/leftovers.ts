@@ -16,7 +16,9 @@ interface RunState extends TeardownNames {
   children: { pid: number; commandLine: string }[];
 }
 
-const MARKER = 'bench/pipeline';
+/** The command lines of a live run: `npm run bench` (pipeline.ts) and `npm run bench:tenants` (tenants.ts). */
+const MARKERS = ['bench/src/pipeline', 'bench/src/tenants'];
+const isBench = (pid: number) => MARKERS.some((m) => commandLine(pid).includes(m));
 
 export interface RunStateFile {
   addChild(pid: number): void;
@@ -41,13 +43,13 @@ export function writeRunState(dir: string, runId: string, names: TeardownNames):
 /** Other bench runs still alive (their figures and ours would disturb each other). */
 export function liveRuns(dir: string): number[] {
   return states(dir)
-    .filter(({ state }) => state.benchPid !== process.pid && isAlive(state.benchPid) && commandLine(state.benchPid).includes(MARKER))
+    .filter(({ state }) => state.benchPid !== process.pid && isAlive(state.benchPid) && isBench(state.benchPid))
     .map(({ state }) => state.benchPid);
 }
 
 export async function removeLeftovers(dir: string, kafka: KafkaClient, redis: Redis, servers: ServerAddresses): Promise<void> {
   for (const { file, state } of states(dir)) {
-    if (isAlive(state.benchPid) && commandLine(state.benchPid).includes(MARKER)) continue;
+    if (isAlive(state.benchPid) && isBench(state.benchPid)) continue;
     say('leftovers', `run ${state.startedAt} (pid ${state.benchPid}) died without cleaning up: removing what it left`);
     for (const child of state.children) {
       // Only a process whose command line is still the one recorded: pids get reused.

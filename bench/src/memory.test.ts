@@ -7,7 +7,7 @@ const MB = 1024 * 1024;
 function reading(atMs: number, rssMb: { gateway: number; processor: number }, marks: number, evicted: number): Observation {
   return {
     atMs,
-    load: { requests: 0, byStatus: {}, eventsSent: 0, eventsAccepted: 0, eventsRejected: 0 },
+    load: { requests: 0, byStatus: {}, eventsByStatus: {}, eventsSent: 0, eventsAccepted: 0, eventsRejected: 0, eventsAcceptedRepeated: 0 },
     rows: 0,
     gateway: [],
     processor: [

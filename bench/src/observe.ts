@@ -4,14 +4,14 @@
  * differences between two readings.
  */
 import { type ClickHouse, createLagCollector, createMetricsRegistry, type KafkaClient, type LagCollector, type Logger } from '@ingest/platform';
-import { countRows } from './environment.js';
 import type { LoadCounters, LoadGenerator } from './load.js';
 import { type Pids, procSnapshot, type ProcSnapshot } from './proc-stats.js';
 import { type Samples, scrapeOrEmpty, sumBy } from './prom.js';
 
 export interface Observer {
   ch: ClickHouse;
-  accountId: string;
+  /** Rows of the load's account(s) in ClickHouse (duplicates included). */
+  countRows(): Promise<number>;
   gatewayOpsUrl: string;
   processorOpsUrl: string;
   pids: Pids;
@@ -43,7 +43,7 @@ export async function observe(o: Observer, load: LoadGenerator): Promise<Observa
   const counters = load.counters();
   const proc = procSnapshot(o.pids);
   const [rows, gateway, processor, lag, redisUsedMemory] = await Promise.all([
-    countRows(o.ch, o.accountId),
+    o.countRows(),
     scrapeOrEmpty(`${o.gatewayOpsUrl}/metrics`),
     scrapeOrEmpty(`${o.processorOpsUrl}/metrics`),
     o.lag.read(),

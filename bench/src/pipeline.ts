@@ -15,11 +15,12 @@ import { runAllowancePhase } from './allowance-phase.js';
 import { runBaselines } from './baseline-phase.js';
 import { createCleanup } from './cleanup.js';
 import { freePort } from '@ingest/testkit';
-import { benchNames, createAccount, provision, serviceEnv, startAllowanceReset, teardown } from './environment.js';
+import { benchNames, countRows, createAccount, provision, serviceEnv, startAllowanceReset, teardown } from './environment.js';
 import { createBodyFactory } from './events.js';
 import { pipelineFigures } from './figures.js';
 import { runFreshness } from './freshness.js';
 import { createHttpClient } from './http-client.js';
+import { singleAccountSource } from './load.js';
 import { liveRuns, removeLeftovers, type RunStateFile, writeRunState } from './leftovers.js';
 import { judgeMemory, memoryFigures } from './memory.js';
 import { createLagReader, type Observation, type Observer } from './observe.js';
@@ -251,11 +252,12 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
     storage: { groupId: names.groups.storage, topic: topicName(names.topicPrefix, 'eventsUnique') },
   });
   cleanup.add('close lag reader', () => lag.close());
+  const source = singleAccountSource(bodies, account.apiKey, options.BENCH_EVENTS_PER_REQUEST);
   const observer: Observer = {
     lag,
     redisUsedMemory: async () => Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))?.[1] ?? NaN),
     ch,
-    accountId: account.accountId,
+    countRows: () => countRows(ch, account.accountId),
     gatewayOpsUrl: gateway.opsUrl,
     processorOpsUrl: processor.opsUrl,
     pids: { gateway: gateway.child.pid, processor: processor.child.pid, ...serverPids },
@@ -264,10 +266,8 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
   const readings = await runSustained({
     observer,
     client,
-    apiKey: account.apiKey,
-    bodies,
+    source,
     concurrency: options.BENCH_CONCURRENCY,
-    eventsPerRequest: options.BENCH_EVENTS_PER_REQUEST,
     warmupS: options.BENCH_WARMUP_S,
     windowS: options.BENCH_DURATION_S,
     drainTimeoutS: options.BENCH_DRAIN_TIMEOUT_S,
@@ -286,10 +286,8 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
     const { search, readings: stepReadings } = await runSearch({
       observer,
       client,
-      apiKey: account.apiKey,
-      bodies,
+      source,
       concurrency: options.BENCH_CONCURRENCY,
-      eventsPerRequest: options.BENCH_EVENTS_PER_REQUEST,
       unpacedEndToEnd: figures.endToEnd.eventsPerSec,
       acceptCapacity: figures.acceptedEventsPerSec,
       settleS: options.BENCH_SEARCH_SETTLE_S,
@@ -315,13 +313,12 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
       client,
       probeClient,
       ch,
-      apiKey: account.apiKey,
+      source,
       probeApiKey: probes.apiKey,
       probeAccountId: probes.accountId,
       runId: names.runId,
       bodies,
       concurrency: options.BENCH_CONCURRENCY,
-      eventsPerRequest: options.BENCH_EVENTS_PER_REQUEST,
       eventsPerSecond: rate,
       durationS: options.BENCH_FRESHNESS_DURATION_S,
       probeIntervalMs: options.BENCH_PROBE_INTERVAL_MS,

@@ -98,7 +98,8 @@ export async function stopPid(pid: number, graceMs = 10_000): Promise<void> {
 export function sleep(ms: number, abort?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (abort?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
+    // A deadline already passed (a late schedule on a loaded machine) is a wait of 0, not a warning.
+    const timer = setTimeout(done, Math.max(0, ms));
     function done() {
       clearTimeout(timer);
       abort?.removeEventListener('abort', done);

@@ -41,7 +41,7 @@ export function formatSearch(s: SearchResult): string[] {
     out.push(`  at the flat rate       CPU s per 1M events accepted: ${cpu}; RSS ${rss}; inserts ${inserts || '-'}`);
   }
   out.push(
-    `  end to end (lag flat)  ${s.sustainableEventsPerSec === undefined ? 'none of the rates tried' : `${n0(s.sustainableEventsPerSec).padStart(9)} events/s`}   flat = backlog (accepted - stored, least-squares trend over ~1 s readings) grew < max(2% of the window's events, 0.5 s of load) and >= 95% of the rate accepted`,
+    `  end to end (lag flat)  ${s.sustainableEventsPerSec === undefined ? 'none of the rates tried' : `${n0(s.sustainableEventsPerSec).padStart(9)} events/s`}   flat = backlog (accepted - stored, least-squares trend over ~1 s readings) grew < max(2% of the window's events, 0.5 s of load) and >= 95% of the rate ${s.offeredBy}`,
   );
   return out;
 }

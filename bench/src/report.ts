@@ -8,6 +8,7 @@ import type { FreshnessResult } from './freshness.js';
 import type { MemoryFigures, MemoryVerdict } from './memory.js';
 import { formatMemory, formatSearch, formatWriter } from './report-sections.js';
 import type { SearchResult } from './search.js';
+import { formatTenantMix, type TenantMixResult } from './tenant-report.js';
 import type { WriterResult } from './writer-phase.js';
 import type { ProfileSummary } from './profile.js';
 import type { LogEntryCount } from './services.js';
@@ -24,6 +25,8 @@ export interface BenchResult {
   allowance?: AllowanceResult;
   /** The storage stage alone on a backlog of records (phase 4). */
   writer?: WriterResult;
+  /** npm run bench:tenants: the accounts, plans and answers of the tenant mix. */
+  tenantMix?: TenantMixResult;
   /** The unpaced phase (the gateway's accept capacity). */
   pipeline?: PipelineFigures;
   /** Paced steps: end to end with lag flat. */
@@ -176,8 +179,8 @@ export function formatReport(r: BenchResult): string {
   for (const [k, v] of Object.entries(r.setup)) line(`  ${k.padEnd(22)} ${v}`);
   for (const n of r.notes) line(`  note: ${n}`);
 
-  line('\nBaselines');
   const { kafka, clickhouse, noop } = r.baselines;
+  if (kafka || clickhouse || noop) line('\nBaselines');
   if (kafka) {
     line(
       `  A Kafka raw producer   ${n0(kafka.recordsPerSec).padStart(9)} records/s  ${n1(kafka.mbPerSec)} MB/s; ${n0(kafka.records)} x ${kafka.recordSize} B, acks=all, 12 partitions`,
@@ -214,6 +217,7 @@ export function formatReport(r: BenchResult): string {
     );
   }
   if (r.writer) for (const l of formatWriter(r.writer, clickhouse?.rowsPerSec)) line(l);
+  if (r.tenantMix) for (const l of formatTenantMix(r.tenantMix)) line(l);
 
   const p = r.pipeline;
   if (p) {
@@ -308,15 +312,18 @@ export function formatReport(r: BenchResult): string {
     for (const fn of prof.topFunctions) line(`  ${n1(fn.percent).padStart(5)}%  ${fn.name}`);
   }
 
-  line('\nRatios');
-  const ratio = (label: string, value: number | undefined) => line(`  ${label.padEnd(52)} ${value === undefined ? '-' : `${n1(value * 100)}%`}`);
-  ratio('end to end (lag flat) / Kafka raw producer records/s', r.ratios.endToEndVsKafkaProducer);
-  ratio('writer rows/s (from first rows) / raw insert rows/s', r.ratios.writerVsClickHouseInsert);
-  ratio('writer rows/s (from process start) / raw insert rows/s', r.ratios.writerFromStartVsClickHouseInsert);
-  ratio('writer rows per insert-second / raw insert rows/s', r.ratios.writerInsertSpeedVsClickHouseInsert);
-  ratio('gateway req/s / no-op fastify req/s', r.ratios.gatewayVsNoopFastify);
+  // The tenant mix measures no baseline, so it has no ratio to print.
+  if (Object.values(r.ratios).some((v) => v !== undefined)) {
+    line('\nRatios');
+    const ratio = (label: string, value: number | undefined) => line(`  ${label.padEnd(52)} ${value === undefined ? '-' : `${n1(value * 100)}%`}`);
+    ratio('end to end (lag flat) / Kafka raw producer records/s', r.ratios.endToEndVsKafkaProducer);
+    ratio('writer rows/s (from first rows) / raw insert rows/s', r.ratios.writerVsClickHouseInsert);
+    ratio('writer rows/s (from process start) / raw insert rows/s', r.ratios.writerFromStartVsClickHouseInsert);
+    ratio('writer rows per insert-second / raw insert rows/s', r.ratios.writerInsertSpeedVsClickHouseInsert);
+    ratio('gateway req/s / no-op fastify req/s', r.ratios.gatewayVsNoopFastify);
+  }
 
-  line('\nTargets (from the issue)');
+  if (r.targets.length > 0) line('\nTargets (from the issue)');
   for (const t of r.targets) line(`  ${t.verdict.padEnd(5)} ${t.name.padEnd(42)} ${t.measured}${t.note ? `  (${t.note})` : ''}`);
   for (const e of r.errors) line(`\nerror: ${e}`);
   return out.join('\n');

@@ -25,6 +25,17 @@ describe('judgeWindow', () => {
     expect(judgeWindow({ ...long, backlogEnd: 5_000 + 21_000 }).flat).toBe(false);
   });
 
+  it('judges whether the rate was offered on the events answered when given (refusals are answers)', () => {
+    // 10% of the events refused (402/429): accepted 9,000/s of 10,000, but every one answered.
+    const refused = { ...window, accepted: 180_000, backlogEnd: 5_000 };
+    expect(judgeWindow(refused).flat).toBe(false);
+    expect(judgeWindow(refused).reason).toContain('accepted only 9000');
+    expect(judgeWindow({ ...refused, answered: 200_000 }).flat).toBe(true);
+    const slow = judgeWindow({ ...refused, answered: 180_000 });
+    expect(slow.flat).toBe(false);
+    expect(slow.reason).toContain('answered only 9000');
+  });
+
   it('calls a shrinking backlog flat', () => {
     expect(judgeWindow({ ...window, backlogEnd: 0 }).flat).toBe(true);
   });

@@ -9,6 +9,11 @@ export interface WindowCounts {
   targetEventsPerSec: number;
   /** Events the gateway accepted during the window. */
   accepted: number;
+  /**
+   * Events the gateway answered (accepted or refused with a 4xx). When given, whether the rate
+   * was offered is judged on these: a refusal (402, 429) was offered and answered.
+   */
+  answered?: number;
   /** Accepted minus stored (rows in ClickHouse) at the window's start and end. */
   backlogStart: number;
   backlogEnd: number;
@@ -51,8 +56,10 @@ export function judgeWindow(w: WindowCounts): FlatVerdict {
   const allowanceS = slope === undefined ? 1 : 0.5;
   const allowed = Math.max(0.02 * w.accepted, allowanceS * w.targetEventsPerSec);
   const achievedEventsPerSec = w.seconds > 0 ? w.accepted / w.seconds : 0;
-  if (achievedEventsPerSec < MIN_ACHIEVED_SHARE * w.targetEventsPerSec) {
-    return { flat: false, growth, endpointGrowth, allowed, achievedEventsPerSec, reason: `gateway accepted only ${Math.round(achievedEventsPerSec)} events/s` };
+  const offeredPerSec = w.answered === undefined ? achievedEventsPerSec : w.seconds > 0 ? w.answered / w.seconds : 0;
+  if (offeredPerSec < MIN_ACHIEVED_SHARE * w.targetEventsPerSec) {
+    const what = w.answered === undefined ? 'accepted' : 'answered';
+    return { flat: false, growth, endpointGrowth, allowed, achievedEventsPerSec, reason: `gateway ${what} only ${Math.round(offeredPerSec)} events/s` };
   }
   const how = slope === undefined ? 'end - start' : 'trend';
   if (growth >= allowed)

@@ -4,15 +4,13 @@
  * of settling; a window is flat when the backlog (accepted minus stored) did not grow. Between
  * steps the backlog is left to drain so each step starts from an empty pipeline.
  */
-import { countRows } from './environment.js';
-import type { BodyFactory } from './events.js';
 import type { HttpClient } from './http-client.js';
-import { startLoad } from './load.js';
+import { acceptedToStore, diffCounters, type LoadCounters, type RequestSource, startLoad } from './load.js';
 import { formatLag, type Observation, observe, type Observer } from './observe.js';
 import { cpuDelta } from './proc-stats.js';
 import { deltaBy } from './prom.js';
 import { sleep } from './processes.js';
-import { n0, say } from './say.js';
+import { n0, percentile, say } from './say.js';
 import { type FlatVerdict, firstRate, judgeWindow, nextRate, record, type SearchBounds, type SearchState } from './search-plan.js';
 
 export interface SearchStep {
@@ -28,6 +26,10 @@ export interface SearchStep {
   rssMb: Record<string, number | undefined>;
   /** ClickHouse inserts per second by table over the window. */
   insertsPerSec: Record<string, number>;
+  /** The load generator's counters over the window (answers by status, events refused). */
+  load: LoadCounters;
+  /** Send -> 202 over the window, ms. */
+  latency202Ms: { p50?: number; p99?: number };
   /** Seconds until the backlog drained after the step (undefined: it did not within the limit). */
   drainedInS?: number;
 }
@@ -39,15 +41,15 @@ export interface SearchResult {
   startedFrom: { unpacedEndToEnd: number; acceptCapacity: number };
   settleS: number;
   windowS: number;
+  /** Whether a step's rate counted as offered by the events accepted or answered (see SearchContext). */
+  offeredBy: 'accepted' | 'answered';
 }
 
 export interface SearchContext {
   observer: Observer;
   client: HttpClient;
-  apiKey: string;
-  bodies: BodyFactory;
+  source: RequestSource;
   concurrency: number;
-  eventsPerRequest: number;
   unpacedEndToEnd: number;
   acceptCapacity: number;
   settleS: number;
@@ -55,18 +57,24 @@ export interface SearchContext {
   maxSteps: number;
   drainTimeoutS: number;
   signal: AbortSignal;
+  /**
+   * Judge whether the rate was offered by the events the gateway answered (any 2xx or 4xx),
+   * not only those it accepted: in the tenant mix some accounts are refused (402, 429) by design.
+   */
+  judgeOnAnswered?: boolean;
 }
 
 /** The result, and every step's readings at its window start and end (for the memory check). */
 export async function runSearch(ctx: SearchContext): Promise<{ search: SearchResult; readings: Observation[] }> {
   // Paced, the gateway may accept more than it did while the unpaced load starved the processor
   // of CPU (and vice versa); a rate it cannot accept is judged not flat (see judgeWindow).
-  const bounds: SearchBounds = { maxRate: ctx.acceptCapacity * 1.25, step: ctx.eventsPerRequest, resolution: 0.05 };
+  const bounds: SearchBounds = { maxRate: ctx.acceptCapacity * 1.25, step: Math.max(1, Math.round(ctx.source.meanEventsPerRequest)), resolution: 0.05 };
   const out: SearchResult = {
     steps: [],
     startedFrom: { unpacedEndToEnd: ctx.unpacedEndToEnd, acceptCapacity: ctx.acceptCapacity },
     settleS: ctx.settleS,
     windowS: ctx.windowS,
+    offeredBy: ctx.judgeOnAnswered ? 'answered' : 'accepted',
   };
   const readings: Observation[] = [];
   let state: SearchState = {};
@@ -99,10 +107,8 @@ async function runStep(ctx: SearchContext, rate: number): Promise<{ step: Search
   const load = startLoad({
     client: ctx.client,
     path: '/v1/events',
-    apiKey: ctx.apiKey,
     concurrency: ctx.concurrency,
-    eventsPerRequest: ctx.eventsPerRequest,
-    bodies: ctx.bodies,
+    source: ctx.source,
     eventsPerSecond: rate,
   });
   try {
@@ -111,14 +117,14 @@ async function runStep(ctx: SearchContext, rate: number): Promise<{ step: Search
     const start = await observe(ctx.observer, load);
     // This step's accepted events minus the account's rows (all steps): only differences
     // between readings mean something.
-    const backlog = (o: Observation) => o.load.eventsAccepted - o.rows;
+    const backlog = (o: Observation) => acceptedToStore(o.load) - o.rows;
     const samples = [{ atMs: start.atMs, backlog: backlog(start) }];
     const endAt = start.atMs + ctx.windowS * 1000;
     while (Date.now() < endAt - 1_000 && !ctx.signal.aborted) {
       await sleep(Math.min(1_000, endAt - Date.now()), ctx.signal);
       const atMs = Date.now();
-      const accepted = load.counters().eventsAccepted;
-      const rows = await countRows(ctx.observer.ch, ctx.observer.accountId).catch(() => undefined);
+      const accepted = acceptedToStore(load.counters());
+      const rows = await ctx.observer.countRows().catch(() => undefined);
       if (rows !== undefined) samples.push({ atMs, backlog: accepted - rows });
     }
     await sleep(endAt - Date.now(), ctx.signal);
@@ -126,10 +132,13 @@ async function runStep(ctx: SearchContext, rate: number): Promise<{ step: Search
     const end = await observe(ctx.observer, load);
     samples.push({ atMs: end.atMs, backlog: backlog(end) });
     const seconds = (end.atMs - start.atMs) / 1000;
+    const counts = diffCounters(start.load, end.load);
+    const latencies = load.latenciesSince(start.atMs, end.atMs, 202);
     const verdict = judgeWindow({
       seconds,
       targetEventsPerSec: rate,
-      accepted: end.load.eventsAccepted - start.load.eventsAccepted,
+      accepted: counts.eventsAccepted,
+      answered: ctx.judgeOnAnswered ? answeredEvents(counts) : undefined,
       backlogStart: backlog(start),
       backlogEnd: backlog(end),
       samples,
@@ -140,12 +149,21 @@ async function runStep(ctx: SearchContext, rate: number): Promise<{ step: Search
       verdict,
       storedEventsPerSec: (end.rows - start.rows) / seconds,
       lag: { start: start.lag, end: end.lag },
+      load: counts,
+      latency202Ms: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
       ...resources(start, end),
     };
     return { step, start, end };
   } finally {
     await load.stop();
   }
+}
+
+/** Events in requests the gateway answered with a 2xx or 4xx (not failed, not 5xx). */
+export function answeredEvents(c: LoadCounters): number {
+  let n = 0;
+  for (const [code, events] of Object.entries(c.eventsByStatus)) if (Number(code) >= 200 && Number(code) < 500) n += events;
+  return n;
 }
 
 function resources(start: Observation, end: Observation): Pick<SearchStep, 'cpuPerMillion' | 'rssMb' | 'insertsPerSec'> {

@@ -3,10 +3,8 @@
  * window is measured from readings at its start, middle and end; then the load stops and the
  * bench waits for the backlog to reach ClickHouse.
  */
-import { countRows } from './environment.js';
-import type { BodyFactory } from './events.js';
 import type { HttpClient } from './http-client.js';
-import { type LoadGenerator, startLoad } from './load.js';
+import { acceptedToStore, type LoadGenerator, type RequestSource, startLoad } from './load.js';
 import { formatLag, type Observation, observe, type Observer } from './observe.js';
 import { sleep } from './processes.js';
 import { n0, say } from './say.js';
@@ -19,16 +17,16 @@ export interface SustainedReadings {
   /** Rows in ClickHouse about every second from the start of the load. */
   timeline: { atMs: number; rows: number; accepted: number }[];
   latenciesMs: number[];
+  /** Of the requests answered 202 only (the same as latenciesMs when nothing was refused). */
+  latencies202Ms: number[];
   drain: { drained: boolean; seconds: number; remaining: number; afterDrain?: Observation };
 }
 
 export interface SustainedContext {
   observer: Observer;
   client: HttpClient;
-  apiKey: string;
-  bodies: BodyFactory;
+  source: RequestSource;
   concurrency: number;
-  eventsPerRequest: number;
   warmupS: number;
   windowS: number;
   drainTimeoutS: number;
@@ -41,15 +39,13 @@ export async function runSustained(ctx: SustainedContext): Promise<SustainedRead
   const load = startLoad({
     client: ctx.client,
     path: '/v1/events',
-    apiKey: ctx.apiKey,
     concurrency: ctx.concurrency,
-    eventsPerRequest: ctx.eventsPerRequest,
-    bodies: ctx.bodies,
+    source: ctx.source,
   });
   const timeline: SustainedReadings['timeline'] = [];
   const sampler = startSampler(ctx, load, timeline);
   try {
-    say('pipeline', `warm-up ${ctx.warmupS}s: ${ctx.concurrency} requests in flight, ${ctx.eventsPerRequest} events each`);
+    say('pipeline', `warm-up ${ctx.warmupS}s: ${ctx.concurrency} requests in flight, ${ctx.source.meanEventsPerRequest} events each (mean)`);
     await sleep(ctx.warmupS * 1000, ctx.signal);
     await waitForFirstRows(ctx, timeline);
     ctx.signal.throwIfAborted();
@@ -64,8 +60,9 @@ export async function runSustained(ctx: SustainedContext): Promise<SustainedRead
     const end = await observe(ctx.observer, load);
     await load.stop();
     const latenciesMs = load.latenciesSince(start.atMs, end.atMs);
+    const latencies202Ms = load.latenciesSince(start.atMs, end.atMs, 202);
     const drain = await waitForDrain(ctx, load);
-    return { warmupStartMs, start, middle, end, timeline, latenciesMs, drain };
+    return { warmupStartMs, start, middle, end, timeline, latenciesMs, latencies202Ms, drain };
   } finally {
     await load.stop();
     await sampler.stop();
@@ -82,7 +79,7 @@ function startSampler(ctx: SustainedContext, load: LoadGenerator, timeline: Sust
       const rows = await countOrUndefined(ctx);
       const c = load.counters();
       if (rows !== undefined) {
-        timeline.push({ atMs, rows, accepted: c.eventsAccepted });
+        timeline.push({ atMs, rows, accepted: acceptedToStore(c) });
         if (!last) {
           last = { atMs, rows, accepted: c.eventsAccepted, requests: c.requests };
         } else if (atMs - last.atMs >= ctx.progressS * 1000) {
@@ -92,7 +89,7 @@ function startSampler(ctx: SustainedContext, load: LoadGenerator, timeline: Sust
           say(
             'pipeline',
             `http ${n0((c.eventsAccepted - last.accepted) / s)} ev/s (${n0((c.requests - last.requests) / s)} req/s, refused so far ${n0(refused)}) | ` +
-              `ClickHouse +${n0((rows - last.rows) / s)} rows/s | backlog ${n0(c.eventsAccepted - rows)} | lag ${formatLag(lag)}`,
+              `ClickHouse +${n0((rows - last.rows) / s)} rows/s | backlog ${n0(acceptedToStore(c) - rows)} | lag ${formatLag(lag)}`,
           );
           last = { atMs, rows, accepted: c.eventsAccepted, requests: c.requests };
         }
@@ -109,7 +106,7 @@ function startSampler(ctx: SustainedContext, load: LoadGenerator, timeline: Sust
 }
 
 function countOrUndefined(ctx: SustainedContext): Promise<number | undefined> {
-  return countRows(ctx.observer.ch, ctx.observer.accountId).catch(() => undefined);
+  return ctx.observer.countRows().catch(() => undefined);
 }
 
 /** The window must not include the consumer groups' first join: wait until rows arrive. */
@@ -122,7 +119,7 @@ async function waitForFirstRows(ctx: SustainedContext, timeline: SustainedReadin
 }
 
 async function waitForDrain(ctx: SustainedContext, load: LoadGenerator): Promise<SustainedReadings['drain']> {
-  const accepted = load.counters().eventsAccepted;
+  const accepted = acceptedToStore(load.counters());
   const started = Date.now();
   say('pipeline', `load stopped; waiting up to ${ctx.drainTimeoutS}s for the backlog to reach ClickHouse`);
   let rows = 0;
