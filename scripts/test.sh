@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one test command (`npm test`, and what .ci/run calls): installs what is missing, starts
-# the local stack of real servers, then lint, typecheck, unit, integration, abuse, browser and chaos tests.
+# the local stack of real servers, then lint, typecheck, unit, integration, abuse, browser, chaos tests and the scale smoke.
 # It closes with how long each step and each vitest project took (scripts/test/summary.ts), then
 # the `tests: N passed, N failed, N skipped` line, which must stay the last line printed.
 set -euo pipefail
@@ -126,3 +126,10 @@ bash deploy/checks/prometheus-live.sh
 # Alone, after everything else: these kill processors with SIGKILL and stop the shared servers.
 begin "chaos tests" "chaos tests (guarantees under SIGKILL, rebalancing and server outages)"
 vitest_project chaos
+
+# Last: a three-node Kafka cluster beside the single broker (scripts/stack.sh cluster mode) and two
+# ClickHouse replicas with ZooKeeper (the smoke's file starts them: scripts/stack-clickhouse-cluster.sh);
+# one broker and one replica SIGKILLed under load (docs/scale.md). The whole set: npm run test:scale.
+begin "scale smoke" "scale smoke (a broker of a three-node Kafka cluster and a ClickHouse replica killed under load; docs/scale.md)"
+STACK_KAFKA_NODES=3 bash scripts/stack.sh up
+KAFKA_BROKERS=127.0.0.1:9292,127.0.0.1:9293,127.0.0.1:9294 vitest_project scale-smoke
