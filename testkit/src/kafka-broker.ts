@@ -73,7 +73,7 @@ export async function startKafka(): Promise<void> {
  */
 export async function ensureKafkaUp(): Promise<void> {
   await resumeKafka();
-  let running = false;
+  let running: boolean;
   try {
     stackKafkaPid();
     running = await portOpen();
