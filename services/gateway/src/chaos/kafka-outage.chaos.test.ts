@@ -6,7 +6,7 @@
 import type { EventRecord } from '@ingest/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
-import { startKafka, stopKafka, waitFor } from '@ingest/testkit';
+import { ensureKafkaUp, startKafka, stopKafka, waitFor } from '@ingest/testkit';
 
 let gw: GatewayFixture;
 
@@ -15,7 +15,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await startKafka(); // whatever happened, leave the broker running
+  await ensureKafkaUp(); // whatever happened, leave the broker running
   await gw?.close();
 });
 

@@ -149,15 +149,18 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
       label: `pause-sink-${driver}`,
       env: common,
     });
-    const [processor, sink] = await Promise.all([processors.start(), sinks.start()]);
-    gateway = await startGatewayProcess(`pause-gateway-${driver}`, {
-      ...common,
-      KAFKA_TOPIC_PREFIX: kafka.prefix,
-      CLICKHOUSE_DATABASE: clickhouse.database,
-      RATE_LIMIT_PER_MINUTE: '100000000',
-      KAFKA_MAX_QUEUED_BYTES: String(MAX_QUEUED_BYTES),
-    });
-    const gw = gateway;
+    // The three start side by side: none needs another to be ready (CI time).
+    const [processor, sink, gw] = await Promise.all([
+      processors.start(),
+      sinks.start(),
+      startGatewayProcess(`pause-gateway-${driver}`, {
+        ...common,
+        KAFKA_TOPIC_PREFIX: kafka.prefix,
+        CLICKHOUSE_DATABASE: clickhouse.database,
+        RATE_LIMIT_PER_MINUTE: '100000000',
+        KAFKA_MAX_QUEUED_BYTES: String(MAX_QUEUED_BYTES),
+      }).then((g) => (gateway = g)),
+    ]);
 
     // --- load over real HTTP, every answer remembered per event id -------------------------
     const answers = new Map<string, Answer>();

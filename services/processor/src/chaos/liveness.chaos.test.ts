@@ -9,6 +9,7 @@ import { KAFKA_DRIVERS, type KafkaDriverName, TOPICS } from '@ingest/platform';
 import {
   createTestClickHouse,
   createTestKafka,
+  ensureKafkaUp,
   integrationEnv,
   startKafka,
   stopKafka,
@@ -30,7 +31,7 @@ const LIVENESS_ENV = {
 };
 
 afterAll(async () => {
-  await startKafka(); // whatever happened, leave the broker running
+  await ensureKafkaUp(); // whatever happened, leave the broker running
 });
 
 describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('liveness of services whose Kafka is gone (%s)', (driver) => {
@@ -40,7 +41,7 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('liveness of services
   let sinks: SinkFleet | undefined;
 
   afterEach(async () => {
-    await startKafka();
+    await ensureKafkaUp();
     await processors?.killAll();
     await sinks?.killAll();
     await clickhouse?.cleanup();
