@@ -416,6 +416,9 @@ describe('POST /admin/v1/accounts/{accountId}/erasures', () => {
       // Why the setting exists: ClickHouse refuses the delete to the read-only user.
       const refused = await erase('email', 'ro-refused@example.com', accountId, readOnly);
       expect(refused.statusCode, refused.body).toBe(503);
+      // Not the generic "nothing was done": the suppression holds, and the same request finishes it.
+      expect(refused.json()).toMatchObject({ suppressed: true, failedStep: 'deleting the stored events' });
+      expect(refused.json().detail).toMatch(/suppression was recorded.*Send the same request again/);
     } finally {
       await Promise.all([withUser.close(), readOnly.close(), reader.close()]);
     }

@@ -11,6 +11,7 @@ import {
   type Suppression,
   suppressionKey,
 } from '@ingest/domain';
+import { ProblemError } from '@ingest/http';
 import { ERASURE_IDENTIFIER_TYPES, type ErasureReapplyResult, type ErasureResult } from '@ingest/schemas';
 
 /**
@@ -89,21 +90,40 @@ export function createErasureService(deps: ErasureServiceDeps): ErasureService {
         erasedAt: new Date(now()).toISOString(),
       } as const;
       await deps.producer.send(deps.suppressionTopic, [{ key: suppressionKey(record), value: encodeSuppression(record) }]);
-      const writerPassed = await deps.storage.passedCurrentEnd(deps.waitMs);
-      const events = await deps.events.count(accountId, type, normalized);
-      if (events > 0) await deps.events.erase(accountId, type, normalized);
-      const mutationsDone = events === 0 || (await deps.events.waitForMutations(deps.waitMs));
-      const crm = await deps.crmState.erase(accountId, type, normalized);
-      const identityLinks = deps.identityMap ? await deps.identityMap.erase(accountId, type, normalized) : undefined;
-      return {
-        id: record.id,
-        accountId,
-        type,
-        identifierHash: record.identifierHash,
-        erasedAt: record.erasedAt,
-        counts: { events, crmRecords: crm.crmRecords, pendingLinks: crm.pendingLinks, ...(identityLinks !== undefined ? { identityLinks } : {}) },
-        complete: writerPassed && mutationsDone,
-      };
+      // From here on the suppression holds: a failed step must not answer the generic 503 that
+      // promises "nothing was done", but say what was done and that the same request finishes it.
+      let step = 'waiting for the storage writer';
+      try {
+        const writerPassed = await deps.storage.passedCurrentEnd(deps.waitMs);
+        step = 'deleting the stored events';
+        const events = await deps.events.count(accountId, type, normalized);
+        if (events > 0) await deps.events.erase(accountId, type, normalized);
+        const mutationsDone = events === 0 || (await deps.events.waitForMutations(deps.waitMs));
+        step = 'deleting the CRM sync state';
+        const crm = await deps.crmState.erase(accountId, type, normalized);
+        step = 'removing the identity map entries';
+        const identityLinks = deps.identityMap ? await deps.identityMap.erase(accountId, type, normalized) : undefined;
+        return result(events, crm, identityLinks, writerPassed && mutationsDone);
+      } catch (error) {
+        if (error instanceof ProblemError) throw error;
+        throw new ProblemError(
+          'unavailable',
+          `The suppression was recorded (this ${type} is no longer stored, synced or replayed), but ${step} failed. Send the same request again: every step is idempotent.`,
+          { extensions: { suppressed: true, failedStep: step }, cause: error },
+        );
+      }
+
+      function result(events: number, crm: { crmRecords: number; pendingLinks: number }, identityLinks: number | undefined, complete: boolean): ErasureResult {
+        return {
+          id: record.id,
+          accountId,
+          type,
+          identifierHash: record.identifierHash,
+          erasedAt: record.erasedAt,
+          counts: { events, crmRecords: crm.crmRecords, pendingLinks: crm.pendingLinks, ...(identityLinks !== undefined ? { identityLinks } : {}) },
+          complete,
+        };
+      }
     },
     async reapply() {
       const groups = new Map<string, { accountId: string; type: ErasureIdentifierType; hashes: string[] }>();
