@@ -11,7 +11,8 @@ import { AppError, errorMessage } from '../errors.js';
  * - `kafka_producer_full`: the producer already holds its bound of queued bytes; nothing was
  *   queued (retryable).
  * - `kafka_outcome_unknown`: a send in flight got no answer in time, or failed in a way that
- *   does not prove it was not written: it may be stored (retryable with the same ids).
+ *   does not prove it was not written (some partition leaders wrote their part): it may be
+ *   stored (retryable with the same ids).
  * - `kafka_producer_state`: the broker no longer accepts this producer's identity or sequence
  *   numbers (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH,
  *   PRODUCER_FENCED, ...): typically a send that timed out on our side was written on the
@@ -93,7 +94,7 @@ export function toKafkaError(what: string, err: unknown, traits: (err: unknown) 
   const t = traits(err);
   // First: whatever else went wrong, part of it is stored, so the caller must not take it for "nothing written".
   if (t.mayBeWritten) {
-    return new KafkaError('kafka_outcome_unknown', `${what}: part of the send was written before the rest failed: ${errorMessage(err)}`, {
+    return new KafkaError('kafka_outcome_unknown', `${what}: part of the send may be written (other partition leaders took theirs): ${errorMessage(err)}`, {
       retryable: true,
       cause: err,
     });
