@@ -11,7 +11,8 @@ import { AppError, errorMessage } from '../errors.js';
  * - `kafka_producer_full`: the producer already holds its bound of queued bytes; nothing was
  *   queued (retryable).
  * - `kafka_outcome_unknown`: a send in flight got no answer in time, or failed in a way that
- *   does not prove it was not written: it may be stored (retryable with the same ids).
+ *   does not prove it was not written (some partition leaders wrote their part): it may be
+ *   stored (retryable with the same ids).
  * - `kafka_producer_state`: the broker no longer accepts this producer's identity or sequence
  *   numbers (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH,
  *   PRODUCER_FENCED, ...): typically a send that timed out on our side was written on the
@@ -63,6 +64,13 @@ export interface ErrorTraits {
   authorization?: string;
   /** The broker's error for a producer identity or sequence it no longer accepts (`PRODUCER_STATE_ERRORS`). */
   producerState?: string;
+  /**
+   * A failed send of which some part may be written although its failure reads as "refused":
+   * a send spans one produce request per partition leader, and the library answered for some
+   * leaders (written) while the dead one refused the connection (@platformatic/kafka says so;
+   * kafkajs cannot tell, see `drivers/kafkajs.client.ts`). The send's outcome is unknown.
+   */
+  mayBeWritten?: boolean;
 }
 
 /**
@@ -84,6 +92,13 @@ export const PRODUCER_STATE_ERRORS: ReadonlySet<string> = new Set([
 export function toKafkaError(what: string, err: unknown, traits: (err: unknown) => ErrorTraits): KafkaError {
   if (err instanceof KafkaError) return err;
   const t = traits(err);
+  // First: whatever else went wrong, part of it is stored, so the caller must not take it for "nothing written".
+  if (t.mayBeWritten) {
+    return new KafkaError('kafka_outcome_unknown', `${what}: part of the send may be written (other partition leaders took theirs): ${errorMessage(err)}`, {
+      retryable: true,
+      cause: err,
+    });
+  }
   if (t.authentication || t.tlsCode) return new KafkaError('kafka_auth_failed', `${what}: ${errorMessage(err)}`, { retryable: false, cause: err });
   if (t.authorization) {
     return new KafkaError('kafka_not_authorized', `${what}: not authorized (${t.authorization}): ${errorMessage(err)}`, { retryable: false, cause: err });
@@ -112,11 +127,13 @@ const REFUSED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREA
 
 /**
  * True when every attempt behind `err` failed to connect at all (connection refused, no such
- * host): no request left this process, so nothing was written. Any other failure of a send
+ * host): no request left this process to the brokers it names. Any other failure of a send
  * (a timeout, a connection closed with the request on it, a broker error for some of the
  * partitions of a request) leaves the outcome open.
- * kafkajs reports only the last attempt's error: a stalled broker that was then killed would
- * read as refused although an earlier attempt may have reached it (rare; written down here).
+ * It does not prove that nothing was written: a send goes to every partition leader at once, and
+ * the errors list only the leaders that failed, so the requests to the others may have been
+ * written (a cluster with one broker down). The driver says so (`ErrorTraits.mayBeWritten`,
+ * which makes the error `kafka_outcome_unknown`); the producer checks that first.
  */
 export function connectionRefused(err: unknown): boolean {
   const leaves: unknown[] = [];

@@ -101,6 +101,9 @@ export function createProducer(kafka: KafkaClient, options: ProducerOptions = {}
       const failure = toKafkaError('kafka send failed', err, () => ({ retryable: true, unavailable: false, rebalance: false }));
       // Whatever broke, this producer's sequence numbers may now be behind the broker's.
       renewal.retire(producer, failure.code);
+      // Part of it written (the driver knows: other leaders acknowledged): outcome unknown, even
+      // if the failed part was refused.
+      if (failure.code === 'kafka_outcome_unknown') throw failure;
       if (connectionRefused(err))
         throw new KafkaError('kafka_unavailable', `kafka is unreachable; nothing was written: ${errorMessage(err)}`, { retryable: true, cause: err });
       if (!failure.retryable) throw failure;

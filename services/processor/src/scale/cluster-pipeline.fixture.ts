@@ -7,7 +7,7 @@
  * scale test makes at the end: every 202 stored exactly once and synced, no 503 stored.
  */
 import type { CrmMapping } from '@ingest/schemas';
-import { type Closeable, createProducer, createRedis, type Redis, sql, TOPICS, type TopicKey } from '@ingest/platform';
+import { type Closeable, createProducer, createRedis, type Redis, readTopicToEnd, sql, TOPICS, type TopicKey } from '@ingest/platform';
 import { createControlPlane, syncStateKey } from '@ingest/domain';
 import {
   type ClusterNode,
@@ -127,6 +127,8 @@ export interface RequestRecord {
   started: number;
   answered: number;
   status: number;
+  /** The event ids it carried (to tell, when a check fails, which requests the ids came from). */
+  ids: string[];
 }
 
 export interface Load {
@@ -165,7 +167,7 @@ export function startLoad(p: ClusterPipeline, options: { perSecond: number; even
       status = 0;
     }
     for (const id of ids) answers.set(id, status);
-    requests.push({ started, answered: Date.now(), status });
+    requests.push({ started, answered: Date.now(), status, ids });
   };
   const loop = (async () => {
     for (let next = Date.now(); loading; next += 1000 / options.perSecond) {
@@ -205,16 +207,26 @@ export async function expectDeliveredOnce(p: ClusterPipeline, load: Load, timeou
         )
       ).map((r) => [r.id, Number(r.n)]),
     );
-  await waitFor(
-    async () => {
-      const have = await stored();
-      const missing = accepted.filter((id) => !have.has(id));
-      if (missing.length > 0)
-        throw new Error(`${missing.length} of ${accepted.length} accepted events not in ClickHouse, e.g. ${missing.slice(0, 3).join(', ')}`);
-      return true;
-    },
-    { description: 'every accepted event in ClickHouse', timeoutMs, intervalMs: 1_000 },
-  );
+  let missing: string[] = [];
+  try {
+    await waitFor(
+      async () => {
+        const have = await stored();
+        missing = accepted.filter((id) => !have.has(id));
+        if (missing.length > 0)
+          throw new Error(`${missing.length} of ${accepted.length} accepted events not in ClickHouse, e.g. ${missing.slice(0, 3).join(', ')}`);
+        return true;
+      },
+      { description: 'every accepted event in ClickHouse', timeoutMs, intervalMs: 1_000 },
+    );
+  } catch (err) {
+    // Where they were lost: which of the pipeline's topics hold them.
+    const where = await Promise.all((['eventsRaw', 'eventsUnique'] as const).map((t) => eventIdsIn(p, t).then((ids) => [t, ids] as const))).catch(
+      (e: unknown) => String(e),
+    );
+    const lines = typeof where === 'string' ? where : where.map(([t, ids]) => `${t}: ${missing.filter((id) => ids.has(id)).length} of them`).join('; ');
+    throw new Error(`${(err as Error).message}; of the ${missing.length} missing, in ${lines}`, { cause: err });
+  }
   const redis = p.redis;
   await waitFor(
     async () => {
@@ -244,6 +256,43 @@ export async function expectDeliveredOnce(p: ClusterPipeline, load: Load, timeou
     rawRows: Number(raw?.rows ?? 0),
     distinct: Number(raw?.ids ?? 0),
   };
+}
+
+/**
+ * The requests that carried any of `ids`, one line each: when it started (ms from `since`), how
+ * long its answer took, the status, and how many of its ids are among `ids`: what a failed check
+ * prints, so a failure says which requests and when.
+ */
+export function describeRequests(load: Load, ids: readonly string[], since: number, limit = 30): string {
+  const wanted = new Set(ids);
+  const hit = load.requests.filter((r) => r.ids.some((id) => wanted.has(id)));
+  const lines = hit
+    .slice(0, limit)
+    .map(
+      (r) =>
+        `  ${r.ids[0]}..: started ${r.started - since} ms, answered after ${r.answered - r.started} ms, status ${r.status}, ` +
+        `${r.ids.filter((id) => wanted.has(id)).length} of its ${r.ids.length} ids listed`,
+    );
+  return `${ids.length} ids from ${hit.length} requests (times from the kill):\n${lines.join('\n')}${hit.length > limit ? `\n  … ${hit.length - limit} more` : ''}`;
+}
+
+/** The event ids of the test's account in a topic (its JSON values' `eventId`), read to its end. */
+async function eventIdsIn(p: ClusterPipeline, topic: TopicKey): Promise<Set<string>> {
+  const ids = new Set<string>();
+  await readTopicToEnd(p.kafka.kafka, {
+    topic: p.kafka.topic(topic),
+    logger: testLogger(),
+    timeoutMs: 60_000,
+    onMessage(m) {
+      try {
+        const v = JSON.parse(m.value?.toString('utf8') ?? '{}') as { eventId?: unknown; accountId?: unknown };
+        if (v.accountId === p.accountId && typeof v.eventId === 'string') ids.add(v.eventId);
+      } catch {
+        // Not an event (a control or changelog record): not what is looked for.
+      }
+    },
+  });
+  return ids;
 }
 
 /** The 503s of the run: how many requests, their share, and the time from the first to the last. */

@@ -2,7 +2,7 @@ import { CompressionTypes, type ICustomPartitioner, Kafka, type KafkaConfig, log
 import { brokerList } from '../../config.js';
 import type { Logger } from '../../logger.js';
 import { consumerDefaults, type DriverProducer, type DriverProducerOptions, type KafkaClient, type KafkaClientOptions } from '../driver.js';
-import { type ErrorTraits, findTlsFailure, PRODUCER_STATE_ERRORS, wrapErrors } from '../errors.js';
+import { connectionRefused, type ErrorTraits, findTlsFailure, PRODUCER_STATE_ERRORS, wrapErrors } from '../errors.js';
 import type { KafkaSecurity } from '../security.js';
 import { createKafkajsAdmin } from './kafkajs.admin.js';
 import { createKafkajsConsumer } from './kafkajs.consumer.js';
@@ -82,7 +82,7 @@ function createKafkajsProducer(kafka: Kafka, options: DriverProducerOptions): Dr
     connect: () => wrapErrors('kafka producer connect', kafkajsTraits, () => producer.connect()),
     disconnect: () => wrapErrors('kafka producer disconnect', kafkajsTraits, () => producer.disconnect()),
     send: (batches) =>
-      wrapErrors('kafka send failed', kafkajsTraits, async () => {
+      wrapErrors('kafka send failed', kafkajsSendTraits, async () => {
         await producer.sendBatch({
           topicMessages: batches.map((b) => ({
             topic: b.topic,
@@ -94,6 +94,16 @@ function createKafkajsProducer(kafka: Kafka, options: DriverProducerOptions): Dr
         });
       }),
   };
+}
+
+/**
+ * A failed sendBatch: kafkajs sends to every partition leader at once, keeps the answers of the
+ * leaders that wrote, and reports only the last error of one that did not. A refused connection
+ * then says nothing about the others (in a cluster with one broker down, they wrote their part),
+ * nor about an earlier attempt that reached the broker before it died: never "nothing written".
+ */
+export function kafkajsSendTraits(err: unknown): ErrorTraits {
+  return { ...kafkajsTraits(err), ...(connectionRefused(err) ? { mayBeWritten: true } : {}) };
 }
 
 /** Leader per partition id (kafkajs lists partitions in any order). */

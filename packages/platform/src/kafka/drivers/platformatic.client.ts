@@ -166,6 +166,8 @@ interface PlatformaticErrorLike {
   needsRejoin?: boolean;
   cause?: unknown;
   errors?: unknown[];
+  /** A failed send: what the leaders that did answer acknowledged (`Producer.send`, 1.35). */
+  produced?: { offsets?: unknown[] };
 }
 
 /** Reads @platformatic/kafka errors: `canRetry`, network/timeout codes and group errors, in nested and aggregated errors. */
@@ -183,6 +185,9 @@ export function platformaticTraits(err: unknown): ErrorTraits {
     if (x.code === 'PLT_KFK_AUTHENTICATION' || x.apiId === 'SASL_AUTHENTICATION_FAILED') traits.authentication = true;
     if (x.apiId?.endsWith('_AUTHORIZATION_FAILED')) traits.authorization ??= x.apiId;
     if (x.apiId !== undefined && PRODUCER_STATE_ERRORS.has(x.apiId)) traits.producerState ??= x.apiId;
+    // A send goes to every partition leader at once and its error lists only the leaders that
+    // failed; `produced.offsets` names the partitions the others wrote.
+    if (Array.isArray(x.produced?.offsets) && x.produced.offsets.length > 0) traits.mayBeWritten = true;
     visit(x.cause, depth + 1);
     for (const inner of x.errors ?? []) visit(inner, depth + 1);
   };
