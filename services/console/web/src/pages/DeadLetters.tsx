@@ -1,5 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api } from '../api.js';
+import { useDetailDialog } from '../use-detail-dialog.js';
+import { usePolling } from '../use-polling.js';
 import type { DeadLetterDetail, DeadLetterView } from '../types.js';
 
 /**
@@ -24,10 +26,14 @@ export function DeadLetters({ paused = false }: { paused?: boolean }) {
   const [error, setError] = useState('');
   const [message, setMessage] = useState('');
   const [replaying, setReplaying] = useState<DeadLetterView | null>(null);
-  const [detail, setDetail] = useState<DeadLetterDetail | null>(null);
-  const [detailError, setDetailError] = useState('');
   const dialog = useRef<HTMLDialogElement>(null);
-  const detailDialog = useRef<HTMLDialogElement>(null);
+  const {
+    detail,
+    detailError,
+    dialog: detailDialog,
+    open,
+    close: closeDetail,
+  } = useDetailDialog((letter: DeadLetterView): Promise<DeadLetterDetail> => api.deadLetter(letter));
 
   const load = useCallback(async (refresh = false) => {
     if (refresh) setLoading(true);
@@ -42,35 +48,12 @@ export function DeadLetters({ paused = false }: { paused?: boolean }) {
       if (refresh) setLoading(false);
     }
   }, []);
-  useEffect(() => {
-    void load();
-    if (paused) return;
-    const timer = window.setInterval(() => void load(), POLL_MS);
-    return () => window.clearInterval(timer);
-  }, [load, paused]);
+  usePolling(load, POLL_MS, paused);
 
   useEffect(() => {
     if (replaying) dialog.current?.showModal();
     else dialog.current?.close();
   }, [replaying]);
-
-  useEffect(() => {
-    if (detail || detailError) detailDialog.current?.showModal();
-    else detailDialog.current?.close();
-  }, [detail, detailError]);
-
-  const open = async (letter: DeadLetterView) => {
-    setDetailError('');
-    try {
-      setDetail(await api.deadLetter(letter));
-    } catch (err) {
-      setDetailError((err as Error).message);
-    }
-  };
-  const closeDetail = () => {
-    setDetail(null);
-    setDetailError('');
-  };
 
   const replay = async () => {
     if (!replaying) return;
