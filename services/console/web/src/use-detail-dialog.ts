@@ -1,4 +1,11 @@
-import { useEffect, useRef, useState } from 'react';
+import { type RefObject, useEffect, useRef, useState } from 'react';
+
+/** What <DetailDialog> needs of the hook. */
+export interface DetailDialogState {
+  dialog: RefObject<HTMLDialogElement | null>;
+  detailError: string;
+  close: () => void;
+}
 
 /**
  * A modal dialog showing one row's details, read on demand: `open(key)` fetches them and shows

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api } from '../api.js';
+import { DetailDialog } from '../DetailDialog.js';
 import { useDetailDialog } from '../use-detail-dialog.js';
 import { usePolling } from '../use-polling.js';
 import type { DeadLetterDetail, DeadLetterView } from '../types.js';
@@ -27,13 +28,8 @@ export function DeadLetters({ paused = false }: { paused?: boolean }) {
   const [message, setMessage] = useState('');
   const [replaying, setReplaying] = useState<DeadLetterView | null>(null);
   const dialog = useRef<HTMLDialogElement>(null);
-  const {
-    detail,
-    detailError,
-    dialog: detailDialog,
-    open,
-    close: closeDetail,
-  } = useDetailDialog((letter: DeadLetterView): Promise<DeadLetterDetail> => api.deadLetter(letter));
+  const details = useDetailDialog((letter: DeadLetterView): Promise<DeadLetterDetail> => api.deadLetter(letter));
+  const { detail, open } = details;
 
   const load = useCallback(async (refresh = false) => {
     if (refresh) setLoading(true);
@@ -160,9 +156,7 @@ export function DeadLetters({ paused = false }: { paused?: boolean }) {
         </div>
       )}
       {truncated && <p className="hint">Only the latest 100 per stage are shown.</p>}
-      <dialog ref={detailDialog} aria-labelledby="letter-detail-title" onClose={closeDetail} className="wide">
-        <h2 id="letter-detail-title">{detail ? labelOf(detail.letter) : 'Dead letter'}</h2>
-        {detailError && <p className="error">{detailError}</p>}
+      <DetailDialog state={details} titleId="letter-detail-title" title={detail ? labelOf(detail.letter) : 'Dead letter'}>
         {detail && (
           <>
             <p>
@@ -180,12 +174,7 @@ export function DeadLetters({ paused = false }: { paused?: boolean }) {
             )}
           </>
         )}
-        <div className="actions">
-          <button type="button" onClick={closeDetail} autoFocus>
-            Close
-          </button>
-        </div>
-      </dialog>
+      </DetailDialog>
       <dialog ref={dialog} aria-labelledby="replay-title" onClose={() => setReplaying(null)}>
         <h2 id="replay-title">Replay {replaying ? labelOf(replaying) : ''}?</h2>
         <p>

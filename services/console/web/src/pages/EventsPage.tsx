@@ -1,5 +1,6 @@
 import { type FormEvent, useCallback, useState } from 'react';
 import { api } from '../api.js';
+import { DetailDialog } from '../DetailDialog.js';
 import { useDetailDialog } from '../use-detail-dialog.js';
 import { usePolling } from '../use-polling.js';
 import { DeadLetters } from './DeadLetters';
@@ -26,7 +27,8 @@ export function EventsPage() {
   const [error, setError] = useState('');
   const [paused, setPaused] = useState(false);
   const [updatedAt, setUpdatedAt] = useState('');
-  const { detail, detailError, dialog, open, close: closeDetail } = useDetailDialog((eventId: string): Promise<StoredEventView> => api.event(eventId));
+  const details = useDetailDialog((eventId: string): Promise<StoredEventView> => api.event(eventId));
+  const { detail, open } = details;
 
   const load = useCallback(async () => {
     try {
@@ -120,9 +122,7 @@ export function EventsPage() {
           </table>
         </div>
       )}
-      <dialog ref={dialog} aria-labelledby="event-detail-title" onClose={closeDetail} className="wide">
-        <h2 id="event-detail-title">{detail ? `${detail.eventName} · ${detail.eventId}` : 'Event'}</h2>
-        {detailError && <p className="error">{detailError}</p>}
+      <DetailDialog state={details} titleId="event-detail-title" title={detail ? `${detail.eventName} · ${detail.eventId}` : 'Event'}>
         {detail && (
           <>
             <dl className="figures">
@@ -150,12 +150,7 @@ export function EventsPage() {
             </pre>
           </>
         )}
-        <div className="actions">
-          <button type="button" onClick={closeDetail} autoFocus>
-            Close
-          </button>
-        </div>
-      </dialog>
+      </DetailDialog>
       <DeadLetters paused={paused} />
     </section>
   );
