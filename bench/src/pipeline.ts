@@ -19,14 +19,14 @@ import { cpuProfileArgs, summarizeProfile } from './profile.js';
 import { ratiosAndTargets } from './report.js';
 import {
   createRunFrame,
-  runFreshnessPhase,
-  runSearchPhase,
-  runUnpacedPhase,
-  type PreparedRun,
   createRunObserver,
   optionsOrExit,
+  type PreparedRun,
   prepareRun,
+  runFreshnessPhase,
+  runSearchPhase,
   runToEnd,
+  runUnpacedPhase,
   serviceSetup,
   startRunServices,
 } from './run-frame.js';

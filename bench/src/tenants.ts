@@ -15,13 +15,13 @@ import { createHttpClient } from './http-client.js';
 import { usage } from './options.js';
 import {
   createRunFrame,
-  runFreshnessPhase,
-  runSearchPhase,
-  runUnpacedPhase,
   createRunObserver,
   optionsOrExit,
   prepareRun,
+  runFreshnessPhase,
+  runSearchPhase,
   runToEnd,
+  runUnpacedPhase,
   serviceSetup,
   startRunServices,
 } from './run-frame.js';
