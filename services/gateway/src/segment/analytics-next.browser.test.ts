@@ -14,11 +14,12 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import type { Browser, BrowserContext } from 'playwright-core';
-import { type Component, KafkaError, type OutgoingMessage, type Producer, sql } from '@ingest/platform';
+import { type Component, sql } from '@ingest/platform';
 import { waitFor } from '@ingest/testkit';
 import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, launchChromium, randomClientIp } from '@ingest/testkit/gateway';
 import { startProcessorFor } from '@ingest/testkit/processor';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerLosingProducer } from './lost-answer.fixture.js';
 
 let gw: GatewayFixture;
 let parts: Component[] = [];
@@ -32,22 +33,8 @@ let publishableKey: string;
 let secretKey: string;
 /** Requests the page made to any host but its own and the gateway (analytics-next's CDN, metrics). */
 const elsewhere: string[] = [];
-/** Set: the next events.raw write holding this text is written, then reported lost (504): the SDK retries. */
-let loseAckOf: string | undefined;
-let lostAcks = 0;
-function ackLosingProducer(real: Producer): Producer {
-  return {
-    ...real,
-    async send(topic: string, messages: OutgoingMessage[]) {
-      await real.send(topic, messages);
-      if (loseAckOf !== undefined && messages.some((m) => String(m.value).includes(loseAckOf as string))) {
-        loseAckOf = undefined;
-        lostAcks++;
-        throw new KafkaError('kafka_outcome_unknown', 'no answer within the in-flight timeout (test)', { retryable: true });
-      }
-    },
-  };
-}
+/** The next events.raw write holding the given text is written, then reported lost (504): the SDK retries. */
+const lossy = answerLosingProducer();
 
 /** analytics-next as a page script: its npm build, bundled with its dynamic imports inlined. */
 async function bundleAnalyticsNext(): Promise<string> {
@@ -65,7 +52,7 @@ async function bundleAnalyticsNext(): Promise<string> {
 
 beforeAll(async () => {
   const script = await bundleAnalyticsNext();
-  gw = await createGatewayFixture({}, { producer: ackLosingProducer });
+  gw = await createGatewayFixture({}, { producer: lossy.wrap });
   parts = await startProcessorFor(gw, 'analytics-next');
   apiUrl = await gw.app.listen({ host: '127.0.0.1', port: 0 });
   pages = createServer((req, res) => {
@@ -118,7 +105,7 @@ const get = (url: string) => gw.app.inject({ method: 'GET', url, headers: { auth
 describe('@segment/analytics-next in Chromium against the gateway', () => {
   it('stores track, identify, page, group and alias once each (a retried track too), counts them, and reads them back by pk:<messageId>', async () => {
     const page = await context.newPage();
-    loseAckOf = '"pk:ajs-track"';
+    lossy.loseNextAnswerTo('"pk:ajs-track"');
     await page.goto(`${origin}/`);
     const errors = await page.evaluate(
       async ({ writeKey, apiHost }) => {
@@ -164,7 +151,7 @@ describe('@segment/analytics-next in Chromium against the gateway', () => {
     expect(rows.map((r) => r.event_name)).toEqual(['$alias', '$group', '$identify', '$page', 'Pricing Viewed']);
     expect(rows.find((r) => r.event_id === 'pk:ajs-identify')?.email).toBe('ada@acme.io');
     expect(rows.find((r) => r.event_id === 'pk:ajs-group')?.domain).toBe('acme.io');
-    expect(lostAcks).toBe(1);
+    expect(lossy.lost).toBe(1);
 
     // The lost answer's track reached events.raw twice (the SDK's retry); dedupe passed one on.
     const { values } = await gw.readTopic<{ accountId: string; eventId: string }>(

@@ -8,36 +8,23 @@
  */
 import { Analytics } from '@segment/analytics-node';
 import RudderAnalytics from '@rudderstack/rudder-sdk-node';
-import { KafkaError, type OutgoingMessage, type Producer, sql } from '@ingest/platform';
+import { sql } from '@ingest/platform';
 import { waitFor } from '@ingest/testkit';
 import { createGatewayFixture, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
 import { startProcessorFor } from '@ingest/testkit/processor';
 import type { Component } from '@ingest/platform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerLosingProducer } from './lost-answer.fixture.js';
 
-/** The next events.raw write whose values include this text is written and then reported lost (504): the SDK retries. */
-let loseAckOf: string | undefined;
-let lostAcks = 0;
-function ackLosingProducer(real: Producer): Producer {
-  return {
-    ...real,
-    async send(topic: string, messages: OutgoingMessage[]) {
-      await real.send(topic, messages);
-      if (loseAckOf !== undefined && messages.some((m) => String(m.value).includes(loseAckOf as string))) {
-        loseAckOf = undefined;
-        lostAcks++;
-        throw new KafkaError('kafka_outcome_unknown', 'no answer within the in-flight timeout (test)', { retryable: true });
-      }
-    },
-  };
-}
+/** The next events.raw write holding the given text is written, then reported lost (504): the SDK retries. */
+const lossy = answerLosingProducer();
 
 let gw: GatewayFixture;
 let parts: Component[] = [];
 let baseUrl: string;
 
 beforeAll(async () => {
-  gw = await createGatewayFixture({}, { producer: ackLosingProducer });
+  gw = await createGatewayFixture({}, { producer: lossy.wrap });
   parts = await startProcessorFor(gw, 'segment-sdks');
   // The SDKs need a socket; the per-address limit sees 127.0.0.1 for all of them (a few requests).
   baseUrl = await gw.app.listen({ host: '127.0.0.1', port: 0 });
@@ -70,7 +57,7 @@ describe('Segment and RudderStack server SDKs against the gateway', () => {
     const analytics = new Analytics({ writeKey: apiKey, host: baseUrl, flushAt: 20, flushInterval: 50, maxRetries: 3 });
     const failures: unknown[] = [];
     analytics.on('error', (err) => failures.push(err));
-    loseAckOf = 'seg-track-0';
+    lossy.loseNextAnswerTo('seg-track-0');
     analytics.identify({ userId: 'user-1', traits: { email: 'Ada@Acme.io', plan: 'pro' }, messageId: 'seg-identify-1' });
     for (let i = 0; i < 5; i++) analytics.track({ userId: 'user-1', event: 'Report Built', properties: { i }, messageId: `seg-track-${i}` });
     analytics.track({ anonymousId: 'anon-9', event: 'Pricing Viewed', messageId: 'seg-anon-1' });
@@ -78,7 +65,7 @@ describe('Segment and RudderStack server SDKs against the gateway', () => {
     analytics.page({ anonymousId: 'anon-9', name: 'Pricing', messageId: 'seg-page-1' });
     await analytics.closeAndFlush({ timeout: 20_000 });
     expect(failures).toEqual([]);
-    expect(lostAcks).toBeGreaterThan(0);
+    expect(lossy.lost).toBeGreaterThan(0);
 
     const rows = await storedRows(account.id, 9);
     expect(rows.map((r) => r.event_id)).toEqual(['seg-anon-1', 'seg-group-1', 'seg-identify-1', 'seg-page-1', ...[0, 1, 2, 3, 4].map((i) => `seg-track-${i}`)]);
@@ -117,14 +104,14 @@ describe('Segment and RudderStack server SDKs against the gateway', () => {
     const sent = (err?: unknown) => {
       if (err) errors.push(err);
     };
-    const lostBefore = lostAcks;
-    loseAckOf = 'rs-track-1';
+    const lostBefore = lossy.lost;
+    lossy.loseNextAnswerTo('rs-track-1');
     rudder.identify({ userId: 'r-1', traits: { email: 'grace@navy.mil' }, messageId: 'rs-identify-1' } as Parameters<RudderAnalytics['identify']>[0], sent);
     for (let i = 0; i < 3; i++) rudder.track({ userId: 'r-1', event: 'Ship Launched', properties: { i }, messageId: `rs-track-${i}` } as Call, sent);
     rudder.track({ userId: 'r-1', event: 'Too Big', properties: { blob: 'x'.repeat(40_000) }, messageId: 'rs-too-big' } as Call, sent);
     await rudder.flush();
     expect(errors).toEqual([]);
-    expect(lostAcks).toBe(lostBefore + 1);
+    expect(lossy.lost).toBe(lostBefore + 1);
 
     const rows = await storedRows(account.id, 4);
     expect(rows.map((r) => r.event_id)).toEqual(['rs-identify-1', 'rs-track-0', 'rs-track-1', 'rs-track-2']);

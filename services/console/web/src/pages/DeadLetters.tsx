@@ -1,5 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api } from '../api.js';
+import { DetailDialog } from '../DetailDialog.js';
+import { useDetailDialog } from '../use-detail-dialog.js';
+import { usePolling } from '../use-polling.js';
 import type { DeadLetterDetail, DeadLetterView } from '../types.js';
 
 /**
@@ -24,10 +27,9 @@ export function DeadLetters({ paused = false }: { paused?: boolean }) {
   const [error, setError] = useState('');
   const [message, setMessage] = useState('');
   const [replaying, setReplaying] = useState<DeadLetterView | null>(null);
-  const [detail, setDetail] = useState<DeadLetterDetail | null>(null);
-  const [detailError, setDetailError] = useState('');
   const dialog = useRef<HTMLDialogElement>(null);
-  const detailDialog = useRef<HTMLDialogElement>(null);
+  const details = useDetailDialog((letter: DeadLetterView): Promise<DeadLetterDetail> => api.deadLetter(letter));
+  const { detail, open } = details;
 
   const load = useCallback(async (refresh = false) => {
     if (refresh) setLoading(true);
@@ -42,35 +44,12 @@ export function DeadLetters({ paused = false }: { paused?: boolean }) {
       if (refresh) setLoading(false);
     }
   }, []);
-  useEffect(() => {
-    void load();
-    if (paused) return;
-    const timer = window.setInterval(() => void load(), POLL_MS);
-    return () => window.clearInterval(timer);
-  }, [load, paused]);
+  usePolling(load, POLL_MS, paused);
 
   useEffect(() => {
     if (replaying) dialog.current?.showModal();
     else dialog.current?.close();
   }, [replaying]);
-
-  useEffect(() => {
-    if (detail || detailError) detailDialog.current?.showModal();
-    else detailDialog.current?.close();
-  }, [detail, detailError]);
-
-  const open = async (letter: DeadLetterView) => {
-    setDetailError('');
-    try {
-      setDetail(await api.deadLetter(letter));
-    } catch (err) {
-      setDetailError((err as Error).message);
-    }
-  };
-  const closeDetail = () => {
-    setDetail(null);
-    setDetailError('');
-  };
 
   const replay = async () => {
     if (!replaying) return;
@@ -177,9 +156,7 @@ export function DeadLetters({ paused = false }: { paused?: boolean }) {
         </div>
       )}
       {truncated && <p className="hint">Only the latest 100 per stage are shown.</p>}
-      <dialog ref={detailDialog} aria-labelledby="letter-detail-title" onClose={closeDetail} className="wide">
-        <h2 id="letter-detail-title">{detail ? labelOf(detail.letter) : 'Dead letter'}</h2>
-        {detailError && <p className="error">{detailError}</p>}
+      <DetailDialog state={details} titleId="letter-detail-title" title={detail ? labelOf(detail.letter) : 'Dead letter'}>
         {detail && (
           <>
             <p>
@@ -197,12 +174,7 @@ export function DeadLetters({ paused = false }: { paused?: boolean }) {
             )}
           </>
         )}
-        <div className="actions">
-          <button type="button" onClick={closeDetail} autoFocus>
-            Close
-          </button>
-        </div>
-      </dialog>
+      </DetailDialog>
       <dialog ref={dialog} aria-labelledby="replay-title" onClose={() => setReplaying(null)}>
         <h2 id="replay-title">Replay {replaying ? labelOf(replaying) : ''}?</h2>
         <p>

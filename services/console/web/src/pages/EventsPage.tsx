@@ -1,5 +1,8 @@
-import { type FormEvent, useCallback, useEffect, useRef, useState } from 'react';
+import { type FormEvent, useCallback, useState } from 'react';
 import { api } from '../api.js';
+import { DetailDialog } from '../DetailDialog.js';
+import { useDetailDialog } from '../use-detail-dialog.js';
+import { usePolling } from '../use-polling.js';
 import { DeadLetters } from './DeadLetters';
 import type { DebuggerEvent, StoredEventView } from '../types.js';
 
@@ -24,9 +27,8 @@ export function EventsPage() {
   const [error, setError] = useState('');
   const [paused, setPaused] = useState(false);
   const [updatedAt, setUpdatedAt] = useState('');
-  const [detail, setDetail] = useState<StoredEventView | null>(null);
-  const [detailError, setDetailError] = useState('');
-  const dialog = useRef<HTMLDialogElement>(null);
+  const details = useDetailDialog((eventId: string): Promise<StoredEventView> => api.event(eventId));
+  const { detail, open } = details;
 
   const load = useCallback(async () => {
     try {
@@ -40,36 +42,13 @@ export function EventsPage() {
     }
   }, [filter]);
 
-  useEffect(() => {
-    void load();
-    if (paused) return;
-    const timer = window.setInterval(() => void load(), POLL_MS);
-    return () => window.clearInterval(timer);
-  }, [load, paused]);
-
-  useEffect(() => {
-    if (detail || detailError) dialog.current?.showModal();
-    else dialog.current?.close();
-  }, [detail, detailError]);
+  usePolling(load, POLL_MS, paused);
 
   const applyFilter = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const data = new FormData(e.currentTarget);
     setEvents(null);
     setFilter({ name: String(data.get('name') ?? ''), identity: String(data.get('identity') ?? '') });
-  };
-
-  const open = async (eventId: string) => {
-    setDetailError('');
-    try {
-      setDetail(await api.event(eventId));
-    } catch (err) {
-      setDetailError((err as Error).message);
-    }
-  };
-  const closeDetail = () => {
-    setDetail(null);
-    setDetailError('');
   };
 
   const filtered = filter.name.trim() !== '' || filter.identity.trim() !== '';
@@ -143,9 +122,7 @@ export function EventsPage() {
           </table>
         </div>
       )}
-      <dialog ref={dialog} aria-labelledby="event-detail-title" onClose={closeDetail} className="wide">
-        <h2 id="event-detail-title">{detail ? `${detail.eventName} · ${detail.eventId}` : 'Event'}</h2>
-        {detailError && <p className="error">{detailError}</p>}
+      <DetailDialog state={details} titleId="event-detail-title" title={detail ? `${detail.eventName} · ${detail.eventId}` : 'Event'}>
         {detail && (
           <>
             <dl className="figures">
@@ -173,12 +150,7 @@ export function EventsPage() {
             </pre>
           </>
         )}
-        <div className="actions">
-          <button type="button" onClick={closeDetail} autoFocus>
-            Close
-          </button>
-        </div>
-      </dialog>
+      </DetailDialog>
       <DeadLetters paused={paused} />
     </section>
   );
