@@ -1,8 +1,8 @@
 export interface WaitOptions {
   timeoutMs?: number;
   intervalMs?: number;
-  /** Says what was awaited when the deadline passes. */
-  description: string;
+  /** Says what was awaited when the deadline passes; a function can say what it last saw. */
+  description: string | (() => string);
 }
 
 /**
@@ -22,7 +22,8 @@ export async function waitFor<T>(check: () => Promise<T | undefined | false> | T
     }
     if (Date.now() > deadline) {
       const detail = last instanceof Error ? last.message : JSON.stringify(last);
-      throw new Error(`timed out waiting for ${options.description} (last: ${detail})`);
+      const description = typeof options.description === 'function' ? options.description() : options.description;
+      throw new Error(`timed out waiting for ${description} (last: ${detail})`);
     }
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 200));
   }

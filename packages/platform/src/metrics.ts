@@ -41,6 +41,7 @@ export const METRIC_NAMES = {
   dedupeMarkBytes: 'ingest_dedupe_mark_bytes',
   dedupeEvictedMarks: 'ingest_dedupe_evicted_marks_total',
   dedupeRestoredMarks: 'ingest_dedupe_restored_marks_total',
+  dedupeUnwrittenMarks: 'ingest_dedupe_unwritten_marks',
   httpRequests: 'ingest_http_requests_total',
   httpRequestDuration: 'ingest_http_request_duration_seconds',
   httpTimeouts: 'ingest_http_timeouts_total',

@@ -81,17 +81,27 @@ function fullView(record: EventRecord): RawEventView {
  * partition is assigned to this instance its marks are restored from there before any of its
  * messages is looked at.
  *
- * Order of effects per batch: the new events and their marks are written in one produce
- * request, then marked in memory, then the offset is committed. An event is never marked seen
- * before it is durably in events.unique. A crash between the write and the commit re-delivers
- * the batch; the restored marks then drop the copies. Only a crash after events.unique took an
- * event but before its mark was written can pass a copy on, which the idempotent sinks
- * (ReplacingMergeTree, the CRM ledger) absorb.
+ * Order of effects per batch: the new events (with the identity map's new records) are written
+ * first; once Kafka acknowledged them they are marked in memory, and then their marks are
+ * written to the changelog; then the offset is committed. A mark is never written before its
+ * event is durably in events.unique, so no failure can make a retried batch drop an event that
+ * never arrived. Events and marks used to share one produce request, assumed atomic; on a
+ * cluster it is one request per partition leader, and a broker killed under load let the marks
+ * land while the events did not: the retried batch dropped them as repeats (3 of 15,460 events
+ * answered 202 were lost in `npm run test:scale`).
+ *
+ * The price is copies, never losses: a send reported failed that did land (a timeout while in
+ * flight), or a crash between the events' write and the marks' write, passes the batch's events
+ * again when it is retried. The sinks absorb copies (ReplacingMergeTree and its FINAL/
+ * `events_dedup` reads, the CRM ledger); docs/architecture.md says how to count. A failed
+ * marks write keeps the marks in memory (the events are durable) and sends them again with the
+ * partition's next batch; a partition that moves to another instance before then loses those
+ * marks, so repeats of those events sent later by a client may pass once more.
  *
  * The identity map (identity.step.ts) rides on the same order: its entries are read before the
- * batch, its new records go in the same produce request as the events (after any refused alias's
- * dead letter), and into the Redis index only once that request is durable. A batch retried
- * after a failed send computes and writes them again (the writes are idempotent).
+ * batch, its new records go in the events' request (after any refused alias's dead letter), and
+ * into the Redis index only once that request is durable. A batch retried after a failed send
+ * computes and writes them again (the writes are idempotent).
  */
 export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
   const now = deps.now ?? Date.now;
@@ -101,6 +111,9 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
   let assignedKey = '';
   let restoring: Promise<void> = Promise.resolve();
   let batchesSinceSweep = 0;
+  /** Marks of durable events whose changelog write failed, per partition, sent with the next batch. */
+  const unwrittenMarks = new Map<number, readonly Mark[]>();
+  const maxUnwritten = deps.maxMarksPerPartition ?? 1_000_000;
 
   const hits = new Counter({ name: METRIC_NAMES.dedupeHits, help: 'Repeated events dropped by dedupe', registers: [deps.metrics] });
   const passed = new Counter({ name: METRIC_NAMES.dedupeUnique, help: 'First-seen events passed to events.unique', registers: [deps.metrics] });
@@ -112,6 +125,11 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
     registers: [deps.metrics],
   });
   const windowOptions = { maxMarks: deps.maxMarksPerPartition, onEvict: (count: number) => evictedMarks.inc(count) };
+  const unwrittenGauge = new Gauge({
+    name: METRIC_NAMES.dedupeUnwrittenMarks,
+    help: 'Marks of stored events not yet in the changelog (its write failed; sent with the next batch)',
+    registers: [deps.metrics],
+  });
   const restored = new Counter({ name: METRIC_NAMES.dedupeRestoredMarks, help: 'Marks read back from the changelog on assignment', registers: [deps.metrics] });
 
   async function restore(partitions: number[]): Promise<void> {
@@ -136,6 +154,29 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
     log.info({ partitions, marks: count, ms: Date.now() - started }, 'dedupe state restored');
   }
 
+  /**
+   * Writes a batch's marks, with any of the partition's earlier marks whose write failed. A
+   * failure keeps them for the next batch instead of failing this one: its events are durable
+   * and marked in memory, and a retry would only pass nothing and write nothing.
+   */
+  async function writeMarks(partition: number, fresh: readonly Mark[], firstOffset: string): Promise<void> {
+    const owed = unwrittenMarks.get(partition) ?? [];
+    const all = owed.length > 0 ? [...owed, ...fresh] : fresh;
+    if (all.length === 0) return;
+    try {
+      await deps.producer.sendBatch([{ topic: deps.changelogTopic, messages: encodeMarks(all, partition, firstOffset) }]);
+      unwrittenMarks.delete(partition);
+    } catch (err) {
+      // Bounded like the window itself: the oldest go first.
+      const kept = all.length > maxUnwritten ? all.slice(all.length - maxUnwritten) : all;
+      unwrittenMarks.set(partition, kept);
+      unwrittenGauge.set([...unwrittenMarks.values()].reduce((sum, m) => sum + m.length, 0));
+      log.warn({ err, partition, marks: kept.length }, 'dedupe marks not written; sending them with the next batch');
+      return;
+    }
+    unwrittenGauge.set([...unwrittenMarks.values()].reduce((sum, m) => sum + m.length, 0));
+  }
+
   /** Follows the assignment: forgets partitions that left, restores the ones that came. */
   function syncAssignment(): Promise<void> {
     const assigned = [...(consumer.assignments()[deps.rawTopic] ?? [])].sort((a, b) => a - b);
@@ -143,6 +184,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
     if (key !== assignedKey) {
       assignedKey = key;
       for (const p of windows.keys()) if (!assigned.includes(p)) windows.delete(p);
+      for (const p of unwrittenMarks.keys()) if (!assigned.includes(p)) unwrittenMarks.delete(p);
       const missing = assigned.filter((p) => !windows.has(p));
       restoring = restoring.then(() => restore(missing));
     }
@@ -196,7 +238,7 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
           // The key is the message's own (before the map's email is added): one person, one partition.
           return passOn({ key: uniqueKey, value: identities ? identities.apply(message) : (message.value ?? '') });
         },
-        // The new events and their marks in one produce request; marked in memory once durable.
+        // The events first; their marks only once the events are durable (see the module comment).
         async publish(unique) {
           // Refused aliases first: a crash after the events' write must not lose them (a repeat is harmless).
           if (identities) await deps.deadLetters.publish(identities.conflicts());
@@ -204,19 +246,18 @@ export function createDedupeConsumer(deps: DedupeConsumerDeps): BatchConsumer {
           try {
             await deps.producer.sendBatch([
               { topic: deps.uniqueTopic, messages: unique },
-              { topic: deps.changelogTopic, messages: encodeMarks(fresh, ctx.partition, messages[0]?.offset ?? '0') },
               ...(links.length > 0 && deps.identitiesTopic ? [{ topic: deps.identitiesTopic, messages: links }] : []),
             ]);
           } catch (err) {
-            // "Failed" may still mean written (a timeout while the request was in flight). Forget
-            // this partition's marks, wait until the send has really ended, and let the retried
-            // batch restore them from the changelog: a batch that did land is then recognised.
-            windows.delete(ctx.partition);
+            // "Failed" may still mean written (a timeout while the request was in flight): wait
+            // until the send has really ended, so the retry does not overtake it. No mark of this
+            // batch was written, so the retry passes its events again: copies at worst, no loss.
             await deps.producer.settled();
             throw err;
           }
           for (const [fp, firstSeenMs] of fresh) window.mark(fp, firstSeenMs);
           await identities?.commit();
+          await writeMarks(ctx.partition, fresh, messages[0]?.offset ?? '0');
         },
         end() {
           hits.inc(duplicates);

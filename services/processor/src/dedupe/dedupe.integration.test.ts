@@ -201,9 +201,63 @@ describe('dedupe consumer', () => {
     }
   });
 
-  // Regression: a send that Kafka wrote but reported as failed (timeout while in flight) made the
-  // retried batch pass every event a second time (found by the chaos tests).
-  it('does not pass a batch twice when a send that landed was reported as failed', async () => {
+  /** Counts of each eventId seen on events.unique. */
+  function copiesOf(seen: readonly EventRecord[]): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const r of seen) counts.set(r.eventId, (counts.get(r.eventId) ?? 0) + 1);
+    return counts;
+  }
+
+  /** 100 events on partition 0 of events.raw, so they are one batch. */
+  async function sendOneBatch(accountId: string, prefix: string): Promise<string[]> {
+    const ids = Array.from({ length: 100 }, (_, i) => `${prefix}-${i}`);
+    await producer.send(
+      kafka.topic('eventsRaw'),
+      ids.map((id) => ({ key: 'one', value: JSON.stringify(record(accountId, id)), partition: 0 })),
+    );
+    return ids;
+  }
+
+  // Regression (found by `npm run test:scale`): events and their marks shared one produce
+  // request; on a cluster that is one request per leader, and a killed broker let the marks land
+  // while the events did not. The retried batch then dropped every event as a repeat: lost.
+  it('loses nothing when the changelog could take its part of a send and events.unique could not', async () => {
+    const accountId = `acc_${uniqueSuffix()}`;
+    const groupId = `dedupe-${uniqueSuffix()}`;
+    let failures = 0;
+    const eventsLeaderDown: Producer = {
+      ...producer,
+      async sendBatch(batches) {
+        if (failures === 0 && batches.some((b) => b.topic === kafka.topic('eventsUnique') && b.messages.length > 0)) {
+          failures++;
+          // The other leaders take their parts; events.unique's leader is gone.
+          await producer.sendBatch(batches.filter((b) => b.topic !== kafka.topic('eventsUnique')));
+          throw new AppError('kafka_outcome_unknown', 'part of the send was written (test: events.unique leader killed)', { retryable: true });
+        }
+        await producer.sendBatch(batches);
+      },
+    };
+    const ids = await sendOneBatch(accountId, 'leader-down');
+    const out = collectUnique(accountId);
+    const reader = await out.reader;
+    const dedupe = startDedupe(groupId, 7 * DAY, eventsLeaderDown);
+    await dedupe.consumer.start();
+    try {
+      await waitFor(() => (copiesOf(out.seen).size >= ids.length ? true : undefined), {
+        description: () => `all 100 events in events.unique after the failed send (seen ${copiesOf(out.seen).size} distinct, ${failures} failed sends)`,
+        timeoutMs: 60_000,
+      });
+      expect(failures).toBe(1);
+      expect([...copiesOf(out.seen).values()].every((n) => n === 1)).toBe(true);
+    } finally {
+      await dedupe.consumer.stop();
+      await reader.stop();
+    }
+  });
+
+  // A send that Kafka wrote but reported as failed (timeout while in flight) is retried: its
+  // events pass again (copies, which storage and the CRM ledger absorb), never fewer.
+  it('passes a batch again, losing nothing, when a send that landed was reported as failed', async () => {
     const accountId = `acc_${uniqueSuffix()}`;
     const groupId = `dedupe-${uniqueSuffix()}`;
     let calls = 0;
@@ -211,14 +265,10 @@ describe('dedupe consumer', () => {
       ...producer,
       async sendBatch(batches) {
         await producer.sendBatch(batches);
-        if (calls++ === 0) throw new AppError('kafka_unavailable', 'kafka did not acknowledge in time (test: written, ack lost)', { retryable: true });
+        if (calls++ === 0) throw new AppError('kafka_outcome_unknown', 'kafka did not acknowledge in time (test: written, ack lost)', { retryable: true });
       },
     };
-    // One partition, so the 100 events are one batch.
-    await producer.send(
-      kafka.topic('eventsRaw'),
-      Array.from({ length: 100 }, (_, i) => record(accountId, `lost-ack-${i}`)).map((r) => ({ key: 'one', value: JSON.stringify(r), partition: 0 })),
-    );
+    const ids = await sendOneBatch(accountId, 'lost-ack');
     const out = collectUnique(accountId);
     const reader = await out.reader;
     const dedupe = startDedupe(groupId, 7 * DAY, landsButFails);
@@ -228,11 +278,64 @@ describe('dedupe consumer', () => {
         description: 'the batch committed after its retry',
         timeoutMs: 60_000,
       });
-      await waitFor(() => out.seen.length >= 100 || undefined, { description: 'the events in events.unique' });
+      await waitFor(() => (out.seen.length >= 2 * ids.length ? true : undefined), {
+        description: () => `the events twice in events.unique (seen ${out.seen.length})`,
+      });
       expect(calls).toBeGreaterThanOrEqual(2);
-      expect(out.seen).toHaveLength(100);
+      const copies = copiesOf(out.seen);
+      expect(copies.size).toBe(ids.length);
+      expect([...copies.values()].every((n) => n === 2)).toBe(true);
     } finally {
       await dedupe.consumer.stop();
+      await reader.stop();
+    }
+  });
+
+  it('keeps the marks of a batch whose changelog write failed and writes them with the next batch', async () => {
+    const accountId = `acc_${uniqueSuffix()}`;
+    const groupId = `dedupe-${uniqueSuffix()}`;
+    let failedMarks = 0;
+    const changelogDown: Producer = {
+      ...producer,
+      async sendBatch(batches) {
+        if (failedMarks === 0 && batches.some((b) => b.topic === kafka.topic('dedupeChangelog'))) {
+          failedMarks++;
+          throw new AppError('kafka_unavailable', 'test: the changelog cannot be written', { retryable: true });
+        }
+        await producer.sendBatch(batches);
+      },
+    };
+    const ids = await sendOneBatch(accountId, 'marks-later');
+    const out = collectUnique(accountId);
+    const reader = await out.reader;
+    const first = startDedupe(groupId, 7 * DAY, changelogDown);
+    await first.consumer.start();
+    try {
+      await waitFor(() => (out.seen.length >= ids.length ? true : undefined), { description: () => `the first batch passed (seen ${out.seen.length})` });
+      expect(failedMarks).toBe(1);
+      await waitFor(async () => (await first.metric('ingest_dedupe_unwritten_marks')) === ids.length || undefined, {
+        description: 'the batch marks held as unwritten',
+      });
+      // The next batch of the partition carries the owed marks.
+      await producer.send(kafka.topic('eventsRaw'), [{ key: 'one', value: JSON.stringify(record(accountId, 'next')), partition: 0 }]);
+      await waitFor(async () => (await first.metric('ingest_dedupe_unwritten_marks')) === 0 || undefined, { description: 'the owed marks written' });
+    } finally {
+      await first.consumer.stop();
+    }
+    // A new process restores every mark: the first batch's repeats are dropped.
+    await producer.send(
+      kafka.topic('eventsRaw'),
+      [...ids, 'after-restart'].map((id) => ({ key: 'one', value: JSON.stringify(record(accountId, id)), partition: 0 })),
+    );
+    const second = startDedupe(groupId);
+    await second.consumer.start();
+    try {
+      await waitFor(() => out.seen.some((r) => r.eventId === 'after-restart') || undefined, { description: 'the new event after restart' });
+      const copies = copiesOf(out.seen);
+      expect(copies.size).toBe(ids.length + 2);
+      expect([...copies.values()].every((n) => n === 1)).toBe(true);
+    } finally {
+      await second.consumer.stop();
       await reader.stop();
     }
   });
