@@ -58,7 +58,7 @@ describe('ops server', () => {
     });
     await server.start();
     expect(await get('/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
-    degraded = ['kafka-brokers: 2 of 3 live (missing broker 2; writes go on while at least 2 are live)'];
+    degraded = ['kafka-brokers: 2 of 3 live (missing broker 2; at least KAFKA_MIN_INSYNC_REPLICAS=2: writes go on)'];
     expect(await get('/readyz')).toEqual({ status: 200, body: { status: 'ready', degraded } });
     waiting = ['kafka-producer'];
     expect(await get('/readyz')).toEqual({ status: 503, body: { status: 'not_ready', waitingFor: ['kafka-producer'], degraded } });

@@ -40,7 +40,7 @@ describe('broker watch against real Kafka', () => {
     expect(more.verdict).toEqual({ status: 'degraded', live, expected: live + 1, missing: [] });
     expect(more.healthy).toBe(true);
     expect(more.degraded).toEqual([
-      `kafka-brokers: ${live} of ${live + 1} live (missing brokers not seen since this service started; writes go on while at least ${live} are live)`,
+      `kafka-brokers: ${live} of ${live + 1} live (missing brokers not seen since this service started; at least KAFKA_MIN_INSYNC_REPLICAS=${live}: writes go on)`,
     ]);
 
     const tooFew = await verdictWith({ replicationFactor: live + 2, minInsyncReplicas: live + 1 });

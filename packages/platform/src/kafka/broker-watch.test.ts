@@ -74,15 +74,17 @@ describe('judgeBrokers', () => {
 describe('describeBrokers', () => {
   it('says the count, the missing ids and the effect on writes, in a bounded line', () => {
     const [, degraded, unavailable] = judgeAll([[1, 2, 3], [1, 3], [3]]) as BrokerVerdict[];
-    expect(describeBrokers(degraded as BrokerVerdict, CLUSTER)).toBe('kafka-brokers: 2 of 3 live (missing broker 2; writes go on while at least 2 are live)');
+    expect(describeBrokers(degraded as BrokerVerdict, CLUSTER)).toBe(
+      'kafka-brokers: 2 of 3 live (missing broker 2; at least KAFKA_MIN_INSYNC_REPLICAS=2: writes go on)',
+    );
     expect(describeBrokers(unavailable as BrokerVerdict, CLUSTER)).toBe(
       'kafka-brokers: 1 of 3 live (missing broker 1, 2; fewer than KAFKA_MIN_INSYNC_REPLICAS=2: writes fail)',
     );
     expect(describeBrokers({ status: 'degraded', live: 2, expected: 3, missing: [] }, CLUSTER)).toBe(
-      'kafka-brokers: 2 of 3 live (missing brokers not seen since this service started; writes go on while at least 2 are live)',
+      'kafka-brokers: 2 of 3 live (missing brokers not seen since this service started; at least KAFKA_MIN_INSYNC_REPLICAS=2: writes go on)',
     );
     const many = describeBrokers({ status: 'degraded', live: 20, expected: 40, missing: Array.from({ length: 20 }, (_, i) => i + 21) }, CLUSTER);
-    expect(many).toBe('kafka-brokers: 20 of 40 live (missing broker 21, 22, 23, 24, 25 and 15 more; writes go on while at least 2 are live)');
+    expect(many).toBe('kafka-brokers: 20 of 40 live (missing broker 21, 22, 23, 24, 25 and 15 more; at least KAFKA_MIN_INSYNC_REPLICAS=2: writes go on)');
   });
 });
 
@@ -119,7 +121,7 @@ describe('broker watch', () => {
 
     await watch.check();
     expect(watch.healthy()).toBe(true);
-    expect(watch.degraded()).toEqual(['kafka-brokers: 2 of 3 live (missing broker 2; writes go on while at least 2 are live)']);
+    expect(watch.degraded()).toEqual(['kafka-brokers: 2 of 3 live (missing broker 2; at least KAFKA_MIN_INSYNC_REPLICAS=2: writes go on)']);
     expect(await brokersGauge()).toEqual([2]);
 
     expect(await watch.check()).toBeUndefined();

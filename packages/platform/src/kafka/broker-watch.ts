@@ -61,7 +61,7 @@ export function describeBrokers(verdict: BrokerVerdict, settings: BrokerSettings
   const effect =
     verdict.status === 'unavailable'
       ? `fewer than KAFKA_MIN_INSYNC_REPLICAS=${settings.minInsyncReplicas}: writes fail`
-      : `writes go on while at least ${settings.minInsyncReplicas} are live`;
+      : `at least KAFKA_MIN_INSYNC_REPLICAS=${settings.minInsyncReplicas}: writes go on`;
   return `${BROKERS_PART}: ${verdict.live} of ${verdict.expected} live (${which}; ${effect})`;
 }
 
