@@ -159,8 +159,6 @@ describe('configuration', () => {
     ...Object.keys(ProcessorConfigSchema.properties),
     ...Object.keys(CrmSinkConfigSchema.properties),
     // tools/cli/src/setup.ts defines these in its own schema.
-    'KAFKA_REPLICATION_FACTOR',
-    'KAFKA_MIN_INSYNC_REPLICAS',
     'CLICKHOUSE_MIGRATIONS_DIR',
     'CLICKHOUSE_CLUSTER',
     'CLICKHOUSE_READER_USER',

@@ -5,7 +5,8 @@
  * with the script, as an operator would.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '@ingest/platform';
@@ -74,4 +75,68 @@ export async function killReplica(replica: Replica): Promise<void> {
 
 export async function killZooKeeper(): Promise<void> {
   await killAndWait(pidOf(join(clusterDir(), 'zookeeper', 'zookeeper.pid')));
+}
+
+/** One database's directory on one replica, on a small file system of its own (mountSmallDisk). */
+export interface SmallDisk {
+  readonly path: string;
+  /** Writes a file until the file system is full (ENOSPC); resolves the bytes it took. */
+  fill(): Promise<number>;
+  /** Deletes that file: the space is back. */
+  free(): Promise<void>;
+  /** Frees, unmounts and removes the mount point (after the database was dropped). */
+  unmount(): Promise<void>;
+}
+
+/**
+ * A real full disk for one replica: `database`'s data directory on that replica becomes a tmpfs
+ * of `sizeMb` MB, mounted before the database is made (ClickHouse then keeps every table of the
+ * database there) and filled on demand. Needs root and `mount` (the development machines and CI
+ * have both); the database must not exist yet. Dropping the database later fails on this
+ * replica at its last step (the mount point cannot be removed: EBUSY) after the tables are gone,
+ * which unmount() then finishes.
+ */
+export async function mountSmallDisk(replica: Replica, database: string, sizeMb: number): Promise<SmallDisk> {
+  if (!/^[A-Za-z0-9_]+$/.test(database)) throw new Error(`not a plain database name: ${database}`);
+  const path = join(clusterDir(), `replica-${replica}`, 'data', 'data', database);
+  const filler = join(path, 'filler.bin');
+  const exec = promisify(execFile);
+  mkdirSync(path, { recursive: true });
+  try {
+    await exec('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0755`, 'tmpfs', path]);
+  } catch (err) {
+    throw new Error(`mounting a ${sizeMb} MB tmpfs on ${path} failed (needs root and mount): ${(err as Error).message}`, { cause: err });
+  }
+  const free = () => rm(filler, { force: true });
+  return {
+    path,
+    async fill() {
+      const file = await open(filler, 'a');
+      let written = 0;
+      try {
+        // Large writes, then small ones for the last partial pages, until nothing fits.
+        for (const size of [1 << 20, 4096, 1]) {
+          const chunk = Buffer.alloc(size);
+          for (;;) {
+            try {
+              written += (await file.write(chunk)).bytesWritten;
+            } catch (err) {
+              if ((err as NodeJS.ErrnoException).code === 'ENOSPC') break;
+              throw err;
+            }
+          }
+        }
+      } finally {
+        await file.close();
+      }
+      return written;
+    },
+    free,
+    async unmount() {
+      await free();
+      // Lazily: a replica that still holds a file of the dropped database must not block it.
+      await exec('umount', ['-l', path]);
+      await rm(path, { recursive: true, force: true });
+    },
+  };
 }

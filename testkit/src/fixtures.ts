@@ -73,9 +73,8 @@ export interface TestClickHouse {
   cleanup(): Promise<void>;
 }
 
-/** A fresh database with every migration applied; `cleanup` drops it. */
-export async function createTestClickHouse(env: IntegrationEnv = integrationEnv()): Promise<TestClickHouse> {
-  const database = `test_${uniqueSuffix()}`;
+/** A fresh database (a unique name, or `database`) with every migration applied; `cleanup` drops it. */
+export async function createTestClickHouse(env: IntegrationEnv = integrationEnv(), database = `test_${uniqueSuffix()}`): Promise<TestClickHouse> {
   const server = {
     url: env.clickhouseUrl,
     username: env.clickhouseUser,

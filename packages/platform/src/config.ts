@@ -67,6 +67,13 @@ export const KafkaConfig = {
    * connect) fails the service's liveness (/healthz), so the orchestrator restarts it.
    */
   KAFKA_PRODUCER_DEAD_AFTER_MS: Type.Integer({ minimum: 1_000, default: 300_000 }),
+  /**
+   * Replication of the topics (setup creates them so; docs/kafka.md, "Replication"): 1/1 on the
+   * single local broker, 3/2 on a cluster. The services read them for /readyz's `kafka-brokers`:
+   * fewer live brokers than expected is `degraded`, fewer than min.insync.replicas not ready.
+   */
+  KAFKA_REPLICATION_FACTOR: Type.Integer({ minimum: 1, default: 1 }),
+  KAFKA_MIN_INSYNC_REPLICAS: Type.Integer({ minimum: 1, default: 1 }),
   /** TLS and SASL (kafka/security.ts, docs/security.md). */
   ...KafkaSecurityConfig,
 } satisfies TProperties;

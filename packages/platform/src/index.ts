@@ -11,6 +11,7 @@ export * from './config.js';
 export * from './errors.js';
 export * from './kafka/acls.js';
 export * from './kafka/admin.js';
+export * from './kafka/broker-watch.js';
 export * from './kafka/replication.js';
 export * from './kafka/client.js';
 export * from './kafka/consumer.js';

@@ -44,4 +44,23 @@ describe('ops server', () => {
     alive = false;
     expect(await get('/healthz')).toEqual({ status: 503, body: { status: 'dead' } });
   });
+
+  it('stays 200 while something is degraded, listing it beside what it waits for', async () => {
+    let waiting: string[] = [];
+    let degraded: string[] = [];
+    server = createOpsServer({
+      host: '127.0.0.1',
+      port: 0,
+      metrics: createMetricsRegistry('ops-test'),
+      waitingFor: () => waiting,
+      degraded: () => degraded,
+      logger: createLogger({ service: 'test', level: 'silent' }),
+    });
+    await server.start();
+    expect(await get('/readyz')).toEqual({ status: 200, body: { status: 'ready' } });
+    degraded = ['kafka-brokers: 2 of 3 live (missing broker 2; at least KAFKA_MIN_INSYNC_REPLICAS=2: writes go on)'];
+    expect(await get('/readyz')).toEqual({ status: 200, body: { status: 'ready', degraded } });
+    waiting = ['kafka-producer'];
+    expect(await get('/readyz')).toEqual({ status: 503, body: { status: 'not_ready', waitingFor: ['kafka-producer'], degraded } });
+  });
 });

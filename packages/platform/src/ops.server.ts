@@ -14,6 +14,12 @@ export interface OpsServerOptions {
    */
   waitingFor: () => string[];
   /**
+   * What still works but with less margin than it should (e.g. `kafka-brokers: 2 of 3 live …`):
+   * /readyz stays 200 and lists it as `degraded`, so a load balancer keeps the service and a
+   * person who looks sees the cause. Default: nothing.
+   */
+  degraded?: () => string[];
+  /**
    * Alive means: no part stopped for good (a consumer that cannot rejoin, a stale control plane).
    * False makes /healthz answer 503 so the orchestrator restarts the process. Default: always.
    */
@@ -61,7 +67,11 @@ export function createOpsServer(options: OpsServerOptions): OpsServer {
           res.writeHead(alive ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: alive ? 'ok' : 'dead' }));
         } else if (path === '/readyz') {
           const waitingFor = options.waitingFor();
-          const body = waitingFor.length === 0 ? { status: 'ready' } : { status: 'not_ready', waitingFor };
+          const degraded = options.degraded?.() ?? [];
+          const body = {
+            ...(waitingFor.length === 0 ? { status: 'ready' } : { status: 'not_ready', waitingFor }),
+            ...(degraded.length > 0 ? { degraded } : {}),
+          };
           res.writeHead(waitingFor.length === 0 ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(body));
         } else if (path === '/metrics') {
           options.metrics.metrics().then(

@@ -4,6 +4,7 @@
  * then the ops server (/healthz, /readyz, /metrics), graceful shutdown with a hard deadline, and
  * one "running" line. Each service's main.ts is its config and its parts, nothing else.
  */
+import { createBrokerWatch } from './kafka/broker-watch.js';
 import { openKafkaClientFromConfig, type Compression, type KafkaClient, type KafkaClientConfig } from './kafka/client.js';
 import { createProducer, type Producer, type ProducerOptions } from './kafka/producer.js';
 import { type TopicKey, topicName } from './kafka/topics.js';
@@ -25,6 +26,8 @@ export interface LaunchConfig extends KafkaClientConfig {
   KAFKA_SEND_TIMEOUT_MS: number;
   KAFKA_IN_FLIGHT_TIMEOUT_MS: number;
   KAFKA_PRODUCER_DEAD_AFTER_MS: number;
+  KAFKA_REPLICATION_FACTOR: number;
+  KAFKA_MIN_INSYNC_REPLICAS: number;
   REDIS_URL: string;
   REDIS_TLS_CA_FILE: string;
 }
@@ -109,19 +112,28 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
   };
 
   await Promise.all([producer.connect(), connectRedis(redis)]);
+  // Lost brokers: degraded while writes go on, not ready below min.insync.replicas (docs/scale.md).
+  const brokers = createBrokerWatch({
+    kafka,
+    replicationFactor: config.KAFKA_REPLICATION_FACTOR,
+    minInsyncReplicas: config.KAFKA_MIN_INSYNC_REPLICAS,
+    registry: metrics,
+    logger,
+  });
   const parts = await options.build(context);
   const ops = createOpsServer({
     host: options.ops.host,
     port: options.ops.port,
     metrics,
     // A service that cannot write to Kafka cannot do its work, whatever its parts say.
-    waitingFor: () => [...(producer.ready() ? [] : [PRODUCER_PART]), ...(parts.waitingFor ?? (() => unhealthy(parts.components)))()],
+    waitingFor: () => [...(producer.ready() ? [] : [PRODUCER_PART]), ...brokers.waitingFor(), ...(parts.waitingFor ?? (() => unhealthy(parts.components)))()],
+    degraded: () => brokers.degraded(),
     live: context.alive,
     logger,
   });
   const runner = createServiceRunner({
     logger,
-    components: [ops, ...parts.components],
+    components: [ops, brokers, ...parts.components],
     clients: [{ name: 'kafka-producer', close: () => producer.disconnect() }, redis, ...(parts.clients ?? [])],
     shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
   });

@@ -45,7 +45,7 @@ export interface ServiceProcess {
   /** The Prometheus text of its /metrics. */
   metrics(): Promise<string>;
   /** Status of its /healthz (liveness) and /readyz, and what /readyz says it waits for when not ready. */
-  health(): Promise<{ live: number; ready: number; waitingFor?: string[] }>;
+  health(): Promise<{ live: number; ready: number; waitingFor?: string[]; degraded?: string[] }>;
   /** Resident set size now, from /proc (bytes). */
   rssBytes(): number;
   /** The last lines of its log, for failure messages. */
@@ -141,8 +141,13 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     },
     async health() {
       const [live, ready] = await Promise.all(['/healthz', '/readyz'].map((p) => fetch(`${opsUrl}${p}`, { signal: AbortSignal.timeout(5_000) })));
-      const body = ready ? ((await ready.json().catch(() => ({}))) as { waitingFor?: string[] }) : {};
-      return { live: live?.status ?? 0, ready: ready?.status ?? 0, ...(body.waitingFor ? { waitingFor: body.waitingFor } : {}) };
+      const body = ready ? ((await ready.json().catch(() => ({}))) as { waitingFor?: string[]; degraded?: string[] }) : {};
+      return {
+        live: live?.status ?? 0,
+        ready: ready?.status ?? 0,
+        ...(body.waitingFor ? { waitingFor: body.waitingFor } : {}),
+        ...(body.degraded ? { degraded: body.degraded } : {}),
+      };
     },
     rssBytes() {
       const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];

@@ -36,9 +36,6 @@ const SetupConfigSchema = Type.Object({
   ...CommonConfig,
   ...KafkaConfig,
   ...ClickHouseConfig,
-  /** Replication of the topics setup creates (docs/kafka.md, "Replication"): 1/1 on the single local broker, 3/2 on a cluster. */
-  KAFKA_REPLICATION_FACTOR: Type.Integer({ minimum: 1, default: 1 }),
-  KAFKA_MIN_INSYNC_REPLICAS: Type.Integer({ minimum: 1, default: 1 }),
   /** `role=principal` pairs whose ACLs setup creates (needs a super user); empty: none. */
   KAFKA_ACL_PRINCIPALS: Type.String({ default: '' }),
   CLICKHOUSE_MIGRATIONS_DIR: Type.String({ default: CLICKHOUSE_MIGRATIONS_DIR }),

@@ -64,6 +64,30 @@ describe('createClickHouse with several servers', () => {
     }
   });
 
+  it('moves an insert off a replica whose disk is full (18.16 answers code 75, errno 28) to the next', async () => {
+    // What a full 18.16 replica answered in the disk-full scale test, as an HTTP 500.
+    const full = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(
+          'Code: 75, e.displayText() = DB::ErrnoException: Cannot write to file /ch/data/data/db/events/tmp_insert_all_2_2_0/primary.idx, errno: 28, strerror: No space left on device, e.what() = DB::ErrnoException\n',
+        );
+      });
+    });
+    await new Promise<void>((r) => full.listen(0, '127.0.0.1', r));
+    const ch = createClickHouse({ url: `http://127.0.0.1:${(full.address() as AddressInfo).port},${replicaUrl}`, requestTimeoutMs: 2_000 });
+    try {
+      await expect(ch.insertTabSeparated('events', ['a'], ['x'])).rejects.toMatchObject({ code: 'clickhouse_unavailable', retryable: true });
+      const before = bodies.length;
+      await ch.insertTabSeparated('events', ['a'], ['x']);
+      expect(bodies.slice(before)).toEqual([expect.stringMatching(/query=INSERT\+INTO\+events.* x\n$/s)]);
+    } finally {
+      await ch.close();
+      await new Promise<void>((r) => full.close(() => r()));
+    }
+  });
+
   it('says not ready when no server answers', async () => {
     const ch = createClickHouse({ url: `${deadUrl},${deadUrl}`, requestTimeoutMs: 2_000 });
     try {

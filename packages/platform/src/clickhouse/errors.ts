@@ -18,9 +18,21 @@ export function clickhouseErrorCode(err: unknown): number | undefined {
 const RETRYABLE_SERVER_CODES = new Set([159, 164, 202, 203, 209, 210, 225, 241, 242, 243, 252, 285, 319, 425, 999]);
 const RETRYABLE_NETWORK = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|socket hang up|Timeout error|other side closed/i;
 
+// A full disk on 18.16 is rarely 243: an insert writes its part without reserving space, and the
+// write fails with the file system's error, `Code: 75 (CANNOT_WRITE_TO_FILE_DESCRIPTOR) …
+// errno: 28, strerror: No space left on device` (what a full replica answered in the disk-full
+// scale test). 74/75 with errno 28 (ENOSPC) or 122 (EDQUOT) pass once space is freed; the same
+// codes with another errno (an I/O error) stay refusals.
+const WRITE_ERROR_CODES = new Set([74, 75]);
+const DISK_FULL_ERRNO = /\berrno: (28|122)\b/;
+
+function isDiskFullWrite(code: number | undefined, text: string): boolean {
+  return code !== undefined && WRITE_ERROR_CODES.has(code) && DISK_FULL_ERRNO.test(text);
+}
+
 export function isRetryableClickHouseError(err: unknown): boolean {
   const code = clickhouseErrorCode(err);
-  if (code !== undefined) return RETRYABLE_SERVER_CODES.has(code);
+  if (code !== undefined) return RETRYABLE_SERVER_CODES.has(code) || isDiskFullWrite(code, err instanceof Error ? err.message : '');
   return err instanceof Error && RETRYABLE_NETWORK.test(`${err.message} ${(err as { code?: unknown }).code ?? ''}`);
 }
 
@@ -37,7 +49,7 @@ export function clickHouseFailureCause(err: unknown): ClickHouseFailureCause {
   const code = clickhouseErrorCode(inner);
   const text = err instanceof Error ? `${err.message} ${inner instanceof Error ? inner.message : ''}` : String(err);
   if (code === 225 || code === 242 || code === 999 || /zookeeper|coordination::/i.test(text)) return 'zookeeper';
-  if (code === 243 || /no space left|not enough space/i.test(text)) return 'disk_full';
+  if (code === 243 || isDiskFullWrite(code, text) || /no space left|not enough space/i.test(text)) return 'disk_full';
   if (code === undefined && inner instanceof Error && RETRYABLE_NETWORK.test(`${inner.message} ${(inner as { code?: unknown }).code ?? ''}`))
     return 'unreachable';
   if (code === 252 || code === 202 || code === 203 || code === 159) return 'overloaded';

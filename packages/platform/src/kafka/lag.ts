@@ -48,8 +48,6 @@ type LagLabels = 'group' | 'topic' | 'partition';
  * same for a group with no live member (the lag then grows, which is the point of the alert).
  * A failed read is logged at warn and leaves the last values in place; it never stops the
  * service, and the collector stays healthy (lag is an observation, not a readiness condition).
- * Each round also sets `ingest_kafka_brokers`, the brokers the cluster reports as live: the
- * IngestKafkaBrokerMissing alert compares it with what the cluster had (docs/scale.md).
  */
 export function createLagCollector(options: LagCollectorOptions): LagCollector {
   const log = options.logger.child({ component: 'lag-collector', groupId: options.groupId });
@@ -61,13 +59,6 @@ export function createLagCollector(options: LagCollectorOptions): LagCollector {
       name: METRIC_NAMES.consumerLag,
       help: 'Messages a consumer group has not committed yet, per partition (end offset minus committed offset)',
       labelNames: ['group', 'topic', 'partition'],
-      registers: [options.registry],
-    });
-  const brokers =
-    (options.registry.getSingleMetric(METRIC_NAMES.kafkaBrokers) as Gauge | undefined) ??
-    new Gauge({
-      name: METRIC_NAMES.kafkaBrokers,
-      help: 'Brokers the Kafka cluster reports as live (fewer than before: a broker is down and its partitions are under-replicated)',
       registers: [options.registry],
     });
   const published = new Map<string, Record<LagLabels, string>>();
@@ -82,12 +73,10 @@ export function createLagCollector(options: LagCollectorOptions): LagCollector {
       admin = fresh;
     }
     const connected = admin;
-    const [committed, ends, live] = await Promise.all([
+    const [committed, ends] = await Promise.all([
       connected.committedOffsets(options.groupId, options.topics),
       Promise.all(options.topics.map((topic) => connected.topicOffsets(topic))),
-      connected.brokerIds(),
     ]);
-    brokers.set(live.length);
     const committedOf = new Map(committed.map((p) => [`${p.topic}/${p.partition}`, p.offset] as const));
     return ends.flat().map((p) => {
       const offset = committedOf.get(`${p.topic}/${p.partition}`) ?? '-1';

@@ -92,7 +92,8 @@ export async function startClusterPipeline(label: string): Promise<ClusterPipeli
     await controlPlane.putCrmCredential(account.id, mapping.crm.credentialsRef, { type: 'hubspot', accessToken: token, baseUrl: crm.url });
     await controlPlane.putMapping(account.id, mapping, 'admin');
 
-    const common = { KAFKA_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS) };
+    // The topics' replication, as the Kubernetes ConfigMap gives every service: /readyz's kafka-brokers check reads it.
+    const common = { KAFKA_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS), KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '2' };
     const sinkPrefix = `t${uniqueSuffix()}:`;
     const processors = new ProcessorFleet({ ...processorSetup(kafka.prefix, clickhouse.database, `scale-${label}`), env: common });
     closers.push(() => processors.killAll());
