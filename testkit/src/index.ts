@@ -1,4 +1,5 @@
 export * from './clickhouse-cluster.js';
+export * from './control-plane-clients.js';
 export * from './credential-keys.js';
 export * from './env.js';
 export * from './fixtures.js';
