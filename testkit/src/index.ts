@@ -3,6 +3,7 @@ export * from './control-plane-clients.js';
 export * from './credential-keys.js';
 export * from './env.js';
 export * from './fixtures.js';
+export * from './identity.fixture.js';
 export * from './kafka-broker.js';
 export * from './kafka-cluster.js';
 export * from './metrics-text.js';
