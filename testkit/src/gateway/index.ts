@@ -10,3 +10,4 @@ export * from './keep-alive.js';
 export * from './connection-channel.fixture.js';
 export * from './compression.js';
 export * from './oauth-state.fixture.js';
+export * from './publishable-key.fixture.js';

@@ -9,8 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayFixture, type GatewayFixture, launchChromium, randomClientIp } from '@ingest/testkit/gateway';
-import { publishableKeyFor } from './publishable-key.fixture.js';
+import { createGatewayFixture, type GatewayFixture, launchChromium, publishableKeyFor, randomClientIp } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 let browser: Browser;

@@ -16,10 +16,9 @@ import { build } from 'esbuild';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { type Component, sql } from '@ingest/platform';
 import { waitFor } from '@ingest/testkit';
-import { createGatewayFixture, type GatewayFixture, launchChromium, randomClientIp } from '@ingest/testkit/gateway';
+import { createGatewayFixture, type GatewayFixture, launchChromium, publishableKeyFor, randomClientIp } from '@ingest/testkit/gateway';
 import { startProcessorFor } from '@ingest/testkit/processor';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishableKeyFor } from '../auth/publishable-key.fixture.js';
 import { answerLosingProducer } from './lost-answer.fixture.js';
 
 let gw: GatewayFixture;

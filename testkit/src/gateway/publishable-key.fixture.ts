@@ -3,7 +3,7 @@
  * API (the gateway fixture's admin app), the account's allowed origins set first, then a key of
  * type `publishable`.
  */
-import { ADMIN_TOKEN, type GatewayFixture, randomClientIp } from '@ingest/testkit/gateway';
+import { ADMIN_TOKEN, type GatewayFixture, randomClientIp } from './gateway.fixture.js';
 
 export async function publishableKeyFor(gw: GatewayFixture, accountId: string, origins: string[]): Promise<string> {
   const admin = async (method: 'POST' | 'PUT', url: string, payload: object) => {
