@@ -6,16 +6,9 @@
  * headless Chromium. Registered for the file (beforeAll/afterAll); use it inside tests.
  */
 import { hashPassword } from '@ingest/domain';
-import { freePort, uniqueSuffix, useFixture } from '@ingest/testkit';
-import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import {
-  createGatewayFixture,
-  type GatewayFixture,
-  launchChromium,
-  signedInDashboardPage,
-  startConnectionChannel,
-  TEST_CHANNEL_TOKEN,
-} from '@ingest/testkit/gateway';
+import { uniqueSuffix, useFixture } from '@ingest/testkit';
+import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
+import { type ChannelConsole, type GatewayFixture, launchChromium, signedInDashboardPage, startChannelConsole } from '@ingest/testkit/gateway';
 import type { Browser, Page } from 'playwright-core';
 import { ensureWebBuilt } from '../../web/bundle.js';
 
@@ -38,33 +31,19 @@ export function useCrmConnectionPage(options: {
   const email = `${options.label}-${uniqueSuffix()}@example.com`;
   const password = `${options.label}-${uniqueSuffix()}-password`;
   let browser: Browser | undefined;
-  let channel: { stop(): Promise<void> } | undefined;
-  let gw: GatewayFixture | undefined;
+  let stack: ChannelConsole | undefined;
   let crm: FakeCrm | undefined;
   const close = async () => {
     await browser?.close();
-    await channel?.stop();
-    await gw?.close();
+    await stack?.close();
     await crm?.stop();
   };
   return useFixture(async () => {
     try {
       await ensureWebBuilt();
       crm = await startFakeCrm({ tokens: [options.token] });
-      const port = await freePort();
-      gw = await createGatewayFixture({
-        CRM_ALLOW_HTTP: 'true',
-        CRM_ALLOWED_CIDRS: '127.0.0.1/32',
-        CRM_SINK_INTERNAL_URL: `http://127.0.0.1:${port}`,
-        CRM_SINK_INTERNAL_TOKEN: TEST_CHANNEL_TOKEN,
-      });
-      channel = await startConnectionChannel({
-        port,
-        controlPlane: gw.controlPlane,
-        redis: gw.redis,
-        redisKeyPrefix: `${options.label}-browser-${port}:`,
-        outboundPolicy: FAKE_CRM_OUTBOUND,
-      });
+      stack = await startChannelConsole({ label: `${options.label}-browser` });
+      const { gw } = stack;
       const baseUrl = await gw.console.listen({ host: '127.0.0.1', port: 0 });
       const { account } = await gw.newAccount('pro');
       await options.prepare?.({ gw, crm, accountId: account.id });
