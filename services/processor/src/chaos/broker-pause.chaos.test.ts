@@ -27,7 +27,6 @@ import type { CrmMapping } from '@ingest/schemas';
 import { KAFKA_DRIVERS, type KafkaDriverName, METRIC_NAMES, PRODUCER_PART, sql, TOPICS } from '@ingest/platform';
 import { syncStateKey } from '@ingest/domain';
 import {
-  type ControlPlaneClients,
   createTestClickHouse,
   createTestKafka,
   integrationEnv,
@@ -83,7 +82,6 @@ afterAll(async () => {
 describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled under load, end to end (%s)', (driver) => {
   let kafka: TestKafka | undefined;
   let clickhouse: TestClickHouse | undefined;
-  let clients: ControlPlaneClients | undefined;
   let crm: FakeCrm | undefined;
   let gateway: GatewayProcess | undefined;
   let processors: ProcessorFleet | undefined;
@@ -97,7 +95,6 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
     await sinks?.killAll();
     for (const close of closers.splice(0).reverse()) await close().catch(() => {});
     await crm?.stop();
-    await clients?.close();
     await clickhouse?.cleanup();
     await kafka?.cleanup();
   });
@@ -105,7 +102,8 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
   it('recovers by itself: every 202 reaches ClickHouse and the CRM, no 503 was written, nothing restarted, RSS flat', async () => {
     kafka = await createTestKafka(Object.keys(TOPICS) as (keyof typeof TOPICS)[], integrationEnv(), driver);
     clickhouse = await createTestClickHouse();
-    clients = await startControlPlaneClients(kafka);
+    const clients = await startControlPlaneClients(kafka);
+    closers.push(() => clients.close());
     const { redis, controlPlane } = clients;
     const account = await controlPlane.createAccount({ name: `Pause ${driver}`, plan: 'growth' });
     const { plaintext: apiKey } = await controlPlane.createApiKey(account.id, 'load');
