@@ -12,7 +12,6 @@ import { promisify } from 'node:util';
 import { REPO_ROOT } from '@ingest/platform';
 
 export const CLUSTER_NAME = 'ingest_cluster';
-const HTTP_PORT_BASE = 8223;
 export const REPLICAS = [1, 2] as const;
 export type Replica = (typeof REPLICAS)[number];
 
@@ -20,12 +19,29 @@ const script = join(REPO_ROOT, 'scripts', 'stack-clickhouse-cluster.sh');
 const stackDir = () => process.env.STACK_DIR ?? join(REPO_ROOT, '.local');
 const clusterDir = () => join(stackDir(), 'clickhouse-cluster');
 
+/**
+ * The script's default of one of its `NAME=${NAME:-default}` settings: the ports live in the
+ * script alone, so the tests cannot drift from what it starts.
+ */
+export function clusterScriptDefault(name: string): string {
+  const found = new RegExp(`^${name}=\\$\\{${name}:-([^}]*)\\}$`, 'm').exec(readFileSync(script, 'utf8'));
+  if (!found?.[1]) throw new Error(`no default for ${name} in ${script}`);
+  return found[1];
+}
+
+/** Replica 1's HTTP port as the script picks it: CLICKHOUSE_REPLICA_HTTP_PORT (it runs with this environment), else its default. */
+function replicaHttpPortBase(): number {
+  return Number(process.env.CLICKHOUSE_REPLICA_HTTP_PORT || clusterScriptDefault('CLICKHOUSE_REPLICA_HTTP_PORT'));
+}
+
 export function replicaUrl(replica: Replica): string {
-  return `http://127.0.0.1:${HTTP_PORT_BASE + replica - 1}`;
+  return `http://127.0.0.1:${replicaHttpPortBase() + replica - 1}`;
 }
 
 /** CLICKHOUSE_URL for the services: every replica, the first preferred. */
-export const CLUSTER_URLS = REPLICAS.map(replicaUrl).join(',');
+export function clusterUrls(): string {
+  return REPLICAS.map(replicaUrl).join(',');
+}
 
 async function run(...args: string[]): Promise<string> {
   const { stdout } = await promisify(execFile)('bash', [script, ...args], {

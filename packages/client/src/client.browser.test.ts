@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '@ingest/testkit';
-import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, launchChromium, randomClientIp } from '@ingest/testkit/gateway';
+import { createGatewayFixture, type GatewayFixture, launchChromium, publishableKeyFor, randomClientIp } from '@ingest/testkit/gateway';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBrowserBundle } from './build/client-package.js';
@@ -22,23 +22,10 @@ let work: string;
 let apiUrl: string;
 let origin: string;
 
-const admin = async (method: 'POST' | 'PUT', url: string, payload: object) => {
-  const response = await gw.admin.inject({
-    method,
-    url: `/admin/v1${url}`,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    payload,
-    remoteAddress: randomClientIp(),
-  });
-  if (response.statusCode >= 300) throw new Error(`${method} ${url}: ${response.statusCode} ${response.body}`);
-  return response.json();
-};
-
 /** A fresh account allowing the page's origin: its publishable key and a way to read its usage. */
 async function browserAccount() {
   const { account, apiKey } = await gw.newAccount('pro');
-  await admin('PUT', `/accounts/${account.id}/allowed-origins`, { origins: [origin] });
-  const publishable = (await admin('POST', `/accounts/${account.id}/keys`, { name: 'web', type: 'publishable' })).apiKey as string;
+  const publishable = await publishableKeyFor(gw, account.id, [origin]);
   await waitFor(() => gw.controlPlane.listApiKeys(account.id).length === 2, { description: 'both keys in the control plane', timeoutMs: 10_000 });
   const used = async () => {
     const r = await gw.app.inject({ method: 'GET', url: '/v1/usage', headers: { authorization: `Bearer ${apiKey}` }, remoteAddress: randomClientIp() });

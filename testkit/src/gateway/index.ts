@@ -1,6 +1,7 @@
 export * from './abuse.fixture.js';
 export * from './admin.fixture.js';
 export * from './browser.js';
+export * from './channel-console.fixture.js';
 export * from './dashboard.client.js';
 export * from './gateway.fixture.js';
 export * from './multipart.js';
@@ -10,3 +11,4 @@ export * from './keep-alive.js';
 export * from './connection-channel.fixture.js';
 export * from './compression.js';
 export * from './oauth-state.fixture.js';
+export * from './publishable-key.fixture.js';

@@ -6,11 +6,10 @@
  * start, so every gateway knows every key when HAProxy puts it in rotation (no request is spent,
  * and counted, waiting for a key to spread).
  */
-import { type Account, type ControlPlane, createControlPlane, type Plan } from '@ingest/domain';
-import { type Closeable, createProducer, createRedis, type Redis, type TopicKey, TOPICS } from '@ingest/platform';
-import { integrationEnv } from '../env.js';
-import { createTestClickHouse, createTestKafka, type TestClickHouse, type TestKafka, testLogger, uniqueSuffix } from '../fixtures.js';
-import { testCredentialKeys } from '../credential-keys.js';
+import type { Account, ControlPlane, Plan } from '@ingest/domain';
+import { type Redis, type TopicKey, TOPICS } from '@ingest/platform';
+import { startControlPlaneClients } from '../control-plane-clients.js';
+import { createTestClickHouse, createTestKafka, type TestClickHouse, type TestKafka, uniqueSuffix } from '../fixtures.js';
 import { type LoadBalancedGateways, startLoadBalancedGateways } from './haproxy-process.js';
 
 export interface LoadBalancedStack<Name extends string> {
@@ -49,22 +48,8 @@ export async function startLoadBalancedStack<Name extends string>(options: {
       () => kafka.cleanup(),
       () => clickhouse.cleanup(),
     );
-    const redis = createRedis({ url: integrationEnv().redisUrl });
-    const producer = createProducer(kafka.kafka);
-    await Promise.all([redis.connect(), producer.connect()]);
-    closers.push(
-      () => redis.close(),
-      () => producer.disconnect(),
-    );
-    const controlPlane = createControlPlane({
-      kafka: kafka.kafka,
-      producer,
-      topicPrefix: kafka.prefix,
-      logger: testLogger(),
-      credentialSealer: testCredentialKeys().sealer,
-    });
-    await controlPlane.start();
-    closers.push(() => controlPlane.stop());
+    const { redis, controlPlane, close: closeClients } = await startControlPlaneClients(kafka);
+    closers.push(closeClients);
     const accounts = {} as Record<Name, { account: Account; apiKey: string }>;
     for (const [name, plan] of Object.entries(options.accounts) as [Name, Plan][]) {
       const account = await controlPlane.createAccount({ name: `${options.label} ${name}`, plan });
@@ -90,7 +75,7 @@ export async function startLoadBalancedStack<Name extends string>(options: {
       options.alongside?.({ kafka, clickhouse, redisKeyPrefix }),
     ]);
     const startMs = { stores: Math.round(t1 - t0), gateways: Math.round(performance.now() - t1) };
-    return { kafka, clickhouse, redis: redis as Redis & Closeable, redisKeyPrefix, controlPlane, accounts, lb, startMs, close };
+    return { kafka, clickhouse, redis, redisKeyPrefix, controlPlane, accounts, lb, startMs, close };
   } catch (err) {
     await close();
     throw err;

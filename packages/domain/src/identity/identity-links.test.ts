@@ -1,23 +1,8 @@
 import type { EventRecord } from '@ingest/schemas';
+import { IDENTITY_TEST_AT as AT, identityTestRecord as record } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
 import { joinedRecord, linksOf, refsToLookUp } from './identity-links.js';
 import { decodeIdentityEntry, encodeIdentityEntry, type IdentityEntry, parseIdentityMapKey, type PersonRef } from './identity-record.js';
-
-const AT = Date.UTC(2026, 10, 28);
-const record = (fields: Partial<EventRecord>): EventRecord => ({
-  v: 1,
-  accountId: 'acc_x',
-  eventId: 'e',
-  eventName: 'Page Viewed',
-  email: null,
-  domain: null,
-  timestampMs: AT,
-  receivedAtMs: AT,
-  properties: {},
-  source: 'api',
-  jobId: null,
-  ...fields,
-});
 
 /** A map as the batch sees it: the known entries plus what linksOf writes. */
 function mapOf(entries: Record<string, Omit<IdentityEntry, 'v' | 'updatedAt'>> = {}) {

@@ -4,64 +4,16 @@
  * the fake HubSpot over HTTP: an owner adds a connection, tests it (success in words), rotates
  * it to a revoked token and tests again (the CRM's refusal in plain words), then removes it.
  */
-import { hashPassword } from '@ingest/domain';
-import { freePort, uniqueSuffix } from '@ingest/testkit';
-import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import {
-  createGatewayFixture,
-  type GatewayFixture,
-  launchChromium,
-  signedInDashboardPage,
-  screenshot,
-  startConnectionChannel,
-  TEST_CHANNEL_TOKEN,
-} from '@ingest/testkit/gateway';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureWebBuilt } from '../../web/bundle.js';
+import { screenshot } from '@ingest/testkit/gateway';
+import { describe, expect, it } from 'vitest';
+import { useCrmConnectionPage } from './crm-connection-page.fixture.js';
 
 const GOOD = 'tok-browser-connection';
-let gw: GatewayFixture;
-let crm: FakeCrm;
-let channel: { stop(): Promise<void> };
-let browser: Browser;
-let page: Page;
-const email = `conn-${uniqueSuffix()}@example.com`;
-const password = `conn-${uniqueSuffix()}-password`;
-
-beforeAll(async () => {
-  await ensureWebBuilt();
-  crm = await startFakeCrm({ tokens: [GOOD] });
-  const port = await freePort();
-  gw = await createGatewayFixture({
-    CRM_ALLOW_HTTP: 'true',
-    CRM_ALLOWED_CIDRS: '127.0.0.1/32',
-    CRM_SINK_INTERNAL_URL: `http://127.0.0.1:${port}`,
-    CRM_SINK_INTERNAL_TOKEN: TEST_CHANNEL_TOKEN,
-  });
-  channel = await startConnectionChannel({
-    port,
-    controlPlane: gw.controlPlane,
-    redis: gw.redis,
-    redisKeyPrefix: `conn-browser-${port}:`,
-    outboundPolicy: FAKE_CRM_OUTBOUND,
-  });
-  const baseUrl = await gw.console.listen({ host: '127.0.0.1', port: 0 });
-  const { account } = await gw.newAccount('pro');
-  await gw.controlPlane.createOwner(account.id, email, await hashPassword(password));
-  browser = await launchChromium();
-  page = await signedInDashboardPage(browser, baseUrl, { email, password });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await channel?.stop();
-  await gw?.close();
-  await crm?.stop();
-});
+const ui = useCrmConnectionPage({ label: 'conn', token: GOOD });
 
 describe('CRM connections page', () => {
   it('adds a HubSpot connection, tests it, sees a refused token in plain words, and removes it', async () => {
+    const { page, crm } = ui;
     await page.getByRole('link', { name: 'CRM connections' }).click();
     await page.getByRole('heading', { name: 'CRM connections' }).waitFor();
     await page.getByText('No connections yet.').waitFor();

@@ -4,43 +4,22 @@
  * Connections page's API: the session's account only, CSRF on writes, secrets write-only,
  * every change audited, and "test connection" answered by crm-sink in plain words.
  */
-import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import {
-  createGatewayFixture,
-  type DashboardUser,
-  type GatewayFixture,
-  signedInOwner,
-  startConnectionChannel,
-  TEST_CHANNEL_TOKEN,
-} from '@ingest/testkit/gateway';
-import { freePort } from '@ingest/testkit';
+import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
+import { type ChannelConsole, type DashboardUser, type GatewayFixture, signedInOwner, startChannelConsole } from '@ingest/testkit/gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const GOOD = 'tok-connections-good';
 let gw: GatewayFixture;
 let crm: FakeCrm;
-let channel: { stop(): Promise<void> };
+let stack: ChannelConsole | undefined;
 let a: { accountId: string; user: DashboardUser };
 let b: { accountId: string; user: DashboardUser };
 const json = { 'content-type': 'application/json' };
 
 beforeAll(async () => {
   crm = await startFakeCrm({ tokens: [GOOD] });
-  const port = await freePort();
-  gw = await createGatewayFixture({
-    CRM_ALLOW_HTTP: 'true',
-    CRM_ALLOWED_CIDRS: '127.0.0.1/32',
-    CRM_SINK_INTERNAL_URL: `http://127.0.0.1:${port}`,
-    CRM_SINK_INTERNAL_TOKEN: TEST_CHANNEL_TOKEN,
-    CRM_SINK_INTERNAL_TIMEOUT_MS: '8000',
-  });
-  channel = await startConnectionChannel({
-    port,
-    controlPlane: gw.controlPlane,
-    redis: gw.redis,
-    redisKeyPrefix: `conn-${port}:`,
-    outboundPolicy: FAKE_CRM_OUTBOUND,
-  });
+  stack = await startChannelConsole({ label: 'conn', env: { CRM_SINK_INTERNAL_TIMEOUT_MS: '8000' } });
+  gw = stack.gw;
   const setUp = async () => {
     const { account } = await gw.newAccount('pro');
     return { accountId: account.id, user: await signedInOwner(gw, account.id) };
@@ -50,8 +29,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await channel?.stop();
-  await gw?.close();
+  await stack?.close();
   await crm?.stop();
 });
 

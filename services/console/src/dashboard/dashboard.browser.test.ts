@@ -9,51 +9,26 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { type Component } from '@ingest/platform';
-import { hashPassword } from '@ingest/domain';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ensureWebBuilt } from '../../web/bundle.js';
-import { launchChromium, screenshot } from '@ingest/testkit/gateway';
-import { createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
-import { describePipeline, startProcessorFor } from '@ingest/testkit/processor';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type GatewayFixture, screenshot } from '@ingest/testkit/gateway';
+import { usePipelineDashboard } from './pipeline-dashboard.fixture.js';
 
+const email = `owner-${uniqueSuffix()}@example.com`;
+const password = `browser-${uniqueSuffix()}-password`;
+const dash = usePipelineDashboard({ processorName: 'browser-processor', owner: { email, password } });
 let gw: GatewayFixture;
 let browser: Browser;
 let page: Page;
 let baseUrl: string;
 /** The gateway's public API, where the keys the dashboard makes are used. */
 let apiUrl: string;
-let processor: Component[] = [];
 let accountId: string;
-const email = `owner-${uniqueSuffix()}@example.com`;
-const password = `browser-${uniqueSuffix()}-password`;
 
 beforeAll(async () => {
-  await ensureWebBuilt();
-  gw = await createGatewayFixture();
-  baseUrl = await gw.console.listen({ host: '127.0.0.1', port: 0 });
-  apiUrl = await gw.app.listen({ host: '127.0.0.1', port: 0 });
-  processor = await startProcessorFor(gw, 'browser-processor');
-  const { account } = await gw.newAccount('free');
-  accountId = account.id;
-  await gw.controlPlane.createOwner(account.id, email, await hashPassword(password));
-  browser = await launchChromium();
+  ({ gw, browser, baseUrl, apiUrl, accountId } = dash);
   page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
-});
-
-// Pages that wait for stored events fail with the pipeline's state, not only a timeout.
-beforeEach(({ onTestFailed }) => {
-  onTestFailed(async () => {
-    console.error(await describePipeline(gw, 'browser-processor'));
-  });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  for (const part of processor) await part.stop();
-  await gw?.close();
 });
 
 const sendEvent = (apiKey: string) =>

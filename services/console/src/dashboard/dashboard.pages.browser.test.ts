@@ -7,54 +7,29 @@
  * accepted message and its refused one (reason, route, stored fields) arrive; enrols an authenticator app on the
  * Security page and signs in again with password and code.
  */
-import { type Component, toDeadLetterMessage } from '@ingest/platform';
-import { hashPassword } from '@ingest/domain';
+import { toDeadLetterMessage } from '@ingest/platform';
 import { generate } from 'otplib';
 import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ensureWebBuilt } from '../../web/bundle.js';
-import { launchChromium, signedInDashboardPage, screenshot } from '@ingest/testkit/gateway';
-import { createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
-import { describePipeline, startProcessorFor } from '@ingest/testkit/processor';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type GatewayFixture, signedInDashboardPage, screenshot } from '@ingest/testkit/gateway';
+import { usePipelineDashboard } from './pipeline-dashboard.fixture.js';
 
+const email = `pages-${uniqueSuffix()}@example.com`;
+const password = `pages-${uniqueSuffix()}-password`;
+const dash = usePipelineDashboard({ processorName: 'pages-processor', owner: { email, password } });
 let gw: GatewayFixture;
 let browser: Browser;
 let page: Page;
 let baseUrl: string;
 /** The gateway's public API, where the keys the dashboard makes are used. */
 let apiUrl: string;
-let processor: Component[] = [];
 let accountId: string;
 let apiKey: string;
-const email = `pages-${uniqueSuffix()}@example.com`;
-const password = `pages-${uniqueSuffix()}-password`;
 
 beforeAll(async () => {
-  await ensureWebBuilt();
-  gw = await createGatewayFixture();
-  baseUrl = await gw.console.listen({ host: '127.0.0.1', port: 0 });
-  apiUrl = await gw.app.listen({ host: '127.0.0.1', port: 0 });
-  processor = await startProcessorFor(gw, 'pages-processor');
-  const created = await gw.newAccount('free');
-  accountId = created.account.id;
-  apiKey = created.apiKey;
-  await gw.controlPlane.createOwner(created.account.id, email, await hashPassword(password));
-  browser = await launchChromium();
+  ({ gw, browser, baseUrl, apiUrl, accountId, apiKey } = dash);
   page = await signedInDashboardPage(browser, baseUrl, { email, password });
-});
-
-// Pages that wait for stored events fail with the pipeline's state, not only a timeout.
-beforeEach(({ onTestFailed }) => {
-  onTestFailed(async () => {
-    console.error(await describePipeline(gw, 'pages-processor'));
-  });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  for (const part of processor) await part.stop();
-  await gw?.close();
 });
 
 const editor = () => page.getByLabel('Mapping document (JSON)');

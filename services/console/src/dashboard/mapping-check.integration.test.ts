@@ -4,43 +4,21 @@
  * mapping is saved only when its fields fit the CRM's properties; a CRM that answers slowly or
  * with garbage leaves it unsaved with the reason, unless the owner saves without checking.
  */
-import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import {
-  createGatewayFixture,
-  type DashboardUser,
-  type GatewayFixture,
-  signedInOwner,
-  startConnectionChannel,
-  TEST_CHANNEL_TOKEN,
-} from '@ingest/testkit/gateway';
-import { freePort } from '@ingest/testkit';
+import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
+import { type ChannelConsole, type DashboardUser, type GatewayFixture, signedInOwner, startChannelConsole } from '@ingest/testkit/gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const TOKEN = 'tok-mapping-check';
 let gw: GatewayFixture;
 let crm: FakeCrm;
-let channel: { stop(): Promise<void> };
+let stack: ChannelConsole | undefined;
 let owner: { accountId: string; user: DashboardUser };
 const json = { 'content-type': 'application/json' };
 
 beforeAll(async () => {
   crm = await startFakeCrm({ tokens: [TOKEN] });
-  const port = await freePort();
-  gw = await createGatewayFixture({
-    CRM_ALLOW_HTTP: 'true',
-    CRM_ALLOWED_CIDRS: '127.0.0.1/32',
-    CRM_SINK_INTERNAL_URL: `http://127.0.0.1:${port}`,
-    CRM_SINK_INTERNAL_TOKEN: TEST_CHANNEL_TOKEN,
-    CRM_SINK_INTERNAL_TIMEOUT_MS: '8000',
-  });
-  channel = await startConnectionChannel({
-    port,
-    controlPlane: gw.controlPlane,
-    redis: gw.redis,
-    redisKeyPrefix: `mapcheck-${port}:`,
-    outboundPolicy: FAKE_CRM_OUTBOUND,
-    timeoutMs: 1_500,
-  });
+  stack = await startChannelConsole({ label: 'mapcheck', env: { CRM_SINK_INTERNAL_TIMEOUT_MS: '8000' }, channelTimeoutMs: 1_500 });
+  gw = stack.gw;
   const { account } = await gw.newAccount('pro');
   owner = { accountId: account.id, user: await signedInOwner(gw, account.id) };
   const added = await owner.user.request({
@@ -53,8 +31,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await channel?.stop();
-  await gw?.close();
+  await stack?.close();
   await crm?.stop();
 });
 

@@ -5,70 +5,24 @@
  * the JSON follow (and the form follow the JSON), picks fields from the CRM's real properties,
  * and sees a save refused for a field HubSpot does not have, named with its rule.
  */
-import { hashPassword } from '@ingest/domain';
-import { freePort, uniqueSuffix } from '@ingest/testkit';
-import { FAKE_CRM_OUTBOUND, type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
-import {
-  createGatewayFixture,
-  type GatewayFixture,
-  launchChromium,
-  signedInDashboardPage,
-  screenshot,
-  startConnectionChannel,
-  TEST_CHANNEL_TOKEN,
-} from '@ingest/testkit/gateway';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureWebBuilt } from '../../web/bundle.js';
+import { screenshot } from '@ingest/testkit/gateway';
+import { describe, expect, it } from 'vitest';
+import { useCrmConnectionPage } from './crm-connection-page.fixture.js';
 
 const TOKEN = 'tok-browser-mapping-form';
-let gw: GatewayFixture;
-let crm: FakeCrm;
-let channel: { stop(): Promise<void> };
-let browser: Browser;
-let page: Page;
-let accountId: string;
-const email = `form-${uniqueSuffix()}@example.com`;
-const password = `form-${uniqueSuffix()}-password`;
-
-beforeAll(async () => {
-  await ensureWebBuilt();
-  crm = await startFakeCrm({ tokens: [TOKEN] });
-  const port = await freePort();
-  gw = await createGatewayFixture({
-    CRM_ALLOW_HTTP: 'true',
-    CRM_ALLOWED_CIDRS: '127.0.0.1/32',
-    CRM_SINK_INTERNAL_URL: `http://127.0.0.1:${port}`,
-    CRM_SINK_INTERNAL_TOKEN: TEST_CHANNEL_TOKEN,
-  });
-  channel = await startConnectionChannel({
-    port,
-    controlPlane: gw.controlPlane,
-    redis: gw.redis,
-    redisKeyPrefix: `form-browser-${port}:`,
-    outboundPolicy: FAKE_CRM_OUTBOUND,
-  });
-  const baseUrl = await gw.console.listen({ host: '127.0.0.1', port: 0 });
-  const { account } = await gw.newAccount('pro');
-  accountId = account.id;
+const ui = useCrmConnectionPage({
+  label: 'form',
+  token: TOKEN,
+  viewport: { width: 1280, height: 1000 },
   // The name the page's starting document uses.
-  await gw.controlPlane.putCrmCredential(account.id, 'hubspot-prod', { type: 'hubspot', accessToken: TOKEN, baseUrl: crm.url });
-  await gw.controlPlane.createOwner(account.id, email, await hashPassword(password));
-  browser = await launchChromium();
-  page = await signedInDashboardPage(browser, baseUrl, { email, password }, { width: 1280, height: 1000 });
+  prepare: ({ gw, crm, accountId }) => gw.controlPlane.putCrmCredential(accountId, 'hubspot-prod', { type: 'hubspot', accessToken: TOKEN, baseUrl: crm.url }),
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await channel?.stop();
-  await gw?.close();
-  await crm?.stop();
-});
-
-const json = () => page.getByLabel('Mapping document (JSON)');
+const json = () => ui.page.getByLabel('Mapping document (JSON)');
 
 describe('CRM mapping rules form', () => {
   it('builds a rule through the form, the JSON follows, and the JSON edits show in the form', async () => {
+    const { page } = ui;
     await page.getByRole('link', { name: 'CRM mapping' }).click();
     await page.getByRole('heading', { name: 'CRM mapping' }).waitFor();
     expect(await page.getByLabel('Rule 1 event name').inputValue()).toBe('Signed Up');
@@ -99,6 +53,7 @@ describe('CRM mapping rules form', () => {
   });
 
   it('refuses a save for a field HubSpot does not have, naming rule and field; saves once the form picks real fields', async () => {
+    const { page, gw, accountId } = ui;
     // The starting document's fields (first_source, signups) are not HubSpot properties of this portal.
     await page.getByRole('button', { name: 'Save version 1' }).click();
     const errors = page.getByRole('list', { name: 'Validation errors' });

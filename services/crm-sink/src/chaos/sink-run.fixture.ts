@@ -5,9 +5,9 @@
  * events (one killed, one clean) can then be compared record by record.
  */
 import type { CrmMapping, EventRecord } from '@ingest/schemas';
-import { committedOffsets, createProducer, createRedis, deleteConsumerGroups, type Producer, type Redis, type TopicKey } from '@ingest/platform';
-import { createControlPlane, type ControlPlane, type EventSyncState, ledgerKey, recordStateKeys, syncStateKey, uniqueEventKey } from '@ingest/domain';
-import { CONTROL_PLANE_TOPICS, createTestKafka, integrationEnv, type TestKafka, testCredentialKeys, testLogger, uniqueSuffix, waitFor } from '@ingest/testkit';
+import { committedOffsets, deleteConsumerGroups, type Redis, type TopicKey } from '@ingest/platform';
+import { type EventSyncState, ledgerKey, recordStateKeys, syncStateKey, uniqueEventKey } from '@ingest/domain';
+import { CONTROL_PLANE_TOPICS, createTestKafka, startControlPlaneClients, type TestKafka, uniqueSuffix, waitFor } from '@ingest/testkit';
 import { type FakeCall, type FakeCrm, type FakeRecord, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { SinkFleet } from '@ingest/testkit';
 
@@ -55,17 +55,8 @@ export async function createSinkRun(
   const token = `tok-${label}-${uniqueSuffix()}`;
   const crm = await startFakeCrm({ tokens: [token], onCall: options.onCall });
   const kafka = await createTestKafka(TOPICS);
-  const redis = createRedis({ url: integrationEnv().redisUrl });
-  const producer: Producer = createProducer(kafka.kafka);
-  await Promise.all([redis.connect(), producer.connect()]);
-  const controlPlane: ControlPlane = createControlPlane({
-    kafka: kafka.kafka,
-    producer,
-    topicPrefix: kafka.prefix,
-    logger: testLogger(),
-    credentialSealer: testCredentialKeys().sealer,
-  });
-  await controlPlane.start();
+  const clients = await startControlPlaneClients(kafka);
+  const { redis, producer, controlPlane } = clients;
   const account = await controlPlane.createAccount({ name: `Chaos ${label}`, plan: 'growth' });
   // Through the control plane, as the admin API stores them: the sink processes read them at start.
   await controlPlane.putCrmCredential(account.id, mapping.crm.credentialsRef, { type: 'hubspot', accessToken: token, baseUrl: crm.url });
@@ -143,12 +134,11 @@ export async function createSinkRun(
     },
     async cleanup() {
       await fleet.killAll();
-      await controlPlane.stop().catch(() => undefined);
       const keys = await redis.keys(`${redisKeyPrefix}*`);
       for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
       await deleteConsumerGroups(kafka.kafka, (g) => g === groupId).catch(() => undefined);
-      await producer.disconnect();
-      await redis.close();
+      // As before the clients were shared: a failed close of the control plane does not keep the topics and the fake CRM alive.
+      await clients.close().catch(() => undefined);
       await kafka.cleanup();
       await crm.stop();
     },

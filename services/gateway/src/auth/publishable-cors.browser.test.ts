@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, launchChromium, randomClientIp } from '@ingest/testkit/gateway';
+import { createGatewayFixture, type GatewayFixture, launchChromium, publishableKeyFor, randomClientIp } from '@ingest/testkit/gateway';
 
 let gw: GatewayFixture;
 let browser: Browser;
@@ -20,18 +20,6 @@ let otherOrigin: string;
 let accountId: string;
 let publishableKey: string;
 let secretKey: string;
-
-const admin = async (method: 'POST' | 'PUT', url: string, payload: object) => {
-  const response = await gw.admin.inject({
-    method,
-    url: `/admin/v1${url}`,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    payload,
-    remoteAddress: randomClientIp(),
-  });
-  if (response.statusCode >= 300) throw new Error(`${method} ${url}: ${response.statusCode} ${response.body}`);
-  return response.json();
-};
 
 beforeAll(async () => {
   gw = await createGatewayFixture();
@@ -46,8 +34,7 @@ beforeAll(async () => {
   const { account, apiKey } = await gw.newAccount('pro');
   accountId = account.id;
   secretKey = apiKey;
-  await admin('PUT', `/accounts/${accountId}/allowed-origins`, { origins: [allowedOrigin] });
-  publishableKey = (await admin('POST', `/accounts/${accountId}/keys`, { name: 'web', type: 'publishable' })).apiKey;
+  publishableKey = await publishableKeyFor(gw, accountId, [allowedOrigin]);
   browser = await launchChromium();
 }, 60_000);
 

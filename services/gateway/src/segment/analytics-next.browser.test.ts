@@ -16,7 +16,7 @@ import { build } from 'esbuild';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { type Component, sql } from '@ingest/platform';
 import { waitFor } from '@ingest/testkit';
-import { ADMIN_TOKEN, createGatewayFixture, type GatewayFixture, launchChromium, randomClientIp } from '@ingest/testkit/gateway';
+import { createGatewayFixture, type GatewayFixture, launchChromium, publishableKeyFor, randomClientIp } from '@ingest/testkit/gateway';
 import { startProcessorFor } from '@ingest/testkit/processor';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerLosingProducer } from './lost-answer.fixture.js';
@@ -62,22 +62,10 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
 
-  const admin = async (method: 'POST' | 'PUT', url: string, payload: object) => {
-    const response = await gw.admin.inject({
-      method,
-      url: `/admin/v1${url}`,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      payload,
-      remoteAddress: randomClientIp(),
-    });
-    if (response.statusCode >= 300) throw new Error(`${method} ${url}: ${response.statusCode} ${response.body}`);
-    return response.json() as { apiKey: string };
-  };
   const { account, apiKey } = await gw.newAccount('pro');
   accountId = account.id;
   secretKey = apiKey;
-  await admin('PUT', `/accounts/${accountId}/allowed-origins`, { origins: [origin] });
-  publishableKey = (await admin('POST', `/accounts/${accountId}/keys`, { name: 'web', type: 'publishable' })).apiKey;
+  publishableKey = await publishableKeyFor(gw, accountId, [origin]);
   await waitFor(() => gw.controlPlane.listApiKeys(accountId).length === 2 && (gw.controlPlane.accountById(accountId)?.allowedOrigins ?? []).includes(origin), {
     description: 'the publishable key and the origin in the gateway\u2019s control plane',
     timeoutMs: 10_000,

@@ -24,34 +24,23 @@
  * `CHAOS_BROKER_STALL_MS=45000 CHAOS_IN_FLIGHT_TIMEOUT_MS=default npx vitest run --project chaos broker-pause`.
  */
 import type { CrmMapping } from '@ingest/schemas';
-import {
-  type Closeable,
-  createProducer,
-  createRedis,
-  KAFKA_DRIVERS,
-  type KafkaDriverName,
-  METRIC_NAMES,
-  PRODUCER_PART,
-  type Redis,
-  sql,
-  TOPICS,
-} from '@ingest/platform';
-import { createControlPlane, syncStateKey } from '@ingest/domain';
+import { KAFKA_DRIVERS, type KafkaDriverName, METRIC_NAMES, PRODUCER_PART, sql, TOPICS } from '@ingest/platform';
+import { syncStateKey } from '@ingest/domain';
 import {
   createTestClickHouse,
   createTestKafka,
   integrationEnv,
   pauseKafka,
   resumeKafka,
+  startControlPlaneClients,
   type TestClickHouse,
   type TestKafka,
-  testLogger,
   uniqueSuffix,
   waitFor,
 } from '@ingest/testkit';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { metricSum } from '@ingest/testkit';
-import { SinkFleet, testCredentialKeys } from '@ingest/testkit';
+import { SinkFleet } from '@ingest/testkit';
 import { type FakeCrm, startFakeCrm } from '@ingest/testkit/fake-crm';
 import { type GatewayProcess, startGatewayProcess } from '@ingest/testkit';
 import { ProcessorFleet, processorSetup } from '@ingest/testkit';
@@ -93,7 +82,6 @@ afterAll(async () => {
 describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled under load, end to end (%s)', (driver) => {
   let kafka: TestKafka | undefined;
   let clickhouse: TestClickHouse | undefined;
-  let redis: (Redis & Closeable) | undefined;
   let crm: FakeCrm | undefined;
   let gateway: GatewayProcess | undefined;
   let processors: ProcessorFleet | undefined;
@@ -107,7 +95,6 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
     await sinks?.killAll();
     for (const close of closers.splice(0).reverse()) await close().catch(() => {});
     await crm?.stop();
-    await redis?.close();
     await clickhouse?.cleanup();
     await kafka?.cleanup();
   });
@@ -115,19 +102,9 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
   it('recovers by itself: every 202 reaches ClickHouse and the CRM, no 503 was written, nothing restarted, RSS flat', async () => {
     kafka = await createTestKafka(Object.keys(TOPICS) as (keyof typeof TOPICS)[], integrationEnv(), driver);
     clickhouse = await createTestClickHouse();
-    redis = createRedis({ url: integrationEnv().redisUrl });
-    const producer = createProducer(kafka.kafka);
-    await Promise.all([producer.connect(), redis.connect()]);
-    closers.push(() => producer.disconnect());
-    const controlPlane = createControlPlane({
-      kafka: kafka.kafka,
-      producer,
-      topicPrefix: kafka.prefix,
-      logger: testLogger(),
-      credentialSealer: testCredentialKeys().sealer,
-    });
-    await controlPlane.start();
-    closers.push(() => controlPlane.stop());
+    const clients = await startControlPlaneClients(kafka);
+    closers.push(() => clients.close());
+    const { redis, controlPlane } = clients;
     const account = await controlPlane.createAccount({ name: `Pause ${driver}`, plan: 'growth' });
     const { plaintext: apiKey } = await controlPlane.createApiKey(account.id, 'load');
     const token = `tok-pause-${uniqueSuffix()}`;
@@ -284,12 +261,11 @@ describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled und
       },
       { description: 'every accepted event in ClickHouse', timeoutMs: Math.max(1_000, resumedAt + DELIVERY_BOUND_MS - Date.now()), intervalMs: 1_000 },
     );
-    const syncRedis = redis;
     await waitFor(
       async () => {
         let pending = 0;
         for (let i = 0; i < accepted.length; i += 1_000) {
-          const states = await syncRedis.mget(...accepted.slice(i, i + 1_000).map((id) => syncStateKey(sinkPrefix, account.id, id)));
+          const states = await redis.mget(...accepted.slice(i, i + 1_000).map((id) => syncStateKey(sinkPrefix, account.id, id)));
           pending += states.filter((s) => s === null || !/"state":"synced"/.test(s)).length;
         }
         if (pending > 0) throw new Error(`${pending} of ${accepted.length} accepted events not synced to the CRM`);

@@ -1,10 +1,9 @@
 import type { EventRecord } from '@ingest/schemas';
 import { type ConsumedMessage, createMetricsRegistry } from '@ingest/platform';
 import { type IdentityEntry, type IdentityMapIndex, identityOf, IDENTITY_HEADER, type PersonRef } from '@ingest/domain';
+import { IDENTITY_TEST_AT as AT, identityTestRecord } from '@ingest/testkit';
 import { describe, expect, it } from 'vitest';
 import { createIdentityStep } from './identity.step.js';
-
-const AT = Date.UTC(2026, 10, 28);
 
 /** The index as a Map (the Redis one has its own integration tests). */
 function memoryIndex(): IdentityMapIndex & { data: Map<string, IdentityEntry>; reads: number } {
@@ -33,20 +32,7 @@ function memoryIndex(): IdentityMapIndex & { data: Map<string, IdentityEntry>; r
 
 let offset = 0;
 function message(fields: Partial<EventRecord>): ConsumedMessage {
-  const record: EventRecord = {
-    v: 1,
-    accountId: 'acc_x',
-    eventId: `e${offset}`,
-    eventName: 'Page Viewed',
-    email: null,
-    domain: null,
-    timestampMs: AT,
-    receivedAtMs: AT,
-    properties: {},
-    source: 'api',
-    jobId: null,
-    ...fields,
-  };
+  const record = identityTestRecord({ eventId: `e${offset}`, ...fields });
   return {
     topic: 'events.raw',
     partition: 0,

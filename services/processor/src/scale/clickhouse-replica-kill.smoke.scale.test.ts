@@ -13,51 +13,34 @@
  * once (parts replica 1 had not handed over yet waited on its disk: replication is asynchronous).
  */
 import { createClickHouse, METRIC_NAMES } from '@ingest/platform';
-import {
-  CLUSTER_URLS,
-  killReplica,
-  metricSum,
-  ProcessorFleet,
-  processorSetup,
-  replicaUrl,
-  startReplica,
-  storedEvent,
-  storeEvents,
-  waitFor,
-} from '@ingest/testkit';
+import { killReplica, metricSum, replicaUrl, startReplica, storedEvent, storeEvents, waitFor } from '@ingest/testkit';
 import { useGatewayFixture } from '@ingest/testkit/gateway';
-import { type ApiClient, newStats, postEvents, runPool, testEvent } from '@ingest/testkit/processor';
+import { newStats, postEvents, runPool } from '@ingest/testkit/processor';
 import { afterAll, describe, expect, it } from 'vitest';
-import { countsOn, useReplicatedClickHouse } from './replicated-clickhouse.fixture.js';
+import { countsOn, useReplicatedClickHouse, useReplicatedProcessor } from './replicated-clickhouse.fixture.js';
 
 const TOTAL = 4_000;
 const PER_REQUEST = 50;
 
 const { startedAt: started } = useReplicatedClickHouse('replica-kill');
 const gw = useGatewayFixture();
-let fleet: ProcessorFleet | undefined;
+const replicated = useReplicatedProcessor(gw, 'replica-kill');
 afterAll(async () => {
-  await fleet?.killAll();
   // A replica this test killed is started again, so the next test (and the database drop) finds both.
   await startReplica(1);
 });
 
 describe('a ClickHouse replica SIGKILLed during inserts', () => {
   it('loses nothing, stores nothing twice, reads from the other replica, and catches up after its restart', async () => {
-    const setup = processorSetup(gw.kafka.prefix, gw.clickhouse.database, 'replica-kill', {
-      CLICKHOUSE_URL: CLUSTER_URLS,
-      // Many small inserts, so the kill lands between and during them.
-      STORAGE_BATCH_MAX_WAIT_MS: '200',
-      STORAGE_MIN_INSERT_INTERVAL_MS: '100',
-    });
-    fleet = new ProcessorFleet(setup);
-    const processor = await fleet.start();
-    const { account, apiKey } = await gw.newAccount('pro');
-    const client: ApiClient = { app: gw.app, apiKey };
-    const db = gw.clickhouse.database;
-    const requests = Array.from({ length: TOTAL / PER_REQUEST }, (_, r) =>
-      Array.from({ length: PER_REQUEST }, (_, i) => testEvent(`rk-${r * PER_REQUEST + i}`, r * PER_REQUEST + i)),
-    );
+    const {
+      fleet,
+      processor,
+      account,
+      apiKey,
+      client,
+      database: db,
+      requests,
+    } = await replicated.start({ idPrefix: 'rk', total: TOTAL, perRequest: PER_REQUEST });
     const stats = newStats();
     // About 8 s of load (500 events/s): the kill falls in its middle.
     const load = runPool(requests, { concurrency: 4, perSecond: 10 }, (events) => postEvents(client, events, stats));

@@ -7,8 +7,8 @@
  * scale test makes at the end: every 202 stored exactly once and synced, no 503 stored.
  */
 import type { CrmMapping } from '@ingest/schemas';
-import { type Closeable, createProducer, createRedis, type Redis, readTopicToEnd, sql, TOPICS, type TopicKey } from '@ingest/platform';
-import { createControlPlane, syncStateKey } from '@ingest/domain';
+import { type Closeable, type Redis, readTopicToEnd, sql, TOPICS, type TopicKey } from '@ingest/platform';
+import { syncStateKey } from '@ingest/domain';
 import {
   type ClusterNode,
   createTestClickHouse,
@@ -20,10 +20,10 @@ import {
   SinkFleet,
   type ServiceProcess,
   stackKafkaCluster,
+  startControlPlaneClients,
   startGatewayProcess,
   type TestClickHouse,
   type TestKafka,
-  testCredentialKeys,
   testLogger,
   uniqueSuffix,
   waitFor,
@@ -68,22 +68,8 @@ export async function startClusterPipeline(label: string): Promise<ClusterPipeli
     closers.push(() => kafka.cleanup());
     const clickhouse = await createTestClickHouse(env);
     closers.push(() => clickhouse.cleanup());
-    const redis = createRedis({ url: env.redisUrl });
-    const producer = createProducer(kafka.kafka);
-    await Promise.all([producer.connect(), redis.connect()]);
-    closers.push(
-      () => redis.close(),
-      () => producer.disconnect(),
-    );
-    const controlPlane = createControlPlane({
-      kafka: kafka.kafka,
-      producer,
-      topicPrefix: kafka.prefix,
-      logger: testLogger(),
-      credentialSealer: testCredentialKeys().sealer,
-    });
-    await controlPlane.start();
-    closers.push(() => controlPlane.stop());
+    const { redis, controlPlane, close: closeClients } = await startControlPlaneClients(kafka, { redisUrl: env.redisUrl });
+    closers.push(closeClients);
     const account = await controlPlane.createAccount({ name: `Scale ${label}`, plan: 'growth' });
     const { plaintext: apiKey } = await controlPlane.createApiKey(account.id, 'load');
     const token = `tok-scale-${uniqueSuffix()}`;

@@ -10,20 +10,19 @@
  * stored, once, on both replicas, and /readyz is 200 again.
  */
 import { METRIC_NAMES } from '@ingest/platform';
-import { CLUSTER_URLS, killZooKeeper, ProcessorFleet, processorSetup, startZooKeeper, waitFor } from '@ingest/testkit';
+import { killZooKeeper, startZooKeeper, waitFor } from '@ingest/testkit';
 import { useGatewayFixture } from '@ingest/testkit/gateway';
-import { type ApiClient, newStats, postEvents, runPool, testEvent } from '@ingest/testkit/processor';
+import { newStats, postEvents, runPool } from '@ingest/testkit/processor';
 import { afterAll, describe, expect, it } from 'vitest';
-import { countsOn, useReplicatedClickHouse } from './replicated-clickhouse.fixture.js';
+import { countsOn, useReplicatedClickHouse, useReplicatedProcessor } from './replicated-clickhouse.fixture.js';
 
 const TOTAL = 3_000;
 const PER_REQUEST = 50;
 
 const { startedAt } = useReplicatedClickHouse('zookeeper-outage');
 const gw = useGatewayFixture();
-let fleet: ProcessorFleet | undefined;
+const replicated = useReplicatedProcessor(gw, 'zookeeper-outage');
 afterAll(async () => {
-  await fleet?.killAll();
   await startZooKeeper();
 });
 
@@ -38,19 +37,7 @@ function failingCauses(text: string): string[] {
 
 describe('a ZooKeeper outage under load', () => {
   it('shows in /readyz and the failing metric with its cause, and loses nothing answered 202', async () => {
-    const setup = processorSetup(gw.kafka.prefix, gw.clickhouse.database, 'zookeeper-outage', {
-      CLICKHOUSE_URL: CLUSTER_URLS,
-      STORAGE_BATCH_MAX_WAIT_MS: '200',
-      STORAGE_MIN_INSERT_INTERVAL_MS: '100',
-    });
-    fleet = new ProcessorFleet(setup);
-    const processor = await fleet.start();
-    const { account, apiKey } = await gw.newAccount('pro');
-    const client: ApiClient = { app: gw.app, apiKey };
-    const db = gw.clickhouse.database;
-    const requests = Array.from({ length: TOTAL / PER_REQUEST }, (_, r) =>
-      Array.from({ length: PER_REQUEST }, (_, i) => testEvent(`zk-${r * PER_REQUEST + i}`, r * PER_REQUEST + i)),
-    );
+    const { fleet, processor, account, client, database: db, requests } = await replicated.start({ idPrefix: 'zk', total: TOTAL, perRequest: PER_REQUEST });
     const stats = newStats();
     // About 20 s of load (150 events/s): the outage falls inside it.
     const load = runPool(requests, { concurrency: 2, perSecond: 3 }, (events) => postEvents(client, events, stats));
