@@ -44,11 +44,12 @@ describe('toClusterStatements', () => {
     expect(toClusterStatements('DROP TABLE IF EXISTS events_dedup', target)).toEqual(['DROP TABLE IF EXISTS ingest.events_dedup ON CLUSTER ingest_cluster']);
   });
 
-  it('adds a column to the Distributed table too, when the table has one (it keeps the columns it was made with)', () => {
+  it('makes the Distributed table again after a column is added, when the table has one (it keeps the columns it was made with)', () => {
     const add = 'ALTER TABLE events ADD COLUMN IF NOT EXISTS user_id String AFTER job_id';
     expect(toClusterStatements(add, target, { distributedTables: new Set(['events_all', 'usage_hourly_all']) })).toEqual([
       'ALTER TABLE ingest.events ON CLUSTER ingest_cluster ADD COLUMN IF NOT EXISTS user_id String AFTER job_id',
-      'ALTER TABLE ingest.events_all ON CLUSTER ingest_cluster ADD COLUMN IF NOT EXISTS user_id String AFTER job_id',
+      'DROP TABLE IF EXISTS ingest.events_all ON CLUSTER ingest_cluster',
+      'CREATE TABLE IF NOT EXISTS ingest.events_all ON CLUSTER ingest_cluster AS ingest.events ENGINE = Distributed(ingest_cluster, ingest, events, sipHash64(account_id))',
     ]);
     expect(toClusterStatements(add, target, { distributedTables: new Set(['usage_hourly_all']) })).toEqual([
       'ALTER TABLE ingest.events ON CLUSTER ingest_cluster ADD COLUMN IF NOT EXISTS user_id String AFTER job_id',
@@ -158,10 +159,11 @@ describe('applyPending with and without a cluster', () => {
     await applyPending(server.ch, await loadMigrations(CLICKHOUSE_MIGRATIONS_DIR), logger, { cluster: 'ingest_cluster' });
     expect(server.commands[0]).toContain("ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/ingest/schema_migrations', '{replica}')");
     expect(server.commands.every((c) => c.includes(' ON CLUSTER ingest_cluster'))).toBe(true);
-    // 0007's columns reach events_all, made by 0001 (a Distributed table keeps the columns it was made with).
-    expect(server.commands.filter((c) => c.includes('ADD COLUMN user_id'))).toEqual([
-      'ALTER TABLE ingest.events ON CLUSTER ingest_cluster ADD COLUMN user_id String AFTER job_id',
-      'ALTER TABLE ingest.events_all ON CLUSTER ingest_cluster ADD COLUMN user_id String AFTER job_id',
+    // 0007's columns reach events_all, made by 0001 (a Distributed table keeps the columns it was made with): made again after each.
+    const addUserId = server.commands.indexOf('ALTER TABLE ingest.events ON CLUSTER ingest_cluster ADD COLUMN user_id String AFTER job_id');
+    expect(server.commands.slice(addUserId + 1, addUserId + 3)).toEqual([
+      'DROP TABLE IF EXISTS ingest.events_all ON CLUSTER ingest_cluster',
+      'CREATE TABLE IF NOT EXISTS ingest.events_all ON CLUSTER ingest_cluster AS ingest.events ENGINE = Distributed(ingest_cluster, ingest, events, sipHash64(account_id))',
     ]);
     expect(server.commands).toContain('DROP TABLE IF EXISTS ingest.events_dedup ON CLUSTER ingest_cluster');
     expect(server.commands.filter((c) => c.includes('ENGINE = Distributed')).map((c) => /ingest\.(\w+) ON/.exec(c)?.[1])).toEqual([
@@ -170,6 +172,10 @@ describe('applyPending with and without a cluster', () => {
       'events_daily_all',
       'billing_ledger_all',
       'audit_log_all',
+      // 0007: made again after each of its three columns.
+      'events_all',
+      'events_all',
+      'events_all',
     ]);
   });
 });

@@ -9,9 +9,12 @@ import { AppError } from '../errors.js';
  *   EXISTS x` (a view made again) run `ON CLUSTER`, with every table name qualified by the
  *   database: the servers run distributed DDL in their own sessions, whose default database is
  *   not the caller's.
- * - `ALTER TABLE x ADD COLUMN …` is also sent for `x_all` when that Distributed table exists
+ * - After `ALTER TABLE x ADD COLUMN …`, `x_all` is made again when that Distributed table exists
  *   (`distributedTables`, looked up by the runner): a Distributed table keeps the columns it was
- *   made with, so without it the new column could not be read across the shards.
+ *   made with, so without it the new column could not be read across the shards. Made again, not
+ *   altered: 18.16 refuses `ALTER … ON CLUSTER` of a table that is not replicated on a cluster
+ *   whose shards replicate internally (code 371, measured), and a Distributed table holds no rows
+ *   of its own (the services neither insert into nor read the `_all` tables).
  * - `*MergeTree(args)` becomes `Replicated*MergeTree('/clickhouse/tables/{shard}/<db>/<table>',
  *   '{replica}', args)`: the `{shard}`/`{replica}` macros come from each server's config, so one
  *   statement makes every replica.
@@ -87,9 +90,9 @@ export function toClusterStatements(statement: string, target: ClusterTarget, op
   match = ALTER_TABLE.exec(text);
   if (match) {
     const table = match[1] ?? '';
-    const onTables =
-      ADD_COLUMN.test(text) && options.distributedTables?.has(`${table}${DISTRIBUTED_SUFFIX}`) ? [table, `${table}${DISTRIBUTED_SUFFIX}`] : [table];
-    return onTables.map((t) => text.replace(ALTER_TABLE, `ALTER TABLE ${db}.${t} ${onCluster} `));
+    const altered = text.replace(ALTER_TABLE, `ALTER TABLE ${db}.${table} ${onCluster} `);
+    if (!ADD_COLUMN.test(text) || !options.distributedTables?.has(`${table}${DISTRIBUTED_SUFFIX}`)) return [altered];
+    return [altered, `DROP TABLE IF EXISTS ${db}.${table}${DISTRIBUTED_SUFFIX} ${onCluster}`, distributedTable(table, target)];
   }
   match = DROP_TABLE.exec(text);
   if (match) return [`DROP TABLE IF EXISTS ${db}.${match[1]} ${onCluster}`];
