@@ -56,6 +56,15 @@ export const StoredEvent = Type.Object(
     properties: Type.Unsafe<Record<string, unknown>>({ type: 'object', additionalProperties: true, description: 'The properties as sent.' }),
     source: EventSource,
     jobId: Type.Union([Type.String(), Type.Null()], { description: 'The bulk or CSV job that brought the event; null for POST /v1/events.' }),
+    userId: Type.Optional(Type.String({ description: 'The Segment `userId` the event was sent with; absent when it had none.' })),
+    anonymousId: Type.Optional(Type.String({ description: 'The Segment `anonymousId` the event was sent with; absent when it had none.' })),
+    context: Type.Optional(
+      Type.Unsafe<Record<string, unknown>>({
+        type: 'object',
+        additionalProperties: true,
+        description: 'The Segment `context` as sent (ip, userAgent, page, campaign, library, ...); absent when it had none.',
+      }),
+    ),
     sync: EventSyncState,
   },
   {

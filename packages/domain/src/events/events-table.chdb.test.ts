@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyPending, CLICKHOUSE_MIGRATIONS_DIR, type ClickHouse, createLogger, loadMigrations } from '@ingest/platform';
 import { EVENT_RECORD_VERSION, type EventRecord } from '@ingest/schemas';
 import { CHDB_ENGINES, type ChdbEngine, chdbClickHouse, startChdb } from '@ingest/testkit/chdb';
-import { EVENT_COLUMNS, EVENTS_ROW_FORMATS, type EventsShape, fromEventRow } from './events-table.js';
+import { EVENT_COLUMNS, EVENTS_ROW_FORMATS, type EventsShape, fromEventRow, LEGACY_BEFORE_PERSON_IDS_FORMAT, toEventLine } from './events-table.js';
 import { readEventsShape, upgradeEvents } from './events-upgrade.js';
 
 /**
@@ -56,7 +56,7 @@ const records: EventRecord[] = [
       domain: text,
       jobId: text,
       properties: { text, [text]: [text, { nested: text }] },
-      // The Segment-compatible intake's fields (current shape only; the legacy line has none).
+      // The Segment-compatible intake's fields (both shapes; the legacy table since migration 0007).
       userId: text,
       anonymousId: `a-${text}`,
       context: { ip: '203.0.113.9', page: { title: text } },
@@ -102,8 +102,12 @@ function asStored(r: EventRecord) {
     properties: JSON.parse(JSON.stringify(r.properties)) as unknown,
     source: r.source,
     jobId: r.jobId,
+    ...(r.userId ? { userId: r.userId } : {}),
+    ...(r.anonymousId ? { anonymousId: r.anonymousId } : {}),
   };
-  return { ...(wellFormed(rest) as object), properties };
+  // context is JSON text like the properties: a lone surrogate stays an escape, so it comes back as sent.
+  const context = r.context === undefined ? {} : { context: JSON.parse(JSON.stringify(r.context)) as unknown };
+  return { ...(wellFormed(rest) as object), properties, ...context };
 }
 
 const logger = createLogger({ service: 'chdb-test', level: 'silent' });
@@ -133,6 +137,41 @@ describe.each(CHDB_ENGINES)('events on $name', ({ name, serverMajor }) => {
     expect(await applyPending(ch, migrations, logger)).toMatchObject({ applied: [], skipped: [] });
   });
 
+  it('adds the person columns (0007) to a legacy table with rows: old rows read empty, an older writer still inserts, events_dedup shows them', async () => {
+    const ch = await chdbClickHouse(engine, 'ingest_0007');
+    const migrations = await loadMigrations(CLICKHOUSE_MIGRATIONS_DIR);
+    await applyPending(
+      ch,
+      migrations.filter((m) => m.version < 7),
+      logger,
+    );
+    const segment = record(1, { eventId: 'before-0007', userId: 'u1', anonymousId: 'a1', context: { library: { name: 'analytics-node' } } });
+    await ch.insertTabSeparated('events', LEGACY_BEFORE_PERSON_IDS_FORMAT.columns, [LEGACY_BEFORE_PERSON_IDS_FORMAT.line(segment, insertedAtMs)]);
+    expect(await applyPending(ch, migrations, logger)).toMatchObject({ applied: ['0007_events_person_ids'] });
+    // The previous release's writer names the 13 columns of 0001: the new ones get ''.
+    await ch.insertTabSeparated('events', LEGACY_BEFORE_PERSON_IDS_FORMAT.columns, [
+      LEGACY_BEFORE_PERSON_IDS_FORMAT.line({ ...segment, eventId: 'older-writer' }, insertedAtMs),
+    ]);
+    await ch.insertTabSeparated('events', EVENT_COLUMNS, [toEventLine({ ...segment, eventId: 'this-writer' }, insertedAtMs)]);
+    const rows = await ch.query<{ event_id: string; user_id: string; anonymous_id: string; context: string }>(
+      'SELECT event_id, user_id, anonymous_id, context FROM events_dedup ORDER BY event_id',
+    );
+    expect(rows).toEqual([
+      { event_id: 'before-0007', user_id: '', anonymous_id: '', context: '' },
+      { event_id: 'older-writer', user_id: '', anonymous_id: '', context: '' },
+      { event_id: 'this-writer', user_id: 'u1', anonymous_id: 'a1', context: '{"library":{"name":"analytics-node"}}' },
+    ]);
+    // The runner's own check: the columns are there, so a run of 0007 again sends no ALTER.
+    const columns = await ch.query<{ name: string }>("SELECT name FROM system.columns WHERE database = 'ingest_0007' AND table = 'events' ORDER BY position");
+    // (properties_json, 26.9 only, is a MATERIALIZED column after them.)
+    expect(
+      columns
+        .map((c) => c.name)
+        .filter((c) => c !== 'properties_json')
+        .slice(-4),
+    ).toEqual(['user_id', 'anonymous_id', 'context', 'inserted_at']);
+  });
+
   describe.each(['legacy', 'current'] as const)('%s shape', (shape: EventsShape) => {
     let ch: ClickHouse;
     const format = EVENTS_ROW_FORMATS[shape];
@@ -152,9 +191,8 @@ describe.each(CHDB_ENGINES)('events on $name', ({ name, serverMajor }) => {
       // Each String column as hex (the exact bytes stored), the rest as text; the legacy column
       // names on both shapes (event_time_ms and received_at_ms are ALIAS columns of the current one).
       const hex = new Set(['account_id', 'event_id', 'event_name', 'email', 'domain', 'properties', 'job_id', 'user_id', 'anonymous_id', 'context']);
-      const extra = shape === 'current' ? ['user_id', 'anonymous_id', 'context'] : [];
       const rows = await ch.query<Record<string, string>>(
-        `SELECT ${[...EVENT_COLUMNS, ...extra].map((c) => (hex.has(c) ? `hex(${c}) AS ${c}` : `toString(${c}) AS ${c}`)).join(', ')} FROM events`,
+        `SELECT ${EVENT_COLUMNS.map((c) => (hex.has(c) ? `hex(${c}) AS ${c}` : `toString(${c}) AS ${c}`)).join(', ')} FROM events`,
       );
       expect(rows).toHaveLength(records.length);
       const byId = new Map(rows.map((r) => [r.event_id, r]));
@@ -180,13 +218,9 @@ describe.each(CHDB_ENGINES)('events on $name', ({ name, serverMajor }) => {
           source: r.source,
           job_id: bytes(r.jobId ?? ''),
           inserted_at: time(insertedAtMs),
-          ...(shape === 'current'
-            ? {
-                user_id: bytes(r.userId ?? ''),
-                anonymous_id: bytes(r.anonymousId ?? ''),
-                context: bytes(r.context === undefined ? '' : JSON.stringify(r.context)),
-              }
-            : {}),
+          user_id: bytes(r.userId ?? ''),
+          anonymous_id: bytes(r.anonymousId ?? ''),
+          context: bytes(r.context === undefined ? '' : JSON.stringify(r.context)),
         });
       }
     });
@@ -194,7 +228,7 @@ describe.each(CHDB_ENGINES)('events on $name', ({ name, serverMajor }) => {
     it('gives every event back in API terms through the readers row (fromEventRow), also through events_dedup', async () => {
       for (const from of ['events FINAL', 'events_dedup']) {
         const rows = await ch.query<Parameters<typeof fromEventRow>[0] & { account_id: string }>(
-          `SELECT account_id, event_id, event_name, email, domain, event_time_ms, received_at_ms, properties, source, job_id FROM ${from}`,
+          `SELECT account_id, event_id, event_name, email, domain, event_time_ms, received_at_ms, properties, source, job_id, user_id, anonymous_id, context FROM ${from}`,
         );
         const byId = new Map(rows.map((r) => [r.event_id, fromEventRow(r)]));
         expect(byId.size, from).toBe(records.length);

@@ -3,13 +3,17 @@ import { describe, expect, it } from 'vitest';
 import {
   CURRENT_EVENT_COLUMNS,
   EVENT_COLUMNS,
+  EVENT_COLUMNS_BEFORE_PERSON_IDS,
   EVENTS_ROW_FORMATS,
   type EventRowOut,
+  eventsRowFormatOf,
   eventsRowFormatOfLine,
+  LEGACY_BEFORE_PERSON_IDS_FORMAT,
   eventsShapeOf,
   fromEventRow,
   toCurrentEventLine,
   toEventLine,
+  toEventLineBeforePersonIds,
 } from './events-table.js';
 
 const record: EventRecord = {
@@ -35,8 +39,23 @@ const utc = (epochSeconds: number) => new Date(epochSeconds * 1000).toISOString(
 
 describe('toEventLine', () => {
   it("writes a newer writer's record (fields this release does not know) as the same row", () => {
-    const newer = { ...record, userId: 'u-1', context: { ip: '203.0.113.9' } } as EventRecord;
+    const newer = { ...record, futureField: 'x' } as EventRecord;
     expect(toEventLine(newer, 1_767_225_600_000)).toBe(toEventLine(record, 1_767_225_600_000));
+  });
+
+  it('writes userId, anonymousId and context (JSON text) like the current line, escaped', () => {
+    const segment: EventRecord = { ...record, userId: 'user\t1', anonymousId: 'anon\n2', context: { library: { name: 'analytics-node' }, ip: 'a\tb' } };
+    const fields = toEventLine(segment, 0).split('\t');
+    expect(fields).toHaveLength(16);
+    for (const column of ['user_id', 'anonymous_id', 'context'] as const) {
+      expect(fields[EVENT_COLUMNS.indexOf(column)], column).toBe(toCurrentEventLine(segment, 0).split('\t')[CURRENT_EVENT_COLUMNS.indexOf(column)]);
+    }
+    expect(unescape(fields[EVENT_COLUMNS.indexOf('user_id')] ?? '')).toBe('user\t1');
+    expect(JSON.parse(unescape(fields[EVENT_COLUMNS.indexOf('context')] ?? ''))).toEqual(segment.context);
+    // Before migration 0007: the 13 columns of 0001, the person columns left out.
+    const before = toEventLineBeforePersonIds(segment, 0).split('\t');
+    expect(before).toEqual(fields.filter((_, i) => !['user_id', 'anonymous_id', 'context'].includes(EVENT_COLUMNS[i] ?? '')));
+    expect(before).toHaveLength(EVENT_COLUMNS_BEFORE_PERSON_IDS.length);
   });
 
   it('holds every column in order, one field per column, tabs and newlines only as separators', () => {
@@ -57,6 +76,9 @@ describe('toEventLine', () => {
       properties: JSON.stringify(record.properties),
       source: 'bulk',
       job_id: record.jobId,
+      user_id: '',
+      anonymous_id: '',
+      context: '',
       inserted_at: utc(1_767_225_602),
     });
     expect(JSON.parse(fields[EVENT_COLUMNS.indexOf('properties')] ?? '')).toEqual(record.properties);
@@ -104,6 +126,17 @@ describe('the events row: columns, line and read-back in one module', () => {
     }
   });
 
+  it('reads userId, anonymousId and context back, and leaves each out when it was empty', () => {
+    const segment: EventRecord = { ...record, userId: 'u\t1', context: { library: { name: 'analytics-node', version: '2.1.0' } } };
+    const fields = toEventLine(segment, 0).split('\t').map(unescape);
+    const back = fromEventRow(Object.fromEntries(EVENT_COLUMNS.map((column, i) => [column, fields[i]])) as unknown as EventRowOut);
+    expect(back).toMatchObject({ userId: 'u\t1', context: segment.context });
+    expect(back).not.toHaveProperty('anonymousId');
+    expect(() => fromEventRow({ ...(Object.fromEntries(EVENT_COLUMNS.map((c, i) => [c, fields[i]])) as unknown as EventRowOut), context: '[1]' })).toThrow(
+      /stored context of event [\s\S]* not a JSON object/,
+    );
+  });
+
   it('names every column a read selects among the columns the line writes', () => {
     // Every key of EventRowOut, checked by the compiler: a column added to the read is listed here.
     const read = {
@@ -116,6 +149,9 @@ describe('the events row: columns, line and read-back in one module', () => {
       properties: true,
       source: true,
       job_id: true,
+      user_id: true,
+      anonymous_id: true,
+      context: true,
     } satisfies Record<keyof EventRowOut, true>;
     expect(Object.keys(read).filter((c) => !(EVENT_COLUMNS as readonly string[]).includes(c))).toEqual([]);
   });
@@ -165,7 +201,19 @@ describe('toCurrentEventLine (the current-server shape)', () => {
   it('escapes text like the legacy line does, field for field', () => {
     const legacy = toEventLine(record, 0).split('\t');
     const current = toCurrentEventLine(record, 0).split('\t');
-    for (const column of ['account_id', 'event_id', 'event_name', 'email', 'domain', 'properties', 'source', 'job_id'] as const) {
+    for (const column of [
+      'account_id',
+      'event_id',
+      'event_name',
+      'email',
+      'domain',
+      'properties',
+      'source',
+      'job_id',
+      'user_id',
+      'anonymous_id',
+      'context',
+    ] as const) {
       expect(current[CURRENT_EVENT_COLUMNS.indexOf(column)], column).toBe(legacy[EVENT_COLUMNS.indexOf(column)]);
     }
   });
@@ -192,5 +240,18 @@ describe('the shape of an events table and of a line', () => {
     expect(eventsRowFormatOfLine(toCurrentEventLine(hostile, 0))).toBe(EVENTS_ROW_FORMATS.current);
     expect(EVENTS_ROW_FORMATS.current.line(record, 0)).toBe(toCurrentEventLine(record, 0));
     expect(EVENTS_ROW_FORMATS.legacy.line(record, 0)).toBe(toEventLine(record, 0));
+    expect(eventsRowFormatOfLine(toEventLineBeforePersonIds(hostile, 0))).toBe(LEGACY_BEFORE_PERSON_IDS_FORMAT);
+  });
+
+  it('writes the person columns only into a table that has them (a legacy table before 0007 gets the 13 columns of 0001)', () => {
+    const legacy = [{ name: 'event_time', type: "DateTime('UTC')" }];
+    expect(eventsRowFormatOf(legacy)).toBe(LEGACY_BEFORE_PERSON_IDS_FORMAT);
+    expect(eventsRowFormatOf([...legacy, { name: 'user_id', type: 'String' }])).toBe(EVENTS_ROW_FORMATS.legacy);
+    expect(
+      eventsRowFormatOf([
+        { name: 'event_time', type: "DateTime64(3, 'UTC')" },
+        { name: 'user_id', type: 'String' },
+      ]),
+    ).toBe(EVENTS_ROW_FORMATS.current);
   });
 });

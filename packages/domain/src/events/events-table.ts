@@ -1,6 +1,6 @@
 /**
  * The `events` table's row, the one owner of its shapes: the 18.16-compatible one
- * (deploy/clickhouse/migrations/0001_events.sql) and the current-server one (CURRENT_EVENTS_DDL,
+ * (deploy/clickhouse/migrations/0001_events.sql, with 0007's person columns) and the current-server one (CURRENT_EVENTS_DDL,
  * made by the upgrade, events-upgrade.ts): their columns, the TabSeparated line the processor's
  * writer inserts for each, which shape a table has, and a row read back in API terms for the
  * gateway's readers (the same column names on both shapes).
@@ -8,8 +8,8 @@
 import type { EventRecord, EventSource } from '@ingest/schemas';
 import { AppError } from '@ingest/platform';
 
-/** The `events` columns in the order of toEventLine's fields. */
-export const EVENT_COLUMNS = [
+/** The legacy `events` columns of 0001, in the order of toEventLineBeforePersonIds's fields. */
+export const EVENT_COLUMNS_BEFORE_PERSON_IDS = [
   'account_id',
   'event_id',
   'event_name',
@@ -25,6 +25,12 @@ export const EVENT_COLUMNS = [
   'inserted_at',
 ] as const;
 
+/** The Segment-style columns 0007 adds to the legacy table (the current shape has them from the start). */
+export const PERSON_ID_COLUMNS = ['user_id', 'anonymous_id', 'context'] as const;
+
+/** The legacy `events` columns (0001 and 0007) in the order of toEventLine's fields. */
+export const EVENT_COLUMNS = [...EVENT_COLUMNS_BEFORE_PERSON_IDS.slice(0, -1), ...PERSON_ID_COLUMNS, 'inserted_at'] as const;
+
 /**
  * An event as one TabSeparated line of the `events` table (the storage hot path): DateTimes as UTC
  * `YYYY-MM-DD hh:mm:ss` text, which both 18.16 and current servers read into DateTime('UTC').
@@ -32,8 +38,21 @@ export const EVENT_COLUMNS = [
  * in as it is; JSONEachRow escaped every quote of it again and cost a quarter of the writer's CPU.
  * Every column is sent (18.16 gives omitted columns zero values, not DEFAULTs).
  * Lone UTF-16 surrogates need no care here: the UTF-8 encoder turns them into U+FFFD.
+ * `user_id`, `anonymous_id` and `context` are encoded as in toCurrentEventLine.
  */
 export function toEventLine(record: EventRecord, insertedAtMs: number): string {
+  return [legacyFields(record), personIdFields(record), insertedAt(insertedAtMs)].join('\t');
+}
+
+/**
+ * The line of a legacy table that 0007 has not reached yet (a processor started before setup ran
+ * the migration): without the person columns, which such a table cannot take.
+ */
+export function toEventLineBeforePersonIds(record: EventRecord, insertedAtMs: number): string {
+  return [legacyFields(record), insertedAt(insertedAtMs)].join('\t');
+}
+
+function legacyFields(record: EventRecord): string {
   return [
     tsv(record.accountId),
     tsv(record.eventId),
@@ -47,8 +66,12 @@ export function toEventLine(record: EventRecord, insertedAtMs: number): string {
     tsv(JSON.stringify(record.properties)),
     record.source,
     tsv(record.jobId ?? ''),
-    insertedAt(insertedAtMs),
   ].join('\t');
+}
+
+/** user_id, anonymous_id and context (JSON text), '' when absent: the same on both shapes. */
+function personIdFields(record: EventRecord): string {
+  return [tsv(record.userId ?? ''), tsv(record.anonymousId ?? ''), tsv(record.context === undefined ? '' : JSON.stringify(record.context))].join('\t');
 }
 
 /**
@@ -77,8 +100,7 @@ export const CURRENT_EVENT_COLUMNS = [
  * An event as one TabSeparated line of the current-server `events` table: the times as UTC
  * `YYYY-MM-DD hh:mm:ss.mmm` text, which DateTime64(3, 'UTC') reads exactly (no `*_ms` columns
  * to send). `user_id`, `anonymous_id` and `context` (JSON text) come from the records of the
- * Segment-compatible intake, empty for other events. The legacy shape has no such columns: on a
- * server not upgraded they are kept in Kafka only (docs/segment.md).
+ * Segment-compatible intake, empty for other events (the legacy line carries them the same way).
  */
 export function toCurrentEventLine(record: EventRecord, insertedAtMs: number): string {
   return [
@@ -92,9 +114,7 @@ export function toCurrentEventLine(record: EventRecord, insertedAtMs: number): s
     tsv(JSON.stringify(record.properties)),
     record.source,
     tsv(record.jobId ?? ''),
-    tsv(record.userId ?? ''),
-    tsv(record.anonymousId ?? ''),
-    tsv(record.context === undefined ? '' : JSON.stringify(record.context)),
+    personIdFields(record),
     currentInsertedAt(insertedAtMs),
   ].join('\t');
 }
@@ -115,6 +135,23 @@ export const EVENTS_ROW_FORMATS: Readonly<Record<EventsShape, EventsRowFormat>> 
 };
 
 /**
+ * A legacy table before migration 0007 (only when a processor of this release runs before setup
+ * applied it, against the deploy order of docs/releases.md): the 13 columns of 0001, so the writer
+ * never names a column the table does not have. Those events are stored without the person columns.
+ */
+export const LEGACY_BEFORE_PERSON_IDS_FORMAT: EventsRowFormat = {
+  shape: 'legacy',
+  columns: EVENT_COLUMNS_BEFORE_PERSON_IDS,
+  line: toEventLineBeforePersonIds,
+};
+
+/** Pure: the format to write a table of these columns (system.columns) with. */
+export function eventsRowFormatOf(columns: readonly { name: string; type: string }[]): EventsRowFormat {
+  if (eventsShapeOf(columns) === 'current') return EVENTS_ROW_FORMATS.current;
+  return columns.some((c) => c.name === 'user_id') ? EVENTS_ROW_FORMATS.legacy : LEGACY_BEFORE_PERSON_IDS_FORMAT;
+}
+
+/**
  * Pure: the shape of an `events` table from its columns (system.columns). DateTime64 times are
  * what only the current shape has; a table without them is the legacy one, whatever the server.
  */
@@ -124,14 +161,15 @@ export function eventsShapeOf(columns: readonly { name: string; type: string }[]
 }
 
 /**
- * The format a batch of lines was made with, told by its field count (13 legacy, 14 current;
- * escaped text holds no raw tab), so the writer always names the columns the lines have, even
- * when the table's shape changed while they waited.
+ * The format a batch of lines was made with, told by its field count (16 legacy, 14 current, 13
+ * legacy before 0007; escaped text holds no raw tab), so the writer always names the columns the
+ * lines have, even when the table's shape changed while they waited.
  */
 export function eventsRowFormatOfLine(line: string): EventsRowFormat {
   let tabs = 0;
   for (let i = line.indexOf('\t'); i !== -1; i = line.indexOf('\t', i + 1)) tabs++;
-  return tabs === CURRENT_EVENT_COLUMNS.length - 1 ? EVENTS_ROW_FORMATS.current : EVENTS_ROW_FORMATS.legacy;
+  if (tabs === CURRENT_EVENT_COLUMNS.length - 1) return EVENTS_ROW_FORMATS.current;
+  return tabs === EVENT_COLUMNS_BEFORE_PERSON_IDS.length - 1 ? LEGACY_BEFORE_PERSON_IDS_FORMAT : EVENTS_ROW_FORMATS.legacy;
 }
 
 const NEEDS_ESCAPE = /[\\\t\n\r]/;
@@ -189,6 +227,10 @@ export interface StoredEventRecord {
   properties: Record<string, unknown>;
   source: EventSource;
   jobId: string | null;
+  /** Segment `userId` / `anonymousId`, and its `context`; absent when the event had none (or the row was read without them). */
+  userId?: string;
+  anonymousId?: string;
+  context?: Record<string, unknown>;
 }
 
 /** The columns a read of the `events` table selects to give an event back; Int64 columns arrive as strings. */
@@ -202,6 +244,10 @@ export interface EventRowOut {
   properties: string;
   source: EventSource;
   job_id: string;
+  /** Selected by the event read-back (both shapes have them once 0007 ran); '' when absent. */
+  user_id?: string;
+  anonymous_id?: string;
+  context?: string;
 }
 
 /** Pure: a row of the `events` table back to API terms ('' is how 18.16-safe columns say null). */
@@ -213,21 +259,24 @@ export function fromEventRow(row: EventRowOut): StoredEventRecord {
     domain: row.domain === '' ? null : row.domain,
     timestampMs: Number(row.event_time_ms),
     receivedAtMs: Number(row.received_at_ms),
-    properties: parseProperties(row.properties, row.event_id),
+    properties: parseObject(row.properties, row.event_id, 'properties'),
     source: row.source,
     jobId: row.job_id === '' ? null : row.job_id,
+    ...(row.user_id ? { userId: row.user_id } : {}),
+    ...(row.anonymous_id ? { anonymousId: row.anonymous_id } : {}),
+    ...(row.context ? { context: parseObject(row.context, row.event_id, 'context') } : {}),
   };
 }
 
-function parseProperties(text: string, eventId: string): Record<string, unknown> {
+function parseObject(text: string, eventId: string, what: 'properties' | 'context'): Record<string, unknown> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new AppError('stored_event_corrupt', `stored properties of event ${eventId} are not JSON`, { cause: err });
+    throw new AppError('stored_event_corrupt', `stored ${what} of event ${eventId} are not JSON`, { cause: err });
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new AppError('stored_event_corrupt', `stored properties of event ${eventId} are not a JSON object`);
+    throw new AppError('stored_event_corrupt', `stored ${what} of event ${eventId} are not a JSON object`);
   }
   return parsed as Record<string, unknown>;
 }

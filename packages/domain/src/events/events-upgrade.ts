@@ -5,7 +5,7 @@
  * `ingest setup` after the migrations; a no-op once done and on servers older than 24.8.
  */
 import { AppError, type ClickHouse, type Logger, literal, serverAtLeast } from '@ingest/platform';
-import { type EventsShape, eventsShapeOf } from './events-table.js';
+import { type EventsRowFormat, type EventsShape, eventsRowFormatOf, eventsShapeOf, PERSON_ID_COLUMNS } from './events-table.js';
 
 /** The oldest server the current shape is for (24.8 LTS = chdb 2.1.1 in the tests). */
 export const CURRENT_EVENTS_MIN_SERVER = { major: 24, minor: 8 } as const;
@@ -55,18 +55,29 @@ PARTITION BY toYYYYMM(event_time)
 ORDER BY (account_id, toDate(event_time), event_name, event_id)`;
 }
 
-/** Legacy rows in current terms: the bridge and the copy use this same SELECT, so their rows are identical. */
-const LEGACY_AS_CURRENT = `SELECT account_id, event_id, event_name, email, domain,
+/**
+ * Legacy rows in current terms: the bridge and the copy use this same SELECT, so their rows are
+ * identical. The person columns are copied when the legacy table has them (migration 0007, which
+ * setup applies before it upgrades); a table upgraded without it has none to copy.
+ */
+function legacyAsCurrent(withPersonIds: boolean): string {
+  const personIds = withPersonIds ? PERSON_ID_COLUMNS.join(', ') : PERSON_ID_COLUMNS.map((c) => `'' AS ${c}`).join(', ');
+  return `SELECT account_id, event_id, event_name, email, domain,
     fromUnixTimestamp64Milli(event_time_ms, 'UTC') AS event_time,
     fromUnixTimestamp64Milli(received_at_ms, 'UTC') AS received_at,
-    properties, source, job_id, '' AS user_id, '' AS anonymous_id, '' AS context,
+    properties, source, job_id, ${personIds},
     toDateTime64(inserted_at, 3, 'UTC') AS inserted_at
 FROM events`;
+}
 const CURRENT_COLUMNS_SENT =
   'account_id, event_id, event_name, email, domain, event_time, received_at, properties, source, job_id, user_id, anonymous_id, context, inserted_at';
 
-/** events_dedup again: `SELECT *` leaves out ALIAS columns, and readers select event_time_ms through it. */
-export const CURRENT_EVENTS_DEDUP_VIEW = 'CREATE OR REPLACE VIEW events_dedup AS SELECT *, event_time_ms, received_at_ms FROM events FINAL';
+/**
+ * events_dedup again, as 0007_events_person_ids.sql makes it: the columns named (`SELECT *` leaves
+ * out ALIAS columns, readers select event_time_ms through it, and a `*` view keeps the columns of
+ * the day it was made), the same list on both shapes.
+ */
+export const CURRENT_EVENTS_DEDUP_VIEW = `CREATE OR REPLACE VIEW events_dedup AS SELECT account_id, event_id, event_name, email, domain, event_time, event_time_ms, received_at, received_at_ms, properties, source, job_id, user_id, anonymous_id, context, inserted_at FROM events FINAL`;
 
 export type UpgradeEventsResult =
   | { status: 'not-for-this-server'; serverVersion: string; needs: string }
@@ -93,10 +104,16 @@ export type UpgradeStep = 'created' | 'bridged' | 'inserts-settled' | `copied:${
 
 /** The shape of `events` in the client's database (system.columns; the same SQL on 18.16). */
 export async function readEventsShape(ch: ClickHouse): Promise<EventsShape> {
-  const columns = await ch.query<{ name: string; type: string }>(
-    "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'events'",
-  );
-  return eventsShapeOf(columns);
+  return eventsShapeOf(await readEventsColumns(ch));
+}
+
+/** The row format the writer uses for `events` as it is now (eventsRowFormatOf). */
+export async function readEventsRowFormat(ch: ClickHouse): Promise<EventsRowFormat> {
+  return eventsRowFormatOf(await readEventsColumns(ch));
+}
+
+function readEventsColumns(ch: ClickHouse): Promise<{ name: string; type: string }[]> {
+  return ch.query<{ name: string; type: string }>("SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'events'");
 }
 
 /**
@@ -128,7 +145,8 @@ export async function upgradeEvents(ch: ClickHouse, options: UpgradeEventsOption
   if (!serverAtLeast(serverVersion, CURRENT_EVENTS_MIN_SERVER)) {
     return { status: 'not-for-this-server', serverVersion, needs: `${CURRENT_EVENTS_MIN_SERVER.major}.${CURRENT_EVENTS_MIN_SERVER.minor}` };
   }
-  if ((await readEventsShape(ch)) === 'current') {
+  const legacyColumns = await readEventsColumns(ch);
+  if (eventsShapeOf(legacyColumns) === 'current') {
     // A run stopped right after the switch leaves the bridge: it must not outlive it.
     await ch.command(`DROP VIEW IF EXISTS ${EVENTS_BRIDGE_VIEW}`);
     return { status: 'already-current', serverVersion };
@@ -147,11 +165,12 @@ export async function upgradeEvents(ch: ClickHouse, options: UpgradeEventsOption
       `the events upgrade needs an Atomic database (EXCHANGE TABLES); this one is ${engine}: convert it first (docs/clickhouse.md, "Upgrading events")`,
     );
   }
+  const legacyAsCurrentSelect = legacyAsCurrent(legacyColumns.some((c) => c.name === 'user_id'));
   await ch.command(`DROP VIEW IF EXISTS ${EVENTS_BRIDGE_VIEW}`);
   await ch.command(`DROP TABLE IF EXISTS ${EVENTS_NEXT_TABLE}`);
   await ch.command(currentEventsDdl(EVENTS_NEXT_TABLE, serverAtLeast(serverVersion, PROPERTIES_JSON_MIN_SERVER)));
   await step('created');
-  await ch.command(`CREATE MATERIALIZED VIEW ${EVENTS_BRIDGE_VIEW} TO ${EVENTS_NEXT_TABLE} AS ${LEGACY_AS_CURRENT}`);
+  await ch.command(`CREATE MATERIALIZED VIEW ${EVENTS_BRIDGE_VIEW} TO ${EVENTS_NEXT_TABLE} AS ${legacyAsCurrentSelect}`);
   await step('bridged');
 
   const running = await ch.query<{ query_id: string }>("SELECT query_id FROM system.processes WHERE query_kind = 'Insert'");
@@ -169,7 +188,7 @@ export async function upgradeEvents(ch: ClickHouse, options: UpgradeEventsOption
     "SELECT DISTINCT partition_id FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active ORDER BY partition_id",
   );
   for (const { partition_id: id } of partitions) {
-    await ch.command(`INSERT INTO ${EVENTS_NEXT_TABLE} (${CURRENT_COLUMNS_SENT}) ${LEGACY_AS_CURRENT} WHERE _partition_id = ${literal(id)}`);
+    await ch.command(`INSERT INTO ${EVENTS_NEXT_TABLE} (${CURRENT_COLUMNS_SENT}) ${legacyAsCurrentSelect} WHERE _partition_id = ${literal(id)}`);
     await step(`copied:${id}`);
   }
 

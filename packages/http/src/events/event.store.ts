@@ -35,6 +35,8 @@ export interface RecentEvent extends StoredEventRecord {
  * dedupe window): the most recently received one, like a replacement.
  *
  * The account is the first column of the sorting key, so the scan stays within one account.
+ * `user_id`, `anonymous_id` and `context` are on both shapes of `events` (the legacy one since
+ * migration 0007, which setup applies before the services start).
  *
  * No `SETTINGS` clause: the gateway reads as the read-only user (readonly = 1), which may change
  * no setting, and 18.16 refuses any SETTINGS clause then ("Cannot execute SET query in readonly
@@ -46,7 +48,7 @@ export function createClickHouseEventStore(ch: ClickHouse, options: { table?: st
   return {
     async findEvent(accountId, eventId) {
       const rows = await ch.query<EventRowOut>(
-        sql`SELECT event_id, event_name, email, domain, event_time_ms, received_at_ms, properties, source, job_id
+        sql`SELECT event_id, event_name, email, domain, event_time_ms, received_at_ms, properties, source, job_id, user_id, anonymous_id, context
           FROM ${table} FINAL
           WHERE account_id = ${accountId} AND event_id = ${eventId}
           ORDER BY received_at_ms DESC, inserted_at DESC
@@ -106,6 +108,9 @@ export function toStoredEvent(e: StoredEventRecord, sync: EventSyncState = { sta
     properties: e.properties,
     source: e.source,
     jobId: e.jobId,
+    ...(e.userId !== undefined ? { userId: e.userId } : {}),
+    ...(e.anonymousId !== undefined ? { anonymousId: e.anonymousId } : {}),
+    ...(e.context !== undefined ? { context: e.context } : {}),
     sync,
   };
 }

@@ -5,9 +5,16 @@ import { AppError } from '../errors.js';
  * "Replicated ClickHouse"). The migration files stay one list, written for a single server; on
  * a cluster each statement is rewritten here:
  *
- * - `CREATE TABLE|VIEW|MATERIALIZED VIEW IF NOT EXISTS x` and `ALTER TABLE x` run `ON CLUSTER`,
- *   with every table name qualified by the database: the servers run distributed DDL in their own
- *   sessions, whose default database is not the caller's.
+ * - `CREATE TABLE|VIEW|MATERIALIZED VIEW IF NOT EXISTS x`, `ALTER TABLE x` and `DROP TABLE IF
+ *   EXISTS x` (a view made again) run `ON CLUSTER`, with every table name qualified by the
+ *   database: the servers run distributed DDL in their own sessions, whose default database is
+ *   not the caller's.
+ * - After `ALTER TABLE x ADD COLUMN …`, `x_all` is made again when that Distributed table exists
+ *   (`distributedTables`, looked up by the runner): a Distributed table keeps the columns it was
+ *   made with, so without it the new column could not be read across the shards. Made again, not
+ *   altered: 18.16 refuses `ALTER … ON CLUSTER` of a table that is not replicated on a cluster
+ *   whose shards replicate internally (code 371, measured), and a Distributed table holds no rows
+ *   of its own (the services neither insert into nor read the `_all` tables).
  * - `*MergeTree(args)` becomes `Replicated*MergeTree('/clickhouse/tables/{shard}/<db>/<table>',
  *   '{replica}', args)`: the `{shard}`/`{replica}` macros come from each server's config, so one
  *   statement makes every replica.
@@ -44,12 +51,15 @@ export function checkClusterTarget(target: ClusterTarget): void {
 const CREATE_TABLE = /^CREATE TABLE IF NOT EXISTS (\w+)(\s)/;
 const CREATE_VIEW = /^CREATE VIEW IF NOT EXISTS (\w+) AS(\s)/;
 const CREATE_MV = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+) AS(\s)/;
-const ALTER_TABLE = /^ALTER TABLE (\w+) /;
+// Not `ALTER TABLE IF EXISTS x`: "IF" would be taken for the table.
+const ALTER_TABLE = /^ALTER TABLE (?!IF EXISTS )(\w+) /;
+const ADD_COLUMN = /^ALTER TABLE \w+ ADD COLUMN /;
+const DROP_TABLE = /^DROP TABLE IF EXISTS (\w+)$/;
 const ENGINE = /ENGINE = (Replacing|Summing|Aggregating|)MergeTree(?:\(([^)]*)\))?/;
 const FROM = /\bFROM (\w+)\b/g;
 
 /** The statements a migration statement becomes on a cluster (one, or a table and its Distributed table). */
-export function toClusterStatements(statement: string, target: ClusterTarget): string[] {
+export function toClusterStatements(statement: string, target: ClusterTarget, options: { distributedTables?: ReadonlySet<string> } = {}): string[] {
   checkClusterTarget(target);
   const { cluster, database: db } = target;
   const onCluster = `ON CLUSTER ${cluster}`;
@@ -78,7 +88,14 @@ export function toClusterStatements(statement: string, target: ClusterTarget): s
     return [text.replace(CREATE_VIEW, `CREATE VIEW IF NOT EXISTS ${db}.${match[1]} ${onCluster} AS$2`).replace(FROM, `FROM ${db}.$1`)];
   }
   match = ALTER_TABLE.exec(text);
-  if (match) return [text.replace(ALTER_TABLE, `ALTER TABLE ${db}.${match[1]} ${onCluster} `)];
+  if (match) {
+    const table = match[1] ?? '';
+    const altered = text.replace(ALTER_TABLE, `ALTER TABLE ${db}.${table} ${onCluster} `);
+    if (!ADD_COLUMN.test(text) || !options.distributedTables?.has(`${table}${DISTRIBUTED_SUFFIX}`)) return [altered];
+    return [altered, `DROP TABLE IF EXISTS ${db}.${table}${DISTRIBUTED_SUFFIX} ${onCluster}`, distributedTable(table, target)];
+  }
+  match = DROP_TABLE.exec(text);
+  if (match) return [`DROP TABLE IF EXISTS ${db}.${match[1]} ${onCluster}`];
   throw unsupported(statement, 'a statement of a form the cluster rewrite does not know');
 }
 

@@ -4,7 +4,7 @@ import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type ClickHouse, createClickHouse } from './client.js';
 import { clusterDatabase, clusterMigrationsTable, toClusterStatements } from './cluster-ddl.js';
-import { ident, sql } from './sql.js';
+import { ident, literal, sql } from './sql.js';
 
 /**
  * Numbered SQL files (`0001_events.sql`), applied in order, each once, recorded in
@@ -150,7 +150,12 @@ export async function applyPending(ch: ClickHouse, migrations: Migration[], log:
     const skip = tooOld(m);
     if (!skip) {
       for (const statement of m.statements) {
-        for (const sent of target ? toClusterStatements(statement, target) : [statement]) await ch.command(sent);
+        const distributedTables = target && ADD_COLUMN.test(statement) ? await distributedTablesOf(ch) : undefined;
+        for (const sent of target ? toClusterStatements(statement, target, { distributedTables }) : [statement]) {
+          const command = await addColumnCommand(ch, sent, serverVersion);
+          if (command === undefined) log.info({ migration: label(m), statement: sent.slice(0, 120) }, 'column already there; statement skipped');
+          else await ch.command(command);
+        }
       }
     }
     await ch.insert('schema_migrations', [
@@ -163,6 +168,39 @@ export async function applyPending(ch: ClickHouse, migrations: Migration[], log:
     );
   }
   return result;
+}
+
+/** Servers that take `ADD COLUMN IF NOT EXISTS` (18.16 does not: a syntax error; 24.8 and later do, measured on chdb). */
+export const ADD_COLUMN_IF_NOT_EXISTS_SINCE = { major: 20, minor: 1 } as const;
+
+const ADD_COLUMN = /^ALTER TABLE (?:\w+\.)?(\w+)(?: ON CLUSTER \w+)? ADD COLUMN IF NOT EXISTS (\w+)\b/;
+
+/**
+ * What to send for one statement: an `ALTER TABLE t ADD COLUMN IF NOT EXISTS c …` is looked up in
+ * system.columns first (undefined: the column is there, send nothing), and sent without `IF NOT
+ * EXISTS` to a server that refuses it; so the same file adds a column once on 18.16 and on current
+ * servers, also when the column came otherwise (the current `events` shape has it from the start).
+ * One column per statement: a second `ADD COLUMN` in it would go unchecked, so it stops the run.
+ * Every other statement is sent as it is.
+ */
+async function addColumnCommand(ch: ClickHouse, statement: string, serverVersion: string): Promise<string | undefined> {
+  const match = ADD_COLUMN.exec(statement);
+  if (!match) return statement;
+  if (/,\s*ADD COLUMN/i.test(statement)) {
+    throw new AppError('invalid_migration', `one ADD COLUMN IF NOT EXISTS per statement (each is checked in system.columns): ${statement.slice(0, 120)}`);
+  }
+  const [, table = '', column = ''] = match;
+  const found = await ch.query<{ name: string }>(
+    `SELECT name FROM system.columns WHERE database = currentDatabase() AND table = ${literal(table)} AND name = ${literal(column)}`,
+  );
+  if (found.length > 0) return undefined;
+  return serverAtLeast(serverVersion, ADD_COLUMN_IF_NOT_EXISTS_SINCE) ? statement : statement.replace(' ADD COLUMN IF NOT EXISTS ', ' ADD COLUMN ');
+}
+
+/** The Distributed tables of the database: a column added to a table goes to its `<table>_all` too. */
+async function distributedTablesOf(ch: ClickHouse): Promise<ReadonlySet<string>> {
+  const rows = await ch.query<{ name: string }>("SELECT name FROM system.tables WHERE database = currentDatabase() AND engine = 'Distributed'");
+  return new Set(rows.map((r) => r.name));
 }
 
 export async function dropDatabase(options: Omit<MigrateOptions, 'dir' | 'logger'>): Promise<void> {

@@ -234,7 +234,11 @@ describe('GET /v1/events/{eventId}', () => {
     const doc = res.json();
     const operation = doc.paths['/v1/events/{eventId}'].get;
     expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['200', '400', '404']));
-    expect(Object.keys(operation.responses['200'].content['application/json'].schema.properties)).toContain('sync');
+    const stored = operation.responses['200'].content['application/json'].schema;
+    expect(Object.keys(stored.properties)).toEqual(expect.arrayContaining(['sync', 'userId', 'anonymousId', 'context']));
+    // Optional: events without them (every event of POST /v1/events) answer as before.
+    expect(stored.required).not.toEqual(expect.arrayContaining(['userId']));
+    expect(stored.required.filter((f: string) => ['userId', 'anonymousId', 'context'].includes(f))).toEqual([]);
     expect(operation.parameters[0]).toMatchObject({ in: 'path', name: 'eventId', schema: { maxLength: 255 } });
     // The wildcard fallback for long ids is not part of the documented API.
     expect(Object.keys(doc.paths).filter((path: string) => path.includes('*'))).toEqual([]);

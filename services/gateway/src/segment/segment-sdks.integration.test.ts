@@ -59,7 +59,16 @@ describe('Segment and RudderStack server SDKs against the gateway', () => {
     analytics.on('error', (err) => failures.push(err));
     lossy.loseNextAnswerTo('seg-track-0');
     analytics.identify({ userId: 'user-1', traits: { email: 'Ada@Acme.io', plan: 'pro' }, messageId: 'seg-identify-1' });
-    for (let i = 0; i < 5; i++) analytics.track({ userId: 'user-1', event: 'Report Built', properties: { i }, messageId: `seg-track-${i}` });
+    // seg-track-3 also names the browser it came from (anonymousId), as a track after an identify does.
+    for (let i = 0; i < 5; i++) {
+      analytics.track({
+        userId: 'user-1',
+        ...(i === 3 ? { anonymousId: 'anon-3' } : {}),
+        event: 'Report Built',
+        properties: { i },
+        messageId: `seg-track-${i}`,
+      });
+    }
     analytics.track({ anonymousId: 'anon-9', event: 'Pricing Viewed', messageId: 'seg-anon-1' });
     analytics.group({ userId: 'user-1', groupId: 'g-1', traits: { website: 'https://www.acme.io' }, messageId: 'seg-group-1' });
     analytics.page({ anonymousId: 'anon-9', name: 'Pricing', messageId: 'seg-page-1' });
@@ -76,6 +85,15 @@ describe('Segment and RudderStack server SDKs against the gateway', () => {
     const read = await get(apiKey, '/v1/events/seg-track-3');
     expect(read.statusCode, read.body).toBe(200);
     expect(read.json()).toMatchObject({ eventId: 'seg-track-3', eventName: 'Report Built', properties: { i: 3 } });
+    // The person and the context the SDK sent, stored in ClickHouse (18.16 here) and read back.
+    expect(read.json()).toMatchObject({
+      userId: 'user-1',
+      anonymousId: 'anon-3',
+      context: { library: { name: '@segment/analytics-node', version: expect.stringMatching(/^\d+\.\d+/) } },
+    });
+    const anonymous = (await get(apiKey, '/v1/events/seg-anon-1')).json();
+    expect(anonymous).toMatchObject({ anonymousId: 'anon-9', context: { library: { name: '@segment/analytics-node' } } });
+    expect(anonymous).not.toHaveProperty('userId');
 
     // The SDK's retry wrote its batch twice to events.raw; dedupe passed one copy on.
     const { values, keys } = await gw.readTopic<{ eventId: string; accountId: string; userId?: string }>(

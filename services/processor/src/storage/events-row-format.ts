@@ -1,13 +1,16 @@
 import type { EventRecord } from '@ingest/schemas';
 import type { ClickHouse, Logger } from '@ingest/platform';
-import { EVENTS_ROW_FORMATS, type EventsShape, readEventsShape } from '@ingest/domain';
+import { EVENTS_ROW_FORMATS, type EventsShape, readEventsRowFormat } from '@ingest/domain';
 
 /**
  * The row format the storage writer uses for `events`: the shape the table has (legacy on 18.16
  * and before the upgrade, current after it; docs/clickhouse.md). Looked up at start and again
  * whenever ClickHouse refuses an insert, so a writer that was sending legacy lines when
  * `ingest clickhouse upgrade-events` switched the table fails that insert (nothing is stored, its
- * offsets stay uncommitted), finds the current shape and re-reads the events in it.
+ * offsets stay uncommitted), finds the current shape and re-reads the events in it. A legacy table
+ * that migration 0007 has not reached yet gets lines without the person columns (only when this
+ * processor started before setup, against the deploy order); it learns of the columns at its next
+ * start or refused insert.
  */
 export interface EventsRowFormatHolder {
   readonly shape: EventsShape;
@@ -26,9 +29,11 @@ export function createEventsRowFormatHolder(ch: ClickHouse, logger: Logger, init
     line: (record, insertedAtMs) => format.line(record, insertedAtMs),
     async refresh() {
       try {
-        const shape = await readEventsShape(ch);
-        if (shape !== format.shape) log.info({ from: format.shape, to: shape }, 'events table shape changed: writing rows in the new shape');
-        format = EVENTS_ROW_FORMATS[shape];
+        const next = await readEventsRowFormat(ch);
+        if (next !== format) {
+          log.info({ from: format.shape, to: next.shape, columns: next.columns.length }, 'events table shape changed: writing rows in the new shape');
+        }
+        format = next;
       } catch (err) {
         log.warn({ err: (err as Error).message, shape: format.shape }, 'could not read the events table shape; keeping the one known');
       }

@@ -34,6 +34,8 @@ function record(i: number): EventRecord {
     properties: { n: i, text: 'a\\b\n😀' },
     source: 'api',
     jobId: null,
+    // Segment messages: their person columns are copied and bridged too (the legacy table has them since 0007).
+    ...(i % 5 === 0 ? { userId: `u${i}`, anonymousId: `a\t${i}`, context: { library: { name: 'analytics-node' }, n: i } } : {}),
   };
 }
 
@@ -119,7 +121,7 @@ describe.each(CHDB_ENGINES)('upgrading events on $name while events arrive', ({ 
 
     // Every event once, with its milliseconds, through the readers' row.
     const rows = await ch.query<Parameters<typeof fromEventRow>[0]>(
-      "SELECT event_id, event_name, email, domain, event_time_ms, received_at_ms, properties, source, job_id FROM events_dedup WHERE account_id LIKE 'acc_upgrade%'",
+      "SELECT event_id, event_name, email, domain, event_time_ms, received_at_ms, properties, source, job_id, user_id, anonymous_id, context FROM events_dedup WHERE account_id LIKE 'acc_upgrade%'",
     );
     const byId = new Map(rows.map((r) => [r.event_id, fromEventRow(r)]));
     for (let i = 0; i < total; i++) {
@@ -129,7 +131,9 @@ describe.each(CHDB_ENGINES)('upgrading events on $name while events arrive', ({ 
         receivedAtMs: r.receivedAtMs,
         eventName: r.eventName,
         properties: r.properties,
+        ...(r.userId === undefined ? {} : { userId: r.userId, anonymousId: r.anonymousId, context: r.context }),
       });
+      if (r.userId === undefined) expect(byId.get(r.eventId), r.eventId).not.toHaveProperty('userId');
     }
 
     // The rollups' materialized views fired for every event, before and after the switch, exactly once per event.
