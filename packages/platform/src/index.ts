@@ -5,6 +5,8 @@ export * from './clickhouse/cluster-ddl.js';
 export * from './clickhouse/reader-user.js';
 export * from './clickhouse/tenant-reader.js';
 export * from './clickhouse/retention.js';
+export * from './clickhouse/replica-health.js';
+export * from './clickhouse/replica-watch.js';
 export * from './clickhouse/sql.js';
 export * from './clickhouse/table-backup.js';
 export * from './config.js';

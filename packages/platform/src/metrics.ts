@@ -29,6 +29,7 @@ export const METRIC_NAMES = {
   clickhouseInsertFailures: 'ingest_clickhouse_insert_failures_total',
   clickhouseInsertFailing: 'ingest_clickhouse_insert_failing',
   clickhouseBatchRows: 'ingest_clickhouse_batch_rows',
+  clickhouseReplicaUnhealthy: 'ingest_clickhouse_replica_unhealthy',
   eventStoredLatency: 'ingest_event_stored_latency_seconds',
   deadLetters: 'ingest_dead_letters_total',
   dedupeHits: 'ingest_dedupe_hits_total',

@@ -51,6 +51,8 @@ export interface ServiceParts {
   components: Component[];
   /** What /readyz waits for (empty: ready); default: the components that are not healthy. */
   waitingFor?: () => string[];
+  /** What /readyz lists as `degraded` besides the brokers (the service stays ready), e.g. a ClickHouse replica. */
+  degraded?: () => string[];
   /** More clients to close after the components (the launcher's own are closed anyway). */
   clients?: Closeable[];
   /** Added to the "running" log line (listener addresses). */
@@ -127,7 +129,7 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
     metrics,
     // A service that cannot write to Kafka cannot do its work, whatever its parts say.
     waitingFor: () => [...(producer.ready() ? [] : [PRODUCER_PART]), ...brokers.waitingFor(), ...(parts.waitingFor ?? (() => unhealthy(parts.components)))()],
-    degraded: () => brokers.degraded(),
+    degraded: () => [...brokers.degraded(), ...(parts.degraded?.() ?? [])],
     live: context.alive,
     logger,
   });

@@ -1,4 +1,14 @@
-import { type Component, controlTopicsRead, createClickHouseFromConfig, createLagCollector, launchService, tryLease, waitingFor } from '@ingest/platform';
+import {
+  type Component,
+  controlTopicsRead,
+  createClickHouseFromConfig,
+  createLagCollector,
+  createReplicaWatch,
+  launchService,
+  replicaWatchWanted,
+  tryLease,
+  waitingFor,
+} from '@ingest/platform';
 import {
   controlPlaneConditions,
   createAllowanceReconciler,
@@ -120,10 +130,24 @@ await launchService({
         }),
       );
     }
+    // Several replicas in CLICKHOUSE_URL: the writer moves off a failing one, so their own
+    // replication health is watched and shown as /readyz `degraded` (docs/scale.md).
+    const replicas = replicaWatchWanted(config.CLICKHOUSE_URL)
+      ? createReplicaWatch({
+          url: config.CLICKHOUSE_URL,
+          username: config.CLICKHOUSE_USER,
+          password: config.CLICKHOUSE_PASSWORD,
+          database: config.CLICKHOUSE_DATABASE,
+          registry: metrics,
+          logger,
+        })
+      : undefined;
+    if (replicas) observers.push(replicas);
     return {
       // The control plane starts first: the job runner must know suspended accounts before its first job.
       components: [...(controlPlane ? [controlPlane] : []), ...(erasures ? [erasures] : []), ...parts, ...observers],
       waitingFor: () => waitingFor(controlPlane ? controlPlaneConditions(controlPlane) : {}, [...(erasures ? [erasures] : []), ...parts]),
+      ...(replicas ? { degraded: () => replicas.degraded() } : {}),
       clients: [ch],
     };
   },

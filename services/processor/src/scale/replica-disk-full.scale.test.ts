@@ -12,9 +12,17 @@
  * processor's /readyz and ingest_clickhouse_insert_failing (the alert's input) name the cause,
  * `disk_full`. Space freed: the processor recovers by itself, and every event answered 202 is
  * stored once on both replicas (count() = uniqExact(event_id), without FINAL).
+ *
+ * The second case gives the processor both replicas (the product's cluster configuration): its
+ * writer moves to replica 2 and stores every event there at once, /readyz stays 200, and the
+ * replica watch names replica 1 under `degraded` with cause disk_full (its replication queue
+ * fails every fetch with "No space left on device") and sets
+ * ingest_clickhouse_replica_unhealthy{cause="disk_full"}; space freed, replica 1 catches up and
+ * both clear.
  */
-import { METRIC_NAMES, type TopicKey, TOPICS } from '@ingest/platform';
+import { METRIC_NAMES, replicaName, type TopicKey, TOPICS } from '@ingest/platform';
 import {
+  clusterUrls,
   createTestClickHouse,
   createTestKafka,
   integrationEnv,
@@ -64,6 +72,15 @@ function failingCauses(text: string): string[] {
     .split('\n')
     .filter((line) => line.startsWith(prefix) && line.trim().endsWith(' 1'))
     .map((line) => /cause="([^"]+)"/.exec(line)?.[1] ?? '?');
+}
+
+/** The replicas ingest_clickhouse_replica_unhealthy names with a 1, as `replica cause`. */
+function unhealthyReplicas(text: string): string[] {
+  const prefix = `${METRIC_NAMES.clickhouseReplicaUnhealthy}{`;
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(prefix) && line.trim().endsWith(' 1'))
+    .map((line) => `${/replica="([^"]+)"/.exec(line)?.[1] ?? '?'} ${/cause="([^"]+)"/.exec(line)?.[1] ?? '?'}`);
 }
 
 describe('a ClickHouse replica whose disk is full, under load', () => {
@@ -140,6 +157,121 @@ describe('a ClickHouse replica whose disk is full, under load', () => {
     expect(fleet.unexpectedExits()).toEqual([]);
     console.log(
       `replica-disk-full: ${storedWhenFull.distinct} events stored when the disk filled, all ${TOTAL} stored once on both replicas ${Math.round((Date.now() - freedAt) / 1000)} s after space was freed; ${Math.round((Date.now() - startedAt) / 1000)} s in all`,
+    );
+  });
+
+  it('with both replicas in CLICKHOUSE_URL: stays ready, names the full replica degraded with disk_full, stores every event once on the other at once, and clears once space is freed', async () => {
+    await fleet?.killAll();
+    const setup = processorSetup(gw.kafka.prefix, gw.clickhouse.database, 'replica-disk-full-both', {
+      CLICKHOUSE_URL: clusterUrls(),
+      STORAGE_BATCH_MAX_WAIT_MS: '200',
+      STORAGE_MIN_INSERT_INTERVAL_MS: '100',
+    });
+    fleet = new ProcessorFleet(setup);
+    const processor = await fleet.start();
+    const full = replicaName(replicaUrl(1));
+    const { account, apiKey } = await gw.newAccount('pro');
+    const client: ApiClient = { app: gw.app, apiKey };
+    const db = gw.clickhouse.database;
+    const requests = Array.from({ length: TOTAL / PER_REQUEST }, (_, r) =>
+      Array.from({ length: PER_REQUEST }, (_, i) => testEvent(`dfb-${r * PER_REQUEST + i}`, r * PER_REQUEST + i)),
+    );
+    const stats = newStats();
+    // Every /readyz answer while the disk is full: the writer has the other replica, so it stays ready.
+    const readyAnswers = new Map<number, number>();
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        // An ops server that does not answer counts as 0.
+        const ready = await processor.health().then(
+          (h) => h.ready,
+          () => 0,
+        );
+        readyAnswers.set(ready, (readyAnswers.get(ready) ?? 0) + 1);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    })();
+    const load = runPool(requests, { concurrency: 2, perSecond: 3 }, (events) => postEvents(client, events, stats));
+
+    await waitFor(
+      async () => {
+        const c = await countsOn(1, db, account.id);
+        return c.distinct >= 300 ? c : undefined;
+      },
+      { description: 'events stored on replica 1 before its disk filled', timeoutMs: 60_000, intervalMs: 100 },
+    );
+    await (disk as SmallDisk).fill();
+    const filledAt = Date.now();
+    let seen: unknown;
+    const degraded = await waitFor(
+      async () => {
+        const h = await processor.health();
+        seen = h;
+        const line = h.degraded?.find((d) => d.startsWith(`clickhouse-replica ${full}: replication failing (cause: disk_full;`));
+        return h.ready === 200 && line ? { h, line } : undefined;
+      },
+      {
+        description: () => `the processor ready with /readyz degraded naming ${full} and disk_full (last /readyz: ${JSON.stringify(seen)})`,
+        timeoutMs: 90_000,
+        intervalMs: 500,
+      },
+    );
+    expect(degraded.h.degraded).toHaveLength(1);
+    expect(degraded.line).toMatch(/No space left on device/);
+    expect(unhealthyReplicas(await processor.metrics())).toEqual([`${full} disk_full`]);
+    console.log(`replica-disk-full (both replicas): degraded after ${Math.round((Date.now() - filledAt) / 1000)} s: ${degraded.line}`);
+
+    await load;
+    expect(stats.events).toBe(TOTAL);
+    // At once on the healthy replica: the writer moved there when replica 1 refused an insert.
+    const onHealthy = await waitFor(
+      async () => {
+        const c = await countsOn(2, db, account.id);
+        seen = c;
+        return c.distinct === TOTAL ? c : undefined;
+      },
+      { description: () => `all ${TOTAL} events on replica 2 while replica 1 is full (last: ${JSON.stringify(seen)})`, timeoutMs: 30_000, intervalMs: 250 },
+    );
+    expect(onHealthy).toEqual({ rows: TOTAL, distinct: TOTAL });
+    const onFull = await countsOn(1, db, account.id);
+    expect(onFull.distinct).toBeLessThan(TOTAL);
+    // Still named while its queue keeps failing; the healthy replica never is.
+    const stillFull = await processor.health();
+    expect(stillFull.degraded?.map((d) => d.split(' (cause: ')[0])).toEqual([`clickhouse-replica ${full}: replication failing`]);
+    sampling = false;
+    await sampler;
+    expect([...readyAnswers.keys()]).toEqual([200]);
+
+    await (disk as SmallDisk).free();
+    const freedAt = Date.now();
+    for (const replica of [1, 2] as const) {
+      const counts = await waitFor(
+        async () => {
+          const c = await countsOn(replica, db, account.id);
+          seen = c;
+          return c.distinct === TOTAL ? c : undefined;
+        },
+        {
+          description: () => `all ${TOTAL} events on replica ${replica} after space was freed (last: ${JSON.stringify(seen)})`,
+          timeoutMs: 180_000,
+          intervalMs: 500,
+        },
+      );
+      expect(counts).toEqual({ rows: TOTAL, distinct: TOTAL });
+    }
+    const cleared = await waitFor(
+      async () => {
+        const h = await processor.health();
+        seen = h;
+        return h.ready === 200 && h.degraded === undefined ? h : undefined;
+      },
+      { description: () => `the processor ready and no longer degraded (last /readyz: ${JSON.stringify(seen)})`, timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(cleared.live).toBe(200);
+    expect(unhealthyReplicas(await processor.metrics())).toEqual([]);
+    expect(fleet.unexpectedExits()).toEqual([]);
+    console.log(
+      `replica-disk-full (both replicas): ${onFull.distinct} of ${TOTAL} on the full replica, all on the other at once; both hold all once ${Math.round((Date.now() - freedAt) / 1000)} s after space was freed; /readyz answers ${JSON.stringify(Object.fromEntries(readyAnswers))}`,
     );
   });
 });
