@@ -11,8 +11,10 @@
  * gateway's read-back is served by replica 2, which holds nothing twice (count() = uniqExact(event_id),
  * no FINAL, no forced merge). Replica 1 started again: both replicas hold every event answered 202,
  * once (parts replica 1 had not handed over yet waited on its disk: replication is asynchronous).
+ * The processor stays ready meanwhile, its replica watch naming replica 1 `unreachable` under
+ * /readyz `degraded` until it is back.
  */
-import { createClickHouse, METRIC_NAMES } from '@ingest/platform';
+import { createClickHouse, METRIC_NAMES, replicaName } from '@ingest/platform';
 import { killReplica, metricSum, replicaUrl, startReplica, storedEvent, storeEvents, waitFor } from '@ingest/testkit';
 import { useGatewayFixture } from '@ingest/testkit/gateway';
 import { newStats, postEvents, runPool } from '@ingest/testkit/processor';
@@ -78,6 +80,23 @@ describe('a ClickHouse replica SIGKILLed during inserts', () => {
     // The writer did meet the dead replica (and went on with the same batch on the other).
     const insertFailures = metricSum(await processor.metrics(), METRIC_NAMES.clickhouseInsertFailures);
     expect(insertFailures).toBeGreaterThan(0);
+    // The replica watch (every 10 s) names the dead replica; the processor stays ready (it writes to replica 2).
+    let seen: unknown;
+    const down = await waitFor(
+      async () => {
+        const h = await processor.health();
+        seen = h;
+        return h.ready === 200 && h.degraded?.some((d) => d.startsWith(`clickhouse-replica ${replicaName(replicaUrl(1))}: unreachable (cause: unreachable;`))
+          ? h
+          : undefined;
+      },
+      {
+        description: () => `the processor ready with replica 1 unreachable under degraded (last /readyz: ${JSON.stringify(seen)})`,
+        timeoutMs: 20_000,
+        intervalMs: 250,
+      },
+    );
+    expect(down.degraded).toHaveLength(1);
     const downFor = Math.round((Date.now() - killedAt) / 1000);
 
     await startReplica(1);
@@ -94,6 +113,18 @@ describe('a ClickHouse replica SIGKILLed during inserts', () => {
       );
       expect(counts).toEqual({ rows: TOTAL, distinct: TOTAL });
     }
+    await waitFor(
+      async () => {
+        const h = await processor.health();
+        seen = h;
+        return h.ready === 200 && h.degraded === undefined ? h : undefined;
+      },
+      {
+        description: () => `the processor ready and no longer degraded once replica 1 is back (last /readyz: ${JSON.stringify(seen)})`,
+        timeoutMs: 30_000,
+        intervalMs: 250,
+      },
+    );
     expect(fleet.unexpectedExits()).toEqual([]);
     console.log(
       `replica-kill: ${TOTAL} events accepted (${stats.retried} 503s retried), ${insertFailures} failed insert attempts retried; replica 2 held ${onTwo.distinct} ` +
