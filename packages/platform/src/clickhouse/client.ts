@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { createClient } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import type { Closeable } from '../lifecycle.js';
 import { AppError, isRetryable } from '../errors.js';
 import { toClickHouseAppError } from './errors.js';
@@ -44,6 +44,11 @@ export interface ClickHouseOptions {
    * progress headers every 10 s so proxies keep the idle connection open. Writers only (a setting).
    */
   longRunning?: boolean;
+  /**
+   * No console lines from the client library on failures: for callers that report their
+   * failures themselves, once per change (the replica watch asks a down server every 10 s).
+   */
+  quiet?: boolean;
 }
 
 /** The servers of a CLICKHOUSE_URL (one, or several comma-separated). */
@@ -100,6 +105,7 @@ function createOneServer(options: ClickHouseOptions): ClickHouse {
     request_timeout: options.requestTimeoutMs ?? 30_000,
     compression: { request: false, response: false },
     keep_alive: { enabled: true },
+    ...(options.quiet ? { log: { level: ClickHouseLogLevel.OFF } } : {}),
     ...(options.longRunning ? { clickhouse_settings: { send_progress_in_http_headers: 1, http_headers_progress_interval_ms: '10000' } } : {}),
   });
 

@@ -69,6 +69,7 @@ export function createReplicaWatch(options: ReplicaWatchOptions): ReplicaWatch {
         ...(options.password !== undefined ? { password: options.password } : {}),
         database: options.database,
         requestTimeoutMs: options.queryTimeoutMs ?? 3_000,
+        quiet: true,
       }));
   const servers = clickHouseUrls(options.url).map((url) => ({ name: replicaName(url), client: connect(url) }));
   const gauge = new Gauge({
