@@ -24,6 +24,7 @@ import {
   CLICKHOUSE_MIGRATIONS_DIR,
   clickhouseServerVersion,
   createLogger,
+  createReplicaWatch,
   createTenantReader,
   dataTables,
   insertableColumns,
@@ -205,6 +206,18 @@ export const SQL_CATALOGUE: readonly CatalogueEntry[] = [
     },
   },
   {
+    name: 'processor: replica watch (system.replicas and system.replication_queue of its database)',
+    site: 'packages/platform/src/clickhouse/replica-watch.ts',
+    run: async (ch) => {
+      const [{ db = '' } = {}] = await ch.query<{ db: string }>('SELECT currentDatabase() AS db');
+      // Not started and never stopped: stop() would close the catalogue's client.
+      const watch = createReplicaWatch({ url: 'http://replica-1:8123', database: db, logger, registry: new Registry(), connect: () => ch });
+      const verdicts = await watch.check();
+      // A refused query shows as `unreachable` with the server's message.
+      if (verdicts.length !== 1 || verdicts[0]?.cause !== undefined) throw new Error(`replica watch: ${JSON.stringify(verdicts)}`);
+    },
+  },
+  {
     name: 'setup: retention (TTL set, kept, removed; and the partition drop of servers without TTL)',
     site: 'packages/platform/src/clickhouse/retention.ts',
     run: async (ch) => {
@@ -331,6 +344,7 @@ export const CATALOGUED_CALL_SITES: Readonly<Record<string, number>> = {
   'tools/cli/src/setup.ts': 1,
   'packages/domain/src/events/events-upgrade.ts': 20,
   'packages/platform/src/clickhouse/tenant-reader.ts': 5,
+  'packages/platform/src/clickhouse/replica-watch.ts': 2,
   'packages/platform/src/clickhouse/retention.ts': 5,
   'packages/platform/src/clickhouse/table-backup.ts': 9,
   'packages/domain/src/erasure/events-erasure.store.ts': 4,
