@@ -22,6 +22,18 @@ describe('known-device cookies', () => {
     for (const bad of [undefined, '', 'v1.own_a', 'v2.own_a.x.y', `${cookie}.extra`, 'x'.repeat(300)]) expect(devices.deviceOf(bad, 'own_a')).toBeUndefined();
   });
 
+  it('refuse a MAC whose text differs in the unused bits of its last character (decodes to the same bytes)', () => {
+    const devices = createKnownDevices([key(1)]);
+    const cookie = devices.issue('own_a');
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = alphabet.indexOf(cookie.slice(-1));
+    // A 32-byte MAC is 43 characters: the last holds 4 bits and 2 unused ones.
+    const sibling = alphabet[last ^ 1] ?? '';
+    const changed = cookie.slice(0, -1) + sibling;
+    expect(Buffer.from(changed.split('.')[3] ?? '', 'base64url')).toEqual(Buffer.from(cookie.split('.')[3] ?? '', 'base64url'));
+    expect(devices.deviceOf(changed, 'own_a')).toBeUndefined();
+  });
+
   it('verify with every configured key and sign with the first (rotation)', () => {
     const old = createKnownDevices([key(1)]).issue('own_a');
     const rotated = createKnownDevices([key(2), key(1)]);

@@ -33,9 +33,11 @@ export function createKnownDevices(macKeys: readonly Buffer[]): KnownDevices {
       const parts = cookie.split('.');
       if (parts.length !== 4 || parts[0] !== 'v1' || parts[1] !== ownerId) return undefined;
       const body = parts.slice(0, 3).join('.');
-      const given = Buffer.from(parts[3] ?? '', 'base64url');
+      // The MAC's text is compared, not its decoded bytes: base64url's last character carries
+      // unused bits, so decoding maps several texts to one MAC and a changed cookie would pass.
+      const given = Buffer.from(parts[3] ?? '', 'utf8');
       const ok = macKeys.some((key) => {
-        const expected = mac(key, body);
+        const expected = Buffer.from(mac(key, body).toString('base64url'), 'utf8');
         return given.length === expected.length && timingSafeEqual(given, expected);
       });
       return ok ? parts[2] : undefined;
