@@ -11,11 +11,14 @@ import type { SearchResult } from './search.js';
 import { formatTenantMix, type TenantMixResult } from './tenant-report.js';
 import type { WriterResult } from './writer-phase.js';
 import type { ProfileSummary } from './profile.js';
+import { formatGuard, type GuardLine, type RecordedRuns } from './regression-guard.js';
 import type { LogEntryCount } from './services.js';
 import { n0, n1, n2 } from './say.js';
 
 export interface BenchResult {
   startedAt: string;
+  /** `git describe` of the tree measured. */
+  commit?: string;
   finishedAt?: string;
   machine: { cores: number; node: string; loadAverage: number[] };
   setup: Record<string, string | number>;
@@ -41,6 +44,8 @@ export interface BenchResult {
   serviceLogs?: Record<string, LogEntryCount[]>;
   ratios: Record<string, number | undefined>;
   targets: Target[];
+  /** The main figures against the recorded runs of this profile (regression-guard.ts). */
+  regression?: { recorded: RecordedRuns; lines: GuardLine[] };
   errors: string[];
 }
 
@@ -174,7 +179,7 @@ export function formatReport(r: BenchResult): string {
   const out: string[] = [];
   const line = (s = '') => out.push(s);
   line(
-    `Pipeline benchmark ${r.startedAt} (${r.machine.cores} cores, Node ${r.machine.node}, load average at start ${r.machine.loadAverage.map(n2).join(' ')})`,
+    `Pipeline benchmark ${r.startedAt} of ${r.commit ?? 'an unknown commit'} (${r.machine.cores} cores, Node ${r.machine.node}, load average at start ${r.machine.loadAverage.map(n2).join(' ')})`,
   );
   for (const [k, v] of Object.entries(r.setup)) line(`  ${k.padEnd(22)} ${v}`);
   for (const n of r.notes) line(`  note: ${n}`);
@@ -325,6 +330,7 @@ export function formatReport(r: BenchResult): string {
 
   if (r.targets.length > 0) line('\nTargets (from the issue)');
   for (const t of r.targets) line(`  ${t.verdict.padEnd(5)} ${t.name.padEnd(42)} ${t.measured}${t.note ? `  (${t.note})` : ''}`);
+  if (r.regression) for (const l of formatGuard(r.regression.lines, r.regression.recorded)) line(l);
   for (const e of r.errors) line(`\nerror: ${e}`);
   return out.join('\n');
 }

@@ -5,9 +5,10 @@
  * the three services, the observer and the report written at the end, also on failure and Ctrl-C.
  * The profiles keep their own notes, phases and figures.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createClickHouse, createKafkaClient, createLogger, createRedis, REPO_ROOT, topicName } from '@ingest/platform';
@@ -24,6 +25,7 @@ import { createLagReader, type Observer } from './observe.js';
 import { type BenchOptions, loadBenchOptions, usage } from './options.js';
 import { pidFromFile } from './proc-stats.js';
 import { type BenchResult, formatReport, writeResult } from './report.js';
+import { compareWithRecorded, figuresOf, type RecordedRuns } from './regression-guard.js';
 import { n0, say } from './say.js';
 import { runSearch } from './search.js';
 import { ensureBundles, type StartedService, startService } from './services.js';
@@ -68,6 +70,8 @@ export interface RunFrame {
   stopping: boolean;
   resultFile: string;
   benchDir: string;
+  /** Names the result file and the recorded runs it is compared with (bench/recorded/<profile>.json). */
+  profile: string;
 }
 
 /** `profile` names the log folder and the result file (`<profile>-<timestamp>`). */
@@ -93,6 +97,7 @@ export function createRunFrame(profile: string, options: BenchOptions, start: { 
     root,
     stackDir,
     benchDir,
+    profile,
     logDir: join(benchDir, `${profile}-${stamp}`),
     resultFile: join(benchDir, `${profile}-${stamp}.json`),
     cleanup,
@@ -104,6 +109,7 @@ export function createRunFrame(profile: string, options: BenchOptions, start: { 
     cores,
     result: {
       startedAt: new Date().toISOString(),
+      commit: describeCommit(root),
       machine: { cores, node: process.version, loadAverage: loadavg() },
       setup: start.setup,
       notes: start.notes,
@@ -353,6 +359,7 @@ export async function runToEnd(f: RunFrame, main: () => Promise<void>, beforeRep
     f.stopping = true;
     result.finishedAt = new Date().toISOString();
     beforeReport?.(result);
+    compareWithRecordedRuns(f);
     try {
       writeResult(f.resultFile, result);
       console.log(`${formatReport(result)}\n\nresult: ${f.resultFile}`);
@@ -363,4 +370,28 @@ export async function runToEnd(f: RunFrame, main: () => Promise<void>, beforeRep
     await cleanup.run();
   }
   process.exit(exitCode);
+}
+
+/** `git describe` of the tree measured (the tag, commits past it, `-dirty`): the recorded runs name it. */
+function describeCommit(root: string): string {
+  try {
+    return execFileSync('git', ['describe', '--tags', '--always', '--dirty'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The regression guard (regression-guard.ts): this run's figures against the recorded runs of its profile. */
+function compareWithRecordedRuns(f: RunFrame): void {
+  const file = join(f.root, 'bench', 'recorded', `${f.profile}.json`);
+  if (!existsSync(file)) {
+    f.result.notes.push(`no recorded runs to compare with (${file}; npm run bench:record writes it)`);
+    return;
+  }
+  try {
+    const recorded = JSON.parse(readFileSync(file, 'utf8')) as RecordedRuns;
+    f.result.regression = { recorded, lines: compareWithRecorded(figuresOf(f.result), recorded) };
+  } catch (err) {
+    f.result.notes.push(`could not compare with ${file}: ${(err as Error).message}`);
+  }
 }
