@@ -22,6 +22,20 @@ describe('causeOfException', () => {
     expect(causeOfException(ZK_LOST)).toBe('zookeeper');
     expect(causeOfException(NOT_FOUND)).toBe('other');
   });
+
+  it('names a fetch that cannot reach the replica holding the part peer_unreachable (the trouble is on that replica)', () => {
+    // 18.16's text when replica 1 is down and replica 2 fetches a part only replica 1 has.
+    expect(causeOfException('Poco::Exception. Code: 1000, e.code() = 111, Connection refused')).toBe('peer_unreachable');
+    expect(causeOfException('Code: 209, e.displayText() = DB::NetException: Timeout: connect timed out: 10.0.0.7:9009')).toBe('peer_unreachable');
+    const verdict = judgeReplica(
+      '127.0.0.1:8224',
+      [],
+      [{ table: 'events_daily', num_tries: FAILED_TRIES_COUNTED, last_exception: 'Poco::Exception. Code: 1000, e.code() = 111, Connection refused' }],
+    );
+    expect(describeReplica(verdict)).toMatch(
+      /^clickhouse-replica 127\.0\.0\.1:8224: replication failing \(cause: peer_unreachable; 1 queue entries failing in events_daily/,
+    );
+  });
 });
 
 describe('judgeReplica', () => {

@@ -12,10 +12,18 @@ export const REPLICA_PART = 'clickhouse-replica';
 /**
  * Why a replica is unhealthy, with the insert failures' names (errors.ts): `disk_full` (errno 28
  * / "No space left"), `zookeeper` (session expired, read-only, a coordination error),
- * `unreachable` (the server did not answer the watch), `other`.
+ * `unreachable` (the server did not answer the watch), `peer_unreachable` (it answers, but its
+ * fetches fail because the replica holding the parts does not: the cure is on that other
+ * replica, and until it is back this one lacks those parts), `other`.
  */
-export type ReplicaCause = 'disk_full' | 'zookeeper' | 'unreachable' | 'other';
-export const REPLICA_CAUSES: readonly ReplicaCause[] = ['disk_full', 'zookeeper', 'unreachable', 'other'];
+export type ReplicaCause = 'disk_full' | 'zookeeper' | 'unreachable' | 'peer_unreachable' | 'other';
+export const REPLICA_CAUSES: readonly ReplicaCause[] = ['disk_full', 'zookeeper', 'unreachable', 'peer_unreachable', 'other'];
+
+/**
+ * A fetch from another replica that could not connect: 18.16 says `Poco::Exception. Code: 1000,
+ * e.code() = 111, Connection refused`; timeouts, resets and unknown hosts are the same trouble.
+ */
+const PEER_CONNECTION = /Connection refused|Connection reset|connect timed out|Timeout: connect|No route to host|Host not found|Network is unreachable/i;
 
 /**
  * A queue entry counts once it has failed this often: a fetch can fail once in normal operation
@@ -82,10 +90,11 @@ export function excerpt(text: string): string {
 /** The cause of one queue entry's exception, by the insert failures' rule (errors.ts). */
 export function causeOfException(text: string): ReplicaCause {
   const cause = clickHouseFailureCause(new Error(text));
-  return cause === 'disk_full' || cause === 'zookeeper' ? cause : 'other';
+  if (cause === 'disk_full' || cause === 'zookeeper') return cause;
+  return PEER_CONNECTION.test(text) ? 'peer_unreachable' : 'other';
 }
 
-const SEVERITY: Record<ReplicaCause, number> = { disk_full: 3, zookeeper: 2, unreachable: 1, other: 0 };
+const SEVERITY: Record<ReplicaCause, number> = { disk_full: 4, zookeeper: 3, unreachable: 2, peer_unreachable: 1, other: 0 };
 
 function worst(causes: Iterable<ReplicaCause>): ReplicaCause | undefined {
   let found: ReplicaCause | undefined;
