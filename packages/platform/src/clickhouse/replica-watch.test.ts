@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../logger.js';
 import { createMetricsRegistry, METRIC_NAMES } from '../metrics.js';
 import type { ClickHouse } from './client.js';
-import type { QueueFailureRow, ReplicaTableRow } from './replica-health.js';
+import { type QueueFailureRow, REPLICA_CAUSES, type ReplicaTableRow } from './replica-health.js';
 import { createReplicaWatch, replicaWatchWanted } from './replica-watch.js';
 
 const NO_SPACE =
@@ -84,7 +84,7 @@ describe('createReplicaWatch', () => {
     expect(watch.degraded()).toEqual([]);
     expect(await gauge()).toEqual([]);
     const series = (await registry.getSingleMetric(METRIC_NAMES.clickhouseReplicaUnhealthy)?.get())?.values ?? [];
-    expect(series).toHaveLength(8);
+    expect(series).toHaveLength(2 * REPLICA_CAUSES.length); // two replicas, every cause
     expect(watch.healthy()).toBe(true);
   });
 
