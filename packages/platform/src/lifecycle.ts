@@ -103,29 +103,10 @@ export function createServiceRunner(options: ServiceRunnerOptions): ServiceRunne
  */
 export function installCrashHandlers(logger: Logger, exit: (code: number) => void = (code) => process.exit(code)): void {
   const crash = (kind: string) => (err: unknown) => {
-    if (kind === 'uncaughtException' && recoverers.size > 0 && [...recoverers].some((recover) => recover(err))) {
-      logger.error({ err, kind }, 'recovered from a known defect of a library: the part that owns it started again');
-      return;
-    }
     logger.fatal({ err, kind }, 'crashed: exiting');
     // pino writes synchronously to stdout by default; exit on the next turn all the same.
     setImmediate(() => exit(1));
   };
   process.on('unhandledRejection', crash('unhandledRejection'));
   process.on('uncaughtException', crash('uncaughtException'));
-}
-
-/** Says whether it recognised the exception as its own and recovered (true), or not (false). */
-export type UncaughtRecoverer = (err: unknown) => boolean;
-const recoverers = new Set<UncaughtRecoverer>();
-
-/**
- * For a part whose library is known to throw from one of its own callbacks (so no caller can
- * catch it) in a way the part can recover from by starting that library's session again: the
- * exception is handed to the part instead of ending the process. Narrow on purpose: a recoverer
- * must recognise its defect exactly (see the platformatic Kafka consumer). Returns the removal.
- */
-export function recoverUncaught(recoverer: UncaughtRecoverer): () => void {
-  recoverers.add(recoverer);
-  return () => recoverers.delete(recoverer);
 }

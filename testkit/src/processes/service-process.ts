@@ -107,6 +107,11 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
     void exited.then(() => process.removeListener('exit', killOnExit));
   }
   const opsUrl = `http://127.0.0.1:${options.opsPort}`;
+  /** A refused connection says why when the process is gone: a crash reads as one, not as a network error. */
+  const unreachable = (err: unknown): never => {
+    if (exitCode !== undefined) throw new Error(`${service} ${name} exited with ${exitCode}; log tail:\n${proc.logTail(8)}`, { cause: err });
+    throw err;
+  };
   const proc: ServiceProcess = {
     service,
     name,
@@ -135,12 +140,14 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
       return result;
     },
     async metrics() {
-      const res = await fetch(`${opsUrl}/metrics`, { signal: AbortSignal.timeout(5_000) });
+      const res = await fetch(`${opsUrl}/metrics`, { signal: AbortSignal.timeout(5_000) }).catch(unreachable);
       if (res.status !== 200) throw new Error(`${opsUrl}/metrics answered ${res.status}`);
       return res.text();
     },
     async health() {
-      const [live, ready] = await Promise.all(['/healthz', '/readyz'].map((p) => fetch(`${opsUrl}${p}`, { signal: AbortSignal.timeout(5_000) })));
+      const [live, ready] = await Promise.all(
+        ['/healthz', '/readyz'].map((p) => fetch(`${opsUrl}${p}`, { signal: AbortSignal.timeout(5_000) }).catch(unreachable)),
+      );
       const body = ready ? ((await ready.json().catch(() => ({}))) as { waitingFor?: string[]; degraded?: string[] }) : {};
       return {
         live: live?.status ?? 0,

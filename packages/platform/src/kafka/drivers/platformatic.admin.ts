@@ -2,6 +2,7 @@ import { Admin, type BaseOptions, ListOffsetTimestamps } from '@platformatic/kaf
 import { ACL_WIRE, type AclBinding, byPartition, type KafkaAdmin, type PartitionRange, type TopicPartitionOffset } from '../driver.js';
 import { wrapErrors } from '../errors.js';
 import { platformaticTraits } from './platformatic.client.js';
+import { completeMetadataAnswers } from './platformatic.metadata.js';
 
 function toWire(b: AclBinding) {
   return {
@@ -17,7 +18,7 @@ function toWire(b: AclBinding) {
 
 export function createPlatformaticAdmin(base: BaseOptions): KafkaAdmin {
   let admin: Admin | undefined;
-  const open = () => (admin ??= new Admin({ ...base }));
+  const open = () => (admin ??= completeMetadataAnswers(new Admin({ ...base })));
   const call = <T>(what: string, work: (a: Admin) => Promise<T>) => wrapErrors(`kafka admin ${what}`, platformaticTraits, () => work(open()));
 
   /** Partition counts of the topics, from fresh metadata. */

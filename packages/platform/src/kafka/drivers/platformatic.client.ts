@@ -6,6 +6,7 @@ import { type ErrorTraits, findTlsFailure, PRODUCER_STATE_ERRORS, wrapErrors } f
 import type { KafkaSecurity } from '../security.js';
 import { createPlatformaticAdmin } from './platformatic.admin.js';
 import { createPlatformaticConsumer } from './platformatic.consumer.js';
+import { completeMetadataAnswers } from './platformatic.metadata.js';
 import { murmur2 } from './partitioner.js';
 
 /**
@@ -102,27 +103,29 @@ function createPlatformaticProducer(base: BaseOptions, options: DriverProducerOp
   // Created on connect(): the constructor is cheap, but a closed producer cannot be reopened.
   let producer: Producer | undefined;
   const make = () =>
-    new Producer({
-      ...base,
-      // Idempotent (acks=all, one request in flight per connection): the broker drops the
-      // producer's own retries by sequence number. Sends must still be serialised by the caller:
-      // the sequence of a partition advances only when a send is acknowledged, so two sends in
-      // flight at once reuse numbers (OUT_OF_ORDER_SEQUENCE_NUMBER, or a silently dropped
-      // duplicate: platformatic/kafka issue #326). The wrapper's send coalescer does that.
-      idempotent: true,
-      acks: ProduceAcks.ALL,
-      // The broker's own wait for the in-sync replicas.
-      timeout: options.ackTimeoutMs,
-      compression: options.compression,
-      // The library does not retry a produce that timed out (its TimeoutError says canRetry:
-      // false), so one attempt may wait as long as the caller does: a broker that stalls for
-      // 24 s then answers this request, instead of leaving its outcome unknown.
-      ...(options.inFlightTimeoutMs === undefined ? {} : { requestTimeout: Math.max(base.requestTimeout ?? 0, options.inFlightTimeoutMs) }),
-      // The Java client's partitioner (kafkajs's DefaultPartitioner): the library's default
-      // takes murmur2 unsigned and would move keys to other partitions than the other drivers.
-      // It reduces the result modulo the partition count itself.
-      partitioner: (_message, key) => (key ? murmur2(key) & 0x7fffffff : 0),
-    });
+    completeMetadataAnswers(
+      new Producer({
+        ...base,
+        // Idempotent (acks=all, one request in flight per connection): the broker drops the
+        // producer's own retries by sequence number. Sends must still be serialised by the caller:
+        // the sequence of a partition advances only when a send is acknowledged, so two sends in
+        // flight at once reuse numbers (OUT_OF_ORDER_SEQUENCE_NUMBER, or a silently dropped
+        // duplicate: platformatic/kafka issue #326). The wrapper's send coalescer does that.
+        idempotent: true,
+        acks: ProduceAcks.ALL,
+        // The broker's own wait for the in-sync replicas.
+        timeout: options.ackTimeoutMs,
+        compression: options.compression,
+        // The library does not retry a produce that timed out (its TimeoutError says canRetry:
+        // false), so one attempt may wait as long as the caller does: a broker that stalls for
+        // 24 s then answers this request, instead of leaving its outcome unknown.
+        ...(options.inFlightTimeoutMs === undefined ? {} : { requestTimeout: Math.max(base.requestTimeout ?? 0, options.inFlightTimeoutMs) }),
+        // The Java client's partitioner (kafkajs's DefaultPartitioner): the library's default
+        // takes murmur2 unsigned and would move keys to other partitions than the other drivers.
+        // It reduces the result modulo the partition count itself.
+        partitioner: (_message, key) => (key ? murmur2(key) & 0x7fffffff : 0),
+      }),
+    );
   return {
     async connect() {
       producer ??= make();

@@ -1,9 +1,8 @@
 import { type BaseOptions, Consumer, kGetApi, type Message, type MessagesStream } from '@platformatic/kafka';
 import type { ConsumedMessage, DriverConsumer, DriverConsumerOptions } from '../driver.js';
-import { errorMessage } from '../../errors.js';
-import { recoverUncaught } from '../../lifecycle.js';
 import { KafkaError, wrapErrors } from '../errors.js';
 import { platformaticTraits } from './platformatic.client.js';
+import { completeMetadataAnswers } from './platformatic.metadata.js';
 
 /**
  * One membership through @platformatic/kafka's message stream. The stream prefetches up to its
@@ -30,24 +29,26 @@ import { platformaticTraits } from './platformatic.client.js';
 export function createPlatformaticConsumer(base: BaseOptions, options: DriverConsumerOptions): DriverConsumer {
   const log = options.logger;
   const rebalanceTimeoutMs = Math.max(options.sessionTimeoutMs, 30_000);
-  const consumer = new Consumer({
-    ...base,
-    // A JoinGroup is answered only once the group's rebalance is over, which waits for a member
-    // that died (SIGKILL) until its session expires: as the Java client does, the request may
-    // take the rebalance timeout and then some. With the library's 10 s, a processor started
-    // next to a killed one timed out joining and exited.
-    requestTimeout: Math.max(base.requestTimeout ?? 0, rebalanceTimeoutMs + 5_000),
-    retries: 0,
-    groupId: options.groupId,
-    autocommit: false,
-    sessionTimeout: options.sessionTimeoutMs,
-    rebalanceTimeout: rebalanceTimeoutMs,
-    heartbeatInterval: options.heartbeatIntervalMs,
-    maxWaitTime: options.maxWaitTimeMs,
-    maxBytesPerPartition: options.maxBytesPerPartition,
-    maxBytes: options.maxBytesPerPartition * Math.max(1, options.partitionsConsumedConcurrently) * 2,
-    minBytes: 1,
-  });
+  const consumer = completeMetadataAnswers(
+    new Consumer({
+      ...base,
+      // A JoinGroup is answered only once the group's rebalance is over, which waits for a member
+      // that died (SIGKILL) until its session expires: as the Java client does, the request may
+      // take the rebalance timeout and then some. With the library's 10 s, a processor started
+      // next to a killed one timed out joining and exited.
+      requestTimeout: Math.max(base.requestTimeout ?? 0, rebalanceTimeoutMs + 5_000),
+      retries: 0,
+      groupId: options.groupId,
+      autocommit: false,
+      sessionTimeout: options.sessionTimeoutMs,
+      rebalanceTimeout: rebalanceTimeoutMs,
+      heartbeatInterval: options.heartbeatIntervalMs,
+      maxWaitTime: options.maxWaitTimeMs,
+      maxBytesPerPartition: options.maxBytesPerPartition,
+      maxBytes: options.maxBytesPerPartition * Math.max(1, options.partitionsConsumedConcurrently) * 2,
+      minBytes: 1,
+    }),
+  );
   let stream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | undefined;
   let stopped = false;
   let crashed = false;
@@ -55,20 +56,9 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
   const crash = (error: unknown) => {
     if (stopped || crashed) return;
     crashed = true;
-    forgetRecovery();
     wakeJoinWaiters();
     options.onCrash(error);
   };
-  // @platformatic/kafka 1.35's fetch loop reads the metadata of a topic it consumes without a
-  // check, from a timer: when a broker comes back from a stall and the first metadata answer
-  // lacks the topic, a TypeError is thrown where no caller can catch it (upstream issues #69,
-  // #109; seen in the broker-pause chaos test). This session is then dead; a new one is started
-  // like after any other failure of the session, instead of the process exiting.
-  const forgetRecovery = recoverUncaught((err) => {
-    if (stopped || crashed || !isFetchLoopDefect(err)) return false;
-    crash(new KafkaError('kafka_unavailable', `the client library failed in its fetch loop: ${errorMessage(err)}`, { retryable: true, cause: err }));
-    return true;
-  });
   /** Per partition, the next offset not handled yet in this session. */
   const positions = new Map<string, bigint>();
   const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
@@ -289,10 +279,14 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
     async stop() {
       if (stopped) return;
       stopped = true;
-      forgetRecovery();
       wakeJoinWaiters();
+      // The stream first: the library's close leaves it running when the member has no id any
+      // more (fenced after a broker stall) or no active membership, then clears the consumer's
+      // topics, and the stream's next fetch read the metadata of a topic no longer asked for and
+      // threw from a callback (the crm-sink exited in the broker-pause chaos test).
+      stream?.destroy();
       await wrapErrors('kafka consumer stop', platformaticTraits, async () => {
-        // Force: closes the stream, leaves the group, closes the connections.
+        // Force: closes the streams, leaves the group, closes the connections.
         await forceClose(consumer).catch((err: unknown) => {
           log.debug({ err }, 'leaving the group failed; closing anyway');
           return forceClose(consumer);
@@ -323,8 +317,3 @@ function forceClose(consumer: Consumer): Promise<void> {
 
 /** A commit built under another generation than the one it was made for: dropped, not sent. */
 const STALE_COMMIT = new Error('offset commit dropped: the member rejoined the group meanwhile');
-
-/** The fetch-loop defect of @platformatic/kafka 1.35 (see the consumer above), and only it. */
-export function isFetchLoopDefect(err: unknown): boolean {
-  return err instanceof TypeError && /@platformatic[\\/]kafka[\\/]dist[\\/]clients[\\/]consumer[\\/]messages-stream\.js/.test(err.stack ?? '');
-}
