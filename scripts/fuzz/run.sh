@@ -24,7 +24,10 @@ cd "$ROOT"
 SCHEMATHESIS_VERSION=4.32.5
 FUZZ_SEED=${FUZZ_SEED:-20261122}
 FUZZ_MAX_EXAMPLES=${FUZZ_MAX_EXAMPLES:-100}
-FUZZ_WORKERS=${FUZZ_WORKERS:-1}
+# Two: one per core. 182 s against 217 s with one in the same state of the machine (2026-11-29),
+# the same public cases (3,698) and 3 % fewer admin ones (6,410 against 6,614: the stateful
+# phase's links fall differently between the workers).
+FUZZ_WORKERS=${FUZZ_WORKERS:-2}
 SCHEMATHESIS_INSTALL_TIMEOUT=${SCHEMATHESIS_INSTALL_TIMEOUT:-600}
 
 FUZZ_DIR="$STACK_DIR/fuzz"
