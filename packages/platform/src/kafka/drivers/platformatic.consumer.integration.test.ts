@@ -2,9 +2,10 @@
  * Real server: Kafka. Stopping a session of the platformatic consumer whose member has lost its
  * id (what a member fenced after a broker stall looks like): @platformatic/kafka's close leaves
  * the message stream running then, clears the consumer's topics, and the stream's next fetch
- * throws a TypeError from a library callback, where nothing can catch it (the crm-sink exited in
- * the broker-pause chaos test, while its handler was busy and the stream full, so no fetch was
- * in flight for the close to fail). The driver closes the stream itself first.
+ * throws a TypeError from a library callback, where nothing can catch it (the processor, and in
+ * one run the crm-sink, exited in the broker-pause chaos test; the crm-sink's handler was busy and
+ * its stream full, so no fetch was in flight for the close to fail). The driver closes the stream
+ * itself first.
  */
 import { Consumer, type MessagesStream, Producer } from '@platformatic/kafka';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

@@ -283,7 +283,8 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
       // The stream first: the library's close leaves it running when the member has no id any
       // more (fenced after a broker stall) or no active membership, then clears the consumer's
       // topics, and the stream's next fetch read the metadata of a topic no longer asked for and
-      // threw from a callback (the crm-sink exited in the broker-pause chaos test).
+      // threw from a callback (the processor, and in one run the crm-sink, exited in the
+      // broker-pause chaos test).
       stream?.destroy();
       await wrapErrors('kafka consumer stop', platformaticTraits, async () => {
         // Force: closes the streams, leaves the group, closes the connections.

@@ -6,9 +6,10 @@ import { type Base, type CallbackWithPromise, type ClusterMetadata, kMetadata, t
  * library clears on every stale-metadata error, as a broker waking from a stall answers
  * LEADER_NOT_AVAILABLE) rebuilds the cache from the fetched topics alone, and the answer maps the
  * cached ones to `undefined`. The library's own callers read them without a check (the consumer's
- * fetch loop, the producer's partition leaders), so a TypeError was thrown from its callback,
- * where no caller can catch it, and the process exited (the processor in the broker-pause chaos
- * test, 1 run in 2 on 2026-11-29; platformatic.metadata.integration.test.ts reproduces the race).
+ * fetch loop, the producer's partition leaders), so a TypeError would be thrown from its callback,
+ * where no caller can catch it, and the process would exit. Found while tracing the broker-pause
+ * chaos test's crashes (those came from a stream left running after its consumer closed: see the
+ * consumer's stop()); platformatic.metadata.integration.test.ts reproduces the race.
  *
  * Guarded per client, for every caller inside the library too: an answer that lacks a requested
  * topic is turned into a retriable network error (what the callers handle: a send fails and is
