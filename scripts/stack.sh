@@ -615,8 +615,8 @@ REDIS_LOG=$REDIS_DIR/redis.log
 # still finds it if REDIS_PORT changed in between.
 REDIS_MARKER=redis-server
 
-# STACK_REDIS_PASSWORD: the server requires it (requirepass, from a 0600 config file so it is not
-# on the command line); the services then need it in REDIS_URL (redis://:password@host:port).
+# STACK_REDIS_PASSWORD: the server requires it (the default user's password in the 0600 ACL file,
+# so it is not on the command line); the services then need it in REDIS_URL (redis://:password@host:port).
 STACK_REDIS_PASSWORD=${STACK_REDIS_PASSWORD:-}
 redis_ready() {
   local auth=()
@@ -645,15 +645,24 @@ redis_up() {
     # Append-only file, fsynced every second: job progress lives here (rebuildable from the
     # jobs.progress topic), allowance counters too (reconciled from the pipeline), so a
     # restart should keep them. No RDB snapshots. Logging goes to stdout, i.e. $REDIS_LOG.
-    local auth_conf=$REDIS_DIR/auth.conf
-    (umask 077 && : >"$auth_conf")
+    # The users live in an ACL file, so the role users setup creates (and saves there: ACL SAVE)
+    # survive a restart of Redis; before, a restarted Redis refused every service (WRONGPASS)
+    # until `npm start` ran setup again. With an aclfile Redis ignores requirepass, so the default
+    # user's password (STACK_REDIS_PASSWORD) goes into the file, as its SHA-256, on every start.
+    local acl_file=$REDIS_DIR/users.acl default_user
     if [[ -n $STACK_REDIS_PASSWORD ]]; then
-      # A double-quoted config value: backslashes and quotes escaped.
-      local pw=${STACK_REDIS_PASSWORD//\\/\\\\}
-      printf 'requirepass "%s"\n' "${pw//\"/\\\"}" >"$auth_conf"
+      default_user="user default on #$(printf '%s' "$STACK_REDIS_PASSWORD" | sha256sum | cut -d' ' -f1) ~* &* +@all"
+    else
+      default_user="user default on nopass ~* &* +@all"
     fi
+    (
+      umask 077
+      { echo "$default_user"; if [[ -f $acl_file ]]; then grep -v '^user default ' "$acl_file" || true; fi; } >"$acl_file.new"
+      mv -f -- "$acl_file.new" "$acl_file"
+    )
+    rm -f -- "$REDIS_DIR/auth.conf" # the requirepass file of earlier versions
     spawn "$REDIS_PID" "$REDIS_LOG" \
-      redis-server "$auth_conf" --port "$REDIS_PORT" --bind "$HOST" --daemonize no --dir "$REDIS_DIR" \
+      redis-server --aclfile "$acl_file" --port "$REDIS_PORT" --bind "$HOST" --daemonize no --dir "$REDIS_DIR" \
       --pidfile "$REDIS_PID" --save '' --appendonly yes --appendfsync everysec
     pid=$SPAWNED_PID
   fi

@@ -76,7 +76,11 @@ describe('docker-compose.yml', () => {
       expect(String(services.setup?.environment?.REDIS_ROLE_PASSWORDS)).toContain(`${name}=\${${variable}:?`);
     }
     expect(String(services.setup?.environment?.REDIS_ADMIN_URL)).toMatch(/^redis:\/\/:\$\{REDIS_PASSWORD:\?/);
-    expect(services.redis?.command?.join(' ')).toContain('--requirepass "$$REDIS_PASSWORD"');
+    // The users in an ACL file on the volume (a restart keeps setup's users), the default user's password from the environment.
+    const redisCommand = services.redis?.command?.join(' ') ?? '';
+    expect(redisCommand).toContain('redis-server --aclfile /data/users.acl');
+    expect(redisCommand).toContain('printf %s "$$REDIS_PASSWORD" | sha256sum');
+    expect(redisCommand).not.toContain('--requirepass');
     for (const name of ['gateway', 'console'])
       expect(services[name]?.environment?.CLICKHOUSE_USER, name).toBe(services.setup?.environment?.CLICKHOUSE_READER_USER);
     const holders = Object.entries(services).filter(([, s]) => (s.secrets ?? []).includes('crm_private_key'));

@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { applyRedisAcl, type Closeable, connectRedis, createRedis, type Redis, REDIS_ROLES, type RedisRole } from '@ingest/platform';
+import { applyRedisAcl, type Closeable, connectRedis, createRedis, persistRedisAcl, type Redis, REDIS_ROLES, type RedisRole } from '@ingest/platform';
 import { freePort } from './ports.js';
 import { waitFor } from './wait.js';
 
@@ -44,12 +44,32 @@ function answersPing(port: number, tls: boolean): Promise<boolean> {
 }
 
 /**
+ * The users in an ACL file, as scripts/stack.sh and docker-compose.yml run Redis: what `ACL SAVE`
+ * wrote survives a restart; the default user's password (Redis ignores requirepass with an
+ * aclfile) is written into it on every start. Returns the file's path.
+ */
+function writeAclFile(dir: string, password: string | undefined): string {
+  const file = join(dir, 'users.acl');
+  const saved = existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((line) => line !== '' && !line.startsWith('user default '))
+    : [];
+  const secret = password === undefined ? 'nopass' : `#${createHash('sha256').update(password).digest('hex')}`;
+  writeFileSync(file, [`user default on ${secret} ~* &* +@all`, ...saved, ''].join('\n'), { mode: 0o600 });
+  return file;
+}
+
+/**
  * `password`: the server requires it (requirepass), as `STACK_REDIS_PASSWORD` makes the stack's.
+ * `aclFile`: the users live in an ACL file (writeAclFile), so role users saved there survive `stop()` and `start()`.
  * `tls`: it speaks TLS only (rediss://), with this certificate and key.
  * `appendOnly`: with the append-only file, as the stack runs Redis (fsync always here, so a
  * SIGKILL loses nothing that was answered).
  */
-export async function startOwnRedis(options: { password?: string; tls?: { certFile: string; keyFile: string }; appendOnly?: boolean } = {}): Promise<OwnRedis> {
+export async function startOwnRedis(
+  options: { password?: string; tls?: { certFile: string; keyFile: string }; appendOnly?: boolean; aclFile?: boolean } = {},
+): Promise<OwnRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'own-redis-'));
   let child: ChildProcess | undefined;
@@ -57,7 +77,11 @@ export async function startOwnRedis(options: { password?: string; tls?: { certFi
   process.once('exit', killOnExit);
 
   async function start(): Promise<void> {
-    const auth = options.password === undefined ? [] : ['--requirepass', options.password];
+    const auth = options.aclFile
+      ? ['--aclfile', writeAclFile(dir, options.password)]
+      : options.password === undefined
+        ? []
+        : ['--requirepass', options.password];
     const { tls } = options;
     const ports = tls
       ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile, '--tls-auth-clients', 'no']
@@ -105,6 +129,8 @@ export async function startOwnRedis(options: { password?: string; tls?: { certFi
 export interface RedisWithRoles extends OwnRedis {
   /** `redis://<role>:<password>@127.0.0.1:port`, one per role. */
   roleUrls: Record<RedisRole, string>;
+  /** Creates (or resets) the role users with their passwords again, as a second run of setup does. */
+  applyRoles(): Promise<void>;
   /** A connected client as `role`'s user; `close()` closes every client made here before the server. */
   connectAs(role: RedisRole): Promise<Redis>;
 }
@@ -113,16 +139,20 @@ export interface RedisWithRoles extends OwnRedis {
  * Starts a redis-server and creates the role users with `applyRedisAcl` (what `ingest setup`
  * runs), so a test runs a store under the user its service has. `url` is the admin's.
  */
-export async function startRedisWithRoles(options: { keyPrefix?: string } = {}): Promise<RedisWithRoles> {
-  const own = await startOwnRedis({ password: randomBytes(12).toString('hex') });
+export async function startRedisWithRoles(options: { keyPrefix?: string; aclFile?: boolean } = {}): Promise<RedisWithRoles> {
+  const own = await startOwnRedis({ password: randomBytes(12).toString('hex'), ...(options.aclFile ? { aclFile: true, appendOnly: true } : {}) });
   const passwords = Object.fromEntries(REDIS_ROLES.map((role) => [role, randomBytes(12).toString('hex')])) as Record<RedisRole, string>;
-  const admin = createRedis({ url: own.url });
-  try {
-    await connectRedis(admin);
-    await applyRedisAcl(admin, passwords, options.keyPrefix ?? '');
-  } finally {
-    await admin.close();
-  }
+  const applyRoles = async () => {
+    const admin = createRedis({ url: own.url });
+    try {
+      await connectRedis(admin);
+      await applyRedisAcl(admin, passwords, options.keyPrefix ?? '');
+      if (options.aclFile) await persistRedisAcl(admin);
+    } finally {
+      await admin.close();
+    }
+  };
+  await applyRoles();
   const roleUrls = Object.fromEntries(REDIS_ROLES.map((role) => [role, `redis://${role}:${passwords[role]}@127.0.0.1:${own.port}`])) as Record<
     RedisRole,
     string
@@ -131,6 +161,7 @@ export async function startRedisWithRoles(options: { keyPrefix?: string } = {}):
   return {
     ...own,
     roleUrls,
+    applyRoles,
     async connectAs(role) {
       const redis = createRedis({ url: roleUrls[role] });
       await connectRedis(redis);

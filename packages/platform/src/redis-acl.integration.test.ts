@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { type RedisWithRoles, startRedisWithRoles } from '@ingest/testkit';
+import { type RedisWithRoles, startOwnRedis, startRedisWithRoles } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from './logger.js';
 import { ALLOWANCE_COMMANDS, redisKeyFamilyOf } from './redis-acl.js';
@@ -127,6 +127,47 @@ describe('Redis role users', () => {
     );
     expect(String((refused as Error).message)).toMatch(/^REDIS_ADMIN_URL: Redis refused the credentials/);
     expect(String((refused as Error).message)).not.toContain('wrong-admin-pw');
+  });
+});
+
+describe('role users across a restart of Redis', () => {
+  it('setup saves them into the ACL file, so a restarted Redis still has them; without an ACL file it warns', async () => {
+    const password = 'admin-pw-acl-file';
+    const persistent = await startOwnRedis({ password, aclFile: true, appendOnly: true });
+    const captured: Record<string, unknown>[] = [];
+    const logger = createLogger({
+      service: 'setup',
+      destination: new Writable({
+        write(chunk: Buffer, _enc, done) {
+          captured.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+          done();
+        },
+      }),
+    });
+    try {
+      const rolePasswords = 'gateway=gw-pw-1,processor=pr-pw-1';
+      expect(await ensureRedisRoleUsers({ adminUrl: persistent.url, rolePasswords, keyPrefix: '', logger }).catch((e: Error) => e.message)).toEqual(
+        // Two of four: the check names the others, after the two were created and saved.
+        expect.stringContaining("Redis user 'console' does not exist"),
+      );
+      await persistent.stop();
+      await persistent.start();
+      const asGateway = createRedis({ url: `redis://gateway:gw-pw-1@127.0.0.1:${persistent.port}` });
+      await connectRedis(asGateway);
+      expect(await asGateway.ping()).toBe('PONG');
+      await asGateway.close();
+      // The default user still needs its password after the restart (the ACL file carries it, not requirepass).
+      const anonymous = createRedis({ url: `redis://127.0.0.1:${persistent.port}` });
+      await expect(connectRedis(anonymous)).rejects.toMatchObject({ code: 'redis_auth_failed' });
+      anonymous.disconnect();
+      expect(captured.filter((l) => String(l.msg).startsWith('redis keeps the role users in memory only'))).toEqual([]);
+    } finally {
+      await persistent.close();
+    }
+    // The shared fixture's Redis has no ACL file: setup says the users will not survive a restart.
+    const processorPassword = decodeURIComponent(new URL(own.roleUrls.processor).password);
+    expect(await ensureRedisRoleUsers({ adminUrl: own.url, rolePasswords: `processor=${processorPassword}`, keyPrefix: '', logger })).toEqual(['processor']);
+    expect(captured.filter((l) => String(l.msg).startsWith('redis keeps the role users in memory only')).map((l) => l.level)).toEqual(['warn']);
   });
 });
 

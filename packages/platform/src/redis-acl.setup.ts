@@ -39,6 +39,22 @@ export async function applyRedisAcl(admin: Redis, passwords: Partial<Record<Redi
   return applied;
 }
 
+/**
+ * Writes the server's users to its ACL file (ACL SAVE), so a restart of Redis keeps the role
+ * users: without it a restarted Redis refuses every service (WRONGPASS) until setup runs again.
+ * `not_configured`: the server has no aclfile and keeps users in memory only (docs/security.md,
+ * "Redis users").
+ */
+export async function persistRedisAcl(admin: Redis): Promise<'saved' | 'not_configured'> {
+  try {
+    await admin.call('ACL', 'SAVE');
+    return 'saved';
+  } catch (err) {
+    if (err instanceof Error && /not configured to use an ACL file/i.test(err.message)) return 'not_configured';
+    throw err;
+  }
+}
+
 /** A key of a family's pattern, for ACL DRYRUN. */
 function sampleKey(family: RedisKeyFamilyName, keyPrefix: string): string {
   return keyPrefix + REDIS_KEY_FAMILIES[family].pattern.replace(/\*/g, 'acl-check');
@@ -109,13 +125,20 @@ export async function ensureRedisRoleUsers(options: {
   }
   try {
     const applied = await applyRedisAcl(admin, passwords, options.keyPrefix);
+    // Saved before the check, so the file holds what the server holds even when the check fails.
+    const persisted = applied.length > 0 ? await persistRedisAcl(admin) : 'unchanged';
+    if (persisted === 'not_configured')
+      options.logger.warn(
+        { roles: applied },
+        'redis keeps the role users in memory only (no aclfile): a restart of Redis loses them and the services are refused until setup runs again; see docs/security.md, "Redis users"',
+      );
     const problems = await checkRedisAcl(admin, options.keyPrefix);
     if (problems.length > 0)
       throw new AppError(
         'redis_acl_mismatch',
         `the Redis role users differ from redis-acl.ts (set REDIS_ROLE_PASSWORDS to create them; docs/security.md, "Redis users"): ${problems.join('; ')}`,
       );
-    options.logger.info({ created: applied, roles: REDIS_ROLES, keyPrefix: options.keyPrefix }, 'redis role users checked');
+    options.logger.info({ created: applied, roles: REDIS_ROLES, keyPrefix: options.keyPrefix, persisted }, 'redis role users checked');
     return applied;
   } finally {
     await admin.close();

@@ -36,7 +36,16 @@ export function readRedisTlsCa(file: string): string | undefined {
 
 const ERROR_LOG_INTERVAL_MS = 10_000;
 
-export function createRedis(options: RedisOptions): Redis & Closeable {
+/** What /readyz says of the connection (service-launcher.ts). */
+export interface RedisHealth {
+  /** Empty while the connection is ready; else one line naming why not (never the URL: it may hold the password). */
+  waitingFor(): string[];
+}
+
+/** How /readyz names the Redis connection while it is not ready. */
+export const REDIS_PART = 'redis';
+
+export function createRedis(options: RedisOptions): Redis & Closeable & RedisHealth {
   const redis = new Redis(options.url, {
     lazyConnect: true,
     maxRetriesPerRequest: 2,
@@ -48,7 +57,13 @@ export function createRedis(options: RedisOptions): Redis & Closeable {
   });
   // Without a listener ioredis prints every failed reconnect to the console, unstructured.
   let lastLoggedMs = 0;
+  // The newest connection error until the connection is ready again: /readyz names it. ioredis
+  // keeps reconnecting after any of them (a refused AUTH too, up to 5 s apart), so a restarted
+  // Redis or role users created again are picked up without a restart of the service.
+  let lastError: Error | undefined;
+  redis.on('ready', () => (lastError = undefined));
   redis.on('error', (err: Error) => {
+    lastError = err;
     const now = Date.now();
     if (now - lastLoggedMs < ERROR_LOG_INTERVAL_MS) return;
     lastLoggedMs = now;
@@ -58,6 +73,7 @@ export function createRedis(options: RedisOptions): Redis & Closeable {
   });
   if (options.logger) logAclRefusals(redis, redisUserOf(options.url), options.logger);
   return Object.assign(redis, {
+    waitingFor: () => (redis.status === 'ready' || redis.status === 'wait' ? [] : [describeNotReady(redis.status, lastError)]),
     // quit() resolves on the server's OK, before the socket is gone; waiting for 'end' means a
     // closed client really holds no connection (clean shutdown, no open handles in tests).
     close: async () => {
@@ -66,7 +82,17 @@ export function createRedis(options: RedisOptions): Redis & Closeable {
       await redis.quit().catch(() => redis.disconnect());
       await ended;
     },
-  }) as Redis & Closeable;
+  }) as Redis & Closeable & RedisHealth;
+}
+
+/**
+ * `redis: credentials refused (WRONGPASS …)` or `redis: reconnecting (connect ECONNREFUSED …)`.
+ * A refused AUTH is said as such: after a Redis restart that lost the role users it is the one
+ * cause a wait does not cure (docs/runbook.md, "Redis refuses a service's credentials").
+ */
+function describeNotReady(status: string, lastError: Error | undefined): string {
+  if (lastError && AUTH_REFUSED.test(lastError.message)) return `${REDIS_PART}: credentials refused (${lastError.message.trim()})`;
+  return `${REDIS_PART}: ${status}${lastError ? ` (${lastError.message.trim()})` : ''}`;
 }
 
 /** The ACL user of a Redis URL (the role: docs/security.md, "Redis users"); `default` without one. */

@@ -127,8 +127,15 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
     host: options.ops.host,
     port: options.ops.port,
     metrics,
-    // A service that cannot write to Kafka cannot do its work, whatever its parts say.
-    waitingFor: () => [...(producer.ready() ? [] : [PRODUCER_PART]), ...brokers.waitingFor(), ...(parts.waitingFor ?? (() => unhealthy(parts.components)))()],
+    // A service that cannot write to Kafka cannot do its work, whatever its parts say; nor one
+    // whose Redis connection is down or refused (the gateway then answers 503 to every event:
+    // allowance and limits live there), which /readyz once hid behind a 200.
+    waitingFor: () => [
+      ...(producer.ready() ? [] : [PRODUCER_PART]),
+      ...brokers.waitingFor(),
+      ...redis.waitingFor(),
+      ...(parts.waitingFor ?? (() => unhealthy(parts.components)))(),
+    ],
     degraded: () => [...brokers.degraded(), ...(parts.degraded?.() ?? [])],
     live: context.alive,
     logger,
