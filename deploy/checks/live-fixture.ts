@@ -56,7 +56,7 @@ if (command === 'topics') {
     allTopicSpecs().map((s) => `${prefix}${s.name}`),
   );
   // The consumer groups prometheus-live.sh gave its processors: live-<id>-jobs|dedupe|storage.
-  // A group whose member was killed stays non-empty until the session timeout (30 s): retry.
+  // A group whose member was killed stays non-empty until the session timeout (6 s, the faulty processor's): retry.
   const id = prefix.slice(0, -1);
   const deadline = Date.now() + 45_000;
   let left: string[];

@@ -46,3 +46,20 @@ export function integrationEnv(env: Record<string, string | undefined> = process
     ...(env.CLICKHOUSE_CLUSTER ? { clickhouseCluster: env.CLICKHOUSE_CLUSTER } : {}),
   };
 }
+
+/**
+ * The Kafka drivers each chaos scenario of several drivers runs with (broker stall, broker
+ * restart, liveness): in `npm test` the default driver only; `CHAOS_KAFKA_DRIVERS=all` every one,
+ * or a comma-separated list. `npm run test:scale` runs the other driver's halves
+ * (scripts/test-scale.sh): they took ~115 s of the CI budget in `npm test`, for a driver that is
+ * not the default (docs/development.md, "Test commands").
+ */
+export function chaosKafkaDrivers(env: Record<string, string | undefined> = process.env): KafkaDriverName[] {
+  const wanted = env.CHAOS_KAFKA_DRIVERS?.trim();
+  if (!wanted) return [DEFAULT_KAFKA_DRIVER];
+  if (wanted === 'all') return [...KAFKA_DRIVERS];
+  const names = wanted.split(',').map((n) => n.trim());
+  const unknown = names.filter((n) => !(KAFKA_DRIVERS as readonly string[]).includes(n));
+  if (unknown.length > 0) throw new Error(`CHAOS_KAFKA_DRIVERS: unknown driver ${unknown.join(', ')} (drivers: ${KAFKA_DRIVERS.join(', ')}, or all)`);
+  return names as KafkaDriverName[];
+}

@@ -24,9 +24,10 @@
  * `CHAOS_BROKER_STALL_MS=45000 CHAOS_IN_FLIGHT_TIMEOUT_MS=default npx vitest run --project chaos broker-pause`.
  */
 import type { CrmMapping } from '@ingest/schemas';
-import { KAFKA_DRIVERS, type KafkaDriverName, METRIC_NAMES, PRODUCER_PART, sql, TOPICS } from '@ingest/platform';
+import { METRIC_NAMES, PRODUCER_PART, sql, TOPICS } from '@ingest/platform';
 import { syncStateKey } from '@ingest/domain';
 import {
+  chaosKafkaDrivers,
   createTestClickHouse,
   createTestKafka,
   integrationEnv,
@@ -79,7 +80,7 @@ afterAll(async () => {
   await resumeKafka(); // whatever happened, never leave the broker frozen
 });
 
-describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('a broker stalled under load, end to end (%s)', (driver) => {
+describe.each(chaosKafkaDrivers())('a broker stalled under load, end to end (%s)', (driver) => {
   let kafka: TestKafka | undefined;
   let clickhouse: TestClickHouse | undefined;
   let crm: FakeCrm | undefined;

@@ -5,8 +5,9 @@
  * ready, then dead, when its control plane can no longer confirm it is caught up. Once Kafka is
  * back (and no one restarted them) both are alive and ready again.
  */
-import { KAFKA_DRIVERS, type KafkaDriverName, TOPICS } from '@ingest/platform';
+import { TOPICS } from '@ingest/platform';
 import {
+  chaosKafkaDrivers,
   createTestClickHouse,
   createTestKafka,
   ensureKafkaUp,
@@ -34,7 +35,7 @@ afterAll(async () => {
   await ensureKafkaUp(); // whatever happened, leave the broker running
 });
 
-describe.each(KAFKA_DRIVERS as readonly KafkaDriverName[])('liveness of services whose Kafka is gone (%s)', (driver) => {
+describe.each(chaosKafkaDrivers())('liveness of services whose Kafka is gone (%s)', (driver) => {
   let kafka: TestKafka | undefined;
   let clickhouse: TestClickHouse | undefined;
   let processors: ProcessorFleet | undefined;

@@ -1,6 +1,7 @@
 /**
  * Real server: Kafka, paused (SIGSTOP/SIGCONT) and restarted by this test (chaos project: runs
- * alone). The wrapper's contract under broker failures, for every driver:
+ * alone). The wrapper's contract under broker failures, for every driver (in `npm test` the
+ * default one; the other in `npm run test:scale`: testkit's chaosKafkaDrivers):
  * - a broker stalled longer than the session timeout, under load: every member rejoins by
  *   itself (no one calls restart, no process restarts) and everything accepted is consumed;
  * - a broker restarted mid-produce: at-least-once, nothing acknowledged is lost;
@@ -13,6 +14,7 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
+  chaosKafkaDrivers,
   createTestKafka,
   ensureKafkaUp,
   integrationEnv,
@@ -27,7 +29,7 @@ import {
 } from '@ingest/testkit';
 import type { KafkaError } from '../errors.js';
 import { createProducer, type Producer } from '../producer.js';
-import { CONTRACT_DRIVERS, readAll, type Recorder, recordingConsumer, startLoad } from './contract.fixture.js';
+import { readAll, type Recorder, recordingConsumer, startLoad } from './contract.fixture.js';
 
 const logger = testLogger();
 /** The broker's smallest allowed session timeout (group.min.session.timeout.ms), so the stall outlasts it quickly. */
@@ -53,7 +55,7 @@ afterAll(async () => {
   await ensureKafkaUp();
 });
 
-describe.each(CONTRACT_DRIVERS)('Kafka wrapper contract under broker failures (%s)', (driver) => {
+describe.each(chaosKafkaDrivers())('Kafka wrapper contract under broker failures (%s)', (driver) => {
   let kafka: TestKafka | undefined;
   let producer: Producer | undefined;
   const consumers: Recorder[] = [];
@@ -169,7 +171,7 @@ describe.each(CONTRACT_DRIVERS)('Kafka wrapper contract under broker failures (%
   });
 });
 
-describe.each(CONTRACT_DRIVERS)('the producer after a broker stalled past its in-flight deadline (%s)', (driver) => {
+describe.each(chaosKafkaDrivers())('the producer after a broker stalled past its in-flight deadline (%s)', (driver) => {
   let kafka: TestKafka | undefined;
   let producer: Producer | undefined;
 
