@@ -27,7 +27,11 @@ const PER_REQUEST = 50;
 
 const { startedAt: started } = useReplicatedClickHouse('replica-kill');
 const gw = useGatewayFixture();
-const replicated = useReplicatedProcessor(gw, 'replica-kill');
+// The broker's smallest session timeout: a consumer whose first commit meets a rebalance starts a
+// new membership, and when leaving fails it waits for the old one to expire. With the default
+// 30 s the whole load was then stored in one insert before the kill (npm run test:scale,
+// 2026-11-29: "SIGKILLed with 4000 events stored", so the writer never met the dead replica).
+const replicated = useReplicatedProcessor(gw, 'replica-kill', { KAFKA_SESSION_TIMEOUT_MS: '6000' });
 afterAll(async () => {
   // A replica this test killed is started again, so the next test (and the database drop) finds both.
   await startReplica(1);
@@ -45,8 +49,9 @@ describe('a ClickHouse replica SIGKILLed during inserts', () => {
       requests,
     } = await replicated.start({ idPrefix: 'rk', total: TOTAL, perRequest: PER_REQUEST });
     const stats = newStats();
-    // About 8 s of load (500 events/s): the kill falls in its middle.
-    const load = runPool(requests, { concurrency: 4, perSecond: 10 }, (events) => postEvents(client, events, stats));
+    // About 16 s of load (250 events/s): the kill falls in its middle, after a stall of the
+    // consumer (above) too.
+    const load = runPool(requests, { concurrency: 4, perSecond: 5 }, (events) => postEvents(client, events, stats));
 
     const before = await waitFor(
       async () => {
@@ -80,7 +85,7 @@ describe('a ClickHouse replica SIGKILLed during inserts', () => {
     expect(onTwo.rows).toBe(onTwo.distinct);
     // The writer did meet the dead replica (and went on with the same batch on the other).
     const insertFailures = metricSum(await processor.metrics(), METRIC_NAMES.clickhouseInsertFailures);
-    expect(insertFailures).toBeGreaterThan(0);
+    expect(insertFailures, `insert failures; replica 1 was killed with ${before.distinct} of ${TOTAL} events stored`).toBeGreaterThan(0);
     // The replica watch (every 10 s) names the dead replica; the processor stays ready (it writes to replica 2).
     let seen: unknown;
     const down = await waitFor(

@@ -49,6 +49,8 @@ export interface ReplicatedLoad {
 export function useReplicatedProcessor(
   gw: GatewayFixture,
   label: string,
+  /** More settings of the processor. */
+  env: Record<string, string> = {},
 ): { start(load: { idPrefix: string; total: number; perRequest: number }): Promise<ReplicatedLoad> } {
   let fleet: ProcessorFleet | undefined;
   afterAll(async () => {
@@ -61,6 +63,7 @@ export function useReplicatedProcessor(
         // Many small inserts, so a kill lands between and during them.
         STORAGE_BATCH_MAX_WAIT_MS: '200',
         STORAGE_MIN_INSERT_INTERVAL_MS: '100',
+        ...env,
       });
       fleet = new ProcessorFleet(setup);
       const processor = await fleet.start();
