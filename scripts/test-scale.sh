@@ -33,8 +33,7 @@ bash scripts/stack.sh up
 if (($# == 0)) && [[ ${SCALE_PROJECT:-scale} == scale ]]; then
   step "chaos tests of the other Kafka driver (kafkajs; the single broker)"
   STACK_KAFKA_NODES=1 bash scripts/stack.sh up
-  # STACK_KAFKA_NODES=1 also for the tests: they stop and restart the broker through stack.sh.
-  STACK_KAFKA_NODES=1 KAFKA_BROKERS=127.0.0.1:${KAFKA_PORT:-9092} CHAOS_KAFKA_DRIVERS=kafkajs \
+  KAFKA_BROKERS=127.0.0.1:${KAFKA_PORT:-9092} CHAOS_KAFKA_DRIVERS=kafkajs \
     npx vitest run --project chaos contract.chaos broker-pause liveness
 fi
 

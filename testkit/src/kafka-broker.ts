@@ -63,7 +63,11 @@ export async function stopKafka(): Promise<void> {
  * those and the broker's start (from its spawn) itself, and fails with a line that says which.
  */
 export async function startKafka(): Promise<void> {
-  await promisify(execFile)('bash', [join(REPO_ROOT, 'scripts', 'stack.sh'), 'up'], { env: process.env });
+  // The broker stackKafkaPid signals: the single one, whatever a caller exported for a cluster or
+  // the secure broker (npm run test:scale exports STACK_KAFKA_NODES=3, and its kafkajs chaos step
+  // then restarted the cluster instead).
+  const { STACK_KAFKA_SECURITY: _secure, ...env } = process.env;
+  await promisify(execFile)('bash', [join(REPO_ROOT, 'scripts', 'stack.sh'), 'up'], { env: { ...env, STACK_KAFKA_NODES: '1' } });
 }
 
 /**

@@ -20,20 +20,24 @@ let admin: Redis & Closeable;
 let gateway: Redis & Closeable;
 const lines: Record<string, unknown>[] = [];
 
-beforeAll(async () => {
-  own = await startRedisWithRoles();
-  admin = createRedis({ url: own.url });
-  await connectRedis(admin);
-  const logger = createLogger({
-    service: 'gateway',
+/** A logger whose lines land in `into`, parsed. */
+function capturingLogger(service: string, into: Record<string, unknown>[]): ReturnType<typeof createLogger> {
+  return createLogger({
+    service,
     destination: new Writable({
       write(chunk: Buffer, _enc, done) {
-        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        into.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
         done();
       },
     }),
   });
-  gateway = createRedis({ url: own.roleUrls.gateway, logger });
+}
+
+beforeAll(async () => {
+  own = await startRedisWithRoles();
+  admin = createRedis({ url: own.url });
+  await connectRedis(admin);
+  gateway = createRedis({ url: own.roleUrls.gateway, logger: capturingLogger('gateway', lines) });
   await connectRedis(gateway);
 });
 
@@ -135,15 +139,7 @@ describe('role users across a restart of Redis', () => {
     const password = 'admin-pw-acl-file';
     const persistent = await startOwnRedis({ password, aclFile: true, appendOnly: true });
     const captured: Record<string, unknown>[] = [];
-    const logger = createLogger({
-      service: 'setup',
-      destination: new Writable({
-        write(chunk: Buffer, _enc, done) {
-          captured.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-          done();
-        },
-      }),
-    });
+    const logger = capturingLogger('setup', captured);
     try {
       const rolePasswords = 'gateway=gw-pw-1,processor=pr-pw-1';
       expect(await ensureRedisRoleUsers({ adminUrl: persistent.url, rolePasswords, keyPrefix: '', logger }).catch((e: Error) => e.message)).toEqual(

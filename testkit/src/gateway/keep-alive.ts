@@ -35,15 +35,16 @@ export interface RefusalThenNext {
 export async function refusalThenNext(baseUrl: string, refused: SentRequest, next: SentRequest, timeoutMs = 10_000): Promise<RefusalThenNext> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   try {
-    const first = await send(agent, baseUrl, refused, timeoutMs);
-    const second = await send(agent, baseUrl, next, timeoutMs);
+    const first = await sendOnAgent(agent, baseUrl, refused, timeoutMs);
+    const second = await sendOnAgent(agent, baseUrl, next, timeoutMs);
     return { refused: first, next: second };
   } finally {
     agent.destroy();
   }
 }
 
-function send(agent: Agent, baseUrl: string, sent: SentRequest, timeoutMs: number): Promise<Answer> {
+/** One request on `agent` (a keep-alive agent reuses its connection); rejects on a connection error or after `timeoutMs`. */
+export function sendOnAgent(agent: Agent, baseUrl: string, sent: SentRequest, timeoutMs: number): Promise<Answer> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { ...sent.headers };

@@ -19,12 +19,12 @@
  * Throughout: only 202 and 503 (problem+json, Retry-After), the gateway never exited and its
  * /healthz stayed 200, every event answered 202 is in events.raw, none answered 503 is.
  */
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent } from 'node:http';
 import { connectRedis, createRedis } from '@ingest/platform';
 import type { EventRecord } from '@ingest/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GatewayProcess, type RedisWithRoles, startGatewayProcess, startRedisWithRoles, uniqueSuffix, waitFor } from '@ingest/testkit';
-import { createGatewayFixture, type GatewayFixture } from '@ingest/testkit/gateway';
+import { createGatewayFixture, type GatewayFixture, sendOnAgent } from '@ingest/testkit/gateway';
 
 /** Longer than the gateway's Redis command timeout (2 s), connect timeout (3 s) and reconnect backoff cap (5 s + jitter). */
 const OUTAGE_MS = 8_000;
@@ -67,33 +67,22 @@ afterAll(async () => {
   await gw?.close();
 });
 
-/** POST /v1/events on the keep-alive agent; a connection error is status 0. */
-function post(agent: Agent, apiKey: string, eventId: string): Promise<Sent> {
+/** POST /v1/events on the keep-alive agent; a connection error (or no answer in 15 s) is status 0. */
+async function post(agent: Agent, apiKey: string, eventId: string): Promise<Sent> {
   const startedAt = Date.now();
-  const body = JSON.stringify({ events: [{ eventName: 'Redis Restart', email: 'a@b.io', eventId }] });
-  return new Promise((resolve) => {
-    const req = httpRequest(new URL('/v1/events', gateway.url), {
-      method: 'POST',
-      agent,
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
-      timeout: 15_000,
-    });
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const sent: Sent = { eventId, status: res.statusCode ?? 0, startedAt };
-        if (sent.status !== 202) {
-          sent.problemType = String((JSON.parse(Buffer.concat(chunks).toString() || '{}') as { type?: string }).type);
-          sent.retryAfter = res.headers['retry-after'];
-        }
-        resolve(sent);
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', () => resolve({ eventId, status: 0, startedAt }));
-    req.end(body);
-  });
+  const body = Buffer.from(JSON.stringify({ events: [{ eventName: 'Redis Restart', email: 'a@b.io', eventId }] }));
+  try {
+    const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+    const answer = await sendOnAgent(agent, gateway.url, { method: 'POST', path: '/v1/events', headers, body }, 15_000);
+    const sent: Sent = { eventId, status: answer.status, startedAt };
+    if (sent.status !== 202) {
+      sent.problemType = String((JSON.parse(answer.body || '{}') as { type?: string }).type);
+      sent.retryAfter = answer.headers['retry-after'];
+    }
+    return sent;
+  } catch {
+    return { eventId, status: 0, startedAt };
+  }
 }
 
 describe('Redis restarted, or its role users lost, under a running gateway', () => {
