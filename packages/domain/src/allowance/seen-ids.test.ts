@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
+import siphash24 from 'siphash24';
 import { describe, expect, it } from 'vitest';
-import { MAX_SEEN_SHARDS, SEEN_BUCKET_MS, SEEN_OVERLAP_MS, hmacSha256, seenBucket, seenIdsKey, seenMember, seenShards } from './seen-ids.js';
+import { MAX_SEEN_SHARDS, SEEN_BUCKET_MS, SEEN_OVERLAP_MS, keyedHash64, seenBucket, seenIdsKey, seenMember, seenShards } from './seen-ids.js';
 
 const KEY = Buffer.from('seen-ids-unit-test-key-0123456789abcdef');
 
@@ -36,6 +37,12 @@ describe('seen ids', () => {
     }
     expect(counts.size).toBe(64);
     expect(Math.max(...counts.values())).toBeLessThan(625 * 1.25);
+  });
+
+  it('gives 100,000 ids 100,000 members in 64 shards (the value keeps its 46 bits within a shard)', () => {
+    const members = new Set<string>();
+    for (let i = 0; i < 100_000; i++) members.add(seenMember(KEY, `evt-${i}`, 64));
+    expect(members.size).toBe(100_000);
   });
 
   it('looks in the previous bucket during the first minutes of a bucket only', () => {
@@ -89,16 +96,24 @@ describe('seen ids', () => {
   });
 });
 
-describe('hmacSha256 (padded states computed once per key)', () => {
-  it('gives the bytes of createHmac for short, block-sized and long keys, and for each key its own', () => {
-    for (const size of [1, 32, 64, 65, 200]) {
-      const key = createHash('sha512').update(`key-${size}`).digest().subarray(0, Math.min(size, 64));
-      const long = size > 64 ? Buffer.concat([key, Buffer.alloc(size - 64, 7)]) : key;
-      for (const message of ['', 'evt-1', 'évènement-✓', 'x'.repeat(300)]) {
-        expect(hmacSha256(long, message).toString('hex'), `key ${size} bytes, ${JSON.stringify(message.slice(0, 12))}`).toBe(
-          createHmac('sha256', long).update(message).digest('hex'),
-        );
-      }
+describe('keyedHash64 (SipHash-2-4 under a key derived from the seen-ids key)', () => {
+  it('is SipHash-2-4: the reference vector of the SipHash paper (key 00..0f, message 00..0e)', () => {
+    // Aumasson and Bernstein, "SipHash: a fast short-input PRF", appendix A: a129ca6149be45e5.
+    const out = new Uint8Array(8);
+    siphash24(
+      Uint8Array.from({ length: 15 }, (_, i) => i),
+      Uint8Array.from({ length: 16 }, (_, i) => i),
+      out,
+    );
+    expect(Buffer.from(out).toString('hex')).toBe('e545be4961ca29a1');
+  });
+
+  it("hashes the id's UTF-8 bytes, whatever their length, under the derived key", () => {
+    const derived = createHmac('sha256', KEY).update('seen-ids siphash-2-4').digest().subarray(0, 16);
+    for (const id of ['', 'evt-1', 'évènement-✓', '😀'.repeat(300), 'x'.repeat(5_000), 'evt-2']) {
+      const expected = Buffer.from(siphash24(Buffer.from(id, 'utf8'), derived)).toString('hex');
+      const view = keyedHash64(KEY, id);
+      expect(Buffer.from(view.buffer, view.byteOffset, 8).toString('hex'), JSON.stringify(id.slice(0, 12))).toBe(expected);
     }
   });
 });
