@@ -147,9 +147,22 @@ function createPlatformaticProducer(base: BaseOptions, options: DriverProducerOp
   };
 }
 
+/** Header names are a handful of constants of our own code: encoded once each, not per message. */
+const headerNames = new Map<string, Buffer>();
+const MAX_CACHED_HEADER_NAMES = 64;
+
+function headerName(name: string): Buffer {
+  let bytes = headerNames.get(name);
+  if (!bytes) {
+    bytes = Buffer.from(name);
+    if (headerNames.size < MAX_CACHED_HEADER_NAMES) headerNames.set(name, bytes);
+  }
+  return bytes;
+}
+
 function toProduce(topic: string, m: DriverMessage): MessageToProduce {
   const headers = new Map<Buffer, Buffer>();
-  for (const [k, v] of Object.entries(m.headers ?? {})) headers.set(Buffer.from(k), Buffer.from(v));
+  for (const [k, v] of Object.entries(m.headers ?? {})) headers.set(headerName(k), Buffer.from(v));
   return {
     topic,
     key: m.key === null ? undefined : Buffer.isBuffer(m.key) ? m.key : Buffer.from(m.key),
