@@ -8,6 +8,7 @@
 import { TOPICS, topicName, type createClickHouse } from '@ingest/platform';
 import { runAllowancePhase } from './allowance-phase.js';
 import { runBaselines } from './baseline-phase.js';
+import { brokerBytes } from './broker-bytes.js';
 import { countRows, createAccount, startAllowanceReset } from './environment.js';
 import { createBodyFactory } from './events.js';
 import { createHttpClient } from './http-client.js';
@@ -167,6 +168,7 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
     result.freshness = freshness;
     memoryReadings.push(start, end);
   }
+  result.brokerBytes = await brokerBytes(kafka, stackDir, topicName(names.topicPrefix, 'eventsRaw'));
   const memory = memoryFigures(memoryReadings, marksBound, partitions);
   if (memory) result.memory = { ...memory, verdict: judgeMemory(memory) };
   frame.stopping = true;

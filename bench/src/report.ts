@@ -11,6 +11,7 @@ import type { SearchResult } from './search.js';
 import { formatTenantMix, type TenantMixResult } from './tenant-report.js';
 import type { WriterResult } from './writer-phase.js';
 import type { ProfileSummary } from './profile.js';
+import type { BrokerBytes } from './broker-bytes.js';
 import { formatGuard, type GuardLine, type RecordedRuns } from './regression-guard.js';
 import type { LogEntryCount } from './services.js';
 import { n0, n1, n2 } from './say.js';
@@ -40,6 +41,8 @@ export interface BenchResult {
   /** Why the freshness phase did not run. */
   freshnessSkipped?: string;
   profiles?: Record<string, ProfileSummary>;
+  /** events.raw on the local broker at the end of the load (broker-bytes.ts). */
+  brokerBytes?: BrokerBytes;
   /** Warnings and errors in each service's log, grouped by message. */
   serviceLogs?: Record<string, LogEntryCount[]>;
   ratios: Record<string, number | undefined>;
@@ -285,6 +288,13 @@ export function formatReport(r: BenchResult): string {
 
   if (r.searchSkipped) line(`\nEnd to end with lag flat: not measured; ${r.searchSkipped}`);
   if (r.search) for (const l of formatSearch(r.search)) line(l);
+  if (r.brokerBytes) {
+    const b = r.brokerBytes;
+    const compression = r.setup.KAFKA_COMPRESSION ?? 'none';
+    line(
+      `\nOn the broker: ${b.topic} ${n0(b.bytesPerRecord)} B per record (${n0(b.records)} records, ${n1(b.bytes / 1e6)} MB; KAFKA_COMPRESSION ${compression})`,
+    );
+  }
   if (r.memory) for (const l of formatMemory(r.memory)) line(l);
 
   if (r.freshnessSkipped) line(`\nFreshness at half load: not measured; ${r.freshnessSkipped}`);
