@@ -7,6 +7,7 @@
 import { setMaxListeners } from 'node:events';
 import { type ClickHouse, sql } from '@ingest/platform';
 import type { BodyFactory } from './events.js';
+import { type GatewayTail, gatewayTail } from './gateway-tail.js';
 import type { HttpClient } from './http-client.js';
 import { diffCounters, type LoadCounters, type RequestSource, startLoad } from './load.js';
 import { formatLag, type Observation, observe, type Observer } from './observe.js';
@@ -32,6 +33,8 @@ export interface FreshnessResult {
   acceptMs: { p50?: number; p99?: number };
   /** Send -> 202 of the paced load's requests over the window. */
   load202Ms: { p50?: number; p99?: number };
+  /** The gateway's produce times, GC pauses and event loop lag over the window (gateway-tail.ts). */
+  gatewayTail: GatewayTail;
   lag: { start: Record<string, number>; end: Record<string, number> };
   start: Observation;
   end: Observation;
@@ -121,6 +124,7 @@ export async function runFreshness(ctx: FreshnessContext): Promise<FreshnessResu
       latencyMs: { p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: percentile(latencies, 100) },
       acceptMs: { p50: percentile(acceptTimes, 50), p99: percentile(acceptTimes, 99) },
       load202Ms: { p50: percentile(load202, 50), p99: percentile(load202, 99) },
+      gatewayTail: gatewayTail(start, end),
       lag: { start: start.lag, end: end.lag },
       start,
       end,

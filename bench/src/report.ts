@@ -307,6 +307,14 @@ export function formatReport(r: BenchResult): string {
     line(
       `  accept -> queryable    p50 ${n0(f.latencyMs.p50)} ms, p90 ${n0(f.latencyMs.p90)} ms, p99 ${n0(f.latencyMs.p99)} ms, max ${n0(f.latencyMs.max)} ms  (send -> 202: p50 ${n0(f.acceptMs.p50)} ms, p99 ${n0(f.acceptMs.p99)} ms)`,
     );
+    const t = f.gatewayTail;
+    const kinds = (m: Record<string, number>) =>
+      Object.entries(m)
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ') || 'none';
+    line(
+      `  load send -> 202       p50 ${n0(f.load202Ms.p50)} ms, p99 ${n0(f.load202Ms.p99)} ms; gateway: Kafka produce ${n0(t.produce.count)} sends, mean ${n1(t.produce.meanMs)} ms, p99 <= ${t.produce.p99AtMostMs === undefined ? '?' : n0(t.produce.p99AtMostMs)} ms; GC ${n1(t.gcShare * 100)} % of the time, pauses >= 10 ms: ${kinds(t.gcPausesOver10Ms)}, >= 100 ms: ${kinds(t.gcPausesOver100Ms)}; event loop lag p99 ${n0(t.eventLoopLagP99Ms)} ms`,
+    );
     line(
       `  lag (msgs)             start dedupe ${n0(f.lag.start.dedupe)}, storage ${n0(f.lag.start.storage)}; end dedupe ${n0(f.lag.end.dedupe)}, storage ${n0(f.lag.end.storage)}`,
     );

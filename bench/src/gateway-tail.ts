@@ -1,0 +1,64 @@
+/**
+ * Where the send -> 202 tail at half load comes from (issue 31 item 5): the gateway's own
+ * readings over the freshness window, beside the load's 202 percentiles. The Kafka produce
+ * histogram (acks=all, coalesced sends included) says how much of a request's time waits for the
+ * broker; the GC histogram (prom-client's default metrics) how often the thread stopped for
+ * 10 ms or more; the event loop lag p99 how late callbacks ran.
+ */
+import type { Observation } from './observe.js';
+import { delta, histogramDelta, sum } from './prom.js';
+
+export interface GatewayTail {
+  /** Sends to events.raw in the window, their mean and the upper bound of the bucket holding their p99. */
+  produce: { count: number; meanMs?: number; p99AtMostMs?: number };
+  /** Pauses of 10 ms or more and of 100 ms or more, per kind (major, minor, incremental, weakcb). */
+  gcPausesOver10Ms: Record<string, number>;
+  gcPausesOver100Ms: Record<string, number>;
+  /** Share of the window the thread spent in GC. */
+  gcShare: number;
+  eventLoopLagP99Ms?: number;
+}
+
+const GC = 'nodejs_gc_duration_seconds';
+const PRODUCE = 'ingest_kafka_produce_duration_seconds';
+
+export function gatewayTail(start: Observation, end: Observation): GatewayTail {
+  const seconds = (end.atMs - start.atMs) / 1000;
+  const produce = histogramDelta(start.gateway, end.gateway, PRODUCE, { topic: 'events.raw' });
+  const count = produce.reduce((n, [, c]) => n + c, 0);
+  const produceSeconds = delta(start.gateway, end.gateway, `${PRODUCE}_sum`, { topic: 'events.raw' });
+  const over = (threshold: number) => {
+    const out: Record<string, number> = {};
+    for (const kind of ['major', 'minor', 'incremental', 'weakcb']) {
+      const buckets = histogramDelta(start.gateway, end.gateway, GC, { kind });
+      // A bucket whose lower bound is at or above the threshold: everything in it paused that long.
+      let lower = 0;
+      let n = 0;
+      for (const [le, c] of buckets) {
+        if (lower >= threshold) n += c;
+        lower = le === '+Inf' ? Infinity : Number(le);
+      }
+      if (n > 0) out[kind] = n;
+    }
+    return out;
+  };
+  const lag = sum(end.gateway, 'nodejs_eventloop_lag_p99_seconds');
+  return {
+    produce: { count, ...(count > 0 ? { meanMs: (produceSeconds / count) * 1000, p99AtMostMs: bucketQuantile(produce, 0.99) } : {}) },
+    gcPausesOver10Ms: over(0.01),
+    gcPausesOver100Ms: over(0.1),
+    gcShare: seconds > 0 ? delta(start.gateway, end.gateway, `${GC}_sum`) / seconds : 0,
+    ...(lag > 0 ? { eventLoopLagP99Ms: lag * 1000 } : {}),
+  };
+}
+
+/** The upper bound (ms) of the bucket in which the q-quantile falls; undefined past the last finite bound. */
+export function bucketQuantile(buckets: [string, number][], q: number): number | undefined {
+  const total = buckets.reduce((n, [, c]) => n + c, 0);
+  let seen = 0;
+  for (const [le, c] of buckets) {
+    seen += c;
+    if (seen >= q * total) return le === '+Inf' ? undefined : Number(le) * 1000;
+  }
+  return undefined;
+}
