@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
+import { pad } from './events.js';
 import type { OutgoingRequest, RequestSource } from './load.js';
 import { createSizeSampler, createZipfSampler, describeSizeMix, type Random, type SizeMix } from './tenant-mix.js';
 
@@ -52,7 +53,7 @@ export function createTenantSource(o: { keys: TenantKey[]; sizes: SizeMix; retry
     const eventId = key.ids === 'uuidv7' ? uuidv7() : randomUUID();
     const head = `{"eventId":"${eventId}","eventName":"${NAMES[n % NAMES.length]}","email":"user${n % CONTACTS_PER_ACCOUNT}@${key.domain}","properties":{"plan":"growth","feature":"${FEATURES[n % FEATURES.length]}","step":${n % 1000},"pad":"`;
     const tail = '"}}';
-    return head + 'x'.repeat(Math.max(0, o.eventBytes - head.length - tail.length)) + tail;
+    return head + pad(n, o.eventBytes - head.length - tail.length) + tail;
   }
 
   return {
