@@ -45,9 +45,18 @@ describe('the gateway tail at half load', () => {
         histogram('nodejs_gc_duration_seconds', 'kind="minor",', GC_BOUNDS, [60, 15, 3], 0.1 + 0.3),
         histogram('nodejs_gc_duration_seconds', 'kind="major",', GC_BOUNDS, [0, 1, 2, 1], 0.005 + 0.3),
         'nodejs_eventloop_lag_p99_seconds 0.042',
+        // 200 requests: 188 within 10 ms, 8 in (10, 25] ms, 4 in (100, 250] ms: the 198th is in the last.
+        histogram(
+          'ingest_http_request_duration_seconds',
+          'method="POST",route="/v1/events",',
+          [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+          [0, 50, 138, 8, 0, 0, 4],
+          1,
+        ),
       ].join('\n'),
     );
     const tail = gatewayTail(start, end);
+    expect(tail.server).toEqual({ count: 200, p50AtMostMs: 10, p99AtMostMs: 250 });
     expect(tail.produce.count).toBe(100);
     expect(tail.produce.meanMs).toBeCloseTo(5, 6);
     expect(tail.produce.p99AtMostMs).toBe(50);

@@ -3,12 +3,16 @@
  * readings over the freshness window, beside the load's 202 percentiles. The Kafka produce
  * histogram (acks=all, coalesced sends included) says how much of a request's time waits for the
  * broker; the GC histogram (prom-client's default metrics) how often the thread stopped for
- * 10 ms or more; the event loop lag p99 how late callbacks ran.
+ * 10 ms or more; the event loop lag p99 how late callbacks ran; the gateway's own request
+ * duration histogram (from its reading of the request to its answer) whether the tail the load
+ * sees is spent in the gateway at all.
  */
 import type { Observation } from './observe.js';
 import { delta, histogramDelta, sum } from './prom.js';
 
 export interface GatewayTail {
+  /** POST /v1/events as the gateway timed it: upper bounds of the buckets holding p50 and p99. */
+  server: { count: number; p50AtMostMs?: number; p99AtMostMs?: number };
   /** Sends to events.raw in the window, their mean and the upper bound of the bucket holding their p99. */
   produce: { count: number; meanMs?: number; p99AtMostMs?: number };
   /** Pauses of 10 ms or more and of 100 ms or more, per kind (major, minor, incremental, weakcb). */
@@ -21,6 +25,7 @@ export interface GatewayTail {
 
 const GC = 'nodejs_gc_duration_seconds';
 const PRODUCE = 'ingest_kafka_produce_duration_seconds';
+const REQUEST = 'ingest_http_request_duration_seconds';
 
 export function gatewayTail(start: Observation, end: Observation): GatewayTail {
   const seconds = (end.atMs - start.atMs) / 1000;
@@ -43,7 +48,10 @@ export function gatewayTail(start: Observation, end: Observation): GatewayTail {
     return out;
   };
   const lag = sum(end.gateway, 'nodejs_eventloop_lag_p99_seconds');
+  const requests = histogramDelta(start.gateway, end.gateway, REQUEST, { method: 'POST', route: '/v1/events' });
+  const served = requests.reduce((n, [, c]) => n + c, 0);
   return {
+    server: { count: served, ...(served > 0 ? { p50AtMostMs: bucketQuantile(requests, 0.5), p99AtMostMs: bucketQuantile(requests, 0.99) } : {}) },
     produce: { count, ...(count > 0 ? { meanMs: (produceSeconds / count) * 1000, p99AtMostMs: bucketQuantile(produce, 0.99) } : {}) },
     gcPausesOver10Ms: over(0.01),
     gcPausesOver100Ms: over(0.1),
