@@ -61,10 +61,12 @@ STACK_RETRY=${RETRY_COMMAND:-$STACK_RETRY}
 
 usage() {
   cat <<EOF
-usage: ${0##*/} up|down|status|reset|logs [kafka|clickhouse|redis]
+usage: ${0##*/} up|status|reset
+       ${0##*/} down|logs [kafka|clickhouse|redis]
 
   up      install missing packages/jars, start (or reuse) Kafka, ClickHouse and Redis
-  down    stop the servers this script started (reused servers are left alone)
+  down    stop the servers this script started (reused servers are left alone); with a name,
+          only that one (the others keep running)
   status  one line per server; exit status 1 if any is down
   reset   down, then delete all local data (keeps the Kafka jar cache)
   logs    print the last lines of a server's logs (follows them when run in a terminal)
@@ -753,14 +755,23 @@ stop_server() {
   fi
 }
 
+# cmd_down [kafka|clickhouse|redis]: every server this script started, or the one named.
 cmd_down() {
-  take_lock
-  kafka_down
+  local which=${1:-all}
+  case $which in
+    all | kafka | clickhouse | redis) ;;
+    *) usage >&2; exit 2 ;;
+  esac
   # The secure broker and the cluster run beside a plain stack that shares ClickHouse and Redis: leave them.
+  if [[ $which != all && $which != kafka && ($STACK_KAFKA_SECURITY == sasl_ssl || $STACK_KAFKA_NODES != 1) ]]; then
+    fail "$which" "shared with the plain stack: stop it with '${0##*/} down $which' without STACK_KAFKA_SECURITY and STACK_KAFKA_NODES"
+  fi
+  take_lock
+  [[ $which != all && $which != kafka ]] || kafka_down
   if [[ $STACK_KAFKA_SECURITY == sasl_ssl || $STACK_KAFKA_NODES != 1 ]]; then return 0; fi
-  stop_server clickhouse "$CLICKHOUSE_HTTP_PORT" "$CH_PID" "$CH_MARKER"
-  stop_server redis "$REDIS_PORT" "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"
-  ((STACK_CLICKHOUSE_REPLICAS < 2)) || clickhouse_cluster_down
+  [[ $which != all && $which != clickhouse ]] || stop_server clickhouse "$CLICKHOUSE_HTTP_PORT" "$CH_PID" "$CH_MARKER"
+  [[ $which != all && $which != redis ]] || stop_server redis "$REDIS_PORT" "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"
+  [[ $which != all ]] || ((STACK_CLICKHOUSE_REPLICAS < 2)) || clickhouse_cluster_down
 }
 
 cmd_status() {
@@ -824,10 +835,13 @@ main() {
       fail stack "$var=${!var} is not a TCP port"
     fi
   done
+  # Only down and logs take a server name; a word after the others was ignored before, so
+  # `down redis` stopped every server: refuse what is not understood.
+  case $cmd in up | status | reset) (($# == 0)) || { usage >&2; exit 2; } ;; down) (($# <= 1)) || { usage >&2; exit 2; } ;; esac
   mkdir -p "$STACK_DIR"
   case $cmd in
     up) cmd_up ;;
-    down) cmd_down ;;
+    down) cmd_down "$@" ;;
     status) cmd_status ;;
     reset) cmd_reset ;;
     logs) cmd_logs "$@" ;;
