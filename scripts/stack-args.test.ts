@@ -61,7 +61,7 @@ describe('stack.sh down and its arguments', () => {
   });
 
   it('leaves the plain stack shared ClickHouse and Redis to the plain stack in secure and cluster mode', () => {
-    for (const env of [{ STACK_KAFKA_SECURITY: 'sasl_ssl' }, { STACK_KAFKA_NODES: '3' }]) {
+    for (const env of [{ STACK_KAFKA_SECURITY: 'sasl_ssl' }, { STACK_KAFKA_NODES: '3' }] as Record<string, string>[]) {
       expect(stack(['down'], env).stdout).toBe('stop kafka');
       const named = stack(['down', 'redis'], env);
       expect({ status: named.status, stdout: named.stdout }).toEqual({ status: 1, stdout: '' });
