@@ -157,7 +157,13 @@ describe('dedupe consumer', () => {
     try {
       await waitFor(() => out.seen.length >= 1 || undefined, { description: "the newer writer's record on events.unique" });
       expect(out.seen).toEqual([newer]);
-      expect(sampleValue(await dedupe.metricsText(), 'ingest_consumer_messages_total', { consumer: 'dedupe', outcome: 'ok' })).toBe(1);
+      // Counted once the batch is done (its marks written after its events), so a moment after
+      // events.unique shows it: CI read 0 here once.
+      let counted: number | undefined;
+      const passed = async () =>
+        (counted = sampleValue(await dedupe.metricsText(), 'ingest_consumer_messages_total', { consumer: 'dedupe', outcome: 'ok' }) ?? 0);
+      await waitFor(async () => (await passed()) >= 1 || undefined, { description: () => `the event counted as passed (ok: ${counted})` });
+      expect(await passed()).toBe(1);
     } finally {
       await dedupe.consumer.stop();
       await reader.stop();
