@@ -2,7 +2,7 @@
 import { acceptedToStore, diffCounters, type LoadCounters } from './load.js';
 import { gaugeLagByGroup, type Observation } from './observe.js';
 import { cpuDelta } from './proc-stats.js';
-import { delta, deltaBy, histogramDelta, sum } from './prom.js';
+import { delta, deltaBy, gaugeMs, histogramDelta, ratioMs, sum } from './prom.js';
 import { percentile } from './say.js';
 import type { SustainedReadings } from './sustained.js';
 
@@ -122,15 +122,6 @@ export function pipelineFigures(r: SustainedReadings, cores: number, groupPrefix
 
 function toMb(bytes: number | undefined): number | undefined {
   return bytes === undefined || !Number.isFinite(bytes) ? undefined : bytes / 1024 / 1024;
-}
-
-function ratioMs(seconds: number, count: number): number | undefined {
-  return count > 0 ? (seconds / count) * 1000 : undefined;
-}
-
-function gaugeMs(samples: Observation['gateway'], name: string): number | undefined {
-  const present = samples.some((s) => s.name === name);
-  return present ? sum(samples, name) * 1000 : undefined;
 }
 
 function insertFigures(start: Observation, end: Observation, windowS: number): Record<string, TableInserts> {

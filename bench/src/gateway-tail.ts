@@ -8,7 +8,7 @@
  * sees is spent in the gateway at all.
  */
 import type { Observation } from './observe.js';
-import { delta, histogramDelta, sum } from './prom.js';
+import { delta, gaugeMs, histogramDelta, observations, ratioMs } from './prom.js';
 
 export interface GatewayTail {
   /** POST /v1/events as the gateway timed it: upper bounds of the buckets holding p50 and p99. */
@@ -30,8 +30,7 @@ const REQUEST = 'ingest_http_request_duration_seconds';
 export function gatewayTail(start: Observation, end: Observation): GatewayTail {
   const seconds = (end.atMs - start.atMs) / 1000;
   const produce = histogramDelta(start.gateway, end.gateway, PRODUCE, { topic: 'events.raw' });
-  const count = produce.reduce((n, [, c]) => n + c, 0);
-  const produceSeconds = delta(start.gateway, end.gateway, `${PRODUCE}_sum`, { topic: 'events.raw' });
+  const count = observations(produce);
   const over = (threshold: number) => {
     const out: Record<string, number> = {};
     for (const kind of ['major', 'minor', 'incremental', 'weakcb']) {
@@ -47,22 +46,27 @@ export function gatewayTail(start: Observation, end: Observation): GatewayTail {
     }
     return out;
   };
-  const lag = sum(end.gateway, 'nodejs_eventloop_lag_p99_seconds');
+  const lag = gaugeMs(end.gateway, 'nodejs_eventloop_lag_p99_seconds');
   const requests = histogramDelta(start.gateway, end.gateway, REQUEST, { method: 'POST', route: '/v1/events' });
-  const served = requests.reduce((n, [, c]) => n + c, 0);
+  const served = observations(requests);
   return {
     server: { count: served, ...(served > 0 ? { p50AtMostMs: bucketQuantile(requests, 0.5), p99AtMostMs: bucketQuantile(requests, 0.99) } : {}) },
-    produce: { count, ...(count > 0 ? { meanMs: (produceSeconds / count) * 1000, p99AtMostMs: bucketQuantile(produce, 0.99) } : {}) },
+    produce: {
+      count,
+      ...(count > 0
+        ? { meanMs: ratioMs(delta(start.gateway, end.gateway, `${PRODUCE}_sum`, { topic: 'events.raw' }), count), p99AtMostMs: bucketQuantile(produce, 0.99) }
+        : {}),
+    },
     gcPausesOver10Ms: over(0.01),
     gcPausesOver100Ms: over(0.1),
     gcShare: seconds > 0 ? delta(start.gateway, end.gateway, `${GC}_sum`) / seconds : 0,
-    ...(lag > 0 ? { eventLoopLagP99Ms: lag * 1000 } : {}),
+    ...(lag === undefined ? {} : { eventLoopLagP99Ms: lag }),
   };
 }
 
 /** The upper bound (ms) of the bucket in which the q-quantile falls; undefined past the last finite bound. */
 export function bucketQuantile(buckets: [string, number][], q: number): number | undefined {
-  const total = buckets.reduce((n, [, c]) => n + c, 0);
+  const total = observations(buckets);
   let seen = 0;
   for (const [le, c] of buckets) {
     seen += c;

@@ -86,3 +86,19 @@ export function histogramDelta(before: Samples, after: Samples, name: string, fi
     return [le, inBucket];
   });
 }
+
+/** Observations in histogram buckets (as histogramDelta gives them). */
+export function observations(buckets: [string, number][]): number {
+  return buckets.reduce((n, [, c]) => n + c, 0);
+}
+
+/** Seconds over a count, as milliseconds each; undefined for no count. */
+export function ratioMs(seconds: number, count: number): number | undefined {
+  return count > 0 ? (seconds / count) * 1000 : undefined;
+}
+
+/** A gauge in seconds, as milliseconds; undefined when the scrape does not have it. */
+export function gaugeMs(samples: Samples, name: string): number | undefined {
+  const present = samples.some((s) => s.name === name);
+  return present ? sum(samples, name) * 1000 : undefined;
+}
