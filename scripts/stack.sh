@@ -757,22 +757,26 @@ stop_server() {
 
 # cmd_down [kafka|clickhouse|redis]: every server this script started, or the one named.
 cmd_down() {
-  local which=${1:-all}
+  local which=${1:-all} beside=
   case $which in
     all | kafka | clickhouse | redis) ;;
     *) usage >&2; exit 2 ;;
   esac
   # The secure broker and the cluster run beside a plain stack that shares ClickHouse and Redis: leave them.
-  if [[ $which != all && $which != kafka && ($STACK_KAFKA_SECURITY == sasl_ssl || $STACK_KAFKA_NODES != 1) ]]; then
+  [[ $STACK_KAFKA_SECURITY != sasl_ssl && $STACK_KAFKA_NODES == 1 ]] || beside=1
+  if [[ -n $beside && $which != all && $which != kafka ]]; then
     fail "$which" "shared with the plain stack: stop it with '${0##*/} down $which' without STACK_KAFKA_SECURITY and STACK_KAFKA_NODES"
   fi
   take_lock
-  [[ $which != all && $which != kafka ]] || kafka_down
-  if [[ $STACK_KAFKA_SECURITY == sasl_ssl || $STACK_KAFKA_NODES != 1 ]]; then return 0; fi
-  [[ $which != all && $which != clickhouse ]] || stop_server clickhouse "$CLICKHOUSE_HTTP_PORT" "$CH_PID" "$CH_MARKER"
-  [[ $which != all && $which != redis ]] || stop_server redis "$REDIS_PORT" "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"
-  [[ $which != all ]] || ((STACK_CLICKHOUSE_REPLICAS < 2)) || clickhouse_cluster_down
+  if down_wanted kafka; then kafka_down; fi
+  [[ -z $beside ]] || return 0
+  if down_wanted clickhouse; then stop_server clickhouse "$CLICKHOUSE_HTTP_PORT" "$CH_PID" "$CH_MARKER"; fi
+  if down_wanted redis; then stop_server redis "$REDIS_PORT" "$REDIS_PID" "$REDIS_MARKER" "$REDIS_DIR"; fi
+  if [[ $which == all ]] && ((STACK_CLICKHOUSE_REPLICAS >= 2)); then clickhouse_cluster_down; fi
 }
+
+# down_wanted SERVER: cmd_down was asked for every server or for this one ($which is cmd_down's).
+down_wanted() { [[ $which == all || $which == "$1" ]]; }
 
 cmd_status() {
   local rc=0
