@@ -52,6 +52,9 @@ export function createRedis(options: RedisOptions): Redis & Closeable & RedisHea
     enableOfflineQueue: !options.failFast,
     commandTimeout: options.commandTimeoutMs ?? 2_000,
     connectTimeout: 3_000,
+    // No enableAutoPipelining: measured with the bench, the gateway accepted 13 % fewer events
+    // and answered later (one automatic pipeline in flight at a time), for 16 % less Redis CPU
+    // (docs/benchmarks.md, "Redis per request and per id").
     // rediss:// turns TLS on by itself (verifying against the system's CAs); a private CA is added here.
     ...(options.tlsCa !== undefined && options.url.startsWith('rediss:') ? { tls: { ca: options.tlsCa } } : {}),
   });
