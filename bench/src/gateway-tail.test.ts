@@ -66,6 +66,30 @@ describe('the gateway tail at half load', () => {
     expect(tail.eventLoopLagP99Ms).toBeCloseTo(42, 6);
   });
 
+  it('reads the three Redis calls of a request by script, and says none were seen for a script absent from the scrape', () => {
+    const bounds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
+    const start = observation(
+      0,
+      histogram('ingest_redis_command_duration_seconds', 'command="evalsha",script="allowance_reserve_events",', bounds, [0, 5], 0.004),
+    );
+    const end = observation(
+      10_000,
+      [
+        // 100 more: 90 within 1 ms, 9 in (2.5, 5] ms, 1 in (50, 100] ms; 0.3 s more in all.
+        histogram('ingest_redis_command_duration_seconds', 'command="evalsha",script="allowance_reserve_events",', bounds, [0, 95, 0, 9, 0, 0, 0, 1], 0.304),
+        // A GET with the same script label would be another command: not counted.
+        histogram('ingest_redis_command_duration_seconds', 'command="get",script="",', bounds, [7], 0.001),
+        histogram('ingest_redis_command_duration_seconds', 'command="evalsha",script="rate_limit_address",', bounds, [40], 0.01),
+      ].join('\n'),
+    );
+    const { redis } = gatewayTail(start, end);
+    expect(redis?.allowance_reserve_events?.count).toBe(100);
+    expect(redis?.allowance_reserve_events?.meanMs).toBeCloseTo(3, 6);
+    expect(redis?.allowance_reserve_events?.p99AtMostMs).toBe(5);
+    expect(redis?.rate_limit_address).toMatchObject({ count: 40, p99AtMostMs: 0.5 });
+    expect(redis?.account_rate_limits).toEqual({ count: 0 });
+  });
+
   it('places a quantile in the bucket that holds it, and past the last bound nowhere', () => {
     expect(
       bucketQuantile(

@@ -21,11 +21,17 @@ export interface GatewayTail {
   /** Share of the window the thread spent in GC. */
   gcShare: number;
   eventLoopLagP99Ms?: number;
+  /** The Redis calls of a request (ingest_redis_command_duration_seconds), by script: count, mean, p99 bucket. */
+  redis?: Record<string, { count: number; meanMs?: number; p99AtMostMs?: number }>;
 }
+
+/** The three Redis calls of a POST /v1/events, in the order it makes them. */
+export const REQUEST_REDIS_SCRIPTS = ['rate_limit_address', 'account_rate_limits', 'allowance_reserve_events'] as const;
 
 const GC = 'nodejs_gc_duration_seconds';
 const PRODUCE = 'ingest_kafka_produce_duration_seconds';
 const REQUEST = 'ingest_http_request_duration_seconds';
+const REDIS = 'ingest_redis_command_duration_seconds';
 
 export function gatewayTail(start: Observation, end: Observation): GatewayTail {
   const seconds = (end.atMs - start.atMs) / 1000;
@@ -49,6 +55,16 @@ export function gatewayTail(start: Observation, end: Observation): GatewayTail {
   const lag = gaugeMs(end.gateway, 'nodejs_eventloop_lag_p99_seconds');
   const requests = histogramDelta(start.gateway, end.gateway, REQUEST, { method: 'POST', route: '/v1/events' });
   const served = observations(requests);
+  const redis: NonNullable<GatewayTail['redis']> = {};
+  for (const script of REQUEST_REDIS_SCRIPTS) {
+    const filter = { command: 'evalsha', script };
+    const buckets = histogramDelta(start.gateway, end.gateway, REDIS, filter);
+    const n = observations(buckets);
+    redis[script] = {
+      count: n,
+      ...(n > 0 ? { meanMs: ratioMs(delta(start.gateway, end.gateway, `${REDIS}_sum`, filter), n), p99AtMostMs: bucketQuantile(buckets, 0.99) } : {}),
+    };
+  }
   return {
     server: { count: served, ...(served > 0 ? { p50AtMostMs: bucketQuantile(requests, 0.5), p99AtMostMs: bucketQuantile(requests, 0.99) } : {}) },
     produce: {
@@ -61,6 +77,7 @@ export function gatewayTail(start: Observation, end: Observation): GatewayTail {
     gcPausesOver100Ms: over(0.1),
     gcShare: seconds > 0 ? delta(start.gateway, end.gateway, `${GC}_sum`) / seconds : 0,
     ...(lag === undefined ? {} : { eventLoopLagP99Ms: lag }),
+    redis,
   };
 }
 

@@ -5,6 +5,7 @@ import type { AllowanceResult } from './allowance-phase.js';
 import type { ClickHouseBaseline, KafkaBaseline, NoopBaseline } from './baselines.js';
 import type { PipelineFigures } from './figures.js';
 import type { FreshnessResult } from './freshness.js';
+import { REQUEST_REDIS_SCRIPTS } from './gateway-tail.js';
 import type { MemoryFigures, MemoryVerdict } from './memory.js';
 import { formatMemory, formatSearch, formatWriter } from './report-sections.js';
 import type { SearchResult } from './search.js';
@@ -314,6 +315,10 @@ export function formatReport(r: BenchResult): string {
         .join(', ') || 'none';
     line(
       `  load send -> 202       p50 ${n0(f.load202Ms.p50)} ms, p99 ${n0(f.load202Ms.p99)} ms; in the gateway p50 <= ${t.server.p50AtMostMs ?? '?'} ms, p99 <= ${t.server.p99AtMostMs ?? '?'} ms; Kafka produce ${n0(t.produce.count)} sends, mean ${n1(t.produce.meanMs)} ms, p99 <= ${t.produce.p99AtMostMs === undefined ? '?' : n0(t.produce.p99AtMostMs)} ms; GC ${n1(t.gcShare * 100)} % of the time, pauses >= 10 ms: ${kinds(t.gcPausesOver10Ms)}, >= 100 ms: ${kinds(t.gcPausesOver100Ms)}; event loop lag p99 ${n0(t.eventLoopLagP99Ms)} ms`,
+      `  Redis per request      ${REQUEST_REDIS_SCRIPTS.map((name) => {
+        const r = t.redis?.[name];
+        return `${name} ${n0(r?.count)} calls, mean ${n1(r?.meanMs)} ms, p99 <= ${r?.p99AtMostMs === undefined ? '?' : n1(r.p99AtMostMs)} ms`;
+      }).join('; ')}`,
     );
     line(
       `  lag (msgs)             start dedupe ${n0(f.lag.start.dedupe)}, storage ${n0(f.lag.start.storage)}; end dedupe ${n0(f.lag.end.dedupe)}, storage ${n0(f.lag.end.storage)}`,

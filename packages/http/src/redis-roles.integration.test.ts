@@ -4,9 +4,10 @@
  * and the per-address limiter's plugin script, for the gateway and the console. The processor and
  * crm-sink have none of these grants.
  */
-import { createLogger, type Redis, type RedisRole } from '@ingest/platform';
+import { createLogger, createRedis, METRIC_NAMES, type Redis, type RedisRole } from '@ingest/platform';
+import { Registry } from 'prom-client';
 import { type RedisWithRoles, startRedisWithRoles } from '@ingest/testkit';
-import { waitFor } from '@ingest/testkit';
+import { uniqueSuffix, waitFor } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKeyLastUsedStore } from './auth/key-last-used.store.js';
 import { createIdempotencyStore } from './jobs/idempotency.store.js';
@@ -51,6 +52,16 @@ describe('HTTP stores under the gateway’s and the console’s Redis users', ()
       expect(await incr(redis, 'ratelimit:', `127.0.0.1-${role}`)).toBe(1);
     }
     const consoleRedis = await as('console');
+    // Its script is named for the command timings (ingest_redis_command_duration_seconds).
+    const registry = new Registry();
+    const timed = createRedis({ url: own.roleUrls.gateway, metrics: registry });
+    try {
+      expect(await incr(timed, 'ratelimit:', `127.0.0.1-timed-${uniqueSuffix()}`)).toBe(1);
+      const counts = (await registry.getSingleMetric(METRIC_NAMES.redisCommandDuration)?.get())?.values.filter((v) => v.metricName?.endsWith('_count'));
+      expect(counts?.map((v) => `${v.labels.command}/${v.labels.script}=${v.value}`)).toContain('evalsha/rate_limit_address=1');
+    } finally {
+      await timed.close();
+    }
     expect(await incr(consoleRedis, 'ratelimit-admin:', '127.0.0.1')).toBe(1);
     expect(await incr(consoleRedis, 'dashboard:signin:', 'email:abc')).toBe(1);
     // The sign-in throttle is the console's: the gateway cannot reset or raise anyone's count.

@@ -56,6 +56,7 @@ export const METRIC_NAMES = {
   uploadsOpen: 'ingest_uploads_open',
   dashboardDeadLetterScans: 'ingest_dashboard_deadletter_scans_total',
   kafkaProduceDuration: 'ingest_kafka_produce_duration_seconds',
+  redisCommandDuration: 'ingest_redis_command_duration_seconds',
   kafkaProducerRenewals: 'ingest_kafka_producer_renewals_total',
   jobsFinished: 'ingest_jobs_finished_total',
   jobDuration: 'ingest_job_duration_seconds',

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { redisScript } from './redis-script.js';
 
-const releaseScript = redisScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`);
+const releaseScript = redisScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`, 'lock_release');
 
 /**
  * A lease in Redis: held by one caller at a time until released or `ttlMs` passed. For work

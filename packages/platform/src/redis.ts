@@ -1,7 +1,10 @@
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
+import { Histogram, type Registry } from 'prom-client';
 import { AppError } from './errors.js';
+import { METRIC_NAMES } from './metrics.js';
+import { redisScriptName } from './redis-script.js';
 import { redisKeyFamilyOf } from './redis-acl.js';
 import type { Closeable } from './lifecycle.js';
 import type { Logger } from './logger.js';
@@ -22,6 +25,8 @@ export interface RedisOptions {
   logger?: Logger;
   /** CA certificate(s) (PEM) to trust for a rediss:// URL, besides nothing else; default the system's CAs. */
   tlsCa?: string;
+  /** Every command is timed here, from its send to its answer (ingest_redis_command_duration_seconds). */
+  metrics?: Registry;
 }
 
 /** REDIS_TLS_CA_FILE's contents, or undefined when not set; an unreadable file is a start-up error naming it. */
@@ -75,6 +80,7 @@ export function createRedis(options: RedisOptions): Redis & Closeable & RedisHea
     options.logger?.warn({ err: { type: err.name, message: err.message } }, 'redis connection error (further ones within 10 s are not logged)');
   });
   if (options.logger) logAclRefusals(redis, redisUserOf(options.url), options.logger);
+  if (options.metrics) timeCommands(redis, options.metrics);
   return Object.assign(redis, {
     waitingFor: () => (redis.status === 'ready' || redis.status === 'wait' ? [] : [describeNotReady(redis.status, lastError)]),
     // quit() resolves on the server's OK, before the socket is gone; waiting for 'end' means a
@@ -114,6 +120,40 @@ interface SentCommand {
   name: string;
   args: unknown[];
   promise: Promise<unknown>;
+}
+
+/**
+ * Times every command from its first send to its answer (or failure), by command and, for a
+ * script, by the name it was registered under (redis-script.ts): the gateway's three calls a
+ * request (per-address limit, per-account limits, allowance) show apart beside the Kafka produce
+ * time (docs/benchmarks.md, the 202 tail). A command the offline queue sends again is timed once,
+ * from its first send, so a reconnect shows as the wait it was.
+ */
+function timeCommands(redis: Redis, registry: Registry): void {
+  const histogram =
+    (registry.getSingleMetric(METRIC_NAMES.redisCommandDuration) as Histogram<'command' | 'script'> | undefined) ??
+    new Histogram({
+      name: METRIC_NAMES.redisCommandDuration,
+      help: 'Time from sending a Redis command to its answer, by command and script',
+      labelNames: ['command', 'script'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    });
+  const timed = new WeakSet<object>();
+  const send = redis.sendCommand.bind(redis) as (command: SentCommand, ...rest: unknown[]) => unknown;
+  (redis as unknown as { sendCommand: typeof send }).sendCommand = (command, ...rest) => {
+    if (!timed.has(command)) {
+      timed.add(command);
+      const name = command.name.toLowerCase();
+      const script = name === 'evalsha' ? (redisScriptName(String(command.args[0])) ?? 'unknown') : name === 'eval' ? 'eval' : '';
+      const end = histogram.startTimer({ command: name, script });
+      command.promise.then(
+        () => end(),
+        () => end(),
+      );
+    }
+    return send(command, ...rest);
+  };
 }
 
 /**

@@ -99,7 +99,13 @@ export async function launchService<C extends LaunchConfig>(options: LaunchOptio
     logger,
     onRenewed: (reason) => producerRenewals.inc({ reason }),
   });
-  const redis = createRedis({ url: config.REDIS_URL, failFast: options.redisFailFast ?? false, logger, tlsCa: readRedisTlsCa(config.REDIS_TLS_CA_FILE) });
+  const redis = createRedis({
+    url: config.REDIS_URL,
+    failFast: options.redisFailFast ?? false,
+    logger,
+    metrics,
+    tlsCa: readRedisTlsCa(config.REDIS_TLS_CA_FILE),
+  });
   // Set once every part is built; liveness reads it from then on.
   const started: { runner?: ServiceRunner } = {};
   const context: ServiceContext<C> = {

@@ -22,8 +22,8 @@ export interface AllowanceReconciler {
   sweepSeen(nowMs: number): Promise<number>;
 }
 
-const reconcileScript = redisScript(RECONCILE);
-const sweepScript = redisScript(SWEEP_SEEN);
+const reconcileScript = redisScript(RECONCILE, 'allowance_reconcile');
+const sweepScript = redisScript(SWEEP_SEEN, 'allowance_sweep_seen');
 
 export function createAllowanceReconciler(redis: Redis, keyPrefix = ''): AllowanceReconciler {
   // SCAN patterns are globs: the prefix's own glob characters are escaped.

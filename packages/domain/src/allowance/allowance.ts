@@ -93,10 +93,10 @@ export interface AllowanceDeps {
 /** Counters outlive their month by far: the ledger closes a period from ClickHouse, not from them. */
 export const COUNTER_TTL_S = 40 * 24 * 3600;
 
-const reserveEventsScript = redisScript(RESERVE_EVENTS);
-const releaseEventsScript = redisScript(RELEASE_EVENTS);
-const reserveJobScript = redisScript(RESERVE_JOB);
-const settleJobScript = redisScript(SETTLE_JOB);
+const reserveEventsScript = redisScript(RESERVE_EVENTS, 'allowance_reserve_events');
+const releaseEventsScript = redisScript(RELEASE_EVENTS, 'allowance_release_events');
+const reserveJobScript = redisScript(RESERVE_JOB, 'allowance_reserve_job');
+const settleJobScript = redisScript(SETTLE_JOB, 'allowance_settle_job');
 
 export function createAllowance(deps: AllowanceDeps): Allowance {
   const { redis } = deps;

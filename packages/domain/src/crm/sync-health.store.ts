@@ -70,7 +70,8 @@ export interface SyncHealthStore {
 }
 
 // KEYS: state hash, unhealthy zset. ARGV: account, state, reason, now, ttlSeconds, success, failure, onlyFrom, version.
-const CHANGE = redisScript(`
+const CHANGE = redisScript(
+  `
 local current = redis.call('HGET', KEYS[1], 'state')
 if ARGV[8] ~= '' and current ~= ARGV[8] then return 0 end
 if current ~= ARGV[2] then redis.call('HSET', KEYS[1], 'since', ARGV[4]) end
@@ -90,7 +91,9 @@ else
 end
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 return 1
-`);
+`,
+  'crm_sync_health_change',
+);
 
 function unavailable(what: string, err: unknown): AppError {
   return new AppError('sync_health_unavailable', `${what}: ${err instanceof Error ? err.message : String(err)}`, { retryable: true });

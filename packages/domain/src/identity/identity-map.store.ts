@@ -23,7 +23,8 @@ export interface IdentityMapIndex {
 }
 
 // KEYS: the hash. ARGV: field, value, updatedAt, field, value, updatedAt, ...
-const PUT_NEWEST = redisScript(`
+const PUT_NEWEST = redisScript(
+  `
 for i = 1, #ARGV, 3 do
   local current = redis.call('HGET', KEYS[1], ARGV[i])
   local keep = false
@@ -34,7 +35,9 @@ for i = 1, #ARGV, 3 do
   if not keep then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 end
 return 1
-`);
+`,
+  'identity_map_put_newest',
+);
 
 export function identityMapKeys(keyPrefix = '') {
   return {

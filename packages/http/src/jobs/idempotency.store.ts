@@ -61,9 +61,9 @@ if redis.call('HGET', KEYS[1], 's') == 'pending' then return redis.call('DEL', K
 return 0
 `;
 
-const claimScript = redisScript(CLAIM);
-const completeScript = redisScript(COMPLETE);
-const releaseScript = redisScript(RELEASE);
+const claimScript = redisScript(CLAIM, 'idempotency_claim');
+const completeScript = redisScript(COMPLETE, 'idempotency_complete');
+const releaseScript = redisScript(RELEASE, 'idempotency_release');
 
 export function bodyFingerprint(...parts: (string | Buffer)[]): string {
   const hash = createHash('sha256');

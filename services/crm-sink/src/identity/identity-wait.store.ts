@@ -42,16 +42,20 @@ interface Stored {
 }
 
 // KEYS: due, events, counts. ARGV: member, value, score, account, max.
-const ADD = redisScript(`
+const ADD = redisScript(
+  `
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 1 end
 if tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0') >= tonumber(ARGV[5]) then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 redis.call('HINCRBY', KEYS[3], ARGV[4], 1)
 return 1
-`);
+`,
+  'crm_identity_wait_add',
+);
 // KEYS: due, events. ARGV: now, count, leased until.
-const CLAIM = redisScript(`
+const CLAIM = redisScript(
+  `
 local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
 for _, m in ipairs(members) do
@@ -60,15 +64,20 @@ for _, m in ipairs(members) do
   if v then table.insert(out, v) else redis.call('ZREM', KEYS[1], m) end
 end
 return out
-`);
+`,
+  'crm_identity_wait_claim',
+);
 // KEYS: due, events, counts. ARGV: member, account.
-const REMOVE = redisScript(`
+const REMOVE = redisScript(
+  `
 if redis.call('HDEL', KEYS[2], ARGV[1]) == 1 then
   redis.call('ZREM', KEYS[1], ARGV[1])
   if redis.call('HINCRBY', KEYS[3], ARGV[2], -1) <= 0 then redis.call('HDEL', KEYS[3], ARGV[2]) end
 end
 return 1
-`);
+`,
+  'crm_identity_wait_remove',
+);
 
 const memberOf = (e: Pick<WaitingEvent, 'accountId' | 'eventId'>) => `${e.accountId}\n${e.eventId}`;
 

@@ -17,12 +17,15 @@ export interface TokenStateStore {
 export const stampOf = (state: Pick<OAuthTokenState, 'connectionId' | 'generation' | 'broken'>) =>
   `${state.connectionId}:${state.generation}${state.broken ? ':broken' : ''}`;
 
-const REPLACE = redisScript(`
+const REPLACE = redisScript(
+  `
 local cur = redis.call('HGET', KEYS[1], 'stamp')
 if (cur or '') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'stamp', ARGV[2], 'json', ARGV[3])
 return 1
-`);
+`,
+  'crm_token_replace',
+);
 
 function unavailable(what: string, err: unknown): AppError {
   return new AppError('crm_token_store_unavailable', `${what}: ${err instanceof Error ? err.message : String(err)}`, { retryable: true });

@@ -87,7 +87,8 @@ interface StoredEntry {
 }
 
 // KEYS: list, account meta, due zset, totals. ARGV: account, force, dueAt, reason, 4 limits, then entries.
-const PARK = redisScript(`
+const PARK = redisScript(
+  `
 local len = redis.call('LLEN', KEYS[1])
 if ARGV[2] == '0' and len == 0 then return {0, 0} end
 local bytes = tonumber(redis.call('HGET', KEYS[2], 'bytes') or '0')
@@ -118,10 +119,13 @@ if len == 0 then
   redis.call('ZREM', KEYS[3], ARGV[1])
 end
 return {1, accepted}
-`);
+`,
+  'crm_park',
+);
 
 // KEYS: list, meta, due, totals. ARGV: account, count, bytes.
-const REMOVE = redisScript(`
+const REMOVE = redisScript(
+  `
 local n = math.min(tonumber(ARGV[2]), redis.call('LLEN', KEYS[1]))
 redis.call('LTRIM', KEYS[1], n, -1)
 redis.call('HINCRBY', KEYS[2], 'bytes', -tonumber(ARGV[3]))
@@ -132,7 +136,9 @@ if redis.call('LLEN', KEYS[1]) == 0 then
   redis.call('ZREM', KEYS[3], ARGV[1])
 end
 return n
-`);
+`,
+  'crm_park_remove',
+);
 
 /** The start of RESCHEDULE and HOLD: an account with nothing parked any more is forgotten, not rescheduled. */
 const FORGET_IF_EMPTY = `
@@ -143,22 +149,28 @@ if redis.call('LLEN', KEYS[1]) == 0 then
 end`;
 
 // KEYS: list, meta, due. ARGV: account, dueAt, reason.
-const RESCHEDULE = redisScript(`${FORGET_IF_EMPTY}
+const RESCHEDULE = redisScript(
+  `${FORGET_IF_EMPTY}
 redis.call('HINCRBY', KEYS[2], 'attempts', 1)
 redis.call('HSET', KEYS[2], 'reason', ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 return 1
-`);
+`,
+  'crm_park_reschedule',
+);
 
 // KEYS: list, meta, due. ARGV: account, dueAt, now, reason.
-const HOLD = redisScript(`${FORGET_IF_EMPTY}
+const HOLD = redisScript(
+  `${FORGET_IF_EMPTY}
 redis.call('HSET', KEYS[2], 'attempts', 0, 'reason', ARGV[4], 'heldAt', ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 return 1
-`);
+`,
+  'crm_park_hold',
+);
 
-const RENEW = redisScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`);
-const RELEASE = redisScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`);
+const RENEW = redisScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`, 'crm_park_lease_renew');
+const RELEASE = redisScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`, 'crm_park_lease_release');
 
 function encode(entry: ParkedEntry): string {
   const { message } = entry;

@@ -92,7 +92,7 @@ export interface AccountRateLimiterDeps {
 
 /** One call to Redis per request: both ceilings checked, and charged only if both admit it. */
 export function createAccountRateLimiter(deps: AccountRateLimiterDeps) {
-  const run = redisScript(ADMIT_ACCOUNT_REQUEST);
+  const run = redisScript(ADMIT_ACCOUNT_REQUEST, 'account_rate_limits');
   return async (account: Pick<Account, 'id' | 'plan'>, events: number, nowUs?: number): Promise<AccountRateDecision> => {
     const policies = policiesFor(deps.limits, account.plan);
     const costs = [1, events];

@@ -36,18 +36,24 @@ export interface OAuthStateStore {
 }
 
 // KEYS: state key, account counter. ARGV: json, ttl, max.
-const PUT = redisScript(`
+const PUT = redisScript(
+  `
 local n = redis.call('INCR', KEYS[2])
 if n == 1 or redis.call('PTTL', KEYS[2]) < 0 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
 if n > tonumber(ARGV[3]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
-`);
-const TAKE = redisScript(`
+`,
+  'oauth_state_put',
+);
+const TAKE = redisScript(
+  `
 local v = redis.call('GET', KEYS[1])
 if v then redis.call('DEL', KEYS[1]) end
 return v
-`);
+`,
+  'oauth_state_take',
+);
 
 export function createOAuthStateStore(options: { redis: Redis; keyPrefix?: string }): OAuthStateStore {
   const prefix = `${options.keyPrefix ?? ''}dashboard:oauth`;
