@@ -315,11 +315,12 @@ export function formatReport(r: BenchResult): string {
         .join(', ') || 'none';
     line(
       `  load send -> 202       p50 ${n0(f.load202Ms.p50)} ms, p99 ${n0(f.load202Ms.p99)} ms; in the gateway p50 <= ${t.server.p50AtMostMs ?? '?'} ms, p99 <= ${t.server.p99AtMostMs ?? '?'} ms; Kafka produce ${n0(t.produce.count)} sends, mean ${n1(t.produce.meanMs)} ms, p99 <= ${t.produce.p99AtMostMs === undefined ? '?' : n0(t.produce.p99AtMostMs)} ms; GC ${n1(t.gcShare * 100)} % of the time, pauses >= 10 ms: ${kinds(t.gcPausesOver10Ms)}, >= 100 ms: ${kinds(t.gcPausesOver100Ms)}; event loop lag p99 ${n0(t.eventLoopLagP99Ms)} ms`,
-      `  Redis per request      ${REQUEST_REDIS_SCRIPTS.map((name) => {
-        const r = t.redis?.[name];
-        return `${name} ${n0(r?.count)} calls, mean ${n1(r?.meanMs)} ms, p99 <= ${r?.p99AtMostMs === undefined ? '?' : n1(r.p99AtMostMs)} ms`;
-      }).join('; ')}`,
     );
+    const redisCall = (name: string) => {
+      const r = t.redis?.[name];
+      return `${name} ${n0(r?.count)} calls, mean ${n1(r?.meanMs)} ms, p99 <= ${r?.p99AtMostMs === undefined ? '?' : n1(r.p99AtMostMs)} ms`;
+    };
+    line(`  Redis per request      ${REQUEST_REDIS_SCRIPTS.map(redisCall).join('; ')}`);
     line(
       `  lag (msgs)             start dedupe ${n0(f.lag.start.dedupe)}, storage ${n0(f.lag.start.storage)}; end dedupe ${n0(f.lag.end.dedupe)}, storage ${n0(f.lag.end.storage)}`,
     );

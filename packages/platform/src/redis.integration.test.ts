@@ -13,7 +13,7 @@ async function redisTimings(registry: Registry): Promise<Record<string, number>>
   const metric = registry.getSingleMetric(METRIC_NAMES.redisCommandDuration);
   const counts: Record<string, number> = {};
   for (const v of (await metric?.get())?.values ?? []) {
-    if (v.metricName?.endsWith('_count')) counts[`${v.labels.command}/${v.labels.script}`] = v.value;
+    if ((v as { metricName?: string }).metricName?.endsWith('_count')) counts[`${v.labels.command}/${v.labels.script}`] = v.value;
   }
   return counts;
 }
