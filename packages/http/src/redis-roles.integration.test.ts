@@ -57,7 +57,9 @@ describe('HTTP stores under the gateway’s and the console’s Redis users', ()
     const timed = createRedis({ url: own.roleUrls.gateway, metrics: registry });
     try {
       expect(await incr(timed, 'ratelimit:', `127.0.0.1-timed-${uniqueSuffix()}`)).toBe(1);
-      const counts = (await registry.getSingleMetric(METRIC_NAMES.redisCommandDuration)?.get())?.values.filter((v) => (v as { metricName?: string }).metricName?.endsWith('_count'));
+      const counts = (await registry.getSingleMetric(METRIC_NAMES.redisCommandDuration)?.get())?.values.filter((v) =>
+        (v as { metricName?: string }).metricName?.endsWith('_count'),
+      );
       expect(counts?.map((v) => `${v.labels.command}/${v.labels.script}=${v.value}`)).toContain('evalsha/rate_limit_address=1');
     } finally {
       await timed.close();

@@ -143,6 +143,9 @@ export const REDIS_ROLE_GRANTS: Record<RedisRole, { root: readonly string[]; gra
       { families: ['idempotency'], commands: IDEMPOTENCY_COMMANDS },
       { families: ['keyLastUsed'], commands: ['get', 'mget', 'set'] },
       { families: ['accountRate'], commands: [...SCRIPTS, 'get', 'set'] },
+      // POST /v1/events's one script declares keys of both (services/gateway/src/limits/admission.ts);
+      // each call it makes is still checked against its family's grant above.
+      { families: ['accountRate', 'allowance'], commands: SCRIPTS },
       { families: ['addressRate'], commands: ADDRESS_RATE_COMMANDS },
       { families: ['jobStatus', 'accountJobs'], commands: JOB_STATUS_COMMANDS },
       { families: ['syncState'], commands: ['get', 'mget'] },

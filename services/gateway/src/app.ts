@@ -32,7 +32,8 @@ import { eventReadRoutes } from './events/event-read.routes.js';
 import { eventsRoutes } from './events/events.routes.js';
 import { jobsRoutes } from './jobs/jobs.routes.js';
 import { segmentRoutes } from './segment/segment.routes.js';
-import { accountRateHook, accountRateLimitsOf, createAccountRateLimiter } from './limits/account-rate.limiter.js';
+import { accountAdmission, accountRateHook, accountRateLimitsOf, createAccountRateLimiter } from './limits/account-rate.limiter.js';
+import { createEventsAdmission } from './limits/admission.js';
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -95,13 +96,18 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       // preHandler: after the body is parsed (its events are counted) and its envelope checked,
       // so a request no wait can make acceptable (10,001 events, a wrong shape) is its 400, never
       // a 429 to retry; nothing else (allowance, Kafka) was spent yet. Before the CORS hook below.
-      v1.addHook(
-        'preHandler',
-        accountRateHook(createAccountRateLimiter({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX, limits: accountRateLimitsOf(config) }), {
-          failOpen: config.RATE_LIMIT_FAIL_OPEN,
-          metrics: deps.metrics,
-        }),
-      );
+      const rateLimits = accountRateLimitsOf(config);
+      const rateOptions = { failOpen: config.RATE_LIMIT_FAIL_OPEN, metrics: deps.metrics };
+      const limiter = createAccountRateLimiter({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX, limits: rateLimits });
+      v1.addHook('preHandler', accountRateHook(limiter, rateOptions));
+      // POST /v1/events asks for its ceilings and its allowance in one Redis call (admission.ts).
+      const eventsAdmission = createEventsAdmission({
+        redis: deps.redis,
+        keyPrefix: config.REDIS_KEY_PREFIX,
+        limits: rateLimits,
+        allowance,
+        admission: accountAdmission(limiter, rateOptions),
+      });
       await registerPublishableCors(v1, deps.controlPlane);
       // Every authenticated response carries the allowance; routes that reserved set it already.
       v1.addHook('onSend', async (request, reply) => {
@@ -114,6 +120,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       });
       await v1.register(
         eventsRoutes({
+          admission: eventsAdmission,
           producer: deps.producer,
           rawTopic: topicName(config.KAFKA_TOPIC_PREFIX, 'eventsRaw'),
           allowance,

@@ -1,7 +1,7 @@
 import { type Account, PLAN_LIMITS } from '../control-plane/types.js';
 import { AppError } from '@ingest/platform';
 import type { UsageResponse } from '@ingest/schemas';
-import type { Redis } from '@ingest/platform';
+import type { Redis, RedisArg } from '@ingest/platform';
 import { redisScript } from '@ingest/platform';
 import { hourOf, jobField, allowanceKeys, seenKeys } from './allowance.keys.js';
 import { RELEASE_EVENTS, RESERVE_EVENTS, RESERVE_JOB, SETTLE_JOB } from './allowance.scripts.js';
@@ -61,7 +61,13 @@ export interface Allowance {
    * '' for an id the service generated: it cannot repeat, so it is counted without being
    * remembered (the memory of ids is for callers' retries).
    */
-  reserveEvents(account: Account, eventIds: string[], atMs?: number): Promise<{ decisions: EventDecision[]; state: AllowanceState }>;
+  reserveEvents(account: Account, eventIds: string[], atMs?: number): Promise<ReservationResult>;
+  /**
+   * `reserveEvents` as a script call not yet made, for a caller that runs it inside a script of
+   * its own in the same round trip (the gateway: its per-account limits first, the reservation
+   * only if they admit the request). Errors of that call are the caller's to report.
+   */
+  prepareReserveEvents(account: Account, eventIds: string[], atMs: number): PreparedReservation;
   /** Gives back what `reserveEvents` counted (the `counted` ids, '' for generated ones) when the write failed. */
   releaseEvents(account: Account, countedIds: string[], atMs: number): Promise<void>;
   /**
@@ -76,6 +82,18 @@ export interface Allowance {
    */
   settleJob(job: SettledJob): Promise<void>;
 }
+
+export type ReservationResult = { decisions: EventDecision[]; state: AllowanceState };
+
+/** A reservation as the keys and arguments of RESERVE_EVENTS, and how to read its answer. */
+export interface PreparedReservation {
+  keys: string[];
+  args: RedisArg[];
+  decode(result: number[]): ReservationResult;
+}
+
+/** The reservation script, for a caller composing it with its own (prepareReserveEvents gives its keys and arguments). */
+export { RESERVE_EVENTS } from './allowance.scripts.js';
 
 export interface AllowanceDeps {
   redis: Redis;
@@ -124,6 +142,21 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
     };
   }
 
+  function prepare(account: Account, eventIds: string[], atMs: number): PreparedReservation {
+    const period = allowancePeriod(atMs);
+    const k = allowanceKeys(account.id, period.id, prefix);
+    const seen = seenArgs(account, eventIds, atMs);
+    return {
+      keys: [k.counter, k.hours, k.refused, seen.registry],
+      args: [PLAN_LIMITS[account.plan], COUNTER_TTL_S, hourOf(atMs), seen.current, seen.previous, seen.bucket, seen.shards, ...seen.members],
+      decode: (result) => {
+        const [used = 0, ...codes] = result;
+        const decisions = codes.map((c): EventDecision => (c === 0 ? 'counted' : c === 1 ? 'repeat' : 'over'));
+        return { decisions, state: toState(account, used, period) };
+      },
+    };
+  }
+
   async function guarded<T>(action: string, work: () => Promise<T>): Promise<T> {
     try {
       return await work();
@@ -148,18 +181,11 @@ export function createAllowance(deps: AllowanceDeps): Allowance {
 
     reserveEvents: (account, eventIds, atMs = now()) =>
       guarded('reserve', async () => {
-        const period = allowancePeriod(atMs);
-        const k = allowanceKeys(account.id, period.id, prefix);
-        const seen = seenArgs(account, eventIds, atMs);
-        const result = (await reserveEventsScript(
-          redis,
-          [k.counter, k.hours, k.refused, seen.registry],
-          [PLAN_LIMITS[account.plan], COUNTER_TTL_S, hourOf(atMs), seen.current, seen.previous, seen.bucket, seen.shards, ...seen.members],
-        )) as number[];
-        const [used = 0, ...codes] = result;
-        const decisions = codes.map((c): EventDecision => (c === 0 ? 'counted' : c === 1 ? 'repeat' : 'over'));
-        return { decisions, state: toState(account, used, period) };
+        const call = prepare(account, eventIds, atMs);
+        return call.decode((await reserveEventsScript(redis, call.keys, call.args)) as number[]);
       }),
+
+    prepareReserveEvents: (account, eventIds, atMs) => prepare(account, eventIds, atMs),
 
     releaseEvents: (account, countedIds, atMs) =>
       guarded('release', async () => {

@@ -14,11 +14,14 @@ import type { FastifyPluginAsync } from 'fastify';
 import { type FieldError, type IngestMetrics, ProblemError, problemResponses, allowanceExhausted } from '@ingest/http';
 import { authOf } from '../auth/auth.hook.js';
 import { envelopeValidator } from '../http/envelope-validator.js';
+import type { EventsAdmission } from '../limits/admission.js';
 
 export interface EventsRouteDeps {
   producer: Producer;
   rawTopic: string;
   allowance: Allowance;
+  /** The account's ceilings and the allowance, in one Redis call (admission.ts). */
+  admission: EventsAdmission;
   validate: (input: unknown, receivedAtMs: number) => EventCheck;
   metrics: IngestMetrics;
   now: () => number;
@@ -40,7 +43,7 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
       '/events',
       {
         bodyLimit: 1024 * 1024,
-        config: { apiScope: 'events:write', publishableKeys: true, countsEvents: true },
+        config: { apiScope: 'events:write', publishableKeys: true, countsEvents: true, admitsWithAllowance: true },
         validatorCompiler: envelopeValidator(EventsEnvelope),
         schema: {
           summary: 'Send up to 100 events',
@@ -90,11 +93,14 @@ export function eventsRoutes(deps: EventsRouteDeps): FastifyPluginAsync {
         });
 
         if (valid.length === 0) {
+          // Nothing to reserve: the ceilings alone (a request over them is its 429, as on every route).
+          await deps.admission.admit(request);
           countRejections(deps.metrics, errors);
           throw new ProblemError('validation', 'No event in the request is valid; nothing was accepted.', { errors });
         }
 
-        const { decisions, state } = await deps.allowance.reserveEvents(
+        const { decisions, state } = await deps.admission.admitAndReserve(
+          request,
           account,
           valid.map((v) => (v.generatedId ? '' : v.record.eventId)),
           receivedAtMs,

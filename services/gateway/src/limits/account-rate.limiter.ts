@@ -1,6 +1,6 @@
 import type { Account, Plan } from '@ingest/domain';
 import { MAX_EVENTS_PER_REQUEST } from '@ingest/schemas';
-import { AppError, METRIC_NAMES, type Redis, redisScript, type Registry, sharedCounter } from '@ingest/platform';
+import { AppError, METRIC_NAMES, type Redis, type RedisArg, redisScript, type Registry, sharedCounter } from '@ingest/platform';
 import type { FastifyRequest } from 'fastify';
 import { ProblemError, type RateLimitItem } from '@ingest/http';
 import type { GatewayConfig } from '../config.js';
@@ -14,6 +14,11 @@ declare module 'fastify' {
      * each counted against the account's events/s ceiling; `one`: the body is one event (Segment's single calls).
      */
     countsEvents?: boolean | 'one';
+    /**
+     * The route checks the per-account ceilings itself, in the same Redis call as its allowance
+     * (admission.ts): the preHandler hook leaves it alone.
+     */
+    admitsWithAllowance?: boolean;
   }
 }
 
@@ -90,39 +95,62 @@ export interface AccountRateLimiterDeps {
   limits: AccountRateLimits;
 }
 
+/** An admission as the keys and arguments of ADMIT_ACCOUNT_REQUEST, and how to read its answer. */
+export interface PreparedAdmission {
+  keys: string[];
+  args: RedisArg[];
+  decode(out: number[]): AccountRateDecision;
+}
+
+/** Both ceilings of one request, as a script call not yet made (admission.ts runs it with the allowance's). */
+export function prepareAdmission(
+  deps: Pick<AccountRateLimiterDeps, 'keyPrefix' | 'limits'>,
+  account: Pick<Account, 'id' | 'plan'>,
+  events: number,
+  nowUs?: number,
+): PreparedAdmission {
+  const policies = policiesFor(deps.limits, account.plan);
+  const costs = [1, events];
+  const keys = policies.map((p) => `${deps.keyPrefix}acctrate:{${account.id}}:${p.name}`);
+  const args = policies.flatMap((p, i) => {
+    const { intervalUs, toleranceUs } = gcraParams(p);
+    return [intervalUs, toleranceUs, costs[i] ?? 0];
+  });
+  return {
+    keys,
+    args: [nowUs === undefined ? '' : String(nowUs), ...args],
+    decode: (out) => {
+      const [allowed, hit, retryAfterUs] = out;
+      const items: RateLimitItem[] = policies.map((p, i) => ({
+        name: p.name,
+        quota: capacityOf(p),
+        windowSeconds: p.burstSeconds,
+        ...(p.name === 'account_events' ? { unit: 'events' as const } : {}),
+        remaining: Number(out[3 + 2 * i]),
+        resetSeconds: Math.ceil(Number(out[4 + 2 * i]) / 1_000_000),
+      }));
+      if (allowed === 1) return { allowed: true, items };
+      const index = Math.max(0, Number(hit) - 1);
+      const retryAfterSeconds = Math.max(1, Math.ceil(Number(retryAfterUs) / 1_000_000));
+      const refusing = items[index] as RateLimitItem;
+      return {
+        allowed: false,
+        hit: refusing.name as AccountRatePolicyName,
+        retryAfterSeconds,
+        items: [{ ...refusing, resetSeconds: retryAfterSeconds }],
+        policy: policies[index] as RatePolicy,
+        events,
+      };
+    },
+  };
+}
+
 /** One call to Redis per request: both ceilings checked, and charged only if both admit it. */
 export function createAccountRateLimiter(deps: AccountRateLimiterDeps) {
   const run = redisScript(ADMIT_ACCOUNT_REQUEST, 'account_rate_limits');
   return async (account: Pick<Account, 'id' | 'plan'>, events: number, nowUs?: number): Promise<AccountRateDecision> => {
-    const policies = policiesFor(deps.limits, account.plan);
-    const costs = [1, events];
-    const keys = policies.map((p) => `${deps.keyPrefix}acctrate:{${account.id}}:${p.name}`);
-    const args = policies.flatMap((p, i) => {
-      const { intervalUs, toleranceUs } = gcraParams(p);
-      return [intervalUs, toleranceUs, costs[i] ?? 0];
-    });
-    const out = (await run(deps.redis, keys, [nowUs === undefined ? '' : String(nowUs), ...args])) as number[];
-    const [allowed, hit, retryAfterUs] = out;
-    const items: RateLimitItem[] = policies.map((p, i) => ({
-      name: p.name,
-      quota: capacityOf(p),
-      windowSeconds: p.burstSeconds,
-      ...(p.name === 'account_events' ? { unit: 'events' as const } : {}),
-      remaining: Number(out[3 + 2 * i]),
-      resetSeconds: Math.ceil(Number(out[4 + 2 * i]) / 1_000_000),
-    }));
-    if (allowed === 1) return { allowed: true, items };
-    const index = Math.max(0, Number(hit) - 1);
-    const retryAfterSeconds = Math.max(1, Math.ceil(Number(retryAfterUs) / 1_000_000));
-    const refusing = items[index] as RateLimitItem;
-    return {
-      allowed: false,
-      hit: refusing.name as AccountRatePolicyName,
-      retryAfterSeconds,
-      items: [{ ...refusing, resetSeconds: retryAfterSeconds }],
-      policy: policies[index] as RatePolicy,
-      events,
-    };
+    const call = prepareAdmission(deps, account, events, nowUs);
+    return call.decode((await run(deps.redis, call.keys, call.args)) as number[]);
   };
 }
 
@@ -144,33 +172,72 @@ function refusal(decision: Extract<AccountRateDecision, { allowed: false }>): Pr
  * Kafka: a refused request costs the account nothing else. Redis away: served without the
  * ceilings (`failOpen`, RATE_LIMIT_FAIL_OPEN) or 503.
  */
-export function accountRateHook(limiter: AccountRateLimiter, options: { failOpen: boolean; metrics: Registry }) {
+export function accountRateHook(limiter: AccountRateLimiter, options: AccountAdmissionOptions) {
+  const admission = accountAdmission(limiter, options);
+  return async (request: FastifyRequest): Promise<void> => {
+    // Such a route checks its ceilings in the same Redis call as its allowance (admission.ts).
+    if (request.routeOptions.config.admitsWithAllowance) return;
+    await admission.admit(request);
+  };
+}
+
+export interface AccountAdmissionOptions {
+  failOpen: boolean;
+  metrics: Registry;
+}
+
+/** What the hook does with a request, in parts a route that checks the ceilings itself reuses. */
+export interface AccountAdmission {
+  /** Checks the request against its account's ceilings: its RateLimit fields set, the 429 thrown; Redis away: see `unavailable`. */
+  admit(request: FastifyRequest): Promise<void>;
+  /** Applies a decision: the request's RateLimit fields, and the 429 thrown when it is refused. */
+  apply(request: FastifyRequest, decision: AccountRateDecision): void;
+  /** Redis could not be asked: undefined when failing open (served without the ceilings), else the 503's error. */
+  unavailable(request: FastifyRequest, err: unknown): AppError | undefined;
+}
+
+export function accountAdmission(limiter: AccountRateLimiter, options: AccountAdmissionOptions): AccountAdmission {
   const refusals = sharedCounter(options.metrics, {
     name: METRIC_NAMES.accountRateLimitRefusals,
     help: 'Requests refused with 429 by a per-account ceiling',
     labelNames: ['limit'],
   });
-  return async (request: FastifyRequest): Promise<void> => {
-    const account = request.auth?.account;
-    if (!account) return;
-    const counts = request.routeOptions.config.countsEvents;
-    const events = counts === 'one' ? 1 : counts ? eventsIn(request.body) : 0;
-    let decision: AccountRateDecision;
-    try {
-      decision = await limiter(account, events);
-    } catch (err) {
-      if (options.failOpen) {
-        request.log.debug({ err }, 'account rate limit skipped: Redis unavailable');
+  const self: AccountAdmission = {
+    async admit(request) {
+      const account = request.auth?.account;
+      if (!account) return;
+      let decision: AccountRateDecision;
+      try {
+        decision = await limiter(account, countedEvents(request));
+      } catch (err) {
+        const refusal = self.unavailable(request, err);
+        if (refusal) throw refusal;
         return;
       }
-      throw new AppError('redis_unavailable', `the account rate limit could not be checked: ${err instanceof Error ? err.message : String(err)}`, {
+      self.apply(request, decision);
+    },
+    apply(request, decision) {
+      request.accountRate = { items: decision.items, refused: !decision.allowed };
+      if (decision.allowed) return;
+      refusals.inc({ limit: decision.hit });
+      throw refusal(decision);
+    },
+    unavailable(request, err) {
+      if (options.failOpen) {
+        request.log.debug({ err }, 'account rate limit skipped: Redis unavailable');
+        return undefined;
+      }
+      return new AppError('redis_unavailable', `the account rate limit could not be checked: ${err instanceof Error ? err.message : String(err)}`, {
         retryable: true,
         cause: err,
       });
-    }
-    request.accountRate = { items: decision.items, refused: !decision.allowed };
-    if (decision.allowed) return;
-    refusals.inc({ limit: decision.hit });
-    throw refusal(decision);
+    },
   };
+  return self;
+}
+
+/** The events a request counts against the events/s ceiling (its route's `countsEvents`). */
+export function countedEvents(request: FastifyRequest): number {
+  const counts = request.routeOptions.config.countsEvents;
+  return counts === 'one' ? 1 : counts ? eventsIn(request.body) : 0;
 }
