@@ -66,7 +66,7 @@ describe('the gateway tail at half load', () => {
     expect(tail.eventLoopLagP99Ms).toBeCloseTo(42, 6);
   });
 
-  it('reads the three Redis calls of a request by script, and says none were seen for a script absent from the scrape', () => {
+  it('reads the Redis calls of a request by script, and says none were seen for a script absent from the scrape', () => {
     const bounds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
     const start = observation(
       0,
@@ -88,6 +88,7 @@ describe('the gateway tail at half load', () => {
     expect(redis?.allowance_reserve_events?.p99AtMostMs).toBe(5);
     expect(redis?.rate_limit_address).toMatchObject({ count: 40, p99AtMostMs: 0.5 });
     expect(redis?.account_rate_limits).toEqual({ count: 0 });
+    expect(redis?.admit_and_reserve_events).toEqual({ count: 0 });
   });
 
   it('places a quantile in the bucket that holds it, and past the last bound nowhere', () => {

@@ -25,8 +25,12 @@ export interface GatewayTail {
   redis?: Record<string, { count: number; meanMs?: number; p99AtMostMs?: number }>;
 }
 
-/** The three Redis calls of a POST /v1/events, in the order it makes them. */
-export const REQUEST_REDIS_SCRIPTS = ['rate_limit_address', 'account_rate_limits', 'allowance_reserve_events'] as const;
+/**
+ * The Redis calls of a POST /v1/events, in the order it makes them: the per-address limit, then
+ * the per-account ceilings and the allowance in one script (admit_and_reserve_events), or, in a
+ * build before that (or a Redis user without its grant), in two.
+ */
+export const REQUEST_REDIS_SCRIPTS = ['rate_limit_address', 'admit_and_reserve_events', 'account_rate_limits', 'allowance_reserve_events'] as const;
 
 const GC = 'nodejs_gc_duration_seconds';
 const PRODUCE = 'ingest_kafka_produce_duration_seconds';

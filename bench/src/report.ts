@@ -320,7 +320,13 @@ export function formatReport(r: BenchResult): string {
       const r = t.redis?.[name];
       return `${name} ${n0(r?.count)} calls, mean ${n1(r?.meanMs)} ms, p99 <= ${r?.p99AtMostMs === undefined ? '?' : n1(r.p99AtMostMs)} ms`;
     };
-    line(`  Redis per request      ${REQUEST_REDIS_SCRIPTS.map(redisCall).join('; ')}`);
+    line(
+      `  Redis per request      ${
+        REQUEST_REDIS_SCRIPTS.filter((name) => (t.redis?.[name]?.count ?? 0) > 0)
+          .map(redisCall)
+          .join('; ') || 'no calls timed'
+      }`,
+    );
     line(
       `  lag (msgs)             start dedupe ${n0(f.lag.start.dedupe)}, storage ${n0(f.lag.start.storage)}; end dedupe ${n0(f.lag.end.dedupe)}, storage ${n0(f.lag.end.storage)}`,
     );

@@ -124,9 +124,9 @@ interface SentCommand {
 
 /**
  * Times every command from its first send to its answer (or failure), by command and, for a
- * script, by the name it was registered under (redis-script.ts): the gateway's three calls a
- * request (per-address limit, per-account limits, allowance) show apart beside the Kafka produce
- * time (docs/benchmarks.md, the 202 tail). A command the offline queue sends again is timed once,
+ * script, by the name it was registered under (redis-script.ts): the gateway's calls of a
+ * request (per-address limit, then per-account limits and allowance in one script on POST
+ * /v1/events) show apart beside the Kafka produce time (docs/benchmarks.md, the 202 tail). A command the offline queue sends again is timed once,
  * from its first send, so a reconnect shows as the wait it was.
  */
 function timeCommands(redis: Redis, registry: Registry): void {

@@ -17,7 +17,7 @@ const RedisStore = createRequire(import.meta.url)('@fastify/rate-limit/store/Red
  * The plugin's store loads its scripts with ioredis's defineCommand; their SHA1s are named here
  * so that the per-address limit shows as such in ingest_redis_command_duration_seconds.
  * `scriptsSet` is ioredis's own record of defined commands (not a typed API: if it ever moves,
- * the calls are labelled `unknown`, and the redis-timings test says so).
+ * the calls are labelled `unknown`, and redis-roles.integration.test.ts says so).
  */
 function nameLibraryScripts(redis: Redis): void {
   const defined = (redis as unknown as { scriptsSet?: Record<string, { sha?: string }> }).scriptsSet;

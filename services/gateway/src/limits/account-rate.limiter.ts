@@ -210,8 +210,8 @@ export function accountAdmission(limiter: AccountRateLimiter, options: AccountAd
       try {
         decision = await limiter(account, countedEvents(request));
       } catch (err) {
-        const refusal = self.unavailable(request, err);
-        if (refusal) throw refusal;
+        const closed = self.unavailable(request, err);
+        if (closed) throw closed;
         return;
       }
       self.apply(request, decision);
