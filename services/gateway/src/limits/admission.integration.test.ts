@@ -7,10 +7,9 @@
  */
 import { createHash } from 'node:crypto';
 import { createAllowance } from '@ingest/domain';
-import { createRedis, METRIC_NAMES, type Redis, redisAclRules } from '@ingest/platform';
+import { createMetricsRegistry, createRedis, METRIC_NAMES, type Redis, redisAclRules, type Registry } from '@ingest/platform';
 import { type RedisWithRoles, startRedisWithRoles } from '@ingest/testkit';
 import type { FastifyRequest } from 'fastify';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountAdmission, type AccountRateLimits, createAccountRateLimiter } from './account-rate.limiter.js';
 import { createEventsAdmission } from './admission.js';
@@ -33,7 +32,7 @@ afterAll(async () => {
 });
 
 function timedClient(url: string): { redis: Redis; registry: Registry } {
-  const registry = new Registry();
+  const registry = createMetricsRegistry('test');
   const redis = createRedis({ url, metrics: registry });
   opened.push(redis);
   return { redis, registry };
