@@ -31,9 +31,9 @@ export interface MetricDefinition {
   source: string;
 }
 
-const CREATION = /new (Counter|Gauge|Histogram|Summary)\s*(?:<[^>]*>)?\s*\(\s*\{|sharedCounter\s*\([^,]+,\s*\{/g;
+const CREATION = /new (Counter|Gauge|Histogram|Summary)\s*(?:<[^>]*>)?\s*\(\s*\{|shared(Counter|Histogram)\s*(?:<[^>]*>)?\s*\([^,]+,\s*\{/g;
 
-/** The metric definitions in one source file: `new Counter({ name: METRIC_NAMES.x, labelNames: [...] })` and sharedCounter. */
+/** The metric definitions in one source file: `new Counter({ name: METRIC_NAMES.x, labelNames: [...] })`, sharedCounter and sharedHistogram. */
 export function definitionsIn(source: string, file: string): MetricDefinition[] {
   const found: MetricDefinition[] = [];
   for (const m of source.matchAll(CREATION)) {
@@ -46,7 +46,7 @@ export function definitionsIn(source: string, file: string): MetricDefinition[] 
     const line = source.slice(0, m.index).split('\n').length;
     found.push({
       key: key as keyof typeof METRIC_NAMES,
-      type: (m[1]?.toLowerCase() ?? 'counter') as MetricType,
+      type: (m[1] ?? m[2] ?? 'Counter').toLowerCase() as MetricType,
       labelNames: [...labelList.matchAll(/['"]([^'"]+)['"]/g)].map((l) => l[1] ?? ''),
       source: `${file}:${line}`,
     });

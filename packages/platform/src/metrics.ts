@@ -1,4 +1,4 @@
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { BUILD_VERSION } from './build-version.js';
 
 export type { Registry };
@@ -102,4 +102,14 @@ export function sharedCounter<L extends string>(registry: Registry, config: { na
   const existing = registry.getSingleMetric(config.name);
   if (existing) return existing as Counter<L>;
   return new Counter({ ...config, registers: [registry] });
+}
+
+/** A histogram several parts of one service share (e.g. both HTTP listeners, every Redis client): as sharedCounter. */
+export function sharedHistogram<L extends string>(
+  registry: Registry,
+  config: { name: string; help: string; labelNames: readonly L[]; buckets: number[] },
+): Histogram<L> {
+  const existing = registry.getSingleMetric(config.name);
+  if (existing) return existing as Histogram<L>;
+  return new Histogram({ ...config, registers: [registry] });
 }

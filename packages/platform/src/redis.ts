@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import { Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { AppError } from './errors.js';
-import { METRIC_NAMES } from './metrics.js';
+import { METRIC_NAMES, sharedHistogram } from './metrics.js';
 import { redisScriptName } from './redis-script.js';
 import { redisKeyFamilyOf } from './redis-acl.js';
 import type { Closeable } from './lifecycle.js';
@@ -123,37 +123,45 @@ interface SentCommand {
 }
 
 /**
- * Times every command from its first send to its answer (or failure), by command and, for a
- * script, by the name it was registered under (redis-script.ts): the gateway's calls of a
- * request (per-address limit, then per-account limits and allowance in one script on POST
- * /v1/events) show apart beside the Kafka produce time (docs/benchmarks.md, the 202 tail). A command the offline queue sends again is timed once,
- * from its first send, so a reconnect shows as the wait it was.
+ * Calls `watch` once per command, at its first send (the offline queue sends a command again
+ * after a reconnect), before it goes out: both watchers below see commands this way.
  */
-function timeCommands(redis: Redis, registry: Registry): void {
-  const histogram =
-    (registry.getSingleMetric(METRIC_NAMES.redisCommandDuration) as Histogram<'command' | 'script'> | undefined) ??
-    new Histogram({
-      name: METRIC_NAMES.redisCommandDuration,
-      help: 'Time from sending a Redis command to its answer, by command and script',
-      labelNames: ['command', 'script'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers: [registry],
-    });
-  const timed = new WeakSet<object>();
+function onFirstSend(redis: Redis, watch: (command: SentCommand) => void): void {
+  const seen = new WeakSet<object>();
   const send = redis.sendCommand.bind(redis) as (command: SentCommand, ...rest: unknown[]) => unknown;
   (redis as unknown as { sendCommand: typeof send }).sendCommand = (command, ...rest) => {
-    if (!timed.has(command)) {
-      timed.add(command);
-      const name = command.name.toLowerCase();
-      const script = name === 'evalsha' ? (redisScriptName(String(command.args[0])) ?? 'unknown') : name === 'eval' ? 'eval' : '';
-      const end = histogram.startTimer({ command: name, script });
-      command.promise.then(
-        () => end(),
-        () => end(),
-      );
+    if (!seen.has(command)) {
+      seen.add(command);
+      watch(command);
     }
     return send(command, ...rest);
   };
+}
+
+/**
+ * Times every command from its first send to its answer (or failure), by command and, for a
+ * script, by the name it was registered under (redis-script.ts): the gateway's calls of a
+ * request (per-address limit, then per-account limits and allowance in one script on POST
+ * /v1/events) show apart beside the Kafka produce time (docs/benchmarks.md, the 202 tail). A
+ * command the offline queue sends again is timed from its first send, so a reconnect shows as
+ * the wait it was.
+ */
+function timeCommands(redis: Redis, registry: Registry): void {
+  const histogram = sharedHistogram(registry, {
+    name: METRIC_NAMES.redisCommandDuration,
+    help: 'Time from sending a Redis command to its answer, by command and script',
+    labelNames: ['command', 'script'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  });
+  onFirstSend(redis, (command) => {
+    const name = command.name.toLowerCase();
+    const script = name === 'evalsha' ? (redisScriptName(String(command.args[0])) ?? 'unknown') : name === 'eval' ? 'eval' : '';
+    const end = histogram.startTimer({ command: name, script });
+    command.promise.then(
+      () => end(),
+      () => end(),
+    );
+  });
 }
 
 /**
@@ -163,29 +171,22 @@ function timeCommands(redis: Redis, registry: Registry): void {
  * command still fails with Redis's error: this only watches. Not the arguments (values, ids).
  */
 function logAclRefusals(redis: Redis, role: string, logger: Logger): void {
-  const seen = new WeakSet<object>();
-  const send = redis.sendCommand.bind(redis) as (command: SentCommand, ...rest: unknown[]) => unknown;
-  (redis as unknown as { sendCommand: typeof send }).sendCommand = (command, ...rest) => {
-    const result = send(command, ...rest);
-    // The offline queue sends a command again after a reconnect: one line per command.
-    if (!seen.has(command)) {
-      seen.add(command);
-      command.promise.catch((err: unknown) => {
-        const message = err instanceof Error ? err.message : String(err);
-        if (!ACL_REFUSED.test(message)) return;
-        const name = command.name.toLowerCase();
-        // EVAL/EVALSHA: script, number of keys, keys...; otherwise the first argument is the key.
-        const scripted = name === 'eval' || name === 'evalsha';
-        const key = scripted ? (Number(command.args[1]) > 0 ? command.args[2] : undefined) : command.args[0];
-        const family = typeof key === 'string' || Buffer.isBuffer(key) ? redisKeyFamilyOf(String(key)) : undefined;
-        logger.error(
-          { role, command: name, keyPattern: family?.pattern ?? 'unknown', reason: message.split(' script:')[0] },
-          'redis refused a command of this role (ACL): see docs/security.md, "Redis users"',
-        );
-      });
-    }
-    return result;
-  };
+  // One line per command, however often the offline queue sends it (onFirstSend).
+  onFirstSend(redis, (command) => {
+    command.promise.catch((err: unknown) => {
+      const message = err instanceof Error ? err.message : String(err);
+      if (!ACL_REFUSED.test(message)) return;
+      const name = command.name.toLowerCase();
+      // EVAL/EVALSHA: script, number of keys, keys...; otherwise the first argument is the key.
+      const scripted = name === 'eval' || name === 'evalsha';
+      const key = scripted ? (Number(command.args[1]) > 0 ? command.args[2] : undefined) : command.args[0];
+      const family = typeof key === 'string' || Buffer.isBuffer(key) ? redisKeyFamilyOf(String(key)) : undefined;
+      logger.error(
+        { role, command: name, keyPattern: family?.pattern ?? 'unknown', reason: message.split(' script:')[0] },
+        'redis refused a command of this role (ACL): see docs/security.md, "Redis users"',
+      );
+    });
+  });
 }
 
 const AUTH_REFUSED = /NOAUTH|WRONGPASS|NOPERM|invalid password|invalid username/i;

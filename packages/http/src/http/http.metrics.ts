@@ -1,6 +1,5 @@
-import { METRIC_NAMES, type Registry, sharedCounter } from '@ingest/platform';
+import { METRIC_NAMES, type Registry, sharedCounter, sharedHistogram } from '@ingest/platform';
 import type { FastifyInstance } from 'fastify';
-import { Histogram } from 'prom-client';
 
 /**
  * RED metrics per route template (never the raw URL: ids in paths would explode cardinality).
@@ -13,16 +12,12 @@ export function registerHttpMetrics(app: FastifyInstance, registry: Registry): v
     help: 'HTTP requests by route template and status code',
     labelNames: ['method', 'route', 'status_code'],
   });
-  const existing = registry.getSingleMetric(METRIC_NAMES.httpRequestDuration) as Histogram<'method' | 'route'> | undefined;
-  const duration =
-    existing ??
-    new Histogram({
-      name: METRIC_NAMES.httpRequestDuration,
-      help: 'HTTP request duration by route template',
-      labelNames: ['method', 'route'],
-      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [registry],
-    });
+  const duration = sharedHistogram(registry, {
+    name: METRIC_NAMES.httpRequestDuration,
+    help: 'HTTP request duration by route template',
+    labelNames: ['method', 'route'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  });
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     requests.inc({ method: request.method, route, status_code: String(reply.statusCode) });

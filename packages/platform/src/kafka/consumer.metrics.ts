@@ -1,5 +1,4 @@
-import { Histogram } from 'prom-client';
-import { METRIC_NAMES, type Registry, sharedCounter } from '../metrics.js';
+import { METRIC_NAMES, type Registry, sharedCounter, sharedHistogram } from '../metrics.js';
 import type { BatchHandler } from './consumer.js';
 
 /**
@@ -47,15 +46,12 @@ export function createConsumerStageMetrics(registry: Registry, consumer: Consume
     help: 'Batches whose handler threw (infrastructure failure); nothing of them is committed and they are delivered again',
     labelNames: ['consumer'],
   });
-  const duration =
-    (registry.getSingleMetric(METRIC_NAMES.consumerBatchDuration) as Histogram<StageLabels> | undefined) ??
-    new Histogram<StageLabels>({
-      name: METRIC_NAMES.consumerBatchDuration,
-      help: 'Seconds to handle one fetched batch of one partition, failed batches included',
-      labelNames: ['consumer'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers: [registry],
-    });
+  const duration = sharedHistogram<StageLabels>(registry, {
+    name: METRIC_NAMES.consumerBatchDuration,
+    help: 'Seconds to handle one fetched batch of one partition, failed batches included',
+    labelNames: ['consumer'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  });
 
   for (const outcome of outcomes) messages.inc({ consumer, outcome }, 0);
   failures.inc({ consumer }, 0);
