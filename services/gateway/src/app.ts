@@ -97,16 +97,16 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
       // so a request no wait can make acceptable (10,001 events, a wrong shape) is its 400, never
       // a 429 to retry; nothing else (allowance, Kafka) was spent yet. Before the CORS hook below.
       const rateLimits = accountRateLimitsOf(config);
-      const rateOptions = { failOpen: config.RATE_LIMIT_FAIL_OPEN, metrics: deps.metrics };
       const limiter = createAccountRateLimiter({ redis: deps.redis, keyPrefix: config.REDIS_KEY_PREFIX, limits: rateLimits });
-      v1.addHook('preHandler', accountRateHook(limiter, rateOptions));
+      const admission = accountAdmission(limiter, { failOpen: config.RATE_LIMIT_FAIL_OPEN, metrics: deps.metrics });
+      v1.addHook('preHandler', accountRateHook(admission));
       // POST /v1/events asks for its ceilings and its allowance in one Redis call (admission.ts).
       const eventsAdmission = createEventsAdmission({
         redis: deps.redis,
         keyPrefix: config.REDIS_KEY_PREFIX,
         limits: rateLimits,
         allowance,
-        admission: accountAdmission(limiter, rateOptions),
+        admission,
       });
       await registerPublishableCors(v1, deps.controlPlane);
       // Every authenticated response carries the allowance; routes that reserved set it already.

@@ -1,7 +1,7 @@
 import { AppError, createMetricsRegistry } from '@ingest/platform';
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { accountRateHook, type AccountRateLimiter, eventsIn } from './account-rate.limiter.js';
+import { accountAdmission, accountRateHook, type AccountRateLimiter, eventsIn } from './account-rate.limiter.js';
 
 function requestOf(events: number): FastifyRequest {
   return {
@@ -31,11 +31,13 @@ describe('account rate hook', () => {
   it('passes the events it counted to the limiter', async () => {
     const seen: number[] = [];
     const hook = accountRateHook(
-      async (_account, events) => {
-        seen.push(events);
-        return { allowed: true, items: [] };
-      },
-      { failOpen: true, metrics: createMetricsRegistry('test') },
+      accountAdmission(
+        async (_account, events) => {
+          seen.push(events);
+          return { allowed: true, items: [] };
+        },
+        { failOpen: true, metrics: createMetricsRegistry('test') },
+      ),
     );
     await hook(requestOf(7));
     // A Segment single call (`countsEvents: 'one'`) is one event whatever its body holds.
@@ -44,8 +46,10 @@ describe('account rate hook', () => {
   });
 
   it('serves without the ceilings while Redis is away when failing open, and answers 503 (a retryable redis_unavailable) when failing closed', async () => {
-    await expect(accountRateHook(redisAway, { failOpen: true, metrics: createMetricsRegistry('test') })(requestOf(1))).resolves.toBeUndefined();
-    const closed = accountRateHook(redisAway, { failOpen: false, metrics: createMetricsRegistry('test') })(requestOf(1));
+    await expect(
+      accountRateHook(accountAdmission(redisAway, { failOpen: true, metrics: createMetricsRegistry('test') }))(requestOf(1)),
+    ).resolves.toBeUndefined();
+    const closed = accountRateHook(accountAdmission(redisAway, { failOpen: false, metrics: createMetricsRegistry('test') }))(requestOf(1));
     await expect(closed).rejects.toBeInstanceOf(AppError);
     await expect(closed).rejects.toMatchObject({ code: 'redis_unavailable', retryable: true });
   });

@@ -172,8 +172,7 @@ function refusal(decision: Extract<AccountRateDecision, { allowed: false }>): Pr
  * Kafka: a refused request costs the account nothing else. Redis away: served without the
  * ceilings (`failOpen`, RATE_LIMIT_FAIL_OPEN) or 503.
  */
-export function accountRateHook(limiter: AccountRateLimiter, options: AccountAdmissionOptions) {
-  const admission = accountAdmission(limiter, options);
+export function accountRateHook(admission: AccountAdmission) {
   return async (request: FastifyRequest): Promise<void> => {
     // Such a route checks its ceilings in the same Redis call as its allowance (admission.ts).
     if (request.routeOptions.config.admitsWithAllowance) return;
