@@ -14,7 +14,7 @@ export interface GatewayTail {
   /** POST /v1/events as the gateway timed it: upper bounds of the buckets holding p50 and p99. */
   server: { count: number; p50AtMostMs?: number; p99AtMostMs?: number };
   /** Sends to events.raw in the window, their mean and the upper bound of the bucket holding their p99. */
-  produce: { count: number; meanMs?: number; p99AtMostMs?: number };
+  produce: Timing;
   /** Pauses of 10 ms or more and of 100 ms or more, per kind (major, minor, incremental, weakcb). */
   gcPausesOver10Ms: Record<string, number>;
   gcPausesOver100Ms: Record<string, number>;
@@ -22,7 +22,14 @@ export interface GatewayTail {
   gcShare: number;
   eventLoopLagP99Ms?: number;
   /** The Redis calls of a request (ingest_redis_command_duration_seconds), by script: count, mean, p99 bucket. */
-  redis?: Record<string, { count: number; meanMs?: number; p99AtMostMs?: number }>;
+  redis?: Record<string, Timing>;
+}
+
+/** Observations of a duration histogram over the window: how many, their mean, the upper bound of the bucket holding their p99. */
+export interface Timing {
+  count: number;
+  meanMs?: number;
+  p99AtMostMs?: number;
 }
 
 /**
@@ -39,8 +46,6 @@ const REDIS = 'ingest_redis_command_duration_seconds';
 
 export function gatewayTail(start: Observation, end: Observation): GatewayTail {
   const seconds = (end.atMs - start.atMs) / 1000;
-  const produce = histogramDelta(start.gateway, end.gateway, PRODUCE, { topic: 'events.raw' });
-  const count = observations(produce);
   const over = (threshold: number) => {
     const out: Record<string, number> = {};
     for (const kind of ['major', 'minor', 'incremental', 'weakcb']) {
@@ -60,29 +65,23 @@ export function gatewayTail(start: Observation, end: Observation): GatewayTail {
   const requests = histogramDelta(start.gateway, end.gateway, REQUEST, { method: 'POST', route: '/v1/events' });
   const served = observations(requests);
   const redis: NonNullable<GatewayTail['redis']> = {};
-  for (const script of REQUEST_REDIS_SCRIPTS) {
-    const filter = { command: 'evalsha', script };
-    const buckets = histogramDelta(start.gateway, end.gateway, REDIS, filter);
-    const n = observations(buckets);
-    redis[script] = {
-      count: n,
-      ...(n > 0 ? { meanMs: ratioMs(delta(start.gateway, end.gateway, `${REDIS}_sum`, filter), n), p99AtMostMs: bucketQuantile(buckets, 0.99) } : {}),
-    };
-  }
+  for (const script of REQUEST_REDIS_SCRIPTS) redis[script] = timing(start, end, REDIS, { command: 'evalsha', script });
   return {
     server: { count: served, ...(served > 0 ? { p50AtMostMs: bucketQuantile(requests, 0.5), p99AtMostMs: bucketQuantile(requests, 0.99) } : {}) },
-    produce: {
-      count,
-      ...(count > 0
-        ? { meanMs: ratioMs(delta(start.gateway, end.gateway, `${PRODUCE}_sum`, { topic: 'events.raw' }), count), p99AtMostMs: bucketQuantile(produce, 0.99) }
-        : {}),
-    },
+    produce: timing(start, end, PRODUCE, { topic: 'events.raw' }),
     gcPausesOver10Ms: over(0.01),
     gcPausesOver100Ms: over(0.1),
     gcShare: seconds > 0 ? delta(start.gateway, end.gateway, `${GC}_sum`) / seconds : 0,
     ...(lag === undefined ? {} : { eventLoopLagP99Ms: lag }),
     redis,
   };
+}
+
+function timing(start: Observation, end: Observation, name: string, filter: Record<string, string>): Timing {
+  const buckets = histogramDelta(start.gateway, end.gateway, name, filter);
+  const count = observations(buckets);
+  if (count === 0) return { count };
+  return { count, meanMs: ratioMs(delta(start.gateway, end.gateway, `${name}_sum`, filter), count), p99AtMostMs: bucketQuantile(buckets, 0.99) };
 }
 
 /** The upper bound (ms) of the bucket in which the q-quantile falls; undefined past the last finite bound. */
