@@ -99,6 +99,12 @@ describe('crm-sink', () => {
       'skipped:identity_unresolved',
     ]);
     const skipped = (reason: string) => sinkMetrics.metrics().then((text) => sampleValue(text, 'ingest_crm_sync_skipped_total', { reason }));
+    // The skips are counted after their states are written (sync.planner.ts recordSkipped), a
+    // moment after `states` shows them: wait for the count, then hold it to exactly one.
+    let counted: number | undefined;
+    await waitFor(async () => (counted = await skipped('identity_unresolved')) !== undefined || undefined, {
+      description: () => `the identity_unresolved skip counted (last read ${String(counted)})`,
+    });
     expect(await skipped('identity_unresolved')).toBe(1);
     expect(await skipped('missing_identity')).toBeGreaterThanOrEqual(1);
   });
