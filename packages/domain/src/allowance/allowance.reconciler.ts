@@ -40,6 +40,26 @@ export function createAllowanceReconciler(redis: Redis, keyPrefix = ''): Allowan
     return keys;
   }
 
+  /**
+   * Shard 0 of buckets swept before SWEEP_SEEN unlinked it (see there): in no registry any more,
+   * found by their shape (`…:seen:<bucket>:`, the only shard keys ending in a colon), one UNLINK
+   * per account (one slot). Nothing is left to find once a release with the fix has swept once;
+   * the SCAN stays for deployments that upgrade later.
+   */
+  async function unlinkStrayShardZero(keep: number): Promise<number> {
+    const byAccount = new Map<string, string[]>();
+    for (const key of await scan(`${globPrefix}quota:{*}:seen:*:`)) {
+      const match = /^quota:\{(.+)\}:seen:(\d+):$/.exec(key.slice(keyPrefix.length));
+      if (!match?.[1] || Number(match[2]) >= keep) continue;
+      byAccount.set(match[1], [...(byAccount.get(match[1]) ?? []), key]);
+    }
+    let unlinked = 0;
+    for (const keys of byAccount.values()) {
+      for (let i = 0; i < keys.length; i += 1_000) unlinked += await redis.unlink(...keys.slice(i, i + 1_000));
+    }
+    return unlinked;
+  }
+
   return {
     async accountsWithCounters(periodId) {
       const accounts = new Set<string>();
@@ -68,7 +88,7 @@ export function createAllowanceReconciler(redis: Redis, keyPrefix = ''): Allowan
         if (!accountId) continue;
         unlinked += Number(await sweepScript(redis, [registry], [keep, seenKeys(accountId, keyPrefix).shardPrefix]));
       }
-      return unlinked;
+      return unlinked + (await unlinkStrayShardZero(keep));
     },
   };
 }

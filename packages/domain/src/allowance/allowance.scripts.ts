@@ -162,6 +162,13 @@ return used
 /**
  * Deletes the seen-id buckets older than ARGV[1] (their shards, 1,000 keys per UNLINK).
  * KEYS: the seen registry. ARGV: oldest bucket to keep, shard prefix. Returns shards unlinked.
+ *
+ * A shard's key is the bucket's prefix and the digits of its members before their last 14
+ * (RESERVE_EVENTS): shard 0's are none, so its key is `<prefix><bucket>:` with nothing after the
+ * colon, and the others' `<prefix><bucket>:<shard>`. Until 2026-11-29 this script unlinked
+ * `<bucket>:0` instead, which no one writes, and shard 0 of every bucket stayed in Redis for good
+ * (a 1/shards share of every remembered id; all of them for an account with one shard); the
+ * reconciler also unlinks those left by that release (allowance.reconciler.ts).
  */
 export const SWEEP_SEEN = `
 local keep = tonumber(ARGV[1])
@@ -173,7 +180,7 @@ for i = 1, #fields, 2 do
     local shards = tonumber(fields[i + 1])
     local batch = {}
     for s = 0, shards - 1 do
-      batch[#batch + 1] = ARGV[2] .. fields[i] .. ':' .. s
+      batch[#batch + 1] = ARGV[2] .. fields[i] .. ':' .. (s == 0 and '' or s)
       if #batch == 1000 or s == shards - 1 then
         unlinked = unlinked + redis.call('UNLINK', unpack(batch))
         batch = {}
