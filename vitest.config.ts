@@ -63,7 +63,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['{packages,services,tools}/*/src/**/*.integration.test.ts', 'scripts/**/*.integration.test.ts'],
+          include: ['{packages,services,tools}/*/src/**/*.integration.test.ts', 'scripts/**/*.integration.test.ts', 'bench/src/**/*.integration.test.ts'],
           globalSetup: ['scripts/test/global-setup.fixture.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,

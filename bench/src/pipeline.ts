@@ -26,6 +26,7 @@ import {
   prepareRun,
   runFreshnessPhase,
   runSearchPhase,
+  runSoakPhase,
   runToEnd,
   runUnpacedPhase,
   serviceSetup,
@@ -167,6 +168,15 @@ async function runPipeline(ch: ReturnType<typeof createClickHouse>, serverPids: 
     const { start, end, ...freshness } = await runFreshnessPhase(frame, phase, { probeClient, ch, probes, bodies, eventsPerSecond: rate });
     result.freshness = freshness;
     memoryReadings.push(start, end);
+  }
+  if (options.BENCH_SOAK_DURATION_S > 0) {
+    const rate = options.BENCH_SOAK_RATE || result.search?.sustainableEventsPerSec;
+    if (rate === undefined) {
+      result.soakSkipped = 'no rate of the search was flat (--soak-rate sets one)';
+      say('soak', `not run: ${result.soakSkipped}`);
+    } else {
+      result.soak = await runSoakPhase(frame, phase, { accountId: account.accountId, eventsPerSecond: rate });
+    }
   }
   // A reading, not a phase: a broker that does not answer costs the figure, not the run.
   result.brokerBytes = await brokerBytes(kafka, stackDir, topicName(names.topicPrefix, 'eventsRaw')).catch((err: unknown) => {

@@ -1,7 +1,8 @@
-/** The report's sections for the writer phase, the lag-flat search and the memory check. */
+/** The report's sections for the writer phase, the lag-flat search, the memory check and the soak. */
 import type { MemoryFigures, MemoryVerdict } from './memory.js';
 import { n0, n1 } from './say.js';
 import type { SearchResult } from './search.js';
+import type { SoakResult } from './soak.js';
 import type { WriterResult } from './writer-phase.js';
 
 export function formatWriter(w: WriterResult, rawRowsPerSec: number | undefined): string[] {
@@ -60,4 +61,26 @@ export function formatMemory(m: MemoryFigures & { verdict: MemoryVerdict }): str
     '                         caps the ids per account (and sizes their sets), which the bench lifts by setting the counters back to 0 every',
     '                         second: beyond the plan the sets outgrow their compact form; the allowance phase above judges bytes per id',
   ];
+}
+
+export function formatSoak(s: SoakResult): string[] {
+  const out = [
+    `\nSoak (paced at ${n0(s.targetEventsPerSec)} events/s, accepted ${n0(s.achievedEventsPerSec)} over ${n0(s.seconds)} s; requests by status ${Object.entries(
+      s.load.byStatus,
+    )
+      .map(([code, n]) => `${code}: ${n0(n)}`)
+      .join(', ')})`,
+    '  at s     RSS gateway  RSS processor  Redis used  of it seen ids  lag dedupe / storage',
+  ];
+  for (const r of s.readings) {
+    out.push(
+      `  ${n0(r.atS).padStart(5)}  ${n0(r.rssMb.gateway).padStart(8)} MB  ${n0(r.rssMb.processor).padStart(10)} MB  ${n1(r.redisUsedMb).padStart(7)} MB  ${n1(r.redisSeenIdsMb).padStart(11)} MB  ${n0(r.lag.dedupe)} / ${n0(r.lag.storage)}`,
+    );
+  }
+  for (const x of s.series) {
+    out.push(
+      `  ${x.name.padEnd(40)} ${n0(x.middleMb)} -> ${n0(x.endMb)} MB over the second half, trend ${x.trendMb === undefined ? '-' : `${x.trendMb >= 0 ? '+' : ''}${n1(x.trendMb)}`} MB (allowed ${n0(x.allowedMb)})`,
+    );
+  }
+  return out;
 }

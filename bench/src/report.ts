@@ -7,7 +7,8 @@ import type { PipelineFigures } from './figures.js';
 import type { FreshnessResult } from './freshness.js';
 import { REQUEST_REDIS_SCRIPTS } from './gateway-tail.js';
 import type { MemoryFigures, MemoryVerdict } from './memory.js';
-import { formatMemory, formatSearch, formatWriter } from './report-sections.js';
+import { formatMemory, formatSearch, formatSoak, formatWriter } from './report-sections.js';
+import type { SoakResult } from './soak.js';
 import type { SearchResult } from './search.js';
 import { formatTenantMix, type TenantMixResult } from './tenant-report.js';
 import type { WriterResult } from './writer-phase.js';
@@ -41,6 +42,10 @@ export interface BenchResult {
   freshness?: Omit<FreshnessResult, 'start' | 'end'>;
   /** Why the freshness phase did not run. */
   freshnessSkipped?: string;
+  /** Memory over a long paced run at the lag-flat rate (soak.ts). */
+  soak?: SoakResult;
+  /** Why the soak did not run. */
+  soakSkipped?: string;
   profiles?: Record<string, ProfileSummary>;
   /** events.raw on the local broker at the end of the load (broker-bytes.ts). */
   brokerBytes?: BrokerBytes;
@@ -101,6 +106,7 @@ export function ratiosAndTargets(r: BenchResult): void {
     t.push(insertsTarget(p, r.search));
   }
   t.push(memoryTarget(r.memory));
+  if (r.soak || r.soakSkipped) t.push(soakTarget(r.soak, r.soakSkipped, r.search?.sustainableEventsPerSec));
   t.push(...allowanceTargets(r.allowance));
   r.targets = t;
 }
@@ -172,6 +178,22 @@ function memoryTarget(m: BenchResult['memory']): Target {
     measured: `dedupe marks max ${n0(m.marksMax)} <= ${n0((m.boundPerPartition ?? NaN) * m.partitions)}, ${n0(m.evicted)} evicted; RSS 2nd half ${rss}`,
     verdict: m.verdict.ok ? 'pass' : 'FAIL',
     note: m.verdict.ok ? 'RSS flat = grew < 10% or < 50 MB; Redis reported, not judged' : m.verdict.problems.join('; '),
+  };
+}
+
+/** See soak.ts: each series' trend over the second half within its tolerance, at the rate asked for. */
+function soakTarget(s: SoakResult | undefined, skipped: string | undefined, flatRate: number | undefined): Target {
+  const name = `memory flat over ${s ? n0(s.seconds / 60) : '10'} min at the flat rate`;
+  if (!s) return { name, measured: 'not measured', verdict: 'n/a', note: skipped };
+  const rateNote =
+    s.targetEventsPerSec === flatRate ? '' : `; paced at --soak-rate, not at the flat rate (${flatRate === undefined ? 'none found' : n0(flatRate)})`;
+  const trends = s.series.map((x) => `${x.name} ${x.trendMb === undefined ? '-' : `${x.trendMb >= 0 ? '+' : ''}${n0(x.trendMb)}`} MB`).join(', ');
+  return {
+    name,
+    measured: `2nd-half trend ${trends} at ${n0(s.achievedEventsPerSec)} events/s`,
+    verdict: s.verdict.ok ? 'pass' : 'FAIL',
+    note:
+      (s.verdict.ok ? 'flat = trend below max(50 MB, 10%) for RSS, max(10 MB, 10%) for Redis without the seen ids' : s.verdict.problems.join('; ')) + rateNote,
   };
 }
 
@@ -297,6 +319,7 @@ export function formatReport(r: BenchResult): string {
     );
   }
   if (r.memory) for (const l of formatMemory(r.memory)) line(l);
+  if (r.soak) for (const l of formatSoak(r.soak)) line(l);
 
   if (r.freshnessSkipped) line(`\nFreshness at half load: not measured; ${r.freshnessSkipped}`);
   const f = r.freshness;

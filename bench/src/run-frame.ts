@@ -28,6 +28,7 @@ import { type BenchResult, formatReport, writeResult } from './report.js';
 import { compareWithRecorded, figuresOf, type RecordedRuns } from './regression-guard.js';
 import { n0, say } from './say.js';
 import { runSearch } from './search.js';
+import { runSoak } from './soak.js';
 import { ensureBundles, type StartedService, startService } from './services.js';
 import { runSustained } from './sustained.js';
 
@@ -331,6 +332,22 @@ export function runFreshnessPhase(
     probeIntervalMs: options.BENCH_PROBE_INTERVAL_MS,
     pollMs: options.BENCH_PROBE_POLL_MS,
     progressS: options.BENCH_PROGRESS_S,
+    signal: f.runSignal,
+  });
+}
+
+/** The soak at `eventsPerSecond` (soak.ts): memory over a long paced run, the seen ids of `accountId` told apart. */
+export function runSoakPhase(f: RunFrame, l: PhaseLoad, o: { accountId: string; eventsPerSecond: number }) {
+  const { options } = f;
+  return runSoak({
+    ...l,
+    redis: f.redis,
+    redisPrefix: f.names.redisPrefix,
+    accountId: o.accountId,
+    concurrency: options.BENCH_CONCURRENCY,
+    eventsPerSecond: o.eventsPerSecond,
+    durationS: options.BENCH_SOAK_DURATION_S,
+    intervalS: options.BENCH_SOAK_INTERVAL_S,
     signal: f.runSignal,
   });
 }
