@@ -70,11 +70,11 @@ export function formatSoak(s: SoakResult): string[] {
     )
       .map(([code, n]) => `${code}: ${n0(n)}`)
       .join(', ')})`,
-    '  at s     RSS gateway  RSS processor  Redis used  of it seen ids  lag dedupe / storage',
+    '  at s     RSS gateway  RSS processor  Redis used  seen-id sets  besides them  lag dedupe / storage',
   ];
   for (const r of s.readings) {
     out.push(
-      `  ${n0(r.atS).padStart(5)}  ${n0(r.rssMb.gateway).padStart(8)} MB  ${n0(r.rssMb.processor).padStart(10)} MB  ${n1(r.redisUsedMb).padStart(7)} MB  ${n1(r.redisSeenIdsMb).padStart(11)} MB  ${n0(r.lag.dedupe)} / ${n0(r.lag.storage)}`,
+      `  ${n0(r.atS).padStart(5)}  ${n0(r.rssMb.gateway).padStart(8)} MB  ${n0(r.rssMb.processor).padStart(10)} MB  ${n1(r.redisUsedMb).padStart(7)} MB  ${n1(r.redisSeenIdsMb).padStart(9)} MB  ${n1(r.redisBesidesSeenIdsMb).padStart(9)} MB  ${n0(r.lag.dedupe)} / ${n0(r.lag.storage)}`,
     );
   }
   for (const x of s.series) {

@@ -193,7 +193,7 @@ function soakTarget(s: SoakResult | undefined, skipped: string | undefined, flat
     measured: `2nd-half trend ${trends} at ${n0(s.achievedEventsPerSec)} events/s`,
     verdict: s.verdict.ok ? 'pass' : 'FAIL',
     note:
-      (s.verdict.ok ? 'flat = trend below max(50 MB, 10%) for RSS, max(10 MB, 10%) for Redis without the seen ids' : s.verdict.problems.join('; ')) + rateNote,
+      (s.verdict.ok ? 'flat = trend below max(50 MB, 10%) for RSS, max(10 MB, 10%) for Redis besides the seen ids' : s.verdict.problems.join('; ')) + rateNote,
   };
 }
 
