@@ -190,7 +190,7 @@ function soakTarget(s: SoakResult | undefined, skipped: string | undefined, flat
   const trends = s.series.map((x) => `${x.name} ${x.trendMb === undefined ? '-' : `${x.trendMb >= 0 ? '+' : ''}${n0(x.trendMb)}`} MB`).join(', ');
   return {
     name,
-    measured: `2nd-half trend ${trends} at ${n0(s.achievedEventsPerSec)} events/s`,
+    measured: `2nd-half trend ${trends} at ${n0(s.achievedEventsPerSec)} events/s; lag dedupe ${n0(s.readings[0]?.lag.dedupe)} -> ${n0(s.readings.at(-1)?.lag.dedupe)}`,
     verdict: s.verdict.ok ? 'pass' : 'FAIL',
     note:
       (s.verdict.ok ? 'flat = trend below max(50 MB, 10%) for RSS, max(10 MB, 10%) for Redis besides the seen ids' : s.verdict.problems.join('; ')) + rateNote,
