@@ -25,7 +25,7 @@ export function encodeMarks(marks: readonly Mark[], partition: number, firstOffs
     value[0] = FORMAT;
     chunk.forEach(([fp, firstSeenMs], j) => {
       const at = 1 + j * MARK_BYTES;
-      fp.copy(value, at, 0, FINGERPRINT_BYTES);
+      value.write(fp, at, FINGERPRINT_BYTES, 'latin1');
       value.writeDoubleLE(firstSeenMs, at + FINGERPRINT_BYTES);
     });
     out.push({ key: `${partition}:${firstOffset}:${i}`, value, partition });
@@ -41,7 +41,7 @@ export function decodeMarks(value: Buffer | null): Mark[] {
     const marks: Mark[] = [];
     for (let at = 1; at < value.length; at += MARK_BYTES) {
       const firstSeenMs = value.readDoubleLE(at + FINGERPRINT_BYTES);
-      if (Number.isFinite(firstSeenMs)) marks.push([value.subarray(at, at + FINGERPRINT_BYTES), firstSeenMs]);
+      if (Number.isFinite(firstSeenMs)) marks.push([value.toString('latin1', at, at + FINGERPRINT_BYTES), firstSeenMs]);
     }
     return marks;
   }

@@ -6,8 +6,14 @@ import { rawEventKey } from '@ingest/domain';
  * fingerprint with probability ~n²/2¹²⁹: for a billion marks about 1.5e-21, far below the odds
  * of losing an event to hardware faults. Fingerprints keep each mark at a fixed 16 bytes
  * whatever the caller's id length, which is what makes the store's memory boundable.
+ *
+ * Held as a string of 16 latin1 characters, one per byte of the digest (the changelog carries
+ * the same 16 bytes): a digest as a Buffer costs an ArrayBuffer per event, which the garbage
+ * collector tracks apart from the heap; as a string it is an ordinary young object. Fingerprint,
+ * look-up and mark of a new event in a window of 20,000 marks: 1.06-1.08 µs against 1.89-1.97 µs
+ * with the Buffer (300,000 keys, medians of 7, Node 24, this machine, 2026-11-29).
  */
-export type Fingerprint = Buffer;
+export type Fingerprint = string;
 
 export const FINGERPRINT_BYTES = 16;
 
@@ -17,7 +23,13 @@ export function fingerprint(accountId: string, eventId: string): Fingerprint {
 
 /** The fingerprint of an events.raw key (which is the dedupe key: `rawEventKey`). */
 export function fingerprintOfKey(key: string): Fingerprint {
-  return hash('md5', key, 'buffer');
+  return hash('md5', key, 'binary'); // 'binary' is Node's name for latin1 in the digest types
+}
+
+/** The fingerprint's little-endian 32-bit word `i` (0-3). */
+function word(fp: Fingerprint, i: number): number {
+  const at = i * 4;
+  return (fp.charCodeAt(at) | (fp.charCodeAt(at + 1) << 8) | (fp.charCodeAt(at + 2) << 16) | (fp.charCodeAt(at + 3) << 24)) >>> 0;
 }
 
 /**
@@ -60,10 +72,10 @@ export function createDedupeWindow(windowMs: number, options: DedupeWindowOption
   const segments: Segment[] = [];
 
   function find(fp: Fingerprint): { segment: Segment; slot: number } | undefined {
-    const w0 = fp.readUInt32LE(0);
-    const w1 = fp.readUInt32LE(4);
-    const w2 = fp.readUInt32LE(8);
-    const w3 = fp.readUInt32LE(12);
+    const w0 = word(fp, 0);
+    const w1 = word(fp, 1);
+    const w2 = word(fp, 2);
+    const w3 = word(fp, 3);
     for (let i = segments.length - 1; i >= 0; i--) {
       const segment = segments[i] as Segment;
       const slot = segment.lookup(w0, w1, w2, w3);
@@ -102,7 +114,10 @@ export function createDedupeWindow(windowMs: number, options: DedupeWindowOption
       }
       segmentFor(firstSeenMs).insert(fp, firstSeenMs);
       while (segments.length > 1 && size() > maxMarks) {
-        options.onEvict?.((segments.shift() as Segment).count);
+        // Not inside the optional call: without onEvict its argument is never evaluated, and
+        // this loop spun for ever (the bound held only because every caller passed onEvict).
+        const evicted = segments.shift() as Segment;
+        options.onEvict?.(evicted.count);
       }
     },
     sweep(nowMs) {
@@ -168,7 +183,7 @@ class Segment {
 
   insert(fp: Fingerprint, firstSeenMs: number): void {
     if (this.count + 1 > this.times.length * MAX_LOAD) this.grow();
-    this.place(fp.readUInt32LE(0), fp.readUInt32LE(4), fp.readUInt32LE(8), fp.readUInt32LE(12), firstSeenMs + 1);
+    this.place(word(fp, 0), word(fp, 1), word(fp, 2), word(fp, 3), firstSeenMs + 1);
     this.count++;
     this.widen(firstSeenMs);
   }
