@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type Account, createAllowance, PLAN_LIMITS, allowanceKeys, allowancePeriod, SEEN_BUCKET_MS } from '@ingest/domain';
-import { type Redis } from '@ingest/platform';
+import { globEscape, type Redis } from '@ingest/platform';
 import { wholeIdReservation } from './allowance-baseline.js';
 import { n0, n1, say } from './say.js';
 
@@ -117,7 +117,7 @@ async function usedMemory(redis: Redis): Promise<number> {
 async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
   let cursor = '0';
   do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${globEscape(prefix)}*`, 'COUNT', 1000);
     cursor = next;
     if (keys.length > 0) await redis.del(...keys);
   } while (cursor !== '0');

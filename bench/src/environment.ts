@@ -10,6 +10,7 @@ import {
   deleteTopics,
   dropDatabase,
   ensureTopics,
+  globEscape,
   type KafkaClient,
   type Logger,
   migrate,
@@ -155,7 +156,7 @@ export async function teardown(names: TeardownNames, kafka: KafkaClient, redis: 
   await step('redis keys', async () => {
     let cursor = '0';
     do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${names.redisPrefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${globEscape(names.redisPrefix)}*`, 'COUNT', 1000);
       cursor = next;
       if (keys.length > 0) await redis.unlink(...keys);
     } while (cursor !== '0');

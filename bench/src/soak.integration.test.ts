@@ -4,7 +4,7 @@
  * and the rest everything else of the run's prefix (another account's sets included).
  */
 import { createAllowance, seenKeys } from '@ingest/domain';
-import { createRedis, type Redis } from '@ingest/platform';
+import { createRedis, type Redis, scanKeys } from '@ingest/platform';
 import { integrationEnv } from '@ingest/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seenIdsAndTheRest } from './soak.js';
@@ -23,16 +23,7 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-async function scanAll(pattern: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1_000);
-    cursor = next;
-    keys.push(...found);
-  } while (cursor !== '0');
-  return keys;
-}
+const scanAll = (pattern: string) => scanKeys(redis, pattern);
 
 describe('seenIdsAndTheRest', () => {
   it('sums MEMORY USAGE over every seen-id set of the account, and the rest apart', async () => {

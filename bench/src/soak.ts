@@ -13,7 +13,7 @@
  * semi-spaces) from one reading to the next.
  */
 import { seenKeys } from '@ingest/domain';
-import type { Redis } from '@ingest/platform';
+import { globEscape, type Redis, scanKeys } from '@ingest/platform';
 import { type LoadCounters, type RequestSource, startLoad } from './load.js';
 import type { HttpClient } from './http-client.js';
 import { RSS_TOLERANCE } from './memory.js';
@@ -119,13 +119,7 @@ export function judgeSoak(series: readonly SoakSeries[], achievedEventsPerSec: n
  */
 export async function seenIdsAndTheRest(redis: Redis, redisPrefix: string, accountId: string): Promise<{ seenIds: number; rest: number }> {
   const { shardPrefix } = seenKeys(accountId, redisPrefix);
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${redisPrefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1_000);
-    cursor = next;
-    keys.push(...found);
-  } while (cursor !== '0');
+  const keys = await scanKeys(redis, `${globEscape(redisPrefix)}*`);
   let seenIds = 0;
   let rest = Number(/^used_memory_overhead:(\d+)/m.exec(await redis.info('memory'))?.[1] ?? NaN);
   for (let i = 0; i < keys.length; i += 1_000) {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAllowance } from './allowance/allowance.js';
 import { allowancePeriod } from './allowance/allowance.period.js';
 import { createAllowanceReconciler } from './allowance/allowance.reconciler.js';
+import { seenKeys } from './allowance/allowance.keys.js';
 import type { Account } from './control-plane/types.js';
 import { createRecordStateReader, recordStateKeys } from './crm/record-state.reader.js';
 import { pendingLinkMember } from './crm/crm-links.js';
@@ -56,7 +57,11 @@ describe('stores under their roles’ Redis users', () => {
     expect(await reconciler.pendingJobs(account.id, periodId)).toEqual(['job-console']);
     expect(await reconciler.refused(account.id, periodId)).toBe(0);
     await reconciler.reconcile(account.id, periodId, 8, 0);
+    // A shard-0 set an earlier release's sweep left behind (in no registry): the processor unlinks it itself.
+    const stray = `${seenKeys(account.id, PREFIX).shardPrefix}1:`;
+    await role('gateway').sadd(stray, '1');
     expect(await reconciler.sweepSeen(AT + 400 * 24 * 3_600_000)).toBeGreaterThan(0);
+    expect(await role('gateway').sismember(stray, '1')).toBe(0);
   });
 
   it('job statuses: the gateway and the console write the queued one and list, the processor writes progress; the billing lease is the processor’s', async () => {

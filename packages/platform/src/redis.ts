@@ -237,3 +237,18 @@ export async function withRedis<T>(what: string, work: Promise<T>): Promise<T> {
     });
   }
 }
+
+/**
+ * Every key matching the glob `pattern`, by SCAN (ioredis's scanStream, `count` keys a call):
+ * never KEYS, which blocks the server for the whole keyspace at once.
+ */
+export async function scanKeys(redis: Redis, pattern: string, count = 1_000): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const batch of redis.scanStream({ match: pattern, count })) keys.push(...(batch as string[]));
+  return keys;
+}
+
+/** `text` (a key prefix) as a glob that matches only itself: its `* ? [ ] \` escaped. */
+export function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
+}

@@ -1,5 +1,5 @@
 import type { Redis } from '@ingest/platform';
-import { redisScript } from '@ingest/platform';
+import { globEscape, redisScript, scanKeys } from '@ingest/platform';
 import { COUNTER_TTL_S } from './allowance.js';
 import { accountOfCounterKey, allowanceKeys, seenKeys } from './allowance.keys.js';
 import { RECONCILE, SWEEP_SEEN } from './allowance.scripts.js';
@@ -27,18 +27,8 @@ const sweepScript = redisScript(SWEEP_SEEN, 'allowance_sweep_seen');
 
 export function createAllowanceReconciler(redis: Redis, keyPrefix = ''): AllowanceReconciler {
   // SCAN patterns are globs: the prefix's own glob characters are escaped.
-  const globPrefix = keyPrefix.replace(/[*?[\]\\]/g, '\\$&');
-
-  async function scan(pattern: string): Promise<string[]> {
-    const keys: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, found] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      keys.push(...found);
-    } while (cursor !== '0');
-    return keys;
-  }
+  const globPrefix = globEscape(keyPrefix);
+  const scan = (pattern: string) => scanKeys(redis, pattern);
 
   /**
    * Shard 0 of buckets swept before SWEEP_SEEN unlinked it (see there): in no registry any more,
