@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type Account, createAllowance, PLAN_LIMITS, allowanceKeys, allowancePeriod, SEEN_BUCKET_MS } from '@ingest/domain';
 import { globEscape, type Redis } from '@ingest/platform';
+import { redisInfo } from './environment.js';
 import { wholeIdReservation } from './allowance-baseline.js';
 import { n0, n1, say } from './say.js';
 
@@ -80,11 +81,6 @@ export async function runAllowancePhase(options: { redis: Redis; prefix: string;
 }
 
 /** One section of Redis INFO, read once: a field by name as a number (NaN when the section has no such field). */
-async function redisInfo(redis: Redis, section: string): Promise<(name: string) => number> {
-  const info = await redis.info(section);
-  return (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
-}
-
 /** Redis's CPU (user + sys), with that of its finished children (append-only file rewrites). */
 async function redisCpu(redis: Redis): Promise<number> {
   const field = await redisInfo(redis, 'cpu');

@@ -214,6 +214,12 @@ export function startAllowanceReset(redis: Redis, redisPrefix: string, accountId
   };
 }
 
+/** One section of Redis's INFO, read once: a numeric field by name (NaN when absent). */
+export async function redisInfo(redis: Redis, section: string): Promise<(name: string) => number> {
+  const info = await redis.info(section);
+  return (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
+}
+
 /** Rows of one account in the bench database's `events` table (duplicates included: no FINAL). */
 export async function countRows(ch: ClickHouse, accountId: string): Promise<number> {
   const [row] = await ch.query<{ n: string }>(sql`SELECT count() AS n FROM events WHERE account_id = ${accountId}`);

@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { createClickHouse, createKafkaClient, createLogger, createRedis, REPO_ROOT, topicName } from '@ingest/platform';
 import { freePort } from '@ingest/testkit';
 import { type Cleanup, createCleanup } from './cleanup.js';
-import { type BenchAccount, type BenchNames, benchNames, provision, type ServerAddresses, serviceEnv, teardown } from './environment.js';
+import { type BenchAccount, type BenchNames, benchNames, provision, redisInfo, type ServerAddresses, serviceEnv, teardown } from './environment.js';
 import type { BodyFactory } from './events.js';
 import { type PipelineFigures, pipelineFigures } from './figures.js';
 import { runFreshness } from './freshness.js';
@@ -249,7 +249,7 @@ export function createRunObserver(
   const { gateway, processor } = o.services;
   return {
     lag,
-    redisUsedMemory: async () => Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))?.[1] ?? NaN),
+    redisUsedMemory: async () => (await redisInfo(redis, 'memory'))('used_memory'),
     ch: o.ch,
     countRows: o.countRows,
     gatewayOpsUrl: gateway.opsUrl,

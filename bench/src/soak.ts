@@ -14,7 +14,8 @@
  */
 import { seenKeys } from '@ingest/domain';
 import { globEscape, type Redis, scanKeys } from '@ingest/platform';
-import { type LoadCounters, type RequestSource, startLoad } from './load.js';
+import { redisInfo } from './environment.js';
+import { diffCounters, type LoadCounters, type RequestSource, startLoad } from './load.js';
 import type { HttpClient } from './http-client.js';
 import { RSS_TOLERANCE } from './memory.js';
 import { formatLag, type Observation, observe, type Observer } from './observe.js';
@@ -48,7 +49,7 @@ export interface SoakResult {
   targetEventsPerSec: number;
   seconds: number;
   achievedEventsPerSec: number;
-  load: Pick<LoadCounters, 'requests' | 'byStatus' | 'eventsAccepted'>;
+  load: LoadCounters;
   readings: SoakReading[];
   series: SoakSeries[];
   verdict: { ok: boolean; problems: string[] };
@@ -121,7 +122,7 @@ export async function seenIdsAndTheRest(redis: Redis, redisPrefix: string, accou
   const { shardPrefix } = seenKeys(accountId, redisPrefix);
   const keys = await scanKeys(redis, `${globEscape(redisPrefix)}*`);
   let seenIds = 0;
-  let rest = Number(/^used_memory_overhead:(\d+)/m.exec(await redis.info('memory'))?.[1] ?? NaN);
+  let rest = (await redisInfo(redis, 'memory'))('used_memory_overhead');
   for (let i = 0; i < keys.length; i += 1_000) {
     const chunk = keys.slice(i, i + 1_000);
     const pipeline = redis.pipeline();
@@ -190,15 +191,14 @@ export async function runSoak(ctx: SoakContext): Promise<SoakResult> {
       end = await read();
     }
     const seconds = (end.atMs - start.atMs) / 1000;
-    const achievedEventsPerSec = (end.load.eventsAccepted - start.load.eventsAccepted) / seconds;
+    const counted = diffCounters(start.load, end.load);
+    const achievedEventsPerSec = counted.eventsAccepted / seconds;
     const series = soakSeries(readings);
-    const byStatus: Record<number, number> = {};
-    for (const [code, n] of Object.entries(end.load.byStatus)) byStatus[Number(code)] = n - (start.load.byStatus[Number(code)] ?? 0);
     return {
       targetEventsPerSec: ctx.eventsPerSecond,
       seconds,
       achievedEventsPerSec,
-      load: { requests: end.load.requests - start.load.requests, byStatus, eventsAccepted: end.load.eventsAccepted - start.load.eventsAccepted },
+      load: counted,
       readings,
       series,
       verdict: judgeSoak(series, achievedEventsPerSec, ctx.eventsPerSecond),

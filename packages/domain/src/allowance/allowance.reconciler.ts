@@ -41,7 +41,9 @@ export function createAllowanceReconciler(redis: Redis, keyPrefix = ''): Allowan
     for (const key of await scan(`${globPrefix}quota:{*}:seen:*:`)) {
       const match = /^quota:\{(.+)\}:seen:(\d+):$/.exec(key.slice(keyPrefix.length));
       if (!match?.[1] || Number(match[2]) >= keep) continue;
-      byAccount.set(match[1], [...(byAccount.get(match[1]) ?? []), key]);
+      const keys = byAccount.get(match[1]);
+      if (keys) keys.push(key);
+      else byAccount.set(match[1], [key]);
     }
     let unlinked = 0;
     for (const keys of byAccount.values()) {
