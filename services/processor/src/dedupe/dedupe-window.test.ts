@@ -76,6 +76,48 @@ describe('dedupe window', () => {
     expect(w.seen(fp('e0'), 20_000)).toBe(false);
   });
 
+  it('reuses the slots of dropped marks: the table stays the size of its bound', () => {
+    const w = createDedupeWindow(7 * DAY, { maxMarks: 8_000 });
+    for (let i = 0; i < 20_000; i++) w.mark(fp(`e${i}`), i);
+    const atBound = w.bytes;
+    for (let i = 20_000; i < 400_000; i++) w.mark(fp(`e${i}`), i);
+    // 8,000 live marks at a load of at most 70 %: 16,384 slots, or 32,768 after a rebuild.
+    expect(w.bytes).toBeLessThanOrEqual(32_768 * 24);
+    expect(w.bytes).toBeLessThanOrEqual(Math.max(atBound, 32_768 * 24));
+    // The newest `size` marks are held, every older one is gone.
+    const held = w.size;
+    expect(held).toBeGreaterThanOrEqual(7_000);
+    let seen = 0;
+    for (let i = 400_000 - held; i < 400_000; i++) if (w.seen(fp(`e${i}`), 400_000)) seen++;
+    let forgotten = 0;
+    for (let i = 0; i < 400_000 - held; i++) if (!w.seen(fp(`e${i}`), 400_000)) forgotten++;
+    expect({ seen, forgotten }).toEqual({ seen: held, forgotten: 400_000 - held });
+  });
+
+  it('marks a key again after its segment was dropped, once', () => {
+    const w = createDedupeWindow(7 * DAY, { maxMarks: 800 });
+    w.mark(fp('again'), 0);
+    for (let i = 1; i < 2_000; i++) w.mark(fp(`e${i}`), i);
+    expect(w.seen(fp('again'), 2_000)).toBe(false);
+    w.mark(fp('again'), 2_000);
+    const once = w.size;
+    w.mark(fp('again'), 2_001);
+    expect(w.seen(fp('again'), 2_002)).toBe(true);
+    expect(w.size).toBe(once);
+  });
+
+  it('goes on after a sweep emptied it', () => {
+    const w = createDedupeWindow(80);
+    w.mark(fp('a'), 0);
+    w.mark(fp('b'), 20);
+    expect(w.sweep(200)).toBe(2);
+    expect(w.size).toBe(0);
+    w.mark(fp('c'), 200);
+    w.mark(fp('a'), 201);
+    expect([w.seen(fp('a'), 210), w.seen(fp('b'), 210), w.seen(fp('c'), 210), w.size]).toEqual([true, false, true, 2]);
+    expect(w.sweep(300)).toBe(2);
+  });
+
   it('holds its bound with nobody told of the evictions (onEvict is optional)', () => {
     const w = createDedupeWindow(7 * DAY, { maxMarks: 8_000 });
     for (let i = 0; i < 20_000; i++) w.mark(fp(`e${i}`), i);
