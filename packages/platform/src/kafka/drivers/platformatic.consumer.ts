@@ -187,14 +187,29 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
     await joined();
     if (stopped || crashed) return;
     const byPartition = new Map<string, ConsumedMessage[]>();
+    // A fetch comes as runs of one partition's messages: its key, floor, assignment and list
+    // are looked up once a run, not once a message (the per-message key string, map look-ups
+    // and assignment scan were 2 % of the processor's thread in the bench's profile).
+    let runTopic = '';
+    let runPartition = -1;
+    let floor = -1n;
+    let ours = false;
+    let list: ConsumedMessage[] = [];
     for (const m of fetched) {
-      const key = keyOf(m.topic, m.partition);
+      if (m.partition !== runPartition || m.topic !== runTopic) {
+        runTopic = m.topic;
+        runPartition = m.partition;
+        const key = keyOf(m.topic, m.partition);
+        floor = positions.get(key) ?? -1n;
+        ours = assigned(m.topic, m.partition);
+        list = byPartition.get(key) ?? [];
+        byPartition.set(key, list);
+      }
       // Handled already (read again from the commit after a rejoin), or not ours any more.
-      if (m.offset < (positions.get(key) ?? -1n) || !assigned(m.topic, m.partition)) continue;
-      const list = byPartition.get(key) ?? [];
+      if (!ours || m.offset < floor) continue;
       list.push(toConsumed(m));
-      byPartition.set(key, list);
     }
+    for (const [key, messages] of byPartition) if (messages.length === 0) byPartition.delete(key);
     const batches = [...byPartition.values()];
     const workers = Math.max(1, Math.min(options.partitionsConsumedConcurrently, batches.length));
     await Promise.all(
