@@ -81,6 +81,29 @@ describe('Redis credentials and TLS', () => {
     expect(output).not.toContain('wrong-password');
   });
 
+  it.each([
+    ['a wrong password', `:not-${PASSWORD}@`],
+    ['no password', ''],
+  ])('close() ends a client that cannot authenticate (%s), with a command waiting, at once', async (_, credentials) => {
+    // The service's shutdown closes its clients, also one that Redis keeps refusing with a
+    // command in its offline queue (quit() must not wait behind it).
+    const redis = createRedis({ url: `redis://${credentials}127.0.0.1:${own.port}` });
+    const refused = new Promise<void>((resolve) => redis.once('error', () => resolve()));
+    const queued = redis.get('anything').then(
+      () => 'answered',
+      (err: Error) => `rejected: ${err.message}`,
+    );
+    await refused;
+    const started = Date.now();
+    const closed = await Promise.race([
+      redis.close().then(() => 'closed'),
+      new Promise((resolve) => setTimeout(() => resolve('still closing after 5 s'), 5_000)),
+    ]);
+    expect({ closed, status: redis.status }).toEqual({ closed: 'closed', status: 'end' });
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(await queued).toMatch(/^rejected: /);
+  });
+
   it('rediss:// speaks TLS, trusting the CA of REDIS_TLS_CA_FILE; without it the certificate is refused', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'redis-tls-'));
     const [certFile, keyFile] = [join(dir, 'cert.pem'), join(dir, 'key.pem')];
