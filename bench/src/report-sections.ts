@@ -82,5 +82,8 @@ export function formatSoak(s: SoakResult): string[] {
       `  ${x.name.padEnd(40)} ${n0(x.middleMb)} -> ${n0(x.endMb)} MB over the second half, trend ${x.trendMb === undefined ? '-' : `${x.trendMb >= 0 ? '+' : ''}${n1(x.trendMb)}`} MB (allowed ${n0(x.allowedMb)})`,
     );
   }
+  out.push(
+    `  ${'lag, dedupe + storage'.padEnd(40)} ${s.lag.flat ? 'held' : 'NOT held'}: ${s.lag.reason} over the whole soak (flat below +${n0(s.lag.allowed)}; end - start ${n0(s.lag.endpointGrowth)})`,
+  );
   return out;
 }

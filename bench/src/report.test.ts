@@ -35,3 +35,59 @@ describe('allowance targets', () => {
     expect(r.targets.filter((t) => t.name.startsWith('allowance')).map((t) => t.verdict)).toEqual(['n/a', 'n/a']);
   });
 });
+
+describe("issue 31's targets", () => {
+  const flat = (targetEventsPerSec: number, cpuPerMillion: Record<string, number>) =>
+    ({ targetEventsPerSec, verdict: { flat: true }, cpuPerMillion, latency202Ms: {} }) as unknown as NonNullable<BenchResult['search']>['steps'][number];
+  const withRun = (o: { rate: number; cpu: Record<string, number>; freshnessP99: number; send202P99: number; soakHeld?: boolean }): BenchResult => {
+    const r = result();
+    r.search = { steps: [flat(o.rate, o.cpu)], sustainableEventsPerSec: o.rate } as unknown as BenchResult['search'];
+    r.freshness = {
+      achievedEventsPerSec: o.rate / 2,
+      probes: { sent: 10, accepted: 10, seen: 10, missing: 0, failed: 0 },
+      latencyMs: { p99: o.freshnessP99 },
+      load202Ms: { p99: o.send202P99 },
+    } as unknown as BenchResult['freshness'];
+    if (o.soakHeld !== undefined) {
+      r.soak = {
+        targetEventsPerSec: o.rate,
+        seconds: 600,
+        achievedEventsPerSec: o.rate,
+        readings: [],
+        series: [],
+        verdict: { ok: true, problems: [] },
+        lag: { flat: o.soakHeld, reason: o.soakHeld ? 'backlog +1,000 events (trend)' : 'backlog grew by 2,000,000 events (trend)' },
+      } as unknown as BenchResult['soak'];
+    }
+    ratiosAndTargets(r);
+    return r;
+  };
+  const ISSUE_31 = /^(end to end|gateway <=|processor <=|Redis <=|freshness|send -> 202)/;
+  const verdicts = (r: BenchResult) => Object.fromEntries(r.targets.filter((t) => ISSUE_31.test(t.name)).map((t) => [t.name, t.verdict]));
+
+  it('judges end to end, CPU per 1M events by process, and the freshness and 202 tails at half load', () => {
+    const meeting = withRun({ rate: 32_000, cpu: { gateway: 9.5, processor: 12, redis: 2.4 }, freshnessP99: 950, send202P99: 48 });
+    expect(verdicts(meeting)).toEqual({
+      'end to end (lag flat) >= 32,000 events/s': 'pass',
+      'gateway <= 10.0 CPU s/1M events (flat)': 'pass',
+      'processor <= 12.0 CPU s/1M events (flat)': 'pass',
+      'Redis <= 2.5 CPU s/1M events (flat)': 'pass',
+      'freshness p99 <= 1.0 s at half load': 'pass',
+      'send -> 202 p99 <= 50 ms at half load': 'pass',
+    });
+    // This machine on 2026-11-29: far from each.
+    const today = withRun({ rate: 19_700, cpu: { gateway: 19.5, processor: 24.7, redis: 5.4 }, freshnessP99: 1_213, send202P99: 170 });
+    expect(Object.values(verdicts(today))).toEqual(Array(6).fill('FAIL'));
+  });
+
+  it('does not count a flat rate that the soak could not hold', () => {
+    const held = withRun({ rate: 33_000, cpu: { gateway: 9, processor: 11, redis: 2 }, freshnessP99: 900, send202P99: 40, soakHeld: true });
+    const endToEnd = (r: BenchResult) => r.targets.find((t) => t.name.startsWith('end to end'));
+    expect(endToEnd(held)).toMatchObject({ verdict: 'pass', note: expect.stringContaining('held 10 min in the soak') });
+    const notHeld = withRun({ rate: 33_000, cpu: { gateway: 9, processor: 11, redis: 2 }, freshnessP99: 900, send202P99: 40, soakHeld: false });
+    expect(endToEnd(notHeld)).toMatchObject({
+      verdict: 'FAIL',
+      note: expect.stringContaining('NOT held in the soak (backlog grew by 2,000,000 events (trend))'),
+    });
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { judgeSoak, slope, type SoakReading, soakSeries } from './soak.js';
+import { judgeSoak, slope, soakLag, type SoakReading, soakSeries } from './soak.js';
 
 /** Readings every 20 s over 600 s; `rss` and `redis` give each series' value at a time. */
 function readings(o: { gateway: (s: number) => number; processor?: (s: number) => number; besidesSeen?: (s: number) => number }): SoakReading[] {
@@ -69,5 +69,37 @@ describe('the soak', () => {
     expect(judgeSoak(series, 9_000, 10_000).problems).toEqual(['the gateway accepted 9,000 events/s, below 95% of the 10,000 asked for']);
     const noRedis = soakSeries(readings({ gateway: () => 400 }).map((r) => ({ ...r, redisBesidesSeenIdsMb: undefined })));
     expect(judgeSoak(noRedis, 10_000, 10_000).problems).toEqual(['Redis besides the seen ids: too few readings in the second half']);
+  });
+
+  it('tells whether the pipeline held the rate: the lag over the whole soak, judged as a search step is', () => {
+    const withLag = (lag: (s: number) => number) => readings({ gateway: () => 400 }).map((r) => ({ ...r, lag: { dedupe: lag(r.atS), storage: 5_000 } }));
+    // 600 s at 10,000 events/s: flat below max(2% of 6,000,000, 0.5 s of load) = 120,000.
+    const swinging = soakLag(
+      withLag((s) => 20_000 + ((s / 20) % 2 === 0 ? 15_000 : -15_000)),
+      6_000_000,
+      10_000,
+    );
+    expect(swinging).toMatchObject({ flat: true, allowed: 120_000 });
+    expect(judgeSoak(soakSeries(readings({ gateway: () => 400 })), 10_000, 10_000, swinging).ok).toBe(true);
+    // 3,300 events/s of lag more: 2 M over the ten minutes, as at the rate a 20 s step once called flat.
+    const growing = soakLag(
+      withLag((s) => 12_000 + 3_300 * s),
+      6_000_000,
+      10_000,
+    );
+    expect(growing.flat).toBe(false);
+    expect(growing.growth).toBeCloseTo(1_980_000, -3);
+    expect(judgeSoak(soakSeries(readings({ gateway: () => 400 })), 10_000, 10_000, growing).problems).toEqual([
+      'the lag grew by 1,980,000 events over the soak (trend; flat below 120,000): the pipeline did not hold this rate',
+    ]);
+    // A rate the gateway did not carry is said once, as such, not again as lag.
+    const notCarried = soakLag(
+      withLag((s) => 12_000 + 3_300 * s),
+      5_000_000,
+      10_000,
+    );
+    expect(judgeSoak(soakSeries(readings({ gateway: () => 400 })), 8_333, 10_000, notCarried).problems).toEqual([
+      'the gateway accepted 8,333 events/s, below 95% of the 10,000 asked for',
+    ]);
   });
 });
