@@ -18,7 +18,8 @@ export interface GuardedFigure {
 }
 
 /** The step the search called flat at its highest rate: the operating point. */
-function flatStep(r: BenchResult) {
+/** The search's step at its highest flat rate. */
+export function flatStep(r: BenchResult) {
   const s = r.search;
   return s?.steps.find((x) => x.verdict.flat && x.targetEventsPerSec === s.sustainableEventsPerSec);
 }

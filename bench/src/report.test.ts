@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type BenchResult, ratiosAndTargets } from './report.js';
+import { type BenchResult, ratiosAndTargets, tenantMixTargets } from './report.js';
 
 function result(allowance?: BenchResult['allowance']): BenchResult {
   return {
@@ -89,5 +89,34 @@ describe("issue 31's targets", () => {
       verdict: 'FAIL',
       note: expect.stringContaining('NOT held in the soak (backlog grew by 2,000,000 events (trend))'),
     });
+  });
+});
+
+describe("the tenant mix's target", () => {
+  const mix = (cpu: Record<string, number> | undefined): BenchResult => {
+    const r = result();
+    if (cpu) {
+      r.search = {
+        steps: [{ targetEventsPerSec: 14_000, verdict: { flat: true }, cpuPerMillion: cpu, latency202Ms: {} }],
+        sustainableEventsPerSec: 14_000,
+      } as unknown as BenchResult['search'];
+    }
+    tenantMixTargets(r);
+    return r;
+  };
+
+  it('judges gateway + processor + Redis at the flat rate against 60% of the recorded baseline (70.3)', () => {
+    expect(mix({ gateway: 18, processor: 20, redis: 4.1 }).targets).toEqual([
+      expect.objectContaining({
+        name: expect.stringContaining('<= 42.2 CPU s/1M events'),
+        verdict: 'pass',
+        measured: expect.stringContaining('42.1 (18.0 + 20.0 + 4.1)'),
+      }),
+    ]);
+    // The run of 2026-11-29 13:23: 36.3 + 37.9 + 11.5.
+    expect(mix({ gateway: 36.3, processor: 37.9, redis: 11.5 }).targets).toEqual([
+      expect.objectContaining({ verdict: 'FAIL', measured: expect.stringContaining('122% of the baseline') }),
+    ]);
+    expect(mix(undefined).targets).toEqual([expect.objectContaining({ verdict: 'n/a' })]);
   });
 });

@@ -25,6 +25,7 @@ import {
   serviceSetup,
   startRunServices,
 } from './run-frame.js';
+import { tenantMixTargets } from './report.js';
 import { n0, say } from './say.js';
 import { summarizeLog } from './services.js';
 import { createTenants } from './tenant-accounts.js';
@@ -201,4 +202,4 @@ async function main(): Promise<void> {
   }
 }
 
-await runToEnd(frame, main);
+await runToEnd(frame, main, tenantMixTargets);
