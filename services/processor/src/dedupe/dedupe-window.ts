@@ -67,7 +67,7 @@ const SEGMENTS = 8;
  * One open-addressing table holds every mark, each slot tagged with its segment's generation;
  * a segment is only a count and a time range. Dropping the oldest segment advances the oldest
  * live generation, which turns its slots into free ones at no cost (an insert reuses them, a
- * rebuild drops them). Until 2026-11-30 each segment had a table of its own, and a new event
+ * rebuild drops them). Until 2026-11-29 each segment had a table of its own, and a new event
  * (seen(), then mark()) probed all eight twice; a probe for an absent key at the tables' load
  * reads several slots, and in production's tables (250,000 marks a segment) each read is a cache
  * miss. Seen-and-mark of a new event: see the figures in docs/benchmarks.md.
