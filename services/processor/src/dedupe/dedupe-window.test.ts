@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { rawEventKey } from '@ingest/domain';
 import { createDedupeWindow, fingerprint, fingerprintOfKey } from './dedupe-window.js';
@@ -132,5 +133,46 @@ describe('dedupe window', () => {
     expect(fingerprint('acc_1', 'a:b')).not.toBe(fingerprint('acc_2', 'a:b'));
     // The MD5 digest's 16 bytes, one latin1 character each: what the changelog has always carried.
     expect(Buffer.from(fingerprint('acc_1', 'a:b'), 'latin1')).toEqual(createHash('md5').update('acc_1:a:b').digest());
+  });
+
+  it('answers as a plain map of earliest marks would, through sweeps, dropped segments and rebuilds', () => {
+    // No bound (eviction forgets on purpose); time moves forward for look-ups and sweeps, as in
+    // the consumer, while marks may come with earlier times (replays), though not from before the
+    // last sweep: a sweep forgets expired marks, so one replayed after it within the forgotten
+    // mark's window starts afresh, which a plain map cannot tell. Thousands of marks over many
+    // segment spans: the table rebuilds and reuses swept segments' slots.
+    const WINDOW = 800;
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('mark' as const), key: fc.integer({ min: 0, max: 2_999 }), back: fc.integer({ min: 0, max: 1_000 }) }),
+      fc.record({ kind: fc.constant('seen' as const), key: fc.integer({ min: 0, max: 2_999 }), back: fc.constant(0) }),
+      fc.record({ kind: fc.constant('sweep' as const), key: fc.constant(0), back: fc.constant(0) }),
+    );
+    fc.assert(
+      fc.property(fc.array(fc.tuple(op, fc.integer({ min: 0, max: 3 })), { minLength: 500, maxLength: 3_000 }), (ops) => {
+        const w = createDedupeWindow(WINDOW);
+        const model = new Map<number, number>();
+        let now = 0;
+        let swept = Number.NEGATIVE_INFINITY;
+        for (const [o, step] of ops) {
+          now += step;
+          if (o.kind === 'mark') {
+            const at = Math.max(now - o.back, swept);
+            const existing = model.get(o.key);
+            if (existing === undefined || at < existing || at - existing >= WINDOW) model.set(o.key, at);
+            w.mark(fp(`k${o.key}`), at);
+          } else if (o.kind === 'seen') {
+            const first = model.get(o.key);
+            expect(w.seen(fp(`k${o.key}`), now)).toBe(first !== undefined && now - first < WINDOW);
+          } else {
+            w.sweep(now);
+            swept = now;
+          }
+        }
+        let agree = 0;
+        for (const [key, first] of model) if (w.seen(fp(`k${key}`), now) === now - first < WINDOW) agree++;
+        expect(agree).toBe(model.size);
+      }),
+      { numRuns: 25 },
+    );
   });
 });
