@@ -3,6 +3,7 @@ import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import type { Closeable } from '../lifecycle.js';
 import { AppError, isRetryable } from '../errors.js';
 import { toClickHouseAppError } from './errors.js';
+import { tabSeparatedBody } from './tab-separated-body.js';
 
 /**
  * The small surface the rest of the code uses. It pins the choices that keep one code path
@@ -126,7 +127,7 @@ function createOneServer(options: ClickHouseOptions): ClickHouse {
         await client.insert({
           table,
           columns: [...columns] as [string, ...string[]],
-          values: Readable.from([Buffer.from(`${lines.join('\n')}\n`)], { objectMode: false }),
+          values: Readable.from([tabSeparatedBody(lines)], { objectMode: false }),
           format: 'TabSeparated',
         });
       } catch (err) {
