@@ -1,6 +1,6 @@
 /** The report's sections for the writer phase, the lag-flat search, the memory check and the soak. */
 import type { MemoryFigures, MemoryVerdict } from './memory.js';
-import { n0, n1 } from './say.js';
+import { n0, n1, signed } from './say.js';
 import type { SearchResult } from './search.js';
 import type { SoakResult } from './soak.js';
 import type { WriterResult } from './writer-phase.js';
@@ -22,7 +22,7 @@ export function formatSearch(s: SearchResult): string[] {
   for (const [i, step] of s.steps.entries()) {
     const v = step.verdict;
     out.push(
-      `  step ${i + 1}  ${n0(step.targetEventsPerSec).padStart(9)} events/s  ${v.flat ? 'flat    ' : 'NOT flat'}  accepted ${n0(v.achievedEventsPerSec)}/s, stored ${n0(step.storedEventsPerSec)}/s (end - start), backlog trend ${v.growth >= 0 ? '+' : ''}${n0(v.growth)} (flat below +${n0(v.allowed)}; end - start ${n0(v.endpointGrowth)}); ` +
+      `  step ${i + 1}  ${n0(step.targetEventsPerSec).padStart(9)} events/s  ${v.flat ? 'flat    ' : 'NOT flat'}  accepted ${n0(v.achievedEventsPerSec)}/s, stored ${n0(step.storedEventsPerSec)}/s (end - start), backlog trend ${signed(v.growth)} (flat below +${n0(v.allowed)}; end - start ${n0(v.endpointGrowth)}); ` +
         `lag end dedupe ${n0(step.lag.end.dedupe)}, storage ${n0(step.lag.end.storage)}; drained in ${step.drainedInS === undefined ? '-' : `${n1(step.drainedInS)} s`}`,
     );
   }
@@ -79,7 +79,7 @@ export function formatSoak(s: SoakResult): string[] {
   }
   for (const x of s.series) {
     out.push(
-      `  ${x.name.padEnd(40)} ${n0(x.middleMb)} -> ${n0(x.endMb)} MB over the second half, trend ${x.trendMb === undefined ? '-' : `${x.trendMb >= 0 ? '+' : ''}${n1(x.trendMb)}`} MB (allowed ${n0(x.allowedMb)})`,
+      `  ${x.name.padEnd(40)} ${n0(x.middleMb)} -> ${n0(x.endMb)} MB over the second half, trend ${signed(x.trendMb, n1)} MB (allowed ${n0(x.allowedMb)})`,
     );
   }
   out.push(

@@ -16,7 +16,7 @@ import type { ProfileSummary } from './profile.js';
 import type { BrokerBytes } from './broker-bytes.js';
 import { flatStep, formatGuard, type GuardLine, type RecordedRuns } from './regression-guard.js';
 import type { LogEntryCount } from './services.js';
-import { n0, n1, n2 } from './say.js';
+import { n0, n1, n2, signed } from './say.js';
 
 export interface BenchResult {
   startedAt: string;
@@ -238,7 +238,7 @@ function memoryTarget(m: BenchResult['memory']): Target {
   const name = 'bounded memory';
   if (!m) return { name, measured: 'not measured', verdict: 'n/a' };
   const rss = Object.entries(m.rssMb)
-    .map(([n, x]) => `${n} ${(x.end ?? NaN) - (x.middle ?? NaN) >= 0 ? '+' : ''}${n0((x.end ?? NaN) - (x.middle ?? NaN))} MB`)
+    .map(([n, x]) => `${n} ${signed((x.end ?? NaN) - (x.middle ?? NaN))} MB`)
     .join(', ');
   return {
     name,
@@ -254,7 +254,7 @@ function soakTarget(s: SoakResult | undefined, skipped: string | undefined, flat
   if (!s) return { name, measured: 'not measured', verdict: 'n/a', note: skipped };
   const rateNote =
     s.targetEventsPerSec === flatRate ? '' : `; paced at --soak-rate, not at the flat rate (${flatRate === undefined ? 'none found' : n0(flatRate)})`;
-  const trends = s.series.map((x) => `${x.name} ${x.trendMb === undefined ? '-' : `${x.trendMb >= 0 ? '+' : ''}${n0(x.trendMb)}`} MB`).join(', ');
+  const trends = s.series.map((x) => `${x.name} ${signed(x.trendMb)} MB`).join(', ');
   return {
     name,
     measured: `2nd-half trend ${trends} at ${n0(s.achievedEventsPerSec)} events/s; lag dedupe ${n0(s.readings[0]?.lag.dedupe)} -> ${n0(s.readings.at(-1)?.lag.dedupe)}`,

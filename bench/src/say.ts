@@ -23,6 +23,11 @@ export function n2(value: number | undefined): string {
   return value === undefined || !Number.isFinite(value) ? '-' : nf2.format(value);
 }
 
+/** A change with its sign: `+12`, `-3`, `+0`; `-` when there is none (n0 or n1 for the digits). */
+export function signed(value: number | undefined, format: (v: number | undefined) => string = n0): string {
+  return value === undefined || !Number.isFinite(value) ? '-' : `${value >= 0 ? '+' : ''}${format(value)}`;
+}
+
 export function mb(bytes: number | undefined): string {
   return bytes === undefined || !Number.isFinite(bytes) ? '-' : `${nf0.format(bytes / 1024 / 1024)} MB`;
 }
