@@ -620,19 +620,21 @@ REDIS_MARKER=redis-server
 # STACK_REDIS_PASSWORD: the server requires it (the default user's password in the 0600 ACL file,
 # so it is not on the command line); the services then need it in REDIS_URL (redis://:password@host:port).
 STACK_REDIS_PASSWORD=${STACK_REDIS_PASSWORD:-}
-redis_ready() {
+# One redis-cli command against the stack's Redis (with STACK_REDIS_PASSWORD when set), 2 s at most.
+redis_cli() {
   local auth=()
   [[ -z $STACK_REDIS_PASSWORD ]] || auth=("REDISCLI_AUTH=$STACK_REDIS_PASSWORD")
-  [[ $(timeout 2 env "${auth[@]}" redis-cli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null) == PONG ]]
+  timeout 2 env "${auth[@]}" redis-cli -h "$HOST" -p "$REDIS_PORT" "$@" 2>/dev/null
+}
+
+redis_ready() {
+  [[ $(redis_cli ping) == PONG ]]
 }
 
 # How far Redis has loaded its data set while it starts (loading_loaded_perc of INFO, which it
 # answers while loading, unlike PING); nothing once loaded or when it cannot be asked.
 redis_loading_percent() {
-  local auth=()
-  [[ -z $STACK_REDIS_PASSWORD ]] || auth=("REDISCLI_AUTH=$STACK_REDIS_PASSWORD")
-  timeout 2 env "${auth[@]}" redis-cli -h "$HOST" -p "$REDIS_PORT" info persistence 2>/dev/null |
-    tr -d '\r' | awk -F: '$1 == "loading" && $2 == "1" { loading = 1 } $1 == "loading_loaded_perc" { perc = $2 } END { if (loading) print perc }'
+  redis_cli info persistence | tr -d '\r' | awk -F: '$1 == "loading" && $2 == "1" { loading = 1 } $1 == "loading_loaded_perc" { perc = $2 } END { if (loading) print perc }'
 }
 
 # Waits for PING as wait_for does, and on past REDIS_START_TIMEOUT for as long as Redis is loading
