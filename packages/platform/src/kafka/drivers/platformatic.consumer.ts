@@ -192,24 +192,27 @@ export function createPlatformaticConsumer(base: BaseOptions, options: DriverCon
     // and assignment scan were 2 % of the processor's thread in the bench's profile).
     let runTopic = '';
     let runPartition = -1;
+    let runKey = '';
     let floor = -1n;
     let ours = false;
-    let list: ConsumedMessage[] = [];
+    let list: ConsumedMessage[] | undefined;
     for (const m of fetched) {
       if (m.partition !== runPartition || m.topic !== runTopic) {
         runTopic = m.topic;
         runPartition = m.partition;
-        const key = keyOf(m.topic, m.partition);
-        floor = positions.get(key) ?? -1n;
+        runKey = keyOf(m.topic, m.partition);
+        floor = positions.get(runKey) ?? -1n;
         ours = assigned(m.topic, m.partition);
-        list = byPartition.get(key) ?? [];
-        byPartition.set(key, list);
+        list = byPartition.get(runKey);
       }
       // Handled already (read again from the commit after a rejoin), or not ours any more.
       if (!ours || m.offset < floor) continue;
+      if (!list) {
+        list = [];
+        byPartition.set(runKey, list);
+      }
       list.push(toConsumed(m));
     }
-    for (const [key, messages] of byPartition) if (messages.length === 0) byPartition.delete(key);
     const batches = [...byPartition.values()];
     const workers = Math.max(1, Math.min(options.partitionsConsumedConcurrently, batches.length));
     await Promise.all(
